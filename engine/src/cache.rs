@@ -1,0 +1,548 @@
+//! The cluster cache: the single writer of node and assigned-pod state, and the builder of the
+//! snapshots the workers read.
+//!
+//! Owns: node slots (dense, with incarnations; a removed node's slot is reused only once no
+//! worker can still hold a snapshot naming it), the accounting of pods placed on nodes (bound by
+//! anyone, or assumed by us after a claim), the per-node applied bind-version counts, and the
+//! working snapshot arena. It may touch the shared [`BindVersions`] counters (bumps for
+//! capacity-reducing changes, see `binder`) and nothing else; it never talks to the queue — it
+//! returns [`reason`] masks describing what a change could help, and the caller moves pods.
+//!
+//! Completed pods (Succeeded/Failed) stop counting the moment the cache hears of it.
+
+use crate::binder::{BindVersions, Candidate, MAX_SLOTS};
+use crate::conf::Profile;
+use crate::model::{
+    CPU, CompiledNode, CompiledPod, HostPort, Interner, MEMORY, ModelError, NodeInput, NodeMeta,
+    ResourceList, ResourceRegistry, TaintEffect, compile_node,
+};
+use crate::queue::reason::{self, ReasonMask};
+use crate::snapshot::{Arena, CHUNK, Snapshot, flags};
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+/// What the cache knows about one node slot.
+#[derive(Default)]
+struct SlotState {
+    /// Version increments of this slot the cache has accounted for (claims + bumps).
+    applied: u64,
+    incarnation: u32,
+    node: Option<CompiledNode>,
+    /// Sum of requests of pods counted on the node.
+    used: ResourceList,
+    nonzero: [i64; 2],
+    /// Multiset of host ports in use, sorted.
+    ports: Vec<HostPort>,
+}
+
+/// A pod counted on a node.
+#[derive(Debug, Clone)]
+struct Placement {
+    node: Arc<str>,
+    requests: ResourceList,
+    nonzero: [i64; 2],
+    ports: Box<[HostPort]>,
+    /// Assumed after our claim, not yet confirmed by the watch.
+    assumed: bool,
+}
+
+/// Accounting entry for a pod placed on a node.
+#[derive(Debug, Clone)]
+pub struct PlacedPod<'a> {
+    pub node: &'a str,
+    pub assumed: bool,
+}
+
+pub struct Cache {
+    pub interner: Interner,
+    pub registry: ResourceRegistry,
+    versions: Arc<BindVersions>,
+    arena: Arena,
+    by_name: HashMap<Arc<str>, u32>,
+    slots: Vec<SlotState>,
+    /// Released slots and the first publication sequence that no longer names them.
+    free_slots: VecDeque<(u32, u64)>,
+    pods: HashMap<Arc<str>, Placement>,
+    /// Placements on nodes the cache has not seen (yet): node name → pod uids.
+    orphans: HashMap<Arc<str>, Vec<Arc<str>>>,
+    live_nodes: usize,
+    dirty: bool,
+    seq: u64,
+    profile: Arc<Profile>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CacheError {
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    #[error("cannot add node {0:?}: the engine holds at most {MAX_SLOTS} nodes")]
+    Full(String),
+}
+
+fn add(list: &mut ResourceList, other: &ResourceList, sign: i64) {
+    for &(s, a) in other {
+        match list.binary_search_by_key(&s, |&(x, _)| x) {
+            Ok(i) => list[i].1 += sign * a,
+            Err(i) => list.insert(i, (s, sign * a)),
+        }
+    }
+}
+
+impl Cache {
+    pub fn new(versions: Arc<BindVersions>, profile: Arc<Profile>) -> Cache {
+        Cache {
+            interner: Interner::default(),
+            registry: ResourceRegistry::default(),
+            versions,
+            arena: Arena::default(),
+            by_name: HashMap::new(),
+            slots: Vec::new(),
+            free_slots: VecDeque::new(),
+            pods: HashMap::new(),
+            orphans: HashMap::new(),
+            live_nodes: 0,
+            dirty: true,
+            seq: 0,
+            profile,
+        }
+    }
+
+    pub fn versions(&self) -> &Arc<BindVersions> {
+        &self.versions
+    }
+
+    pub fn live_nodes(&self) -> usize {
+        self.live_nodes
+    }
+
+    pub fn node_slot(&self, name: &str) -> Option<u32> {
+        self.by_name.get(name).copied()
+    }
+
+    pub fn node_names(&self) -> impl Iterator<Item = &Arc<str>> {
+        self.by_name.keys()
+    }
+
+    pub fn placement(&self, uid: &str) -> Option<PlacedPod<'_>> {
+        self.pods.get(uid).map(|p| PlacedPod {
+            node: &p.node,
+            assumed: p.assumed,
+        })
+    }
+
+    pub fn placed_uids(&self) -> Vec<String> {
+        self.pods.keys().map(|u| u.to_string()).collect()
+    }
+
+    pub fn placed_pods(&self) -> usize {
+        self.pods.len()
+    }
+
+    pub fn set_profile(&mut self, profile: Arc<Profile>) {
+        self.profile = profile;
+        self.dirty = true;
+    }
+
+    pub fn profile(&self) -> &Arc<Profile> {
+        &self.profile
+    }
+
+    /// Sequence number the next publication will carry.
+    pub fn next_seq(&self) -> u64 {
+        self.seq + 1
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Nodes
+    // -----------------------------------------------------------------------------------------
+
+    /// Add or update a node. Returns what the change may help unschedulable pods with.
+    pub fn apply_node(
+        &mut self,
+        input: &NodeInput,
+        reuse_horizon: u64,
+    ) -> Result<ReasonMask, CacheError> {
+        let compiled = compile_node(input, &mut self.interner, &mut self.registry)?;
+        if let Some(&slot) = self.by_name.get(input.name.as_str()) {
+            let st = &mut self.slots[slot as usize];
+            let old = st.node.as_ref().expect("named slot holds a node");
+            let (mask, restricts) = diff_nodes(old, &compiled);
+            if mask == 0
+                && !restricts
+                && old.meta == compiled.meta
+                && old.allocatable == compiled.allocatable
+            {
+                return Ok(0);
+            }
+            st.node = Some(compiled);
+            if restricts {
+                self.bump(slot);
+            }
+            self.write_slot(slot);
+            return Ok(mask);
+        }
+        let slot = self.allocate_slot(&input.name, reuse_horizon)?;
+        let name = compiled.meta.name.clone();
+        {
+            let st = &mut self.slots[slot as usize];
+            st.incarnation = st.incarnation.wrapping_add(1);
+            st.node = Some(compiled);
+            st.used = ResourceList::new();
+            st.nonzero = [0; 2];
+            st.ports.clear();
+        }
+        // A new incarnation must never be claimable with a version from the previous one.
+        self.bump(slot);
+        self.by_name.insert(name.clone(), slot);
+        self.live_nodes += 1;
+        if let Some(uids) = self.orphans.remove(&name) {
+            for uid in uids {
+                if let Some(p) = self.pods.get(&uid).cloned() {
+                    self.account(slot, &p, 1);
+                }
+            }
+        }
+        self.write_slot(slot);
+        Ok(reason::ALL)
+    }
+
+    fn allocate_slot(&mut self, name: &str, reuse_horizon: u64) -> Result<u32, CacheError> {
+        if let Some(&(slot, free_from)) = self.free_slots.front()
+            && free_from <= reuse_horizon
+        {
+            self.free_slots.pop_front();
+            return Ok(slot);
+        }
+        let slot = self.slots.len();
+        if slot >= MAX_SLOTS {
+            return Err(CacheError::Full(name.to_owned()));
+        }
+        self.versions.ensure(slot);
+        self.slots.push(SlotState::default());
+        Ok(slot as u32)
+    }
+
+    /// Remove a node. Pods still recorded on it wait as orphans until they are deleted or the
+    /// node comes back.
+    pub fn delete_node(&mut self, name: &str) -> ReasonMask {
+        let Some(slot) = self.by_name.remove(name) else {
+            return 0;
+        };
+        self.bump(slot);
+        let st = &mut self.slots[slot as usize];
+        let node_name = st.node.take().map(|n| n.meta.name.clone());
+        st.used = ResourceList::new();
+        st.nonzero = [0; 2];
+        st.ports.clear();
+        self.live_nodes -= 1;
+        if let Some(node_name) = node_name {
+            let uids: Vec<Arc<str>> = self
+                .pods
+                .iter()
+                .filter(|(_, p)| p.node == node_name)
+                .map(|(u, _)| u.clone())
+                .collect();
+            if !uids.is_empty() {
+                self.orphans.entry(node_name).or_default().extend(uids);
+            }
+        }
+        self.write_slot(slot);
+        self.free_slots.push_back((slot, self.seq + 1));
+        // Losing a node helps nobody.
+        0
+    }
+
+    /// Replace the whole node set (a relist).
+    pub fn reset_nodes(
+        &mut self,
+        nodes: &[NodeInput],
+        reuse_horizon: u64,
+    ) -> (ReasonMask, Vec<CacheError>) {
+        let keep: std::collections::HashSet<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
+        let gone: Vec<Arc<str>> = self
+            .by_name
+            .keys()
+            .filter(|n| !keep.contains(&***n))
+            .cloned()
+            .collect();
+        let mut mask = 0;
+        for n in gone {
+            mask |= self.delete_node(&n);
+        }
+        let mut errors = Vec::new();
+        for n in nodes {
+            match self.apply_node(n, reuse_horizon) {
+                Ok(m) => mask |= m,
+                Err(e) => errors.push(e),
+            }
+        }
+        (mask, errors)
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Pods
+    // -----------------------------------------------------------------------------------------
+
+    /// A pod bound to `node` (by anyone), as the watch reports it. Terminal pods are removed.
+    pub fn apply_bound_pod(&mut self, pod: &CompiledPod, node: &str, terminal: bool) -> ReasonMask {
+        if terminal {
+            return self.remove_pod(&pod.uid);
+        }
+        let placement = Placement {
+            node: self.intern_name(node),
+            requests: pod.requests.clone(),
+            nonzero: [pod.nonzero_cpu, pod.nonzero_memory],
+            ports: pod.host_ports.clone(),
+            assumed: false,
+        };
+        if let Some(old) = self.pods.get_mut(&pod.uid)
+            && old.requests == placement.requests
+            && old.ports == placement.ports
+        {
+            // Our own assumption confirmed, or a no-op update.
+            old.assumed = false;
+            return 0;
+        }
+        let mut mask = self.remove_pod(&pod.uid);
+        if let Some(&slot) = self.by_name.get(&*placement.node) {
+            // Someone else's placement (or a changed one) reduces what the node can take.
+            self.bump(slot);
+            self.account(slot, &placement, 1);
+            self.write_slot(slot);
+        } else {
+            self.orphans
+                .entry(placement.node.clone())
+                .or_default()
+                .push(pod.uid.clone());
+        }
+        self.pods.insert(pod.uid.clone(), placement);
+        // Moving a pod off another node frees capacity there, but the new placement helps no one.
+        mask &= !reason::ALL_NEW_NODE;
+        mask
+    }
+
+    /// A pod is gone (deleted, completed, or its assumption forgotten): free its resources.
+    pub fn remove_pod(&mut self, uid: &str) -> ReasonMask {
+        let Some(p) = self.pods.remove(uid) else {
+            return 0;
+        };
+        if let Some(&slot) = self.by_name.get(&*p.node) {
+            self.account(slot, &p, -1);
+            self.write_slot(slot);
+            reason::CAPACITY_FREED
+        } else {
+            if let Some(list) = self.orphans.get_mut(&p.node) {
+                list.retain(|u| &**u != uid);
+                if list.is_empty() {
+                    self.orphans.remove(&p.node);
+                }
+            }
+            0
+        }
+    }
+
+    /// Account for a successful claim (the CAS already advanced the counter): count the increment,
+    /// and if the pod still exists and the node is the one the worker saw, assume the pod there.
+    /// Returns the node name when the pod was assumed.
+    pub fn apply_claim(&mut self, cand: Candidate, pod: Option<&CompiledPod>) -> Option<Arc<str>> {
+        let slot = cand.slot;
+        let st = &mut self.slots[slot as usize];
+        st.applied += 1;
+        let same_node = st.incarnation == cand.incarnation && st.node.is_some();
+        let name = st.node.as_ref().map(|n| n.meta.name.clone());
+        let result = match (pod, same_node, name) {
+            (Some(pod), true, Some(name)) => {
+                let placement = Placement {
+                    node: name.clone(),
+                    requests: pod.requests.clone(),
+                    nonzero: [pod.nonzero_cpu, pod.nonzero_memory],
+                    ports: pod.host_ports.clone(),
+                    assumed: true,
+                };
+                self.remove_pod(&pod.uid);
+                self.account(slot, &placement, 1);
+                self.pods.insert(pod.uid.clone(), placement);
+                Some(name)
+            }
+            _ => None,
+        };
+        self.write_slot(slot);
+        result
+    }
+
+    /// Drop an assumption after a failed bind. Freed capacity needs no version bump.
+    pub fn forget(&mut self, uid: &str) -> ReasonMask {
+        match self.pods.get(uid) {
+            Some(p) if p.assumed => self.remove_pod(uid),
+            _ => 0,
+        }
+    }
+
+    fn intern_name(&mut self, node: &str) -> Arc<str> {
+        if let Some((k, _)) = self.by_name.get_key_value(node) {
+            return k.clone();
+        }
+        let id = self.interner.intern(node);
+        Arc::from(self.interner.resolve(id))
+    }
+
+    fn account(&mut self, slot: u32, p: &Placement, sign: i64) {
+        let st = &mut self.slots[slot as usize];
+        add(&mut st.used, &p.requests, sign);
+        st.nonzero[0] += sign * p.nonzero[0];
+        st.nonzero[1] += sign * p.nonzero[1];
+        for hp in p.ports.iter() {
+            if sign > 0 {
+                let i = st.ports.partition_point(|x| x < hp);
+                st.ports.insert(i, *hp);
+            } else if let Ok(i) = st.ports.binary_search(hp) {
+                st.ports.remove(i);
+            }
+        }
+    }
+
+    fn bump(&mut self, slot: u32) {
+        self.versions.bump(slot as usize);
+        self.slots[slot as usize].applied += 1;
+    }
+
+    /// Write the slot's state into the working arena (copy-on-write of its chunk).
+    fn write_slot(&mut self, slot: u32) {
+        self.dirty = true;
+        let st = &self.slots[slot as usize];
+        let i = slot as usize % CHUNK;
+        let chunk = self.arena.chunk_mut(slot as usize);
+        chunk.version[i] = st.applied;
+        chunk.incarnation[i] = st.incarnation;
+        let Some(node) = &st.node else {
+            chunk.flags[i] = 0;
+            chunk.meta[i] = None;
+            chunk.ports[i] = None;
+            for r in chunk.free.iter_mut().chain(chunk.alloc.iter_mut()) {
+                r[i] = 0;
+            }
+            chunk.nonzero_used[0][i] = 0;
+            chunk.nonzero_used[1][i] = 0;
+            return;
+        };
+        let rows = self.registry.len();
+        if chunk.free.len() < rows {
+            chunk.ensure_rows((rows - 1) as u8);
+        }
+        for r in 0..chunk.free.len() {
+            chunk.alloc[r][i] = 0;
+            chunk.free[r][i] = 0;
+        }
+        for &(s, a) in &node.allocatable {
+            chunk.alloc[s as usize][i] = a;
+            chunk.free[s as usize][i] = a;
+        }
+        for &(s, u) in &st.used {
+            chunk.free[s as usize][i] -= u;
+        }
+        chunk.nonzero_used[0][i] = st.nonzero[0];
+        chunk.nonzero_used[1][i] = st.nonzero[1];
+        let meta: &Arc<NodeMeta> = &node.meta;
+        let mut f = flags::PRESENT;
+        if meta.unschedulable {
+            f |= flags::UNSCHEDULABLE;
+        }
+        if meta
+            .taints
+            .iter()
+            .any(|t| t.effect != TaintEffect::PreferNoSchedule)
+        {
+            f |= flags::HARD_TAINTS;
+        }
+        if meta
+            .taints
+            .iter()
+            .any(|t| t.effect == TaintEffect::PreferNoSchedule)
+        {
+            f |= flags::SOFT_TAINTS;
+        }
+        if !st.ports.is_empty() {
+            f |= flags::PORTS;
+            let same = chunk.ports[i].as_deref().is_some_and(|p| *p == *st.ports);
+            if !same {
+                chunk.ports[i] = Some(Arc::from(st.ports.as_slice()));
+            }
+        } else {
+            chunk.ports[i] = None;
+        }
+        chunk.flags[i] = f;
+        if !chunk.meta[i].as_ref().is_some_and(|m| Arc::ptr_eq(m, meta)) {
+            chunk.meta[i] = Some(meta.clone());
+        }
+    }
+
+    /// Publish the working arena as a new snapshot if anything changed since the last one.
+    pub fn publish(&mut self) -> Option<Arc<Snapshot>> {
+        if !self.dirty {
+            return None;
+        }
+        self.dirty = false;
+        self.seq += 1;
+        Some(Arc::new(Snapshot {
+            seq: self.seq,
+            arena: self.arena.clone(),
+            nodes: self.live_nodes,
+            profile: self.profile.clone(),
+            gpu_slot: self.registry.lookup("nvidia.com/gpu"),
+        }))
+    }
+
+    /// Sum of requests counted on `node`, and its allocatable, for integrity checks.
+    pub fn node_usage(&self, name: &str) -> Option<(ResourceList, ResourceList)> {
+        let slot = *self.by_name.get(name)?;
+        let st = &self.slots[slot as usize];
+        Some((st.used.clone(), st.node.as_ref()?.allocatable.clone()))
+    }
+
+    pub fn nonzero_usage(&self, name: &str) -> Option<(i64, i64)> {
+        let slot = *self.by_name.get(name)?;
+        let st = &self.slots[slot as usize];
+        Some((st.nonzero[CPU as usize], st.nonzero[MEMORY as usize]))
+    }
+}
+
+/// What changed between two versions of a node: which unschedulable reasons it may help, and
+/// whether it restricts the node (so stale decisions must be invalidated by a version bump).
+fn diff_nodes(old: &CompiledNode, new: &CompiledNode) -> (ReasonMask, bool) {
+    let mut mask = 0;
+    let mut restricts = false;
+    if old.meta.labels != new.meta.labels {
+        mask |= reason::AFFINITY;
+        restricts = true;
+    }
+    if old.meta.taints != new.meta.taints {
+        let removed = old.meta.taints.iter().any(|t| !new.meta.taints.contains(t));
+        let added = new.meta.taints.iter().any(|t| !old.meta.taints.contains(t));
+        if removed {
+            mask |= reason::TAINT;
+        }
+        restricts |= added;
+    }
+    if old.meta.unschedulable != new.meta.unschedulable {
+        if new.meta.unschedulable {
+            restricts = true;
+        } else {
+            mask |= reason::UNSCHEDULABLE;
+        }
+    }
+    let get = |l: &ResourceList, s| l.iter().find(|&&(x, _)| x == s).map_or(0, |&(_, a)| a);
+    for &(s, a) in &new.allocatable {
+        if a > get(&old.allocatable, s) {
+            mask |= reason::RESOURCES;
+        }
+    }
+    for &(s, a) in &old.allocatable {
+        if get(&new.allocatable, s) < a {
+            restricts = true;
+        }
+    }
+    (mask, restricts)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,580 @@
+//! The scheduler configuration: Volcano's config schema (`actions`, `tiers[].plugins[]` with
+//! `enablePredicate`/`enableNodeOrder`/`arguments`, `configurations[]`), its built-in default,
+//! validation with clear errors, and compilation into the [`Profile`] every worker reads from
+//! the snapshot it is scheduling against (so a reload takes effect at the next cycle).
+//!
+//! Owns parsing and validation only; the adapter reads files and watches for changes.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// Upstream's built-in default (`pkg/agentscheduler/util.go`).
+pub const DEFAULT_SCHEDULER_CONF: &str = r#"actions: "allocate"
+tiers:
+- plugins:
+  - name: predicates
+  - name: nodeorder
+"#;
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ConfError {
+    #[error("invalid scheduler configuration YAML: {0}")]
+    Yaml(String),
+    #[error("unknown action {0:?} (the agent scheduler supports only \"allocate\")")]
+    UnknownAction(String),
+    #[error("no actions configured")]
+    NoActions,
+    #[error("argument {key:?} of {owner}: expected {expected}, got {got}")]
+    ArgumentType {
+        owner: String,
+        key: String,
+        expected: &'static str,
+        got: String,
+    },
+    #[error("argument {key:?} of {owner}: {why}")]
+    ArgumentValue {
+        owner: String,
+        key: String,
+        why: String,
+    },
+    #[error("plugin entry without a name in tier {tier}")]
+    PluginName { tier: usize },
+    #[error("invalid node sampling option {name}={value}: {why}")]
+    Sampling {
+        name: &'static str,
+        value: i64,
+        why: &'static str,
+    },
+}
+
+/// A YAML argument value (Volcano's `Arguments` is `map[string]interface{}`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum ArgValue {
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(String),
+}
+
+impl ArgValue {
+    fn describe(&self) -> String {
+        match self {
+            ArgValue::Bool(b) => format!("boolean {b}"),
+            ArgValue::Int(i) => format!("integer {i}"),
+            ArgValue::Float(f) => format!("number {f}"),
+            ArgValue::Str(s) => format!("string {s:?}"),
+        }
+    }
+}
+
+pub type Arguments = BTreeMap<String, ArgValue>;
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginOption {
+    #[serde(default)]
+    pub name: String,
+    pub enable_predicate: Option<bool>,
+    pub enable_node_order: Option<bool>,
+    #[serde(default)]
+    pub arguments: Arguments,
+    /// Other `enableX` switches of the batch scheduler's schema are accepted and ignored.
+    #[serde(flatten)]
+    pub other: BTreeMap<String, ArgValue>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct Tier {
+    #[serde(default)]
+    pub plugins: Vec<PluginOption>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct Configuration {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub arguments: Arguments,
+}
+
+/// The file as written (Volcano's `SchedulerConfiguration`).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct SchedulerConf {
+    #[serde(default)]
+    pub actions: String,
+    #[serde(default)]
+    pub tiers: Vec<Tier>,
+    #[serde(default)]
+    pub configurations: Vec<Configuration>,
+    #[serde(default)]
+    pub metrics: BTreeMap<String, ArgValue>,
+}
+
+/// Which filters run. Resource fit and NodeUnschedulable always run (as upstream).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PredicateSet {
+    pub node_affinity: bool,
+    pub node_ports: bool,
+    pub taint_toleration: bool,
+}
+
+impl PredicateSet {
+    pub const NONE: PredicateSet = PredicateSet {
+        node_affinity: false,
+        node_ports: false,
+        taint_toleration: false,
+    };
+}
+
+/// Node-order weights, upstream keys and defaults. Zero disables a scorer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Weights {
+    pub least_requested: i64,
+    pub most_requested: i64,
+    pub balanced_resource: i64,
+    pub node_affinity: i64,
+    pub taint_toleration: i64,
+}
+
+impl Weights {
+    pub const DEFAULT: Weights = Weights {
+        least_requested: 1,
+        most_requested: 0,
+        balanced_resource: 1,
+        node_affinity: 2,
+        taint_toleration: 3,
+    };
+    pub const NONE: Weights = Weights {
+        least_requested: 0,
+        most_requested: 0,
+        balanced_resource: 0,
+        node_affinity: 0,
+        taint_toleration: 0,
+    };
+
+    pub fn any(&self) -> bool {
+        *self != Weights::NONE
+    }
+}
+
+/// Feasible-node sampling (flags `--minimum-feasible-nodes`, `--minimum-percentage-nodes-to-find`,
+/// `--percentage-nodes-to-find`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sampling {
+    pub minimum_feasible_nodes: u32,
+    pub minimum_percentage_nodes_to_find: u32,
+    /// 0 = adaptive (`50 - N/125` %).
+    pub percentage_nodes_to_find: u32,
+}
+
+impl Default for Sampling {
+    fn default() -> Self {
+        Self {
+            minimum_feasible_nodes: 100,
+            minimum_percentage_nodes_to_find: 5,
+            percentage_nodes_to_find: 0,
+        }
+    }
+}
+
+impl Sampling {
+    /// Validate flag values (upstream does not; out-of-range values break its sampling).
+    pub fn new(min_feasible: i64, min_pct: i64, pct: i64) -> Result<Sampling, ConfError> {
+        if min_feasible <= 0 || min_feasible > u32::MAX as i64 {
+            return Err(ConfError::Sampling {
+                name: "minimum-feasible-nodes",
+                value: min_feasible,
+                why: "must be > 0",
+            });
+        }
+        if !(0..=100).contains(&min_pct) {
+            return Err(ConfError::Sampling {
+                name: "minimum-percentage-nodes-to-find",
+                value: min_pct,
+                why: "must be within 0..=100",
+            });
+        }
+        if !(0..=100).contains(&pct) {
+            return Err(ConfError::Sampling {
+                name: "percentage-nodes-to-find",
+                value: pct,
+                why: "must be within 0..=100 (0 = adaptive)",
+            });
+        }
+        Ok(Sampling {
+            minimum_feasible_nodes: min_feasible as u32,
+            minimum_percentage_nodes_to_find: min_pct as u32,
+            percentage_nodes_to_find: pct as u32,
+        })
+    }
+
+    /// Upstream's `numFeasibleNodesToFind`: all nodes up to the minimum, otherwise a percentage
+    /// (adaptive `50 - N/125`, floored at the minimum percentage), never below the minimum.
+    /// N=1000 → 420; 5000 → 500; 6000 → 300; 10000 → 500.
+    pub fn nodes_to_find(&self, n: usize) -> usize {
+        let min = self.minimum_feasible_nodes as usize;
+        if n <= min || self.percentage_nodes_to_find >= 100 {
+            return n;
+        }
+        let pct = if self.percentage_nodes_to_find > 0 {
+            self.percentage_nodes_to_find as i64
+        } else {
+            (50 - (n as i64) / 125).max(self.minimum_percentage_nodes_to_find as i64)
+        };
+        let num = (n as i64 * pct / 100) as usize;
+        num.max(min)
+    }
+}
+
+/// The compiled configuration the workers use.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Profile {
+    pub predicates: PredicateSet,
+    pub weights: Weights,
+    /// `configurations[allocate].candidateNodeCount`, default 3, must be > 0.
+    pub candidate_node_count: usize,
+    pub sampling: Sampling,
+    /// Things the configuration asks for that Magma accepts but does not do, for the log.
+    pub warnings: Vec<String>,
+}
+
+impl Default for Profile {
+    fn default() -> Self {
+        Profile::parse(DEFAULT_SCHEDULER_CONF, Sampling::default())
+            .expect("built-in default is valid")
+    }
+}
+
+/// Predicate arguments that upstream honours and Magma implements.
+const PREDICATE_KEYS: &[&str] = &[
+    "predicate.NodeAffinityEnable",
+    "predicate.NodePortsEnable",
+    "predicate.TaintTolerationEnable",
+];
+/// Predicate arguments for upstream filters Magma does not implement. Accepted and ignored: the
+/// agent workloads Magma targets do not use pod affinity, topology spread, volumes or DRA.
+const UNSUPPORTED_PREDICATE_KEYS: &[&str] = &[
+    "predicate.PodAffinityEnable",
+    "predicate.NodeVolumeLimitsEnable",
+    "predicate.VolumeZoneEnable",
+    "predicate.PodTopologySpreadEnable",
+    "predicate.VolumeBindingEnable",
+    "predicate.DynamicResourceAllocationEnable",
+    "predicate.CacheEnable",
+    "volumebinding.bindTimeoutSeconds",
+    "volumebinding.weight",
+    "volumebinding.shape",
+    "dynamicresources.filterTimeoutSeconds",
+];
+const UNSUPPORTED_WEIGHT_KEYS: &[&str] = &[
+    "podaffinity.weight",
+    "imagelocality.weight",
+    "podtopologyspread.weight",
+];
+
+fn get_bool(owner: &str, args: &Arguments, key: &str, default: bool) -> Result<bool, ConfError> {
+    match args.get(key) {
+        None => Ok(default),
+        Some(ArgValue::Bool(b)) => Ok(*b),
+        Some(ArgValue::Str(s)) => match s.as_str() {
+            "true" | "True" | "TRUE" | "1" | "t" | "T" => Ok(true),
+            "false" | "False" | "FALSE" | "0" | "f" | "F" => Ok(false),
+            _ => Err(ConfError::ArgumentType {
+                owner: owner.into(),
+                key: key.into(),
+                expected: "a boolean",
+                got: format!("string {s:?}"),
+            }),
+        },
+        Some(v) => Err(ConfError::ArgumentType {
+            owner: owner.into(),
+            key: key.into(),
+            expected: "a boolean",
+            got: v.describe(),
+        }),
+    }
+}
+
+fn get_int(owner: &str, args: &Arguments, key: &str, default: i64) -> Result<i64, ConfError> {
+    let err = |v: &ArgValue| ConfError::ArgumentType {
+        owner: owner.into(),
+        key: key.into(),
+        expected: "an integer",
+        got: v.describe(),
+    };
+    match args.get(key) {
+        None => Ok(default),
+        Some(ArgValue::Int(i)) => Ok(*i),
+        Some(v @ ArgValue::Float(f)) if f.fract() == 0.0 && f.abs() < 1e15 => {
+            let _ = v;
+            Ok(*f as i64)
+        }
+        Some(v @ ArgValue::Str(s)) => s.trim().parse().map_err(|_| err(v)),
+        Some(v) => Err(err(v)),
+    }
+}
+
+fn weight(owner: &str, args: &Arguments, key: &str, default: i64) -> Result<i64, ConfError> {
+    let w = get_int(owner, args, key, default)?;
+    if !(0..=1_000_000).contains(&w) {
+        return Err(ConfError::ArgumentValue {
+            owner: owner.into(),
+            key: key.into(),
+            why: format!("weight {w} must be within 0..=1000000"),
+        });
+    }
+    Ok(w)
+}
+
+impl Profile {
+    /// Parse and validate a configuration file's contents.
+    pub fn parse(yaml: &str, sampling: Sampling) -> Result<Profile, ConfError> {
+        let conf: SchedulerConf = if yaml.trim().is_empty() {
+            SchedulerConf::default()
+        } else {
+            serde_saphyr::from_str(yaml).map_err(|e| ConfError::Yaml(e.to_string()))?
+        };
+        Profile::compile(&conf, sampling)
+    }
+
+    pub fn compile(conf: &SchedulerConf, sampling: Sampling) -> Result<Profile, ConfError> {
+        let mut warnings = Vec::new();
+        let actions: Vec<&str> = conf
+            .actions
+            .split(',')
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+            .collect();
+        if actions.is_empty() {
+            return Err(ConfError::NoActions);
+        }
+        for a in &actions {
+            if *a != "allocate" {
+                return Err(ConfError::UnknownAction((*a).to_owned()));
+            }
+        }
+        let mut predicates = PredicateSet::NONE;
+        let mut weights = Weights::NONE;
+        for (ti, tier) in conf.tiers.iter().enumerate() {
+            for p in &tier.plugins {
+                if p.name.is_empty() {
+                    return Err(ConfError::PluginName { tier: ti });
+                }
+                let owner = format!("plugin {:?}", p.name);
+                let enable_predicate = p.enable_predicate.unwrap_or(true);
+                let enable_node_order = p.enable_node_order.unwrap_or(true);
+                match p.name.as_str() {
+                    "predicates" => {
+                        for key in p.arguments.keys() {
+                            if UNSUPPORTED_PREDICATE_KEYS.contains(&key.as_str()) {
+                                warnings.push(format!("{owner}: argument {key:?} is accepted but Magma does not implement that filter"));
+                            } else if !PREDICATE_KEYS.contains(&key.as_str()) {
+                                warnings.push(format!("{owner}: unknown argument {key:?} ignored"));
+                            }
+                        }
+                        let a = &p.arguments;
+                        let set = PredicateSet {
+                            node_affinity: get_bool(&owner, a, "predicate.NodeAffinityEnable", true)?,
+                            node_ports: get_bool(&owner, a, "predicate.NodePortsEnable", true)?,
+                            taint_toleration: get_bool(&owner, a, "predicate.TaintTolerationEnable", true)?,
+                        };
+                        for key in UNSUPPORTED_PREDICATE_KEYS.iter().filter(|k| k.ends_with("Enable")) {
+                            get_bool(&owner, a, key, true)?;
+                        }
+                        if enable_predicate {
+                            predicates = set;
+                        }
+                    }
+                    "nodeorder" => {
+                        let a = &p.arguments;
+                        for key in a.keys() {
+                            if UNSUPPORTED_WEIGHT_KEYS.contains(&key.as_str()) {
+                                warnings.push(format!("{owner}: {key:?} is accepted but Magma does not implement that scorer"));
+                            } else if !key.ends_with(".weight") || ![
+                                "leastrequested.weight",
+                                "mostrequested.weight",
+                                "balancedresource.weight",
+                                "nodeaffinity.weight",
+                                "tainttoleration.weight",
+                            ]
+                            .contains(&key.as_str())
+                            {
+                                warnings.push(format!("{owner}: unknown argument {key:?} ignored"));
+                            }
+                        }
+                        for key in UNSUPPORTED_WEIGHT_KEYS {
+                            weight(&owner, a, key, 0)?;
+                        }
+                        let w = Weights {
+                            least_requested: weight(&owner, a, "leastrequested.weight", 1)?,
+                            most_requested: weight(&owner, a, "mostrequested.weight", 0)?,
+                            balanced_resource: weight(&owner, a, "balancedresource.weight", 1)?,
+                            node_affinity: weight(&owner, a, "nodeaffinity.weight", 2)?,
+                            taint_toleration: weight(&owner, a, "tainttoleration.weight", 3)?,
+                        };
+                        if enable_node_order {
+                            weights = w;
+                        }
+                    }
+                    other => warnings.push(format!(
+                        "plugin {other:?} is not supported by the agent scheduler and is skipped (as upstream)"
+                    )),
+                }
+            }
+        }
+        let mut candidate_node_count = 3;
+        for c in &conf.configurations {
+            if c.name != "allocate" {
+                warnings.push(format!(
+                    "configuration for unknown action {:?} ignored",
+                    c.name
+                ));
+                continue;
+            }
+            let owner = "configuration \"allocate\"";
+            for key in c.arguments.keys() {
+                if key != "candidateNodeCount" && key != "predicateErrorCacheEnable" {
+                    warnings.push(format!("{owner}: unknown argument {key:?} ignored"));
+                }
+            }
+            let k = get_int(owner, &c.arguments, "candidateNodeCount", 3)?;
+            if k <= 0 || k > 64 {
+                return Err(ConfError::ArgumentValue {
+                    owner: owner.into(),
+                    key: "candidateNodeCount".into(),
+                    why: format!("{k} must be within 1..=64"),
+                });
+            }
+            candidate_node_count = k as usize;
+            get_bool(owner, &c.arguments, "predicateErrorCacheEnable", true)?;
+        }
+        Ok(Profile {
+            predicates,
+            weights,
+            candidate_node_count,
+            sampling,
+            warnings,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(y: &str) -> Result<Profile, ConfError> {
+        Profile::parse(y, Sampling::default())
+    }
+
+    #[test]
+    fn default_config_enables_everything_with_upstream_weights() {
+        let p = Profile::default();
+        assert_eq!(p.weights, Weights::DEFAULT);
+        assert_eq!(
+            p.predicates,
+            PredicateSet {
+                node_affinity: true,
+                node_ports: true,
+                taint_toleration: true
+            }
+        );
+        assert_eq!(p.candidate_node_count, 3);
+        assert!(p.warnings.is_empty());
+    }
+
+    #[test]
+    fn arguments_and_candidate_count() {
+        let p = parse(
+            r#"
+actions: "allocate"
+tiers:
+- plugins:
+  - name: predicates
+    arguments:
+      predicate.NodePortsEnable: false
+      predicate.TaintTolerationEnable: "false"
+  - name: nodeorder
+    arguments:
+      mostrequested.weight: 10
+      leastrequested.weight: 0
+configurations:
+- name: allocate
+  arguments:
+    candidateNodeCount: 5
+"#,
+        )
+        .unwrap();
+        assert!(
+            !p.predicates.node_ports
+                && !p.predicates.taint_toleration
+                && p.predicates.node_affinity
+        );
+        assert_eq!(p.weights.most_requested, 10);
+        assert_eq!(p.weights.least_requested, 0);
+        assert_eq!(p.weights.taint_toleration, 3);
+        assert_eq!(p.candidate_node_count, 5);
+    }
+
+    #[test]
+    fn enable_flags_are_honoured() {
+        let p = parse(
+            "actions: allocate\ntiers:\n- plugins:\n  - name: predicates\n    enablePredicate: false\n  - name: nodeorder\n    enableNodeOrder: false\n",
+        )
+        .unwrap();
+        assert_eq!(p.predicates, PredicateSet::NONE);
+        assert_eq!(p.weights, Weights::NONE);
+    }
+
+    #[test]
+    fn rejects_unknown_actions_and_bad_values() {
+        assert_eq!(
+            parse("actions: \"enqueue, allocate, backfill\"\n"),
+            Err(ConfError::UnknownAction("enqueue".into()))
+        );
+        assert_eq!(parse("tiers: []\n"), Err(ConfError::NoActions));
+        let e = parse("actions: allocate\nconfigurations:\n- name: allocate\n  arguments:\n    candidateNodeCount: 0\n").unwrap_err();
+        assert!(e.to_string().contains("candidateNodeCount"), "{e}");
+        let e = parse("actions: allocate\nconfigurations:\n- name: allocate\n  arguments:\n    candidateNodeCount: -2\n").unwrap_err();
+        assert!(matches!(e, ConfError::ArgumentValue { .. }));
+        let e = parse("actions: allocate\ntiers:\n- plugins:\n  - name: nodeorder\n    arguments:\n      leastrequested.weight: heavy\n").unwrap_err();
+        assert!(matches!(e, ConfError::ArgumentType { .. }), "{e}");
+        let e = parse("actions: allocate\ntiers:\n- plugins:\n  - name: predicates\n    arguments:\n      predicate.NodeAffinityEnable: 3\n").unwrap_err();
+        assert!(matches!(e, ConfError::ArgumentType { .. }), "{e}");
+        assert!(matches!(parse("actions: [1, 2"), Err(ConfError::Yaml(_))));
+    }
+
+    #[test]
+    fn unsupported_plugins_and_arguments_are_explicit_warnings() {
+        let p = parse(
+            "actions: allocate\ntiers:\n- plugins:\n  - name: gang\n  - name: predicates\n    arguments:\n      predicate.PodTopologySpreadEnable: true\n  - name: nodeorder\n    arguments:\n      podaffinity.weight: 2\n",
+        )
+        .unwrap();
+        assert_eq!(p.warnings.len(), 3, "{:?}", p.warnings);
+        assert!(p.warnings.iter().any(|w| w.contains("gang")));
+        assert!(p.warnings.iter().any(|w| w.contains("PodTopologySpread")));
+    }
+
+    #[test]
+    fn sampling_matches_upstream_examples() {
+        let s = Sampling::default();
+        assert_eq!(s.nodes_to_find(50), 50);
+        assert_eq!(s.nodes_to_find(100), 100);
+        assert_eq!(s.nodes_to_find(1000), 420);
+        assert_eq!(s.nodes_to_find(5000), 500);
+        assert_eq!(s.nodes_to_find(6000), 300);
+        assert_eq!(s.nodes_to_find(10000), 500);
+        assert_eq!(s.nodes_to_find(50000), 2500);
+        let fixed = Sampling::new(100, 5, 100).unwrap();
+        assert_eq!(fixed.nodes_to_find(10000), 10000);
+        assert!(Sampling::new(0, 5, 0).is_err());
+        assert!(Sampling::new(100, 101, 0).is_err());
+        assert!(Sampling::new(100, 5, -1).is_err());
+    }
+
+    #[test]
+    fn batch_config_from_upstream_repo_is_rejected() {
+        let batch = "actions: \"enqueue, allocate, backfill\"\ntiers:\n- plugins:\n  - name: priority\n  - name: gang\n";
+        assert!(matches!(parse(batch), Err(ConfError::UnknownAction(_))));
+    }
+}

@@ -1,0 +1,484 @@
+//! The driver's state machine: the single writer that owns the cache and the queue.
+//!
+//! It consumes [`Input`]s (cluster events from the adapter, worker results, bind outcomes,
+//! configuration updates) and produces [`Intent`]s (bind this pod to that node; write this
+//! status) — no I/O, no clock: `now` is passed in. After a batch of inputs, [`Core::flush`]
+//! publishes one snapshot for all the changes (coalescing), moves due pods between sub-queues,
+//! and tops up the worker hand-off in queue order.
+//!
+//! Lifecycle of a pod it owns (DESIGN.md §3 "No lost pod"): exactly one of gated, activeQ,
+//! backoffQ, unschedulable pool, in flight (hand-off or worker), binding — until the bind
+//! succeeds or the pod is deleted. [`Core::audit`] checks this and the capacity invariant.
+
+use crate::allocate::failure_message;
+use crate::cache::{Cache, CacheError};
+use crate::clock::Nanos;
+use crate::conf::Profile;
+use crate::model::{CompiledPod, NodeInput, PodInput, compile_pod};
+use crate::queue::{PodState, QueueDepths, QueueOptions, SchedulingQueue, reason};
+use crate::snapshot::Snapshot;
+use crate::stats::{Stats, inc};
+use crate::sync::HandOff;
+use crate::worker::{Outcome, Shared, Task, WorkerResult};
+use crossbeam_channel::Sender;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Something happened that the engine must know.
+// Worker results are the most frequent input; moving them by value through the channel is
+// cheaper than a box per pod.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub enum Input {
+    NodeApply(NodeInput),
+    NodeDelete(String),
+    /// A relist: this is the complete node set.
+    NodeReset(Vec<NodeInput>),
+    /// A pod was added or changed. Pending pods must be ones this scheduler owns; assigned pods
+    /// (`node_name` set) may come from any scheduler.
+    PodApply(PodInput),
+    PodDelete {
+        uid: String,
+    },
+    /// A relist: the complete set of pending-for-us and assigned pods.
+    PodReset(Vec<PodInput>),
+    Profile(Arc<Profile>),
+    BindOutcome {
+        uid: String,
+        result: BindResult,
+    },
+    Worker(WorkerResult),
+}
+
+/// What the API server said to a binding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BindResult {
+    Bound,
+    /// 409: the pod is already bound (by us earlier, or by someone else).
+    AlreadyBound,
+    /// 404: the pod no longer exists.
+    PodGone,
+    /// 429/5xx/timeout or any other error: retry after backoff.
+    Failed(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatusReason {
+    Unschedulable,
+    SchedulerError,
+}
+
+impl StatusReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StatusReason::Unschedulable => "Unschedulable",
+            StatusReason::SchedulerError => "SchedulerError",
+        }
+    }
+}
+
+/// Bind `pod` to `node`.
+#[derive(Debug, Clone)]
+pub struct BindIntent {
+    pub pod: Arc<CompiledPod>,
+    pub node: Arc<str>,
+    pub arrived: Nanos,
+    pub popped: Nanos,
+    pub claimed: Nanos,
+}
+
+/// Write a `PodScheduled=False` condition and a `FailedScheduling` event.
+#[derive(Debug, Clone)]
+pub struct StatusIntent {
+    pub uid: Arc<str>,
+    pub namespace: Arc<str>,
+    pub name: Arc<str>,
+    pub reason: StatusReason,
+    pub message: Arc<str>,
+}
+
+#[derive(Debug, Clone)]
+pub enum Intent {
+    Bind(BindIntent),
+    Status(StatusIntent),
+    /// Input the engine rejected (for the embedder's log); the engine keeps going.
+    Error(CoreError),
+}
+
+/// A violated invariant found by [`Core::audit`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AuditError {
+    Overcommitted {
+        node: String,
+        resource: String,
+        used: i64,
+        allocatable: i64,
+    },
+    QueueDepthMismatch {
+        counted: QueueDepths,
+        recorded: QueueDepths,
+    },
+}
+
+/// Errors the driver reports to the embedder (for its log); the engine keeps going.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CoreError {
+    #[error("node rejected: {0}")]
+    Node(#[from] CacheError),
+    #[error("pod {namespace}/{name} rejected: {error}")]
+    Pod {
+        namespace: String,
+        name: String,
+        error: crate::model::ModelError,
+    },
+}
+
+pub struct Core {
+    cache: Cache,
+    queue: SchedulingQueue,
+    handoff: HandOff<Task>,
+    shared: Arc<Shared>,
+    intents: Sender<Intent>,
+    stats: Arc<Stats>,
+    /// Reasons accumulated since the last flush, applied to the pool once per flush.
+    pending_events: reason::ReasonMask,
+}
+
+impl Core {
+    pub fn new(
+        cache: Cache,
+        queue_opts: QueueOptions,
+        handoff: HandOff<Task>,
+        shared: Arc<Shared>,
+        intents: Sender<Intent>,
+        stats: Arc<Stats>,
+    ) -> Core {
+        Core {
+            cache,
+            queue: SchedulingQueue::new(queue_opts),
+            handoff,
+            shared,
+            intents,
+            stats,
+            pending_events: 0,
+        }
+    }
+
+    pub fn cache(&self) -> &Cache {
+        &self.cache
+    }
+
+    pub fn queue(&self) -> &SchedulingQueue {
+        &self.queue
+    }
+
+    fn emit(&self, intent: Intent) {
+        // The receiver lives as long as the engine; a closed channel means shutdown.
+        let _ = self.intents.send(intent);
+    }
+
+    fn report(&mut self, pod: &Arc<CompiledPod>, reason: StatusReason, message: String) {
+        let message: Arc<str> = Arc::from(message);
+        if let Some(e) = self.queue.get_mut(&pod.uid) {
+            if e.last_message.as_deref() == Some(&*message) {
+                return;
+            }
+            e.last_message = Some(message.clone());
+        }
+        inc(&self.stats.driver.status_intents, 1);
+        self.emit(Intent::Status(StatusIntent {
+            uid: pod.uid.clone(),
+            namespace: pod.namespace.clone(),
+            name: pod.name.clone(),
+            reason,
+            message,
+        }));
+    }
+
+    pub fn handle(&mut self, input: Input, now: Nanos) {
+        match input {
+            Input::NodeApply(n) => match self.cache.apply_node(&n, self.shared.horizon()) {
+                Ok(mask) => self.pending_events |= mask,
+                Err(e) => self.emit(Intent::Error(e.into())),
+            },
+            Input::NodeDelete(name) => self.pending_events |= self.cache.delete_node(&name),
+            Input::NodeReset(nodes) => {
+                let (mask, errors) = self.cache.reset_nodes(&nodes, self.shared.horizon());
+                self.pending_events |= mask;
+                for e in errors {
+                    self.emit(Intent::Error(e.into()));
+                }
+            }
+            Input::PodApply(p) => self.apply_pod(p, now),
+            Input::PodDelete { uid } => self.delete_pod(&uid),
+            Input::PodReset(pods) => {
+                let keep: std::collections::HashSet<&str> =
+                    pods.iter().map(|p| p.uid.as_str()).collect();
+                let gone: Vec<Arc<str>> = self
+                    .queue
+                    .iter()
+                    .map(|(u, _)| u.clone())
+                    .filter(|u| !keep.contains(&**u))
+                    .collect();
+                for uid in gone {
+                    self.delete_pod(&uid);
+                }
+                let placed_gone: Vec<String> = self
+                    .cache
+                    .placed_uids()
+                    .into_iter()
+                    .filter(|u| !keep.contains(u.as_str()))
+                    .collect();
+                for uid in placed_gone {
+                    self.delete_pod(&uid);
+                }
+                for p in pods {
+                    self.apply_pod(p, now);
+                }
+            }
+            Input::Profile(p) => self.cache.set_profile(p),
+            Input::BindOutcome { uid, result } => self.bind_outcome(&uid, result, now),
+            Input::Worker(r) => self.worker_result(r, now),
+        }
+    }
+
+    fn apply_pod(&mut self, p: PodInput, now: Nanos) {
+        let compiled = match compile_pod(&p, &mut self.cache.interner, &mut self.cache.registry) {
+            Ok(c) => Arc::new(c),
+            Err(error) => {
+                inc(&self.stats.driver.rejected_pods, 1);
+                let was_queued = self.queue.remove(&p.uid).is_some();
+                if p.node_name.is_none() || was_queued {
+                    // Visible, never silently dropped: the adapter writes the condition.
+                    let message: Arc<str> = Arc::from(format!("invalid pod spec: {error}"));
+                    inc(&self.stats.driver.status_intents, 1);
+                    self.emit(Intent::Status(StatusIntent {
+                        uid: Arc::from(p.uid.as_str()),
+                        namespace: Arc::from(p.namespace.as_str()),
+                        name: Arc::from(p.name.as_str()),
+                        reason: StatusReason::SchedulerError,
+                        message,
+                    }));
+                }
+                self.emit(Intent::Error(CoreError::Pod {
+                    namespace: p.namespace,
+                    name: p.name,
+                    error,
+                }));
+                return;
+            }
+        };
+        match p.node_name.as_deref().filter(|n| !n.is_empty()) {
+            Some(node) => {
+                // Bound (by us or anyone): it leaves the queue; the cache counts it.
+                if let Some(e) = self.queue.remove(&compiled.uid)
+                    && e.state == PodState::Binding
+                {
+                    inc(&self.stats.driver.binds_confirmed, 1);
+                }
+                self.pending_events |=
+                    self.cache
+                        .apply_bound_pod(&compiled, node, p.phase.is_terminal());
+            }
+            None if p.phase.is_terminal() => self.delete_pod(&p.uid),
+            None => {
+                if self
+                    .cache
+                    .placement(&compiled.uid)
+                    .is_some_and(|pl| !pl.assumed)
+                {
+                    // A stale unbound view of a pod we already saw bound: ignore.
+                    return;
+                }
+                self.queue.upsert(compiled, now);
+            }
+        }
+    }
+
+    fn delete_pod(&mut self, uid: &str) {
+        self.queue.remove(uid);
+        self.pending_events |= self.cache.remove_pod(uid);
+    }
+
+    fn bind_outcome(&mut self, uid: &str, result: BindResult, now: Nanos) {
+        match result {
+            BindResult::Bound => {
+                if self.queue.remove(uid).is_some() {
+                    inc(&self.stats.driver.binds_confirmed, 1);
+                }
+            }
+            BindResult::AlreadyBound | BindResult::PodGone => {
+                self.queue.remove(uid);
+                self.pending_events |= self.cache.forget(uid);
+            }
+            BindResult::Failed(msg) => {
+                inc(&self.stats.driver.bind_failures, 1);
+                let node = self.cache.placement(uid).map(|p| p.node.to_owned());
+                self.pending_events |= self.cache.forget(uid);
+                let Some(e) = self.queue.get(uid) else { return };
+                if e.state != PodState::Binding {
+                    return;
+                }
+                let pod = e.pod.clone();
+                let node = node.unwrap_or_default();
+                self.report(
+                    &pod,
+                    StatusReason::SchedulerError,
+                    format!("failed to bind to node {node}: {msg}"),
+                );
+                self.queue.requeue_backoff(&pod.uid, now);
+            }
+        }
+    }
+
+    fn worker_result(&mut self, r: WorkerResult, now: Nanos) {
+        let uid = r.task.pod.uid.clone();
+        let live = self
+            .queue
+            .get(&uid)
+            .is_some_and(|e| e.generation == r.task.generation && e.state == PodState::InFlight);
+        if let Outcome::Claimed { candidate } = &r.outcome {
+            // The CAS happened: the cache must count it whatever became of the pod.
+            let pod = live.then_some(&*r.task.pod);
+            match self.cache.apply_claim(*candidate, pod) {
+                Some(node) => {
+                    self.queue.mark_binding(&uid);
+                    inc(&self.stats.driver.bind_intents, 1);
+                    self.emit(Intent::Bind(BindIntent {
+                        pod: r.task.pod.clone(),
+                        node,
+                        arrived: r.task.arrived,
+                        popped: r.popped,
+                        claimed: r.done,
+                    }));
+                }
+                None if live => self.queue.requeue_urgent(&uid),
+                None => inc(&self.stats.driver.stale_results, 1),
+            }
+            return;
+        }
+        if !live {
+            inc(&self.stats.driver.stale_results, 1);
+            return;
+        }
+        match r.outcome {
+            Outcome::Claimed { .. } => unreachable!("handled above"),
+            Outcome::Conflict => self.queue.requeue_urgent(&uid),
+            Outcome::Paused => self.queue.requeue_active(&uid),
+            Outcome::Unschedulable(summary) => {
+                let cache = &self.cache;
+                let message = failure_message(
+                    &summary,
+                    |s| cache.registry.name(s).to_owned(),
+                    |id| cache.interner.resolve(id).to_owned(),
+                );
+                let pod = r.task.pod.clone();
+                self.queue.mark_unschedulable(&uid, summary.mask, now);
+                self.report(&pod, StatusReason::Unschedulable, message);
+            }
+        }
+    }
+
+    /// Publish pending changes as one snapshot, move due pods, refill the hand-off. Returns the
+    /// next time the queue needs attention.
+    pub fn flush(&mut self, now: Nanos, clock_nanos: impl Fn() -> u64) -> Option<Nanos> {
+        let t0 = clock_nanos();
+        if let Some(snap) = self.cache.publish() {
+            self.shared.publish(snap);
+            inc(&self.stats.driver.publications, 1);
+            inc(
+                &self.stats.driver.publish_nanos,
+                clock_nanos().saturating_sub(t0),
+            );
+        }
+        if self.pending_events != 0 {
+            self.queue.on_cluster_event(self.pending_events, now);
+            self.pending_events = 0;
+        }
+        self.queue.flush_unschedulable(now);
+        self.pump(now);
+        self.queue.next_deadline()
+    }
+
+    fn pump(&mut self, now: Nanos) {
+        if !self.shared.leading.load(crate::sync::Ordering::Acquire) {
+            return;
+        }
+        while self.handoff.len() < self.handoff.capacity() {
+            let Some((pod, generation)) = self.queue.pop(now) else {
+                break;
+            };
+            let arrived = self.queue.get(&pod.uid).map_or(now, |e| e.arrived);
+            let uid = pod.uid.clone();
+            if self
+                .handoff
+                .try_push(Task {
+                    pod,
+                    generation,
+                    arrived,
+                })
+                .is_err()
+            {
+                self.queue.unpop(&uid);
+                break;
+            }
+        }
+    }
+
+    /// Take back every pod still waiting in the hand-off (shutdown, lost leadership).
+    pub fn drain_handoff(&mut self) {
+        while let Some(t) = self.handoff.try_pop() {
+            self.queue.unpop(&t.pod.uid);
+        }
+    }
+
+    /// Check the engine's invariants: no node over allocatable (for what the cache counts) and
+    /// queue bookkeeping consistent.
+    pub fn audit(&self) -> Vec<AuditError> {
+        let mut out = Vec::new();
+        for name in self.cache.node_names() {
+            let Some((used, alloc)) = self.cache.node_usage(name) else {
+                continue;
+            };
+            for &(s, u) in &used {
+                let a = alloc.iter().find(|&&(x, _)| x == s).map_or(0, |&(_, a)| a);
+                if u > a {
+                    out.push(AuditError::Overcommitted {
+                        node: name.to_string(),
+                        resource: self.cache.registry.name(s).to_owned(),
+                        used: u,
+                        allocatable: a,
+                    });
+                }
+            }
+        }
+        let mut counted = QueueDepths::default();
+        for (_, e) in self.queue.iter() {
+            match e.state {
+                PodState::Gated => counted.gated += 1,
+                PodState::Active => counted.active += 1,
+                PodState::Backoff { .. } => counted.backoff += 1,
+                PodState::Unschedulable { .. } => counted.unschedulable += 1,
+                PodState::InFlight => counted.in_flight += 1,
+                PodState::Binding => counted.binding += 1,
+            }
+        }
+        if counted != self.queue.depths() {
+            out.push(AuditError::QueueDepthMismatch {
+                counted,
+                recorded: self.queue.depths(),
+            });
+        }
+        out
+    }
+
+    /// The snapshot workers currently see.
+    pub fn current_snapshot(&self) -> Arc<Snapshot> {
+        self.shared.published.load()
+    }
+
+    /// Time a pod of the queue waited since it arrived.
+    pub fn waited(&self, uid: &str, now: Nanos) -> Option<Duration> {
+        self.queue.get(uid).map(|e| now.saturating_since(e.arrived))
+    }
+}

@@ -1,0 +1,244 @@
+//! The engine runtime: one driver thread (the single writer, running `core::Core`) and N worker
+//! threads, wired together. This is the only module that spawns threads; it reads time only
+//! through the injected `Clock` and waits only on channels.
+//!
+//! Embedders (the kube adapter, the perf harness) feed [`Input`]s through an [`EngineHandle`]
+//! and consume [`Intent`]s from [`Engine::intents`]. [`Engine::shutdown`] stops the workers,
+//! lets the driver account for every result already produced, returns the pods still waiting
+//! in the hand-off to the queue, and hands back the `Core` for inspection.
+
+use crate::binder::BindVersions;
+use crate::cache::Cache;
+use crate::clock::{Clock, Nanos};
+use crate::conf::Profile;
+use crate::core::{Core, Input, Intent};
+use crate::queue::QueueOptions;
+use crate::snapshot::Snapshot;
+use crate::stats::{Stats, StatsSnapshot};
+use crate::sync::{HandOff, Ordering};
+use crate::worker::{Shared, Worker};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// How the engine runs.
+#[derive(Debug, Clone)]
+pub struct EngineOptions {
+    /// Worker threads (`--scheduler-worker-count`), > 0.
+    pub workers: usize,
+    /// Pin worker `i` to core `i mod cores` (`core_affinity`).
+    pub pin_workers: bool,
+    pub queue: QueueOptions,
+    /// Capacity of the worker hand-off; bounds priority inversion. Default `2 × workers`.
+    pub handoff_capacity: Option<usize>,
+    pub profile: Profile,
+    /// Longest the driver waits without any input before it looks at the queue's timers.
+    pub idle_tick: Duration,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        Self {
+            workers: 1,
+            pin_workers: false,
+            queue: QueueOptions::default(),
+            handoff_capacity: None,
+            profile: Profile::default(),
+            idle_tick: Duration::from_millis(100),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EngineError {
+    #[error("scheduler-worker-count must be greater than 0")]
+    NoWorkers,
+    #[error("failed to spawn a thread: {0}")]
+    Spawn(String),
+}
+
+#[allow(clippy::large_enum_variant)] // see `Input`
+enum Msg {
+    Input(Input),
+    Stop,
+}
+
+/// Cloneable sender of inputs.
+#[derive(Clone)]
+pub struct EngineHandle {
+    tx: Sender<Msg>,
+}
+
+impl EngineHandle {
+    /// Hand an input to the engine. Returns `false` once the engine has stopped.
+    pub fn send(&self, input: Input) -> bool {
+        self.tx.send(Msg::Input(input)).is_ok()
+    }
+}
+
+pub struct Engine {
+    tx: Sender<Msg>,
+    intents: Receiver<Intent>,
+    shared: Arc<Shared>,
+    stats: Arc<Stats>,
+    driver: Option<JoinHandle<Core>>,
+    workers: Vec<JoinHandle<()>>,
+}
+
+impl Engine {
+    pub fn start(opts: EngineOptions, clock: Arc<dyn Clock>) -> Result<Engine, EngineError> {
+        if opts.workers == 0 {
+            return Err(EngineError::NoWorkers);
+        }
+        let versions = Arc::new(BindVersions::default());
+        let profile = Arc::new(opts.profile.clone());
+        let mut cache = Cache::new(versions.clone(), profile.clone());
+        let first = cache
+            .publish()
+            .unwrap_or_else(|| Arc::new(Snapshot::empty(profile)));
+        let shared = Arc::new(Shared::new(opts.workers, first, versions));
+        let stats = Arc::new(Stats::new(opts.workers));
+        let handoff = HandOff::new(opts.handoff_capacity.unwrap_or(2 * opts.workers));
+        let (tx, rx) = crossbeam_channel::unbounded::<Msg>();
+        let (itx, irx) = crossbeam_channel::unbounded::<Intent>();
+        let core = Core::new(
+            cache,
+            opts.queue,
+            handoff.clone(),
+            shared.clone(),
+            itx,
+            stats.clone(),
+        );
+
+        let cores = if opts.pin_workers {
+            core_affinity::get_core_ids().unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let mut workers = Vec::with_capacity(opts.workers);
+        for id in 0..opts.workers {
+            let (shared, stats, clock, handoff, tx) = (
+                shared.clone(),
+                stats.clone(),
+                clock.clone(),
+                handoff.clone(),
+                tx.clone(),
+            );
+            let pin = (!cores.is_empty()).then(|| cores[id % cores.len()]);
+            let h = std::thread::Builder::new()
+                .name(format!("magma-worker-{id}"))
+                .spawn(move || {
+                    if let Some(core) = pin {
+                        core_affinity::set_for_current(core);
+                    }
+                    let mut w = Worker::new(id);
+                    let counters = &stats.workers[id];
+                    while !shared.stop.load(Ordering::Acquire) {
+                        let Some(task) = handoff.pop_timeout(Duration::from_millis(20)) else {
+                            continue;
+                        };
+                        let result = w.cycle(&shared, counters, &*clock, task);
+                        let _ = tx.send(Msg::Input(Input::Worker(result)));
+                        shared.leave(id);
+                    }
+                })
+                .map_err(|e| EngineError::Spawn(e.to_string()))?;
+            workers.push(h);
+        }
+        let idle_tick = opts.idle_tick;
+        let driver = std::thread::Builder::new()
+            .name("magma-driver".into())
+            .spawn(move || drive(core, rx, clock, idle_tick))
+            .map_err(|e| EngineError::Spawn(e.to_string()))?;
+        Ok(Engine {
+            tx,
+            intents: irx,
+            shared,
+            stats,
+            driver: Some(driver),
+            workers,
+        })
+    }
+
+    pub fn handle(&self) -> EngineHandle {
+        EngineHandle {
+            tx: self.tx.clone(),
+        }
+    }
+
+    pub fn intents(&self) -> &Receiver<Intent> {
+        &self.intents
+    }
+
+    pub fn stats(&self) -> StatsSnapshot {
+        self.stats.snapshot()
+    }
+
+    /// The snapshot workers currently schedule against.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.shared.published.load()
+    }
+
+    /// Leading: workers claim. Not leading: in-flight pods go back untouched, nothing is
+    /// handed off, and nothing new is claimed from the moment this returns.
+    pub fn set_leading(&self, leading: bool) {
+        self.shared.leading.store(leading, Ordering::Release);
+    }
+
+    /// Stop the workers, let the driver account for every result, return the `Core`.
+    pub fn shutdown(mut self) -> Core {
+        self.shared.stop.store(true, Ordering::Release);
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+        let _ = self.tx.send(Msg::Stop);
+        self.driver
+            .take()
+            .expect("driver runs until shutdown")
+            .join()
+            .expect("driver thread panicked")
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Release);
+        let _ = self.tx.send(Msg::Stop);
+    }
+}
+
+fn drive(mut core: Core, rx: Receiver<Msg>, clock: Arc<dyn Clock>, idle_tick: Duration) -> Core {
+    let now_nanos = || clock.now().0;
+    let mut deadline: Option<Nanos> = None;
+    loop {
+        let now = clock.now();
+        let wait = deadline.map_or(idle_tick, |d| d.saturating_since(now).min(idle_tick));
+        let mut stop = false;
+        match rx.recv_timeout(wait) {
+            Ok(Msg::Input(i)) => {
+                core.handle(i, clock.now());
+                // Coalesce: everything already queued goes into the same publication.
+                for _ in 0..65_536 {
+                    match rx.try_recv() {
+                        Ok(Msg::Input(i)) => core.handle(i, clock.now()),
+                        Ok(Msg::Stop) => {
+                            stop = true;
+                            break;
+                        }
+                        Err(_) => break,
+                    }
+                }
+            }
+            Ok(Msg::Stop) | Err(RecvTimeoutError::Disconnected) => stop = true,
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+        if stop {
+            core.drain_handoff();
+            core.flush(clock.now(), now_nanos);
+            core.drain_handoff();
+            return core;
+        }
+        deadline = core.flush(clock.now(), now_nanos);
+    }
+}

@@ -1,0 +1,31 @@
+//! Magma's engine: the I/O-free core of a fast-path Kubernetes scheduler.
+//!
+//! Layout (DESIGN.md §1–3): [`model`] (compact objects and validated conversions), [`conf`]
+//! (Volcano's config schema), [`cache`] (the single writer) building [`snapshot`]s, [`queue`]
+//! (activeQ/backoffQ/unschedulable pool), [`plugins`] + [`allocate`] (filters, scores,
+//! candidate selection), [`binder`] (per-node bind versions and the claim), [`worker`] (the
+//! scheduling cycle), [`core`] (the driver's state machine) and [`engine`] (threads).
+//!
+//! No tokio, no kube, no HTTP, no OS clock, no sleeps: inputs are [`core::Input`]s, outputs are
+//! [`core::Intent`]s, and time comes from a [`clock::Clock`].
+
+pub mod allocate;
+pub mod binder;
+pub mod cache;
+pub mod clock;
+pub mod conf;
+pub mod core;
+pub mod engine;
+pub mod model;
+pub mod plugins;
+pub mod queue;
+pub mod snapshot;
+pub mod stats;
+pub mod sync;
+pub mod worker;
+
+pub use crate::clock::{Clock, ManualClock, Nanos};
+pub use crate::conf::{Profile, Sampling};
+pub use crate::core::{BindIntent, BindResult, Input, Intent, StatusIntent, StatusReason};
+pub use crate::engine::{Engine, EngineError, EngineHandle, EngineOptions};
+pub use crate::model::{NodeInput, PodInput};

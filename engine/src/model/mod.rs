@@ -1,0 +1,998 @@
+//! The engine's compact object model and the validated conversions into it.
+//!
+//! Adapters describe nodes and pods with plain strings ([`NodeInput`], [`PodInput`]), the way
+//! the Kubernetes API spells them. The cache compiles them ([`compile_node`], [`compile_pod`])
+//! into forms built for scanning: resource names become dense slots ([`ResourceRegistry`]),
+//! label keys and values, taint keys and node names become integers ([`Interner`]), requests
+//! follow Kubernetes' effective-request rule (init containers, sidecars, overhead). Every
+//! conversion validates its input and returns a [`ModelError`] naming the offending value.
+//!
+//! This module owns those types; it touches nothing else.
+
+mod quantity;
+
+pub use quantity::{MAX_AMOUNT, parse_scaled};
+
+use smallvec::SmallVec;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Errors converting outside input into the engine model.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModelError {
+    #[error("invalid quantity {value:?} for resource {resource:?}: {why}")]
+    Quantity {
+        resource: String,
+        value: String,
+        why: &'static str,
+    },
+    #[error("invalid resource name {0:?}")]
+    ResourceName(String),
+    #[error("too many distinct resource names (limit {limit}); cannot register {name:?}")]
+    TooManyResources { name: String, limit: usize },
+    #[error("unknown node selector operator {0:?}")]
+    SelectorOperator(String),
+    #[error("node selector operator {op} on key {key:?}: {why}")]
+    SelectorValues {
+        key: String,
+        op: &'static str,
+        why: String,
+    },
+    #[error("unsupported field selector key {0:?} (only metadata.name is supported)")]
+    FieldSelectorKey(String),
+    #[error("unknown toleration operator {0:?}")]
+    TolerationOperator(String),
+    #[error("toleration with operator Exists must not have a value (key {key:?}, value {value:?})")]
+    TolerationExistsWithValue { key: String, value: String },
+    #[error("toleration with an empty key must use operator Exists")]
+    TolerationEmptyKey,
+    #[error("unknown taint effect {0:?}")]
+    TaintEffect(String),
+    #[error("invalid host port {port} (must be 1..=65535)")]
+    HostPort { port: i32 },
+    #[error("unknown port protocol {0:?}")]
+    Protocol(String),
+    #[error("invalid preferred scheduling term weight {0} (must be 1..=100)")]
+    PreferredWeight(i32),
+    #[error("{what} must not be empty")]
+    Empty { what: &'static str },
+}
+
+// ---------------------------------------------------------------------------------------------
+// Interning
+// ---------------------------------------------------------------------------------------------
+
+/// String interner: label keys and values, taint keys and values, node names, host IPs.
+/// Id 0 is reserved for the empty string. Owned by the single cache writer.
+#[derive(Debug)]
+pub struct Interner {
+    ids: HashMap<Arc<str>, u32>,
+    strs: Vec<Arc<str>>,
+}
+
+impl Default for Interner {
+    fn default() -> Self {
+        let empty: Arc<str> = Arc::from("");
+        let mut ids = HashMap::new();
+        ids.insert(empty.clone(), 0);
+        Self {
+            ids,
+            strs: vec![empty],
+        }
+    }
+}
+
+impl Interner {
+    pub fn intern(&mut self, s: &str) -> u32 {
+        if let Some(&id) = self.ids.get(s) {
+            return id;
+        }
+        let id = u32::try_from(self.strs.len()).expect("interner overflow");
+        let a: Arc<str> = Arc::from(s);
+        self.strs.push(a.clone());
+        self.ids.insert(a, id);
+        id
+    }
+
+    pub fn get(&self, s: &str) -> Option<u32> {
+        self.ids.get(s).copied()
+    }
+
+    pub fn resolve(&self, id: u32) -> &str {
+        self.strs.get(id as usize).map(|s| &**s).unwrap_or("")
+    }
+
+    pub fn len(&self) -> usize {
+        self.strs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.strs.len() <= 1
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Resources
+// ---------------------------------------------------------------------------------------------
+
+/// Dense slot of a resource name.
+pub type Slot = u8;
+
+pub const CPU: Slot = 0;
+pub const MEMORY: Slot = 1;
+pub const EPHEMERAL_STORAGE: Slot = 2;
+pub const PODS: Slot = 3;
+/// Most distinct resource names the engine tracks at once.
+pub const MAX_RESOURCES: usize = 32;
+
+/// Default non-zero requests kube-scheduler assumes for scoring a container without requests.
+pub const DEFAULT_NONZERO_MILLI_CPU: i64 = 100;
+pub const DEFAULT_NONZERO_MEMORY: i64 = 200 * 1024 * 1024;
+
+/// Resource name → dense slot. Slots are never reassigned, so snapshots can index rows by slot.
+#[derive(Debug, Clone)]
+pub struct ResourceRegistry {
+    names: Vec<Arc<str>>,
+}
+
+impl Default for ResourceRegistry {
+    fn default() -> Self {
+        Self {
+            names: ["cpu", "memory", "ephemeral-storage", "pods"]
+                .into_iter()
+                .map(Arc::from)
+                .collect(),
+        }
+    }
+}
+
+impl ResourceRegistry {
+    pub fn lookup(&self, name: &str) -> Option<Slot> {
+        self.names
+            .iter()
+            .position(|n| &**n == name)
+            .map(|i| i as Slot)
+    }
+
+    /// Slot for `name`, registering it if new.
+    pub fn slot(&mut self, name: &str) -> Result<Slot, ModelError> {
+        if let Some(s) = self.lookup(name) {
+            return Ok(s);
+        }
+        validate_resource_name(name)?;
+        if self.names.len() >= MAX_RESOURCES {
+            return Err(ModelError::TooManyResources {
+                name: name.to_owned(),
+                limit: MAX_RESOURCES,
+            });
+        }
+        self.names.push(Arc::from(name));
+        Ok((self.names.len() - 1) as Slot)
+    }
+
+    pub fn name(&self, slot: Slot) -> &str {
+        self.names.get(slot as usize).map(|s| &**s).unwrap_or("?")
+    }
+
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    /// Scale of the integer unit the engine counts `slot` in (CPU in millicores).
+    pub fn scale(slot: Slot) -> i64 {
+        if slot == CPU { 1000 } else { 1 }
+    }
+}
+
+/// A resource name is a qualified name: an optional DNS prefix and `/`, then a name of
+/// alphanumerics, `-`, `_`, `.` (e.g. `cpu`, `hugepages-2Mi`, `nvidia.com/gpu`).
+fn validate_resource_name(name: &str) -> Result<(), ModelError> {
+    let bad = || ModelError::ResourceName(name.to_owned());
+    let (prefix, local) = match name.split_once('/') {
+        Some((p, l)) => (Some(p), l),
+        None => (None, name),
+    };
+    let ok_chars = |s: &str| {
+        !s.is_empty()
+            && s.len() <= 253
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            && s.starts_with(|c: char| c.is_ascii_alphanumeric())
+    };
+    if !ok_chars(local) || local.len() > 63 {
+        return Err(bad());
+    }
+    if let Some(p) = prefix
+        && (!ok_chars(p) || p.contains('/'))
+    {
+        return Err(bad());
+    }
+    Ok(())
+}
+
+/// A list of (slot, amount) pairs, sorted by slot, zero amounts omitted.
+pub type ResourceList = SmallVec<[(Slot, i64); 6]>;
+
+fn add_into(list: &mut ResourceList, slot: Slot, amount: i64) {
+    match list.binary_search_by_key(&slot, |&(s, _)| s) {
+        Ok(i) => list[i].1 = list[i].1.saturating_add(amount).min(MAX_AMOUNT),
+        Err(i) => list.insert(i, (slot, amount.min(MAX_AMOUNT))),
+    }
+}
+
+fn get(list: &ResourceList, slot: Slot) -> i64 {
+    list.binary_search_by_key(&slot, |&(s, _)| s)
+        .map(|i| list[i].1)
+        .unwrap_or(0)
+}
+
+fn max_into(list: &mut ResourceList, other: &ResourceList) {
+    for &(s, a) in other {
+        match list.binary_search_by_key(&s, |&(x, _)| x) {
+            Ok(i) => list[i].1 = list[i].1.max(a),
+            Err(i) => list.insert(i, (s, a)),
+        }
+    }
+}
+
+/// Parse a `name: quantity` map into slots.
+pub fn parse_resource_list(
+    registry: &mut ResourceRegistry,
+    pairs: &[(String, String)],
+) -> Result<ResourceList, ModelError> {
+    let mut out = ResourceList::new();
+    for (name, q) in pairs {
+        let slot = registry.slot(name)?;
+        let amount = parse_scaled(name, q, ResourceRegistry::scale(slot))?;
+        if amount > 0 {
+            add_into(&mut out, slot, amount);
+        }
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Inputs (strings, as the API spells them)
+// ---------------------------------------------------------------------------------------------
+
+/// A node as the adapter sees it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NodeInput {
+    pub name: String,
+    pub labels: Vec<(String, String)>,
+    pub taints: Vec<TaintInput>,
+    pub unschedulable: bool,
+    /// `status.allocatable`; resources missing here fall back to `capacity`.
+    pub allocatable: Vec<(String, String)>,
+    pub capacity: Vec<(String, String)>,
+    /// The `Ready` condition is `True`. Like kube-scheduler, readiness is enforced through the
+    /// `node.kubernetes.io/not-ready` taint the node lifecycle controller adds, not as a filter;
+    /// it is kept for reporting.
+    pub ready: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaintInput {
+    pub key: String,
+    pub value: String,
+    pub effect: String,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum PodPhase {
+    #[default]
+    Pending,
+    Running,
+    Succeeded,
+    Failed,
+    Unknown,
+}
+
+impl PodPhase {
+    pub fn parse(s: &str) -> PodPhase {
+        match s {
+            "Running" => PodPhase::Running,
+            "Succeeded" => PodPhase::Succeeded,
+            "Failed" => PodPhase::Failed,
+            "Unknown" => PodPhase::Unknown,
+            _ => PodPhase::Pending,
+        }
+    }
+
+    /// Terminal pods hold no resources (upstream keeps counting them; we do not).
+    pub fn is_terminal(self) -> bool {
+        matches!(self, PodPhase::Succeeded | PodPhase::Failed)
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ContainerInput {
+    pub requests: Vec<(String, String)>,
+    pub limits: Vec<(String, String)>,
+    pub ports: Vec<PortInput>,
+    /// Init containers only: `restartPolicy: Always` (a sidecar).
+    pub restartable: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PortInput {
+    pub host_port: i32,
+    pub protocol: String,
+    pub host_ip: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SelectorRequirementInput {
+    pub key: String,
+    pub operator: String,
+    pub values: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SelectorTermInput {
+    pub match_expressions: Vec<SelectorRequirementInput>,
+    pub match_fields: Vec<SelectorRequirementInput>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NodeAffinityInput {
+    /// `requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms` (ORed); `None` when
+    /// the pod has no required node affinity.
+    pub required: Option<Vec<SelectorTermInput>>,
+    /// `preferredDuringSchedulingIgnoredDuringExecution`: (weight, term).
+    pub preferred: Vec<(i32, SelectorTermInput)>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TolerationInput {
+    pub key: String,
+    pub operator: String,
+    pub value: String,
+    pub effect: String,
+}
+
+/// A pod as the adapter sees it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PodInput {
+    pub uid: String,
+    pub namespace: String,
+    pub name: String,
+    /// `spec.nodeName`: set for assigned pods.
+    pub node_name: Option<String>,
+    /// `status.nominatedNodeName`.
+    pub nominated_node_name: Option<String>,
+    pub phase: PodPhase,
+    pub priority: i32,
+    /// Raw value of the `volcano.sh/scheduling-priority` annotation, if present.
+    pub scheduling_priority: Option<String>,
+    pub containers: Vec<ContainerInput>,
+    pub init_containers: Vec<ContainerInput>,
+    pub overhead: Vec<(String, String)>,
+    pub node_selector: Vec<(String, String)>,
+    pub affinity: Option<NodeAffinityInput>,
+    pub tolerations: Vec<TolerationInput>,
+    pub scheduling_gates: Vec<String>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Compiled forms
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum TaintEffect {
+    NoSchedule,
+    PreferNoSchedule,
+    NoExecute,
+}
+
+impl TaintEffect {
+    pub fn parse(s: &str) -> Result<TaintEffect, ModelError> {
+        match s {
+            "NoSchedule" => Ok(TaintEffect::NoSchedule),
+            "PreferNoSchedule" => Ok(TaintEffect::PreferNoSchedule),
+            "NoExecute" => Ok(TaintEffect::NoExecute),
+            other => Err(ModelError::TaintEffect(other.to_owned())),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Taint {
+    pub key: u32,
+    pub value: u32,
+    pub effect: TaintEffect,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Label {
+    pub key: u32,
+    pub value: u32,
+    /// The value parsed as an integer, for `Gt`/`Lt`.
+    pub num: Option<i64>,
+}
+
+/// A host port: protocol, host IP id (0 = all addresses) and port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HostPort {
+    pub protocol: u8,
+    pub ip: u32,
+    pub port: u16,
+}
+
+impl HostPort {
+    /// Kubernetes' rule: same protocol and port, and either side binds all addresses or both
+    /// bind the same address.
+    pub fn conflicts(&self, other: &HostPort) -> bool {
+        self.protocol == other.protocol
+            && self.port == other.port
+            && (self.ip == 0 || other.ip == 0 || self.ip == other.ip)
+    }
+}
+
+/// The node's immutable description, shared by every snapshot until the node changes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeMeta {
+    pub name: Arc<str>,
+    pub name_id: u32,
+    /// Sorted by key.
+    pub labels: Box<[Label]>,
+    pub taints: Box<[Taint]>,
+    pub unschedulable: bool,
+    pub ready: bool,
+}
+
+impl NodeMeta {
+    pub fn label(&self, key: u32) -> Option<&Label> {
+        self.labels
+            .binary_search_by_key(&key, |l| l.key)
+            .ok()
+            .map(|i| &self.labels[i])
+    }
+}
+
+/// A compiled node: its description and its allocatable resources.
+#[derive(Debug, Clone)]
+pub struct CompiledNode {
+    pub meta: Arc<NodeMeta>,
+    pub allocatable: ResourceList,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SelectorOp {
+    In,
+    NotIn,
+    Exists,
+    DoesNotExist,
+    Gt,
+    Lt,
+}
+
+impl SelectorOp {
+    fn parse(s: &str) -> Result<SelectorOp, ModelError> {
+        Ok(match s {
+            "In" => SelectorOp::In,
+            "NotIn" => SelectorOp::NotIn,
+            "Exists" => SelectorOp::Exists,
+            "DoesNotExist" => SelectorOp::DoesNotExist,
+            "Gt" => SelectorOp::Gt,
+            "Lt" => SelectorOp::Lt,
+            other => return Err(ModelError::SelectorOperator(other.to_owned())),
+        })
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            SelectorOp::In => "In",
+            SelectorOp::NotIn => "NotIn",
+            SelectorOp::Exists => "Exists",
+            SelectorOp::DoesNotExist => "DoesNotExist",
+            SelectorOp::Gt => "Gt",
+            SelectorOp::Lt => "Lt",
+        }
+    }
+}
+
+/// One requirement of a node selector term.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Requirement {
+    pub key: u32,
+    pub op: SelectorOp,
+    /// Sorted value ids (In/NotIn).
+    pub values: Box<[u32]>,
+    /// Gt/Lt bound.
+    pub bound: i64,
+}
+
+impl Requirement {
+    fn matches_label(&self, label: Option<&Label>) -> bool {
+        match self.op {
+            SelectorOp::In => label.is_some_and(|l| self.values.binary_search(&l.value).is_ok()),
+            SelectorOp::NotIn => label.is_none_or(|l| self.values.binary_search(&l.value).is_err()),
+            SelectorOp::Exists => label.is_some(),
+            SelectorOp::DoesNotExist => label.is_none(),
+            SelectorOp::Gt => label.and_then(|l| l.num).is_some_and(|n| n > self.bound),
+            SelectorOp::Lt => label.and_then(|l| l.num).is_some_and(|n| n < self.bound),
+        }
+    }
+}
+
+/// A node selector term: all expressions and all field requirements must match. An empty term
+/// matches nothing (Kubernetes semantics).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Term {
+    pub expressions: Box<[Requirement]>,
+    /// `metadata.name` requirements (In/NotIn over node-name ids).
+    pub fields: Box<[Requirement]>,
+}
+
+impl Term {
+    pub fn matches(&self, node: &NodeMeta) -> bool {
+        if self.expressions.is_empty() && self.fields.is_empty() {
+            return false;
+        }
+        self.expressions
+            .iter()
+            .all(|r| r.matches_label(node.label(r.key)))
+            && self.fields.iter().all(|r| {
+                let name = Label {
+                    key: 0,
+                    value: node.name_id,
+                    num: None,
+                };
+                r.matches_label(Some(&name))
+            })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Toleration {
+    /// `None`: empty key (with Exists: tolerates every key).
+    pub key: Option<u32>,
+    pub exists: bool,
+    pub value: u32,
+    /// `None`: every effect.
+    pub effect: Option<TaintEffect>,
+}
+
+impl Toleration {
+    pub fn tolerates(&self, t: &Taint) -> bool {
+        if self.effect.is_some_and(|e| e != t.effect) {
+            return false;
+        }
+        match self.key {
+            None => self.exists,
+            Some(k) if k != t.key => false,
+            Some(_) => self.exists || self.value == t.value,
+        }
+    }
+}
+
+/// Everything the workers need to place one pod, laid out for the filter and score loops.
+#[derive(Debug, Clone)]
+pub struct CompiledPod {
+    pub uid: Arc<str>,
+    pub namespace: Arc<str>,
+    pub name: Arc<str>,
+    /// Effective requests (Kubernetes' rule), including one `pods` unit.
+    pub requests: ResourceList,
+    /// Effective requests with kube-scheduler's non-zero defaults, CPU and memory, for scoring.
+    pub nonzero_cpu: i64,
+    pub nonzero_memory: i64,
+    pub priority: i32,
+    /// Value of `volcano.sh/scheduling-priority` (invalid or missing: 0).
+    pub scheduling_priority: i32,
+    /// nodeSelector: (key, value) pairs that must all match.
+    pub node_selector: Box<[(u32, u32)]>,
+    /// Required node affinity terms (ORed); `None` = no requirement.
+    pub required: Option<Box<[Term]>>,
+    pub preferred: Box<[(i32, Term)]>,
+    pub tolerations: Box<[Toleration]>,
+    pub host_ports: Box<[HostPort]>,
+    pub gated: bool,
+    /// Target of the NodeName filter (`spec.nodeName` on a pod handed to the scheduler).
+    pub node_name: Option<u32>,
+    pub nominated_node: Option<u32>,
+    /// Precomputed: tolerates `node.kubernetes.io/unschedulable:NoSchedule`.
+    pub tolerates_unschedulable: bool,
+    /// Precomputed: has any node-label constraint (selector or required affinity).
+    pub has_node_constraints: bool,
+}
+
+impl CompiledPod {
+    pub fn request(&self, slot: Slot) -> i64 {
+        get(&self.requests, slot)
+    }
+
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+}
+
+/// Key of the taint kubectl cordon implies.
+pub const UNSCHEDULABLE_TAINT_KEY: &str = "node.kubernetes.io/unschedulable";
+
+// ---------------------------------------------------------------------------------------------
+// Conversions
+// ---------------------------------------------------------------------------------------------
+
+pub fn compile_node(
+    input: &NodeInput,
+    interner: &mut Interner,
+    registry: &mut ResourceRegistry,
+) -> Result<CompiledNode, ModelError> {
+    if input.name.is_empty() {
+        return Err(ModelError::Empty { what: "node name" });
+    }
+    let mut labels: Vec<Label> = input
+        .labels
+        .iter()
+        .map(|(k, v)| Label {
+            key: interner.intern(k),
+            value: interner.intern(v),
+            num: v.parse().ok(),
+        })
+        .collect();
+    labels.sort_by_key(|l| l.key);
+    labels.dedup_by_key(|l| l.key);
+    let taints = input
+        .taints
+        .iter()
+        .map(|t| {
+            Ok(Taint {
+                key: interner.intern(&t.key),
+                value: interner.intern(&t.value),
+                effect: TaintEffect::parse(&t.effect)?,
+            })
+        })
+        .collect::<Result<Vec<_>, ModelError>>()?;
+    let mut allocatable = parse_resource_list(registry, &input.allocatable)?;
+    // Allocatable defaults to capacity for resources it does not list.
+    for (name, q) in &input.capacity {
+        let slot = registry.slot(name)?;
+        if !input.allocatable.iter().any(|(n, _)| n == name) {
+            let amount = parse_scaled(name, q, ResourceRegistry::scale(slot))?;
+            if amount > 0 {
+                add_into(&mut allocatable, slot, amount);
+            }
+        } else {
+            // Validate capacity too, even when allocatable wins.
+            parse_scaled(name, q, ResourceRegistry::scale(slot))?;
+        }
+    }
+    let name_id = interner.intern(&input.name);
+    Ok(CompiledNode {
+        meta: Arc::new(NodeMeta {
+            name: interner.strs[name_id as usize].clone(),
+            name_id,
+            labels: labels.into(),
+            taints: taints.into(),
+            unschedulable: input.unschedulable,
+            ready: input.ready,
+        }),
+        allocatable,
+    })
+}
+
+/// Per-container requests, with requests defaulting to limits as the API server does.
+fn container_requests(
+    registry: &mut ResourceRegistry,
+    c: &ContainerInput,
+    nonzero: bool,
+) -> Result<ResourceList, ModelError> {
+    let mut list = parse_resource_list(registry, &c.requests)?;
+    for (name, q) in &c.limits {
+        let slot = registry.slot(name)?;
+        let amount = parse_scaled(name, q, ResourceRegistry::scale(slot))?;
+        if !c.requests.iter().any(|(n, _)| n == name) && amount > 0 {
+            add_into(&mut list, slot, amount);
+        }
+    }
+    if nonzero {
+        if get(&list, CPU) == 0 && !c.requests.iter().any(|(n, _)| n == "cpu") {
+            add_into(&mut list, CPU, DEFAULT_NONZERO_MILLI_CPU);
+        }
+        if get(&list, MEMORY) == 0 && !c.requests.iter().any(|(n, _)| n == "memory") {
+            add_into(&mut list, MEMORY, DEFAULT_NONZERO_MEMORY);
+        }
+    }
+    Ok(list)
+}
+
+/// Kubernetes' effective pod request (`resourcehelper.PodRequests`): the sum of the regular
+/// containers plus all sidecars, or the largest need at any init step (each init container plus
+/// the sidecars started before it), whichever is larger; plus the pod overhead.
+pub fn effective_requests(
+    registry: &mut ResourceRegistry,
+    pod: &PodInput,
+    nonzero: bool,
+) -> Result<ResourceList, ModelError> {
+    let mut reqs = ResourceList::new();
+    for c in &pod.containers {
+        for (s, a) in container_requests(registry, c, nonzero)? {
+            add_into(&mut reqs, s, a);
+        }
+    }
+    let mut sidecars = ResourceList::new();
+    let mut init_max = ResourceList::new();
+    for c in &pod.init_containers {
+        let own = container_requests(registry, c, nonzero)?;
+        let step = if c.restartable {
+            for &(s, a) in &own {
+                add_into(&mut sidecars, s, a);
+            }
+            sidecars.clone()
+        } else {
+            let mut step = own;
+            for &(s, a) in &sidecars {
+                add_into(&mut step, s, a);
+            }
+            step
+        };
+        max_into(&mut init_max, &step);
+    }
+    for &(s, a) in &sidecars {
+        add_into(&mut reqs, s, a);
+    }
+    max_into(&mut reqs, &init_max);
+    for (s, a) in parse_resource_list(registry, &pod.overhead)? {
+        add_into(&mut reqs, s, a);
+    }
+    Ok(reqs)
+}
+
+fn compile_term(term: &SelectorTermInput, interner: &mut Interner) -> Result<Term, ModelError> {
+    let expressions = term
+        .match_expressions
+        .iter()
+        .map(|r| compile_requirement(r, interner))
+        .collect::<Result<Vec<_>, _>>()?;
+    let fields = term
+        .match_fields
+        .iter()
+        .map(|r| {
+            if r.key != "metadata.name" {
+                return Err(ModelError::FieldSelectorKey(r.key.clone()));
+            }
+            let req = compile_requirement(r, interner)?;
+            if !matches!(req.op, SelectorOp::In | SelectorOp::NotIn) {
+                return Err(ModelError::SelectorValues {
+                    key: r.key.clone(),
+                    op: req.op.name(),
+                    why: "field selectors support only In and NotIn".into(),
+                });
+            }
+            if req.values.len() != 1 {
+                return Err(ModelError::SelectorValues {
+                    key: r.key.clone(),
+                    op: req.op.name(),
+                    why: "metadata.name requires exactly one value".into(),
+                });
+            }
+            Ok(req)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Term {
+        expressions: expressions.into(),
+        fields: fields.into(),
+    })
+}
+
+fn compile_requirement(
+    r: &SelectorRequirementInput,
+    interner: &mut Interner,
+) -> Result<Requirement, ModelError> {
+    let op = SelectorOp::parse(&r.operator)?;
+    let err = |why: &str| ModelError::SelectorValues {
+        key: r.key.clone(),
+        op: op.name(),
+        why: why.into(),
+    };
+    if r.key.is_empty() {
+        return Err(ModelError::Empty {
+            what: "node selector requirement key",
+        });
+    }
+    let mut bound = 0;
+    match op {
+        SelectorOp::In | SelectorOp::NotIn if r.values.is_empty() => {
+            return Err(err("requires at least one value"));
+        }
+        SelectorOp::Exists | SelectorOp::DoesNotExist if !r.values.is_empty() => {
+            return Err(err("must not have values"));
+        }
+        SelectorOp::Gt | SelectorOp::Lt => {
+            if r.values.len() != 1 {
+                return Err(err("requires exactly one value"));
+            }
+            bound = r.values[0]
+                .parse::<i64>()
+                .map_err(|_| err(&format!("value {:?} is not an integer", r.values[0])))?;
+        }
+        _ => {}
+    }
+    let mut values: Vec<u32> = match op {
+        SelectorOp::In | SelectorOp::NotIn => r.values.iter().map(|v| interner.intern(v)).collect(),
+        _ => Vec::new(),
+    };
+    values.sort_unstable();
+    values.dedup();
+    Ok(Requirement {
+        key: interner.intern(&r.key),
+        op,
+        values: values.into(),
+        bound,
+    })
+}
+
+fn compile_toleration(
+    t: &TolerationInput,
+    interner: &mut Interner,
+) -> Result<Toleration, ModelError> {
+    let exists = match t.operator.as_str() {
+        "Exists" => true,
+        "Equal" | "" => false,
+        other => return Err(ModelError::TolerationOperator(other.to_owned())),
+    };
+    if exists && !t.value.is_empty() {
+        return Err(ModelError::TolerationExistsWithValue {
+            key: t.key.clone(),
+            value: t.value.clone(),
+        });
+    }
+    if t.key.is_empty() && !exists {
+        return Err(ModelError::TolerationEmptyKey);
+    }
+    let effect = if t.effect.is_empty() {
+        None
+    } else {
+        Some(TaintEffect::parse(&t.effect)?)
+    };
+    Ok(Toleration {
+        key: if t.key.is_empty() {
+            None
+        } else {
+            Some(interner.intern(&t.key))
+        },
+        exists,
+        value: interner.intern(&t.value),
+        effect,
+    })
+}
+
+fn compile_port(p: &PortInput, interner: &mut Interner) -> Result<Option<HostPort>, ModelError> {
+    if p.host_port == 0 {
+        return Ok(None);
+    }
+    let port = u16::try_from(p.host_port)
+        .ok()
+        .filter(|&v| v > 0)
+        .ok_or(ModelError::HostPort { port: p.host_port })?;
+    let protocol = match p.protocol.as_str() {
+        "" | "TCP" => 0,
+        "UDP" => 1,
+        "SCTP" => 2,
+        other => return Err(ModelError::Protocol(other.to_owned())),
+    };
+    let ip = match p.host_ip.as_str() {
+        "" | "0.0.0.0" | "::" => 0,
+        ip => interner.intern(ip),
+    };
+    Ok(Some(HostPort { protocol, ip, port }))
+}
+
+/// Parse the `volcano.sh/scheduling-priority` annotation like upstream: an integer, anything
+/// else counts as 0 (Normal).
+pub fn parse_scheduling_priority(value: Option<&str>) -> i32 {
+    value.and_then(|v| v.trim().parse().ok()).unwrap_or(0)
+}
+
+pub fn compile_pod(
+    input: &PodInput,
+    interner: &mut Interner,
+    registry: &mut ResourceRegistry,
+) -> Result<CompiledPod, ModelError> {
+    if input.uid.is_empty() {
+        return Err(ModelError::Empty { what: "pod uid" });
+    }
+    if input.name.is_empty() {
+        return Err(ModelError::Empty { what: "pod name" });
+    }
+    let mut requests = effective_requests(registry, input, false)?;
+    add_into(&mut requests, PODS, 1);
+    let nz = effective_requests(registry, input, true)?;
+    let mut node_selector: Vec<(u32, u32)> = input
+        .node_selector
+        .iter()
+        .map(|(k, v)| (interner.intern(k), interner.intern(v)))
+        .collect();
+    node_selector.sort_unstable();
+    node_selector.dedup();
+    let (required, preferred) = match &input.affinity {
+        None => (None, Vec::new()),
+        Some(a) => {
+            let required = a
+                .required
+                .as_ref()
+                .map(|terms| {
+                    terms
+                        .iter()
+                        .map(|t| compile_term(t, interner))
+                        .collect::<Result<Vec<_>, _>>()
+                })
+                .transpose()?
+                .map(Vec::into_boxed_slice);
+            let preferred = a
+                .preferred
+                .iter()
+                .map(|(w, t)| {
+                    if !(1..=100).contains(w) {
+                        return Err(ModelError::PreferredWeight(*w));
+                    }
+                    Ok((*w, compile_term(t, interner)?))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            (required, preferred)
+        }
+    };
+    let tolerations = input
+        .tolerations
+        .iter()
+        .map(|t| compile_toleration(t, interner))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut host_ports = Vec::new();
+    let port_containers = input
+        .containers
+        .iter()
+        .chain(input.init_containers.iter().filter(|c| c.restartable));
+    for c in port_containers {
+        for p in &c.ports {
+            if let Some(hp) = compile_port(p, interner)? {
+                host_ports.push(hp);
+            }
+        }
+    }
+    host_ports.sort_unstable();
+    host_ports.dedup();
+    let unsched_taint = Taint {
+        key: interner.intern(UNSCHEDULABLE_TAINT_KEY),
+        value: 0,
+        effect: TaintEffect::NoSchedule,
+    };
+    let tolerates_unschedulable = tolerations.iter().any(|t| t.tolerates(&unsched_taint));
+    let has_node_constraints = !node_selector.is_empty() || required.is_some();
+    Ok(CompiledPod {
+        uid: Arc::from(input.uid.as_str()),
+        namespace: Arc::from(input.namespace.as_str()),
+        name: Arc::from(input.name.as_str()),
+        requests,
+        nonzero_cpu: get(&nz, CPU),
+        nonzero_memory: get(&nz, MEMORY),
+        priority: input.priority,
+        scheduling_priority: parse_scheduling_priority(input.scheduling_priority.as_deref()),
+        node_selector: node_selector.into(),
+        required,
+        preferred: preferred.into(),
+        tolerations: tolerations.into(),
+        host_ports: host_ports.into(),
+        gated: !input.scheduling_gates.is_empty(),
+        node_name: input
+            .node_name
+            .as_deref()
+            .filter(|n| !n.is_empty())
+            .map(|n| interner.intern(n)),
+        nominated_node: input
+            .nominated_node_name
+            .as_deref()
+            .filter(|n| !n.is_empty())
+            .map(|n| interner.intern(n)),
+        tolerates_unschedulable,
+        has_node_constraints,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,370 @@
+//! Conversion tests: Kubernetes' effective-request rule, selector and toleration semantics,
+//! and rejection of malformed input.
+
+use super::*;
+
+fn c(reqs: &[(&str, &str)]) -> ContainerInput {
+    ContainerInput {
+        requests: reqs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        ..Default::default()
+    }
+}
+
+fn pod(containers: Vec<ContainerInput>, init: Vec<ContainerInput>) -> PodInput {
+    PodInput {
+        uid: "u1".into(),
+        namespace: "ns".into(),
+        name: "p".into(),
+        containers,
+        init_containers: init,
+        ..Default::default()
+    }
+}
+
+fn compile(p: &PodInput) -> CompiledPod {
+    compile_pod(
+        p,
+        &mut Interner::default(),
+        &mut ResourceRegistry::default(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn effective_request_sums_containers_and_counts_one_pod() {
+    let p = compile(&pod(
+        vec![
+            c(&[("cpu", "100m"), ("memory", "1Gi")]),
+            c(&[("cpu", "200m")]),
+        ],
+        vec![],
+    ));
+    assert_eq!(p.request(CPU), 300);
+    assert_eq!(p.request(MEMORY), 1 << 30);
+    assert_eq!(p.request(PODS), 1);
+}
+
+#[test]
+fn init_container_max_wins_when_larger() {
+    // Regular: 300m; init container alone needs 1 CPU: the pod needs 1 CPU.
+    let p = compile(&pod(vec![c(&[("cpu", "300m")])], vec![c(&[("cpu", "1")])]));
+    assert_eq!(p.request(CPU), 1000);
+    let p = compile(&pod(vec![c(&[("cpu", "2")])], vec![c(&[("cpu", "1")])]));
+    assert_eq!(p.request(CPU), 2000);
+}
+
+#[test]
+fn sidecars_add_to_regular_and_to_later_init_steps() {
+    let mut sidecar = c(&[("cpu", "500m")]);
+    sidecar.restartable = true;
+    // init order: sidecar(500m), init(1) -> step = 1.5; regular 1 + sidecar 0.5 = 1.5.
+    let p = compile(&pod(
+        vec![c(&[("cpu", "1")])],
+        vec![sidecar.clone(), c(&[("cpu", "1")])],
+    ));
+    assert_eq!(p.request(CPU), 1500);
+    // init before the sidecar does not see it: max(2, 0.2+0.5=0.7) = 2 for init; regular 0.7.
+    let p = compile(&pod(
+        vec![c(&[("cpu", "200m")])],
+        vec![c(&[("cpu", "2")]), sidecar],
+    ));
+    assert_eq!(p.request(CPU), 2000);
+}
+
+#[test]
+fn overhead_and_extended_resources() {
+    let mut p = pod(vec![c(&[("cpu", "1"), ("nvidia.com/gpu", "2")])], vec![]);
+    p.overhead = vec![
+        ("cpu".into(), "250m".into()),
+        ("memory".into(), "120Mi".into()),
+    ];
+    let mut reg = ResourceRegistry::default();
+    let cp = compile_pod(&p, &mut Interner::default(), &mut reg).unwrap();
+    let gpu = reg.lookup("nvidia.com/gpu").unwrap();
+    assert_eq!(cp.request(CPU), 1250);
+    assert_eq!(cp.request(MEMORY), 120 << 20);
+    assert_eq!(cp.request(gpu), 2);
+}
+
+#[test]
+fn requests_default_to_limits() {
+    let mut ctr = c(&[]);
+    ctr.limits = vec![("cpu".into(), "2".into()), ("memory".into(), "1Gi".into())];
+    let p = compile(&pod(vec![ctr], vec![]));
+    assert_eq!(p.request(CPU), 2000);
+    assert_eq!(p.request(MEMORY), 1 << 30);
+}
+
+#[test]
+fn nonzero_defaults_apply_only_to_scoring() {
+    let p = compile(&pod(vec![c(&[])], vec![]));
+    assert_eq!(p.request(CPU), 0);
+    assert_eq!(p.nonzero_cpu, DEFAULT_NONZERO_MILLI_CPU);
+    assert_eq!(p.nonzero_memory, DEFAULT_NONZERO_MEMORY);
+    let p = compile(&pod(vec![c(&[("cpu", "0")])], vec![]));
+    assert_eq!(p.nonzero_cpu, 0, "an explicit zero request is kept as zero");
+}
+
+#[test]
+fn rejects_bad_quantities_and_names() {
+    let mut reg = ResourceRegistry::default();
+    let mut i = Interner::default();
+    for bad in [
+        pod(vec![c(&[("cpu", "-1")])], vec![]),
+        pod(vec![c(&[("memory", "lots")])], vec![]),
+        pod(vec![c(&[("bad name!", "1")])], vec![]),
+        pod(vec![c(&[("cpu", "1e30")])], vec![]),
+    ] {
+        assert!(compile_pod(&bad, &mut i, &mut reg).is_err(), "{bad:?}");
+    }
+}
+
+#[test]
+fn too_many_resources_is_a_typed_error() {
+    let mut reg = ResourceRegistry::default();
+    for n in 0..(MAX_RESOURCES - 4) {
+        reg.slot(&format!("example.com/r{n}")).unwrap();
+    }
+    assert!(matches!(
+        reg.slot("example.com/one-more"),
+        Err(ModelError::TooManyResources { .. })
+    ));
+}
+
+fn node(name: &str, labels: &[(&str, &str)], i: &mut Interner) -> NodeMeta {
+    let input = NodeInput {
+        name: name.into(),
+        labels: labels
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        ..Default::default()
+    };
+    (*compile_node(&input, i, &mut ResourceRegistry::default())
+        .unwrap()
+        .meta)
+        .clone()
+}
+
+fn req(key: &str, op: &str, values: &[&str]) -> SelectorRequirementInput {
+    SelectorRequirementInput {
+        key: key.into(),
+        operator: op.into(),
+        values: values.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+#[test]
+fn every_affinity_operator() {
+    let mut i = Interner::default();
+    let n = node("n1", &[("zone", "a"), ("gen", "5")], &mut i);
+    let cases = [
+        (req("zone", "In", &["a", "b"]), true),
+        (req("zone", "In", &["b"]), false),
+        (req("zone", "NotIn", &["b"]), true),
+        (req("zone", "NotIn", &["a"]), false),
+        (req("missing", "NotIn", &["a"]), true),
+        (req("zone", "Exists", &[]), true),
+        (req("missing", "Exists", &[]), false),
+        (req("missing", "DoesNotExist", &[]), true),
+        (req("zone", "DoesNotExist", &[]), false),
+        (req("gen", "Gt", &["4"]), true),
+        (req("gen", "Gt", &["5"]), false),
+        (req("gen", "Lt", &["6"]), true),
+        (req("gen", "Lt", &["5"]), false),
+        (req("zone", "Gt", &["1"]), false),
+        (req("missing", "Lt", &["10"]), false),
+    ];
+    for (r, want) in cases {
+        let term = SelectorTermInput {
+            match_expressions: vec![r.clone()],
+            match_fields: vec![],
+        };
+        let t = compile_term(&term, &mut i).unwrap();
+        assert_eq!(t.matches(&n), want, "{r:?}");
+    }
+}
+
+#[test]
+fn match_fields_on_metadata_name() {
+    let mut i = Interner::default();
+    let n1 = node("n1", &[], &mut i);
+    let n2 = node("n2", &[], &mut i);
+    let term = SelectorTermInput {
+        match_expressions: vec![],
+        match_fields: vec![req("metadata.name", "In", &["n1"])],
+    };
+    let t = compile_term(&term, &mut i).unwrap();
+    assert!(t.matches(&n1));
+    assert!(!t.matches(&n2));
+    let bad = SelectorTermInput {
+        match_expressions: vec![],
+        match_fields: vec![req("metadata.labels", "In", &["x"])],
+    };
+    assert!(matches!(
+        compile_term(&bad, &mut i),
+        Err(ModelError::FieldSelectorKey(_))
+    ));
+    let bad = SelectorTermInput {
+        match_expressions: vec![],
+        match_fields: vec![req("metadata.name", "Exists", &[])],
+    };
+    assert!(compile_term(&bad, &mut i).is_err());
+}
+
+#[test]
+fn empty_term_matches_nothing() {
+    let mut i = Interner::default();
+    let n = node("n1", &[("a", "b")], &mut i);
+    let t = compile_term(&SelectorTermInput::default(), &mut i).unwrap();
+    assert!(!t.matches(&n));
+}
+
+#[test]
+fn invalid_operators_and_values_are_rejected() {
+    let mut i = Interner::default();
+    for r in [
+        req("k", "Like", &["x"]),
+        req("k", "In", &[]),
+        req("k", "Exists", &["x"]),
+        req("k", "Gt", &["x"]),
+        req("k", "Gt", &["1", "2"]),
+        req("", "Exists", &[]),
+    ] {
+        assert!(compile_requirement(&r, &mut i).is_err(), "{r:?}");
+    }
+}
+
+#[test]
+fn toleration_semantics() {
+    let mut i = Interner::default();
+    let taint = Taint {
+        key: i.intern("gpu"),
+        value: i.intern("true"),
+        effect: TaintEffect::NoSchedule,
+    };
+    let tol = |k: &str, op: &str, v: &str, e: &str, i: &mut Interner| {
+        compile_toleration(
+            &TolerationInput {
+                key: k.into(),
+                operator: op.into(),
+                value: v.into(),
+                effect: e.into(),
+            },
+            i,
+        )
+        .unwrap()
+    };
+    assert!(tol("gpu", "Equal", "true", "NoSchedule", &mut i).tolerates(&taint));
+    assert!(tol("gpu", "", "true", "", &mut i).tolerates(&taint));
+    assert!(!tol("gpu", "Equal", "false", "", &mut i).tolerates(&taint));
+    assert!(tol("gpu", "Exists", "", "", &mut i).tolerates(&taint));
+    assert!(!tol("gpu", "Exists", "", "NoExecute", &mut i).tolerates(&taint));
+    assert!(tol("", "Exists", "", "", &mut i).tolerates(&taint));
+    assert!(!tol("other", "Exists", "", "", &mut i).tolerates(&taint));
+    let bad = TolerationInput {
+        key: "k".into(),
+        operator: "Maybe".into(),
+        ..Default::default()
+    };
+    assert!(compile_toleration(&bad, &mut i).is_err());
+    let bad = TolerationInput {
+        key: "".into(),
+        operator: "Equal".into(),
+        ..Default::default()
+    };
+    assert!(compile_toleration(&bad, &mut i).is_err());
+    let bad = TolerationInput {
+        key: "k".into(),
+        operator: "Exists".into(),
+        value: "v".into(),
+        ..Default::default()
+    };
+    assert!(compile_toleration(&bad, &mut i).is_err());
+}
+
+#[test]
+fn host_ports_validated_and_conflict_rule() {
+    let mut i = Interner::default();
+    let p = |port, proto: &str, ip: &str, i: &mut Interner| {
+        compile_port(
+            &PortInput {
+                host_port: port,
+                protocol: proto.into(),
+                host_ip: ip.into(),
+            },
+            i,
+        )
+    };
+    assert_eq!(p(0, "TCP", "", &mut i).unwrap(), None);
+    assert!(p(70000, "TCP", "", &mut i).is_err());
+    assert!(p(-1, "TCP", "", &mut i).is_err());
+    assert!(p(80, "ICMP", "", &mut i).is_err());
+    let any = p(80, "TCP", "", &mut i).unwrap().unwrap();
+    let ip1 = p(80, "TCP", "10.0.0.1", &mut i).unwrap().unwrap();
+    let ip2 = p(80, "TCP", "10.0.0.2", &mut i).unwrap().unwrap();
+    let udp = p(80, "UDP", "", &mut i).unwrap().unwrap();
+    assert!(any.conflicts(&ip1));
+    assert!(!ip1.conflicts(&ip2));
+    assert!(ip1.conflicts(&ip1));
+    assert!(!any.conflicts(&udp));
+}
+
+#[test]
+fn node_allocatable_falls_back_to_capacity() {
+    let input = NodeInput {
+        name: "n".into(),
+        allocatable: vec![("cpu".into(), "31".into())],
+        capacity: vec![("cpu".into(), "32".into()), ("memory".into(), "1Gi".into())],
+        ..Default::default()
+    };
+    let n = compile_node(
+        &input,
+        &mut Interner::default(),
+        &mut ResourceRegistry::default(),
+    )
+    .unwrap();
+    assert_eq!(get(&n.allocatable, CPU), 31_000);
+    assert_eq!(get(&n.allocatable, MEMORY), 1 << 30);
+    let bad = NodeInput {
+        name: "n".into(),
+        taints: vec![TaintInput {
+            key: "k".into(),
+            value: "".into(),
+            effect: "Sometimes".into(),
+        }],
+        ..Default::default()
+    };
+    assert!(
+        compile_node(
+            &bad,
+            &mut Interner::default(),
+            &mut ResourceRegistry::default()
+        )
+        .is_err()
+    );
+}
+
+#[test]
+fn scheduling_priority_annotation_like_upstream() {
+    assert_eq!(parse_scheduling_priority(Some("100")), 100);
+    assert_eq!(parse_scheduling_priority(Some("x")), 0);
+    assert_eq!(parse_scheduling_priority(None), 0);
+}
+
+#[test]
+fn gates_and_unschedulable_toleration_precomputed() {
+    let mut p = pod(vec![c(&[])], vec![]);
+    p.scheduling_gates = vec!["example.com/wait".into()];
+    p.tolerations = vec![TolerationInput {
+        key: UNSCHEDULABLE_TAINT_KEY.into(),
+        operator: "Exists".into(),
+        ..Default::default()
+    }];
+    let cp = compile(&p);
+    assert!(cp.gated);
+    assert!(cp.tolerates_unschedulable);
+}

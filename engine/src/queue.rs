@@ -1,0 +1,467 @@
+//! The scheduling queue: activeQ, backoffQ, the unschedulable pool and the gated set, for the
+//! pods Magma owns. Single-threaded; owned by the engine's driver, which is the only code that
+//! touches it. Workers never see it: the driver moves pods from activeQ into the lock-free
+//! hand-off (`sync::HandOff`) in queue order.
+//!
+//! - activeQ order: urgent marker (a binding conflict sets it, like upstream's annotation value
+//!   100), then `volcano.sh/scheduling-priority`, then `spec.priority`, then FIFO by enqueue time.
+//! - backoffQ: per-pod exponential backoff after an unschedulable attempt, `initial << (n-1)`
+//!   capped at `max` (1 s → 10 s by default).
+//! - unschedulable pool: pods that fit nowhere, with the reasons recorded as a [`reason`] mask.
+//!   A cluster event whose mask intersects a pod's reasons moves it back (to activeQ if its
+//!   backoff has expired, else to backoffQ). Pods are flushed back after `max_unschedulable`.
+//! - Updates and deletes apply wherever the pod is; heaps use lazy deletion by generation.
+//!
+//! Priority inversion is bounded by the hand-off capacity: a pod that becomes the most urgent
+//! waits behind at most `capacity` pods already handed off.
+
+use crate::clock::Nanos;
+use crate::model::CompiledPod;
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BinaryHeap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Why pods are unschedulable, and which cluster events can help them.
+pub mod reason {
+    pub type ReasonMask = u32;
+    pub const RESOURCES: ReasonMask = 1;
+    pub const PODS: ReasonMask = 1 << 1;
+    pub const AFFINITY: ReasonMask = 1 << 2;
+    pub const TAINT: ReasonMask = 1 << 3;
+    pub const UNSCHEDULABLE: ReasonMask = 1 << 4;
+    pub const PORTS: ReasonMask = 1 << 5;
+    pub const NO_NODES: ReasonMask = 1 << 6;
+    pub const NODE_NAME: ReasonMask = 1 << 7;
+    pub const SHARD: ReasonMask = 1 << 8;
+    pub const ALL: ReasonMask = u32::MAX;
+    /// What capacity freed on a node (a pod deleted, completed or forgotten) can help.
+    pub const CAPACITY_FREED: ReasonMask = RESOURCES | PODS | PORTS;
+    /// Bits only a new node can help.
+    pub const ALL_NEW_NODE: ReasonMask = NO_NODES | NODE_NAME;
+}
+
+use reason::ReasonMask;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueOptions {
+    pub initial_backoff: Duration,
+    pub max_backoff: Duration,
+    pub max_unschedulable: Duration,
+}
+
+impl Default for QueueOptions {
+    fn default() -> Self {
+        Self {
+            initial_backoff: Duration::from_secs(1),
+            max_backoff: Duration::from_secs(10),
+            max_unschedulable: Duration::from_secs(300),
+        }
+    }
+}
+
+/// Where a pod is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PodState {
+    Gated,
+    Active,
+    Backoff {
+        until: Nanos,
+    },
+    Unschedulable {
+        since: Nanos,
+        reasons: ReasonMask,
+    },
+    /// Handed to a worker.
+    InFlight,
+    /// Claimed; the bind is in the adapter's hands.
+    Binding,
+}
+
+#[derive(Debug)]
+pub struct Entry {
+    pub pod: Arc<CompiledPod>,
+    pub state: PodState,
+    /// Bumped on every move or update; heap entries with an older generation are stale.
+    pub generation: u64,
+    pub urgent: bool,
+    /// Unschedulable attempts (drives the backoff).
+    pub attempts: u32,
+    /// First time the queue saw the pod (arrival, for latency).
+    pub arrived: Nanos,
+    /// Last message reported for this pod (status intents are emitted only on change).
+    pub last_message: Option<Arc<str>>,
+    /// The pod was updated while a worker held it.
+    pub updated_in_flight: bool,
+    seq: u64,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+struct ActiveKey {
+    urgent: bool,
+    scheduling_priority: i32,
+    priority: i32,
+    seq: Reverse<u64>,
+    uid: Arc<str>,
+    generation: u64,
+}
+
+impl Ord for ActiveKey {
+    fn cmp(&self, o: &Self) -> Ordering {
+        (
+            self.urgent,
+            self.scheduling_priority,
+            self.priority,
+            self.seq,
+        )
+            .cmp(&(o.urgent, o.scheduling_priority, o.priority, o.seq))
+    }
+}
+impl PartialOrd for ActiveKey {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
+/// Counts per sub-queue, for metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueueDepths {
+    pub active: usize,
+    pub backoff: usize,
+    pub unschedulable: usize,
+    pub gated: usize,
+    pub in_flight: usize,
+    pub binding: usize,
+}
+
+#[derive(Default)]
+pub struct SchedulingQueue {
+    opts: QueueOptions,
+    entries: HashMap<Arc<str>, Entry>,
+    active: BinaryHeap<ActiveKey>,
+    backoff: BinaryHeap<Reverse<(Nanos, u64, Arc<str>)>>,
+    /// Pool entries by time of entry, for the periodic flush: (since, generation, uid).
+    pool_order: std::collections::VecDeque<(Nanos, u64, Arc<str>)>,
+    seq: u64,
+    generation_counter: u64,
+    depths: QueueDepths,
+}
+
+impl SchedulingQueue {
+    pub fn new(opts: QueueOptions) -> Self {
+        Self {
+            opts,
+            ..Default::default()
+        }
+    }
+
+    pub fn options(&self) -> QueueOptions {
+        self.opts
+    }
+
+    pub fn get(&self, uid: &str) -> Option<&Entry> {
+        self.entries.get(uid)
+    }
+
+    pub fn get_mut(&mut self, uid: &str) -> Option<&mut Entry> {
+        self.entries.get_mut(uid)
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn depths(&self) -> QueueDepths {
+        self.depths
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&Arc<str>, &Entry)> {
+        self.entries.iter()
+    }
+
+    fn next_gen(&mut self) -> u64 {
+        self.generation_counter += 1;
+        self.generation_counter
+    }
+
+    fn depth_mut(&mut self, s: PodState) -> &mut usize {
+        match s {
+            PodState::Gated => &mut self.depths.gated,
+            PodState::Active => &mut self.depths.active,
+            PodState::Backoff { .. } => &mut self.depths.backoff,
+            PodState::Unschedulable { .. } => &mut self.depths.unschedulable,
+            PodState::InFlight => &mut self.depths.in_flight,
+            PodState::Binding => &mut self.depths.binding,
+        }
+    }
+
+    /// Move `uid` to `state`, maintaining heaps and depth counters.
+    fn set_state(&mut self, uid: &Arc<str>, state: PodState) {
+        let generation = self.next_gen();
+        self.seq += 1;
+        let seq = self.seq;
+        let Some(e) = self.entries.get_mut(uid) else {
+            return;
+        };
+        let old = e.state;
+        e.state = state;
+        e.generation = generation;
+        let (urgent, sp, prio) = (e.urgent, e.pod.scheduling_priority, e.pod.priority);
+        match state {
+            PodState::Active => {
+                e.seq = seq;
+                self.active.push(ActiveKey {
+                    urgent,
+                    scheduling_priority: sp,
+                    priority: prio,
+                    seq: Reverse(seq),
+                    uid: uid.clone(),
+                    generation,
+                });
+            }
+            PodState::Backoff { until } => {
+                self.backoff.push(Reverse((until, generation, uid.clone())))
+            }
+            PodState::Unschedulable { since, .. } => {
+                self.pool_order.push_back((since, generation, uid.clone()))
+            }
+            _ => {}
+        }
+        *self.depth_mut(old) -= 1;
+        *self.depth_mut(state) += 1;
+    }
+
+    /// A pending pod arrived or changed (watch add/update). Returns `true` if it is new.
+    pub fn upsert(&mut self, pod: Arc<CompiledPod>, now: Nanos) -> bool {
+        let uid = pod.uid.clone();
+        if let Some(e) = self.entries.get_mut(&uid) {
+            let was_gated = e.state == PodState::Gated;
+            e.pod = pod.clone();
+            match e.state {
+                PodState::InFlight => e.updated_in_flight = true,
+                PodState::Binding => {}
+                _ if pod.gated => {
+                    if !was_gated {
+                        self.set_state(&uid, PodState::Gated);
+                    }
+                }
+                PodState::Gated => self.set_state(&uid, PodState::Active),
+                // An update may make an unschedulable pod schedulable: retry it (after backoff).
+                PodState::Unschedulable { .. } => self.requeue_after_backoff(&uid, now),
+                // Re-key in its heap so priority changes take effect.
+                PodState::Active => self.set_state(&uid, PodState::Active),
+                PodState::Backoff { until } => self.set_state(&uid, PodState::Backoff { until }),
+            }
+            return false;
+        }
+        let state = if pod.gated {
+            PodState::Gated
+        } else {
+            PodState::Active
+        };
+        self.entries.insert(
+            uid.clone(),
+            Entry {
+                pod,
+                state: PodState::Gated,
+                generation: 0,
+                urgent: false,
+                attempts: 0,
+                arrived: now,
+                last_message: None,
+                updated_in_flight: false,
+                seq: 0,
+            },
+        );
+        self.depths.gated += 1;
+        if state != PodState::Gated {
+            self.set_state(&uid, state);
+        }
+        true
+    }
+
+    /// Remove a pod wherever it is. Returns its entry.
+    pub fn remove(&mut self, uid: &str) -> Option<Entry> {
+        let e = self.entries.remove(uid)?;
+        *self.depth_mut(e.state) -= 1;
+        Some(e)
+    }
+
+    /// Pop the next pod from activeQ (moving expired backoff first), marking it in flight.
+    pub fn pop(&mut self, now: Nanos) -> Option<(Arc<CompiledPod>, u64)> {
+        self.flush_backoff(now);
+        while let Some(k) = self.active.pop() {
+            let live = self
+                .entries
+                .get(&k.uid)
+                .is_some_and(|e| e.generation == k.generation && e.state == PodState::Active);
+            if !live {
+                continue;
+            }
+            self.set_state(&k.uid, PodState::InFlight);
+            let e = &self.entries[&k.uid];
+            return Some((e.pod.clone(), e.generation));
+        }
+        None
+    }
+
+    /// Return a popped pod that was not handed off (hand-off full, or the engine paused).
+    pub fn unpop(&mut self, uid: &Arc<str>) {
+        if self
+            .entries
+            .get(uid)
+            .is_some_and(|e| e.state == PodState::InFlight)
+        {
+            self.set_state(uid, PodState::Active);
+        }
+    }
+
+    /// Move backoff-expired pods to activeQ.
+    pub fn flush_backoff(&mut self, now: Nanos) {
+        while self
+            .backoff
+            .peek()
+            .is_some_and(|Reverse((until, _, _))| *until <= now)
+        {
+            let (until, generation, uid) = self.backoff.pop().expect("peeked").0;
+            let live = self.entries.get(&uid).is_some_and(|e| {
+                e.generation == generation && e.state == (PodState::Backoff { until })
+            });
+            if live {
+                self.set_state(&uid, PodState::Active);
+            }
+        }
+    }
+
+    /// Flush pods that stayed in the pool longer than `max_unschedulable`.
+    pub fn flush_unschedulable(&mut self, now: Nanos) {
+        let max = self.opts.max_unschedulable;
+        while self
+            .pool_order
+            .front()
+            .is_some_and(|(since, _, _)| now.saturating_since(*since) >= max)
+        {
+            let (since, generation, uid) = self.pool_order.pop_front().expect("peeked");
+            let live = self.entries.get(&uid).is_some_and(|e| {
+                e.generation == generation
+                    && matches!(e.state, PodState::Unschedulable { since: s, .. } if s == since)
+            });
+            if live {
+                self.requeue_after_backoff(&uid, now);
+            }
+        }
+    }
+
+    fn backoff_duration(&self, attempts: u32) -> Duration {
+        if attempts == 0 {
+            return Duration::ZERO;
+        }
+        let shift = (attempts - 1).min(30);
+        self.opts
+            .initial_backoff
+            .saturating_mul(1 << shift)
+            .min(self.opts.max_backoff)
+    }
+
+    /// Back to activeQ if the pod's backoff (from its last failure) has expired, else backoffQ.
+    fn requeue_after_backoff(&mut self, uid: &Arc<str>, now: Nanos) {
+        let Some(e) = self.entries.get(uid) else {
+            return;
+        };
+        let since = match e.state {
+            PodState::Unschedulable { since, .. } => since,
+            _ => now,
+        };
+        let until = since.saturating_add(self.backoff_duration(e.attempts));
+        if until <= now {
+            self.set_state(uid, PodState::Active);
+        } else {
+            self.set_state(uid, PodState::Backoff { until });
+        }
+    }
+
+    /// A cluster event happened that may help pods failing for `mask` reasons.
+    pub fn on_cluster_event(&mut self, mask: ReasonMask, now: Nanos) -> usize {
+        if mask == 0 || self.depths.unschedulable == 0 {
+            return 0;
+        }
+        let movable: Vec<Arc<str>> = self
+            .entries
+            .iter()
+            .filter(|(_, e)| matches!(e.state, PodState::Unschedulable { reasons, .. } if reasons & mask != 0))
+            .map(|(u, _)| u.clone())
+            .collect();
+        for uid in &movable {
+            self.requeue_after_backoff(uid, now);
+        }
+        movable.len()
+    }
+
+    /// The worker found no fitting node.
+    pub fn mark_unschedulable(&mut self, uid: &Arc<str>, reasons: ReasonMask, now: Nanos) {
+        if let Some(e) = self.entries.get_mut(uid) {
+            e.attempts = e.attempts.saturating_add(1);
+            e.urgent = false;
+            self.set_state(
+                uid,
+                PodState::Unschedulable {
+                    since: now,
+                    reasons,
+                },
+            );
+        }
+    }
+
+    /// Every candidate conflicted: back to activeQ at once, ahead of non-urgent pods.
+    pub fn requeue_urgent(&mut self, uid: &Arc<str>) {
+        if let Some(e) = self.entries.get_mut(uid) {
+            e.urgent = true;
+            self.set_state(uid, PodState::Active);
+        }
+    }
+
+    /// A retryable failure (bind error): back off without marking the pod unschedulable.
+    pub fn requeue_backoff(&mut self, uid: &Arc<str>, now: Nanos) {
+        if let Some(e) = self.entries.get_mut(uid) {
+            e.attempts = e.attempts.saturating_add(1);
+            e.urgent = false;
+            let until = now.saturating_add(self.backoff_duration(self.entries[uid].attempts));
+            self.set_state(uid, PodState::Backoff { until });
+        }
+    }
+
+    /// Put back in activeQ (e.g. the engine was paused while the pod was in flight).
+    pub fn requeue_active(&mut self, uid: &Arc<str>) {
+        if self.entries.contains_key(uid) {
+            self.set_state(uid, PodState::Active);
+        }
+    }
+
+    pub fn mark_binding(&mut self, uid: &Arc<str>) {
+        if let Some(e) = self.entries.get_mut(uid) {
+            e.urgent = false;
+            e.updated_in_flight = false;
+            self.set_state(uid, PodState::Binding);
+        }
+    }
+
+    /// Earliest time something in the queue needs attention (backoff expiry, pool flush).
+    pub fn next_deadline(&self) -> Option<Nanos> {
+        let b = self.backoff.peek().map(|Reverse((t, _, _))| *t);
+        let p = self
+            .pool_order
+            .front()
+            .map(|(s, _, _)| s.saturating_add(self.opts.max_unschedulable));
+        match (b, p) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,199 @@
+//! Immutable cluster snapshots, shared by every worker.
+//!
+//! A snapshot is a persistent two-level arena of reference-counted node chunks: a top vector of
+//! segments, each holding up to [`SEGMENT`] chunks of [`CHUNK`] node slots. Inside a chunk the
+//! data the filter and score loops read is laid out as struct-of-arrays rows (free and
+//! allocatable amount per resource slot, non-zero requested CPU/memory, bind version, flags),
+//! with the rarely-read node description (`NodeMeta`) and host ports beside them.
+//!
+//! The cache (single writer) mutates its working arena through [`Arena::chunk_mut`], which
+//! copies a chunk (and its segment) only when a published snapshot still shares it. Publishing
+//! clones the top vector — one pointer per 4,096 nodes — so building the next snapshot costs
+//! O(changed chunks + N/4096), and taking one is a single atomic load (`sync::Published`).
+//!
+//! Owns the layout only; the cache decides what goes in, the workers only read.
+
+use crate::conf::Profile;
+use crate::model::{HostPort, NodeMeta, Slot};
+use std::sync::Arc;
+
+/// Node slots per chunk.
+pub const CHUNK: usize = 64;
+/// Chunks per segment.
+pub const SEGMENT: usize = 64;
+/// Slots per segment.
+pub const SEGMENT_SLOTS: usize = CHUNK * SEGMENT;
+
+/// Per-slot flags.
+pub mod flags {
+    /// The slot holds a live node.
+    pub const PRESENT: u8 = 1;
+    /// `spec.unschedulable` (cordoned).
+    pub const UNSCHEDULABLE: u8 = 2;
+    /// Has NoSchedule or NoExecute taints.
+    pub const HARD_TAINTS: u8 = 4;
+    /// Has PreferNoSchedule taints.
+    pub const SOFT_TAINTS: u8 = 8;
+    /// Some pod on the node uses host ports.
+    pub const PORTS: u8 = 16;
+}
+
+/// One row: a value per node slot in a chunk.
+pub type Row = [i64; CHUNK];
+
+/// `CHUNK` node slots, struct-of-arrays.
+#[derive(Clone)]
+pub struct Chunk {
+    /// `free[slot][i]` = allocatable − requested for resource `slot` (may be negative when
+    /// pods bound by others overcommit a node). Rows beyond `free.len()` are all zero.
+    pub free: Vec<Row>,
+    pub alloc: Vec<Row>,
+    /// Requested CPU (millis) and memory with kube-scheduler's non-zero defaults, for scoring.
+    pub nonzero_used: [Row; 2],
+    /// Bind version of each node as of this snapshot (see `binder`).
+    pub version: [u64; CHUNK],
+    /// Incarnation of the slot: bumped each time the slot is given to a new node.
+    pub incarnation: [u32; CHUNK],
+    pub flags: [u8; CHUNK],
+    pub meta: [Option<Arc<NodeMeta>>; CHUNK],
+    /// Host ports in use on the node (only when `flags::PORTS`).
+    pub ports: [Option<Arc<[HostPort]>>; CHUNK],
+}
+
+impl Default for Chunk {
+    fn default() -> Self {
+        Chunk {
+            free: Vec::new(),
+            alloc: Vec::new(),
+            nonzero_used: [[0; CHUNK]; 2],
+            version: [0; CHUNK],
+            incarnation: [0; CHUNK],
+            flags: [0; CHUNK],
+            meta: std::array::from_fn(|_| None),
+            ports: std::array::from_fn(|_| None),
+        }
+    }
+}
+
+impl Chunk {
+    #[inline]
+    pub fn free(&self, slot: Slot, i: usize) -> i64 {
+        self.free.get(slot as usize).map_or(0, |r| r[i])
+    }
+
+    #[inline]
+    pub fn alloc(&self, slot: Slot, i: usize) -> i64 {
+        self.alloc.get(slot as usize).map_or(0, |r| r[i])
+    }
+
+    /// Requested amount of `slot` on node `i`.
+    #[inline]
+    pub fn used(&self, slot: Slot, i: usize) -> i64 {
+        self.alloc(slot, i) - self.free(slot, i)
+    }
+
+    /// Grow the rows so `slot` can be written.
+    pub fn ensure_rows(&mut self, slot: Slot) {
+        let need = slot as usize + 1;
+        if self.free.len() < need {
+            self.free.resize(need, [0; CHUNK]);
+            self.alloc.resize(need, [0; CHUNK]);
+        }
+    }
+}
+
+#[derive(Clone, Default)]
+struct Segment {
+    chunks: Vec<Arc<Chunk>>,
+}
+
+/// The persistent arena of node chunks.
+#[derive(Clone, Default)]
+pub struct Arena {
+    segments: Vec<Arc<Segment>>,
+    /// Number of slots covered (a multiple of `CHUNK`).
+    slots: usize,
+}
+
+impl Arena {
+    /// Slots covered by allocated chunks (live or not).
+    pub fn slots(&self) -> usize {
+        self.slots
+    }
+
+    pub fn num_chunks(&self) -> usize {
+        self.slots / CHUNK
+    }
+
+    #[inline]
+    pub fn chunk(&self, chunk_index: usize) -> &Chunk {
+        &self.segments[chunk_index / SEGMENT].chunks[chunk_index % SEGMENT]
+    }
+
+    /// Mutable access to the chunk holding `slot`, copying it (and its segment) if a published
+    /// snapshot shares it; grows the arena as needed.
+    pub fn chunk_mut(&mut self, slot: usize) -> &mut Chunk {
+        let ci = slot / CHUNK;
+        let (si, within) = (ci / SEGMENT, ci % SEGMENT);
+        while self.segments.len() <= si {
+            self.segments.push(Arc::new(Segment::default()));
+        }
+        let seg = Arc::make_mut(&mut self.segments[si]);
+        while seg.chunks.len() <= within {
+            seg.chunks.push(Arc::new(Chunk::default()));
+            self.slots = self.slots.max((si * SEGMENT + seg.chunks.len()) * CHUNK);
+        }
+        Arc::make_mut(&mut seg.chunks[within])
+    }
+
+    /// How many chunks this arena shares with `other` (for tests of copy-on-write).
+    pub fn shared_chunks(&self, other: &Arena) -> usize {
+        let mut n = 0;
+        for (a, b) in self.segments.iter().zip(other.segments.iter()) {
+            for (x, y) in a.chunks.iter().zip(b.chunks.iter()) {
+                n += usize::from(Arc::ptr_eq(x, y));
+            }
+        }
+        n
+    }
+}
+
+/// An immutable view of the cluster that workers schedule against.
+pub struct Snapshot {
+    /// Publication sequence number (strictly increasing).
+    pub seq: u64,
+    pub arena: Arena,
+    /// Live nodes.
+    pub nodes: usize,
+    pub profile: Arc<Profile>,
+    /// Slot of `nvidia.com/gpu` (BalancedAllocation considers it when a pod requests it).
+    pub gpu_slot: Option<Slot>,
+}
+
+impl Snapshot {
+    pub fn empty(profile: Arc<Profile>) -> Snapshot {
+        Snapshot {
+            seq: 0,
+            arena: Arena::default(),
+            nodes: 0,
+            profile,
+            gpu_slot: None,
+        }
+    }
+
+    /// Node description of `slot`, if a node lives there.
+    pub fn node(&self, slot: usize) -> Option<&Arc<NodeMeta>> {
+        if slot >= self.arena.slots() {
+            return None;
+        }
+        self.arena.chunk(slot / CHUNK).meta[slot % CHUNK].as_ref()
+    }
+
+    pub fn version(&self, slot: usize) -> u64 {
+        self.arena.chunk(slot / CHUNK).version[slot % CHUNK]
+    }
+
+    pub fn incarnation(&self, slot: usize) -> u32 {
+        self.arena.chunk(slot / CHUNK).incarnation[slot % CHUNK]
+    }
+}

@@ -1,0 +1,94 @@
+//! Engine counters. Workers each own a cache-line-padded block of relaxed atomics (no
+//! contention between workers); the driver owns another. Readers sum them.
+
+use crate::sync::{AtomicU64, Ordering};
+use crossbeam_utils::CachePadded;
+
+#[derive(Default)]
+pub struct WorkerCounters {
+    pub attempts: AtomicU64,
+    pub claims: AtomicU64,
+    /// Candidates lost to another claim (each failed CAS).
+    pub conflicts: AtomicU64,
+    /// Pods sent back because every candidate conflicted.
+    pub urgent_requeues: AtomicU64,
+    pub unschedulable: AtomicU64,
+    /// Nanoseconds spent in allocate+claim.
+    pub busy_nanos: AtomicU64,
+}
+
+#[derive(Default)]
+pub struct DriverCounters {
+    pub publications: AtomicU64,
+    pub publish_nanos: AtomicU64,
+    pub bind_intents: AtomicU64,
+    pub binds_confirmed: AtomicU64,
+    pub bind_failures: AtomicU64,
+    pub rejected_pods: AtomicU64,
+    pub status_intents: AtomicU64,
+    pub stale_results: AtomicU64,
+}
+
+/// All counters of one engine.
+pub struct Stats {
+    pub workers: Box<[CachePadded<WorkerCounters>]>,
+    pub driver: CachePadded<DriverCounters>,
+}
+
+/// A point-in-time sum of the counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StatsSnapshot {
+    pub attempts: u64,
+    pub claims: u64,
+    pub conflicts: u64,
+    pub urgent_requeues: u64,
+    pub unschedulable: u64,
+    pub worker_busy_nanos: u64,
+    pub publications: u64,
+    pub publish_nanos: u64,
+    pub bind_intents: u64,
+    pub binds_confirmed: u64,
+    pub bind_failures: u64,
+    pub rejected_pods: u64,
+    pub status_intents: u64,
+    pub stale_results: u64,
+}
+
+impl Stats {
+    pub fn new(workers: usize) -> Stats {
+        Stats {
+            workers: (0..workers)
+                .map(|_| CachePadded::new(WorkerCounters::default()))
+                .collect(),
+            driver: CachePadded::new(DriverCounters::default()),
+        }
+    }
+
+    pub fn snapshot(&self) -> StatsSnapshot {
+        let r = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let mut s = StatsSnapshot::default();
+        for w in self.workers.iter() {
+            s.attempts += r(&w.attempts);
+            s.claims += r(&w.claims);
+            s.conflicts += r(&w.conflicts);
+            s.urgent_requeues += r(&w.urgent_requeues);
+            s.unschedulable += r(&w.unschedulable);
+            s.worker_busy_nanos += r(&w.busy_nanos);
+        }
+        let d = &self.driver;
+        s.publications = r(&d.publications);
+        s.publish_nanos = r(&d.publish_nanos);
+        s.bind_intents = r(&d.bind_intents);
+        s.binds_confirmed = r(&d.binds_confirmed);
+        s.bind_failures = r(&d.bind_failures);
+        s.rejected_pods = r(&d.rejected_pods);
+        s.status_intents = r(&d.status_intents);
+        s.stale_results = r(&d.stale_results);
+        s
+    }
+}
+
+#[inline]
+pub(crate) fn inc(a: &AtomicU64, by: u64) {
+    a.fetch_add(by, Ordering::Relaxed);
+}

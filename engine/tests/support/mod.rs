@@ -1,0 +1,204 @@
+//! Test support: `mk_*` builders for nodes and pods, a real-time clock, and `Cluster`, a tiny
+//! stand-in for the API server that answers the engine's bind intents at once (and echoes the
+//! binding back as a watch event), recording every binding so tests can check that each pod was
+//! bound exactly once and no node went over its allocatable.
+
+#![allow(dead_code, clippy::disallowed_methods)]
+
+use magma_engine::core::{BindResult, Input, Intent, StatusIntent};
+use magma_engine::model::{ContainerInput, NodeInput, PodInput, TaintInput};
+use magma_engine::{Clock, Engine, EngineOptions, Nanos};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub struct RealClock(Instant);
+
+impl RealClock {
+    pub fn new() -> Arc<RealClock> {
+        Arc::new(RealClock(Instant::now()))
+    }
+}
+
+impl Clock for RealClock {
+    fn now(&self) -> Nanos {
+        Nanos(self.0.elapsed().as_nanos() as u64)
+    }
+}
+
+pub fn mk_node(name: &str, cpu: &str, mem: &str, pods: u32) -> NodeInput {
+    NodeInput {
+        name: name.into(),
+        allocatable: vec![
+            ("cpu".into(), cpu.into()),
+            ("memory".into(), mem.into()),
+            ("pods".into(), pods.to_string()),
+        ],
+        ready: true,
+        ..Default::default()
+    }
+}
+
+pub fn with_labels(mut n: NodeInput, labels: &[(&str, &str)]) -> NodeInput {
+    n.labels = labels
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    n
+}
+
+pub fn with_taint(mut n: NodeInput, key: &str, value: &str, effect: &str) -> NodeInput {
+    n.taints.push(TaintInput {
+        key: key.into(),
+        value: value.into(),
+        effect: effect.into(),
+    });
+    n
+}
+
+pub fn mk_pod(name: &str, cpu: &str, mem: &str) -> PodInput {
+    PodInput {
+        uid: format!("uid-{name}"),
+        namespace: "default".into(),
+        name: name.into(),
+        containers: vec![ContainerInput {
+            requests: vec![("cpu".into(), cpu.into()), ("memory".into(), mem.into())],
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}
+
+/// A pod as the watch shows it after binding.
+pub fn bound(mut p: PodInput, node: &str) -> PodInput {
+    p.node_name = Some(node.into());
+    p.phase = magma_engine::model::PodPhase::Running;
+    p
+}
+
+/// What the fake API server saw.
+#[derive(Default)]
+pub struct Cluster {
+    pub pods: HashMap<String, PodInput>,
+    pub nodes: HashMap<String, NodeInput>,
+    /// uid → node, in bind order.
+    pub bindings: Vec<(String, String)>,
+    pub statuses: Vec<StatusIntent>,
+    pub double_binds: Vec<String>,
+    pub errors: Vec<String>,
+}
+
+impl Cluster {
+    pub fn start(opts: EngineOptions) -> (Engine, Cluster) {
+        (
+            Engine::start(opts, RealClock::new()).expect("engine starts"),
+            Cluster::default(),
+        )
+    }
+
+    pub fn add_node(&mut self, e: &Engine, n: NodeInput) {
+        self.nodes.insert(n.name.clone(), n.clone());
+        e.handle().send(Input::NodeApply(n));
+    }
+
+    pub fn add_pod(&mut self, e: &Engine, p: PodInput) {
+        self.pods.insert(p.uid.clone(), p.clone());
+        e.handle().send(Input::PodApply(p));
+    }
+
+    pub fn delete_pod(&mut self, e: &Engine, uid: &str) {
+        self.pods.remove(uid);
+        e.handle().send(Input::PodDelete { uid: uid.into() });
+    }
+
+    pub fn bound_count(&self) -> usize {
+        self.pods.values().filter(|p| p.node_name.is_some()).count()
+    }
+
+    /// Answer intents until `done(self)` holds or `timeout` passes. Binds succeed at once.
+    pub fn run_until(
+        &mut self,
+        e: &Engine,
+        timeout: Duration,
+        mut done: impl FnMut(&Cluster) -> bool,
+    ) -> bool {
+        let end = Instant::now() + timeout;
+        while Instant::now() < end {
+            if done(self) {
+                return true;
+            }
+            match e.intents().recv_timeout(Duration::from_millis(20)) {
+                Ok(Intent::Bind(b)) => {
+                    let uid = b.pod.uid.to_string();
+                    let result = match self.pods.get_mut(&uid) {
+                        None => BindResult::PodGone,
+                        Some(p) if p.node_name.is_some() => {
+                            self.double_binds.push(uid.clone());
+                            BindResult::AlreadyBound
+                        }
+                        Some(p) => {
+                            p.node_name = Some(b.node.to_string());
+                            p.phase = magma_engine::model::PodPhase::Running;
+                            self.bindings.push((uid.clone(), b.node.to_string()));
+                            BindResult::Bound
+                        }
+                    };
+                    let echo = (result == BindResult::Bound).then(|| self.pods[&uid].clone());
+                    e.handle().send(Input::BindOutcome { uid, result });
+                    if let Some(p) = echo {
+                        e.handle().send(Input::PodApply(p));
+                    }
+                }
+                Ok(Intent::Status(s)) => self.statuses.push(s),
+                Ok(Intent::Error(err)) => self.errors.push(err.to_string()),
+                Err(_) => {}
+            }
+        }
+        done(self)
+    }
+
+    /// Requests placed on each node versus its allocatable: the nodes over it.
+    pub fn overcommitted(&self) -> Vec<String> {
+        let mut used: HashMap<&str, (i64, i64, i64)> = HashMap::new();
+        for p in self.pods.values() {
+            let Some(n) = &p.node_name else { continue };
+            let e = used.entry(n.as_str()).or_default();
+            for c in &p.containers {
+                for (r, q) in &c.requests {
+                    match r.as_str() {
+                        "cpu" => e.0 += magma_engine::model::parse_scaled(r, q, 1000).unwrap(),
+                        "memory" => e.1 += magma_engine::model::parse_scaled(r, q, 1).unwrap(),
+                        _ => {}
+                    }
+                }
+            }
+            e.2 += 1;
+        }
+        let mut out = Vec::new();
+        for (name, (cpu, mem, pods)) in used {
+            let n = &self.nodes[name];
+            let get = |k: &str, scale| {
+                n.allocatable
+                    .iter()
+                    .find(|(r, _)| r == k)
+                    .map_or(0, |(r, q)| {
+                        magma_engine::model::parse_scaled(r, q, scale).unwrap()
+                    })
+            };
+            if cpu > get("cpu", 1000) || mem > get("memory", 1) || pods > get("pods", 1) {
+                out.push(name.to_owned());
+            }
+        }
+        out
+    }
+
+    /// Each pod bound at most once.
+    pub fn duplicate_bindings(&self) -> usize {
+        let mut seen = std::collections::HashSet::new();
+        self.bindings
+            .iter()
+            .filter(|(u, _)| !seen.insert(u.clone()))
+            .count()
+            + self.double_binds.len()
+    }
+}
