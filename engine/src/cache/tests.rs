@@ -1,1 +1,344 @@
+//! Cache tests: copy-on-write publication, the bind-version rules (claims counted, external
+//! capacity reductions bump), completed pods, orphans, and slot reuse.
 
+use super::*;
+use crate::binder::Candidate;
+use crate::model::{ContainerInput, NodeInput, PodInput, compile_pod};
+use crate::snapshot::CHUNK;
+
+fn mk_node(name: &str, cpu: &str) -> NodeInput {
+    NodeInput {
+        name: name.into(),
+        allocatable: vec![
+            ("cpu".into(), cpu.into()),
+            ("memory".into(), "16Gi".into()),
+            ("pods".into(), "110".into()),
+        ],
+        ready: true,
+        ..Default::default()
+    }
+}
+
+fn mk_pod(cache: &mut Cache, name: &str, cpu: &str) -> CompiledPod {
+    let input = PodInput {
+        uid: format!("uid-{name}"),
+        namespace: "ns".into(),
+        name: name.into(),
+        containers: vec![ContainerInput {
+            requests: vec![("cpu".into(), cpu.into())],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    compile_pod(&input, &mut cache.interner, &mut cache.registry).unwrap()
+}
+
+fn cache() -> Cache {
+    Cache::new(
+        Arc::new(BindVersions::default()),
+        Arc::new(Profile::default()),
+    )
+}
+
+fn free_cpu(s: &Snapshot, slot: usize) -> i64 {
+    s.arena
+        .chunk(slot / CHUNK)
+        .free(crate::model::CPU, slot % CHUNK)
+}
+
+#[test]
+fn publication_copies_only_changed_chunks() {
+    let mut c = cache();
+    for i in 0..(4 * CHUNK) {
+        c.apply_node(&mk_node(&format!("n{i}"), "4"), 0).unwrap();
+    }
+    let s1 = c.publish().unwrap();
+    assert!(c.publish().is_none(), "nothing changed: nothing to publish");
+    let p = mk_pod(&mut c, "a", "1");
+    c.apply_bound_pod(&p, "n70", false);
+    let s2 = c.publish().unwrap();
+    assert_eq!(
+        s2.arena.shared_chunks(&s1.arena),
+        3,
+        "only the chunk holding n70 was copied"
+    );
+    assert_eq!(free_cpu(&s1, 70), 4000, "old snapshots are immutable");
+    assert_eq!(free_cpu(&s2, 70), 3000);
+    assert!(s2.seq > s1.seq);
+}
+
+#[test]
+fn claims_and_external_changes_advance_versions() {
+    let mut c = cache();
+    c.apply_node(&mk_node("n0", "4"), 0).unwrap();
+    let s = c.publish().unwrap();
+    let v0 = s.version(0);
+    assert_eq!(v0, c.versions().current(0), "a fresh snapshot is current");
+    // A worker claims on s.
+    assert!(c.versions().try_claim(0, v0));
+    assert!(
+        c.versions().current(0) > s.version(0),
+        "snapshot now stale for n0"
+    );
+    let p = mk_pod(&mut c, "a", "1");
+    let node = c.apply_claim(
+        Candidate {
+            slot: 0,
+            version: v0,
+            incarnation: s.incarnation(0),
+        },
+        Some(&p),
+    );
+    assert_eq!(node.as_deref(), Some("n0"));
+    let s2 = c.publish().unwrap();
+    assert_eq!(
+        s2.version(0),
+        c.versions().current(0),
+        "after applying the claim the snapshot is current"
+    );
+    assert_eq!(free_cpu(&s2, 0), 3000, "and includes the claimed pod");
+    // Another scheduler's pod reduces capacity: the version moves.
+    let q = mk_pod(&mut c, "other", "1");
+    c.apply_bound_pod(&q, "n0", false);
+    assert!(
+        !c.versions().try_claim(0, s2.version(0)),
+        "stale decision cannot be claimed"
+    );
+    let s3 = c.publish().unwrap();
+    assert_eq!(s3.version(0), c.versions().current(0));
+}
+
+#[test]
+fn invariant_holds_when_a_bump_races_an_unapplied_claim() {
+    let mut c = cache();
+    c.apply_node(&mk_node("n0", "4"), 0).unwrap();
+    let s = c.publish().unwrap();
+    // Worker claims (CAS done, message not yet applied) ...
+    assert!(c.versions().try_claim(0, s.version(0)));
+    // ... while the writer applies an external, capacity-reducing change.
+    let q = mk_pod(&mut c, "other", "1");
+    c.apply_bound_pod(&q, "n0", false);
+    let s2 = c.publish().unwrap();
+    assert!(
+        s2.version(0) < c.versions().current(0),
+        "the unapplied claim keeps the snapshot behind the counter"
+    );
+    let p = mk_pod(&mut c, "a", "1");
+    c.apply_claim(
+        Candidate {
+            slot: 0,
+            version: s.version(0),
+            incarnation: s.incarnation(0),
+        },
+        Some(&p),
+    );
+    let s3 = c.publish().unwrap();
+    assert_eq!(s3.version(0), c.versions().current(0));
+    assert_eq!(free_cpu(&s3, 0), 2000);
+}
+
+#[test]
+fn capacity_increases_do_not_invalidate_decisions() {
+    let mut c = cache();
+    c.apply_node(&mk_node("n0", "4"), 0).unwrap();
+    let p = mk_pod(&mut c, "a", "1");
+    c.apply_bound_pod(&p, "n0", false);
+    let s = c.publish().unwrap();
+    let mask = c.remove_pod(&p.uid);
+    assert_eq!(mask, reason::CAPACITY_FREED);
+    let mut bigger = mk_node("n0", "8");
+    bigger.labels.clear();
+    let mask = c.apply_node(&bigger, 0).unwrap();
+    assert_eq!(mask & reason::RESOURCES, reason::RESOURCES);
+    assert!(
+        c.versions().try_claim(0, s.version(0)),
+        "more room never makes an older decision unsafe"
+    );
+}
+
+#[test]
+fn restricting_node_updates_bump() {
+    for change in ["cordon", "taint", "label", "shrink"] {
+        let mut c = cache();
+        c.apply_node(&mk_node("n0", "4"), 0).unwrap();
+        let s = c.publish().unwrap();
+        let mut n = mk_node("n0", "4");
+        match change {
+            "cordon" => n.unschedulable = true,
+            "taint" => n.taints.push(crate::model::TaintInput {
+                key: "k".into(),
+                value: "v".into(),
+                effect: "NoSchedule".into(),
+            }),
+            "label" => n.labels.push(("zone".into(), "b".into())),
+            _ => n.allocatable[0].1 = "2".into(),
+        }
+        c.apply_node(&n, 0).unwrap();
+        assert!(
+            !c.versions().try_claim(0, s.version(0)),
+            "{change} must invalidate older decisions"
+        );
+    }
+}
+
+#[test]
+fn completed_pods_stop_counting_immediately() {
+    let mut c = cache();
+    c.apply_node(&mk_node("n0", "4"), 0).unwrap();
+    let p = mk_pod(&mut c, "a", "3");
+    c.apply_bound_pod(&p, "n0", false);
+    assert_eq!(free_cpu(&c.publish().unwrap(), 0), 1000);
+    let mask = c.apply_bound_pod(&p, "n0", true);
+    assert_eq!(mask, reason::CAPACITY_FREED);
+    assert_eq!(free_cpu(&c.publish().unwrap(), 0), 4000);
+    assert!(c.placement(&p.uid).is_none());
+}
+
+#[test]
+fn assumption_confirmed_by_watch_is_not_double_counted() {
+    let mut c = cache();
+    c.apply_node(&mk_node("n0", "4"), 0).unwrap();
+    let s = c.publish().unwrap();
+    let p = mk_pod(&mut c, "a", "1");
+    assert!(c.versions().try_claim(0, s.version(0)));
+    c.apply_claim(
+        Candidate {
+            slot: 0,
+            version: s.version(0),
+            incarnation: s.incarnation(0),
+        },
+        Some(&p),
+    );
+    assert!(c.placement(&p.uid).unwrap().assumed);
+    let v = c.versions().current(0);
+    c.apply_bound_pod(&p, "n0", false);
+    assert!(!c.placement(&p.uid).unwrap().assumed);
+    assert_eq!(
+        c.versions().current(0),
+        v,
+        "confirmation is not a new reduction"
+    );
+    assert_eq!(free_cpu(&c.publish().unwrap(), 0), 3000);
+}
+
+#[test]
+fn forgetting_a_failed_bind_frees_capacity_without_phantoms() {
+    let mut c = cache();
+    c.apply_node(&mk_node("n0", "4"), 0).unwrap();
+    let s = c.publish().unwrap();
+    let p = mk_pod(&mut c, "a", "4");
+    assert!(c.versions().try_claim(0, s.version(0)));
+    c.apply_claim(
+        Candidate {
+            slot: 0,
+            version: s.version(0),
+            incarnation: s.incarnation(0),
+        },
+        Some(&p),
+    );
+    assert_eq!(free_cpu(&c.publish().unwrap(), 0), 0);
+    assert_eq!(c.forget(&p.uid), reason::CAPACITY_FREED);
+    let s2 = c.publish().unwrap();
+    assert_eq!(
+        free_cpu(&s2, 0),
+        4000,
+        "no phantom allocation after a failed bind"
+    );
+    assert_eq!(c.forget(&p.uid), 0, "forgetting twice is harmless");
+}
+
+#[test]
+fn claim_for_a_deleted_pod_counts_the_version_but_assumes_nothing() {
+    let mut c = cache();
+    c.apply_node(&mk_node("n0", "4"), 0).unwrap();
+    let s = c.publish().unwrap();
+    assert!(c.versions().try_claim(0, s.version(0)));
+    assert_eq!(
+        c.apply_claim(
+            Candidate {
+                slot: 0,
+                version: s.version(0),
+                incarnation: s.incarnation(0)
+            },
+            None
+        ),
+        None
+    );
+    let s2 = c.publish().unwrap();
+    assert_eq!(s2.version(0), c.versions().current(0));
+    assert_eq!(free_cpu(&s2, 0), 4000);
+}
+
+#[test]
+fn pods_on_unknown_nodes_are_counted_when_the_node_arrives() {
+    let mut c = cache();
+    let p = mk_pod(&mut c, "ds", "1");
+    c.apply_bound_pod(&p, "late", false);
+    c.apply_node(&mk_node("late", "4"), 0).unwrap();
+    let s = c.publish().unwrap();
+    assert_eq!(free_cpu(&s, 0), 3000);
+}
+
+#[test]
+fn removed_slots_are_reused_only_past_the_horizon() {
+    let mut c = cache();
+    c.apply_node(&mk_node("a", "4"), 0).unwrap();
+    let s1 = c.publish().unwrap();
+    c.delete_node("a");
+    let s2 = c.publish().unwrap();
+    assert!(s2.node(0).is_none());
+    // A worker still holds s1: the slot must not be reused.
+    c.apply_node(&mk_node("b", "4"), s1.seq).unwrap();
+    assert_eq!(c.node_slot("b"), Some(1));
+    // Nobody holds anything older than s2: reuse.
+    c.apply_node(&mk_node("c", "4"), s2.seq).unwrap();
+    assert_eq!(c.node_slot("c"), Some(0));
+    let s3 = c.publish().unwrap();
+    assert_ne!(
+        s3.incarnation(0),
+        s1.incarnation(0),
+        "a reused slot is a new incarnation"
+    );
+    assert!(
+        s3.version(0) > s1.version(0),
+        "versions keep growing across incarnations"
+    );
+    // A decision made on the old incarnation can never be claimed on the new node.
+    assert!(!c.versions().try_claim(0, s1.version(0)));
+}
+
+#[test]
+fn reset_removes_missing_nodes() {
+    let mut c = cache();
+    for n in ["a", "b", "c"] {
+        c.apply_node(&mk_node(n, "4"), 0).unwrap();
+    }
+    let (_, errors) = c.reset_nodes(&[mk_node("b", "4"), mk_node("d", "4")], 0);
+    assert!(errors.is_empty());
+    let mut names: Vec<String> = c.node_names().map(|n| n.to_string()).collect();
+    names.sort();
+    assert_eq!(names, ["b", "d"]);
+    assert_eq!(c.live_nodes(), 2);
+}
+
+#[test]
+fn new_resources_extend_rows_without_touching_other_chunks() {
+    let mut c = cache();
+    for i in 0..(2 * CHUNK) {
+        c.apply_node(&mk_node(&format!("n{i}"), "4"), 0).unwrap();
+    }
+    let s1 = c.publish().unwrap();
+    let mut gpu = mk_node("n0", "4");
+    gpu.allocatable.push(("nvidia.com/gpu".into(), "8".into()));
+    c.apply_node(&gpu, 0).unwrap();
+    let s2 = c.publish().unwrap();
+    assert_eq!(s2.arena.shared_chunks(&s1.arena), 1);
+    let slot = c.registry.lookup("nvidia.com/gpu").unwrap();
+    assert_eq!(s2.arena.chunk(0).free(slot, 0), 8);
+    assert_eq!(
+        s2.arena.chunk(1).free(slot, 0),
+        0,
+        "chunks without the row read as zero"
+    );
+    assert_eq!(s2.gpu_slot, Some(slot));
+}

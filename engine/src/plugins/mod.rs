@@ -12,3 +12,6 @@
 
 pub mod nodeorder;
 pub mod predicates;
+
+#[cfg(test)]
+mod tests;
