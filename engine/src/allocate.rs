@@ -17,8 +17,8 @@
 
 use crate::binder::{BindVersions, Candidate};
 use crate::model::CompiledPod;
-use crate::plugins::nodeorder::{self, Raw};
-use crate::plugins::predicates::{self, Failure};
+use crate::plugins::nodeorder::{self, Raw, ScoreRows};
+use crate::plugins::predicates::{self, Failure, FitRows};
 use crate::queue::reason::{self, ReasonMask};
 use crate::snapshot::{CHUNK, Snapshot};
 
@@ -117,11 +117,13 @@ pub fn allocate(
     let (mut max_aff, mut max_taint) = (0i64, 0i64);
     'scan: while scanned < n_slots {
         let chunk = snap.arena.chunk(slot / CHUNK);
+        let fit_rows = FitRows::new(pod, chunk);
+        let score_rows = ScoreRows::new(chunk);
         let i0 = slot % CHUNK;
         let end = CHUNK.min(i0 + (n_slots - scanned));
         for i in i0..end {
-            if predicates::fits(pod, preds, chunk, i) {
-                let raw = nodeorder::score(pod, weights, chunk, i, gpu_slot);
+            if predicates::fits_with(pod, preds, chunk, &fit_rows, i) {
+                let raw = nodeorder::score_with(pod, weights, chunk, &score_rows, i, gpu_slot);
                 max_aff = max_aff.max(raw.affinity);
                 max_taint = max_taint.max(raw.taints);
                 s.feasible.push(((slot - i0 + i) as u32, raw));

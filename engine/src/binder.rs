@@ -96,6 +96,15 @@ impl BindVersions {
     /// Claim `slot` if its counter still equals `seen` (step 2 of the protocol).
     #[inline]
     pub fn try_claim(&self, slot: usize, seen: u64) -> bool {
+        if cfg!(magma_mutation = "split_claim") {
+            // Mutation (loom-tests/run-mutations.sh): check-then-store instead of one CAS.
+            let c = self.counter(slot);
+            if c.load(Ordering::Acquire) != seen {
+                return false;
+            }
+            c.store(seen + 1, Ordering::Release);
+            return true;
+        }
         self.counter(slot)
             .compare_exchange(seen, seen + 1, Ordering::AcqRel, Ordering::Acquire)
             .is_ok()

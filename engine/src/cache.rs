@@ -306,6 +306,7 @@ impl Cache {
         let mut mask = self.remove_pod(&pod.uid);
         if let Some(&slot) = self.by_name.get(&*placement.node) {
             // Someone else's placement (or a changed one) reduces what the node can take.
+            #[cfg(not(magma_mutation = "skip_external_bump"))]
             self.bump(slot);
             self.account(slot, &placement, 1);
             self.write_slot(slot);
@@ -350,6 +351,10 @@ impl Cache {
         st.applied += 1;
         let same_node = st.incarnation == cand.incarnation && st.node.is_some();
         let name = st.node.as_ref().map(|n| n.meta.name.clone());
+        // Mutation (loom-tests/run-mutations.sh): the claim's version reaches the arena before
+        // the claimed pod does, so a snapshot can be complete by version but not by contents.
+        #[cfg(magma_mutation = "version_before_contents")]
+        self.write_slot(slot);
         let result = match (pod, same_node, name) {
             (Some(pod), true, Some(name)) => {
                 let placement = Placement {
@@ -366,6 +371,7 @@ impl Cache {
             }
             _ => None,
         };
+        #[cfg(not(magma_mutation = "version_before_contents"))]
         self.write_slot(slot);
         result
     }
@@ -373,6 +379,12 @@ impl Cache {
     /// Drop an assumption after a failed bind. Freed capacity needs no version bump.
     pub fn forget(&mut self, uid: &str) -> ReasonMask {
         match self.pods.get(uid) {
+            Some(p) if p.assumed && cfg!(magma_mutation = "forget_leaks") => {
+                // Mutation (loom-tests/run-mutations.sh): the assumption is dropped from the
+                // books but its requests stay counted on the node (a phantom allocation).
+                self.pods.remove(uid);
+                reason::CAPACITY_FREED
+            }
             Some(p) if p.assumed => self.remove_pod(uid),
             _ => 0,
         }
@@ -416,8 +428,12 @@ impl Cache {
         chunk.incarnation[i] = st.incarnation;
         let Some(node) = &st.node else {
             chunk.flags[i] = 0;
-            chunk.meta[i] = None;
-            chunk.ports[i] = None;
+            if chunk.meta[i].is_some() {
+                Arc::make_mut(&mut chunk.meta)[i] = None;
+            }
+            if chunk.ports[i].is_some() {
+                Arc::make_mut(&mut chunk.ports)[i] = None;
+            }
             for r in chunk.free.iter_mut().chain(chunk.alloc.iter_mut()) {
                 r[i] = 0;
             }
@@ -465,14 +481,14 @@ impl Cache {
             f |= flags::PORTS;
             let same = chunk.ports[i].as_deref().is_some_and(|p| *p == *st.ports);
             if !same {
-                chunk.ports[i] = Some(Arc::from(st.ports.as_slice()));
+                Arc::make_mut(&mut chunk.ports)[i] = Some(Arc::from(st.ports.as_slice()));
             }
-        } else {
-            chunk.ports[i] = None;
+        } else if chunk.ports[i].is_some() {
+            Arc::make_mut(&mut chunk.ports)[i] = None;
         }
         chunk.flags[i] = f;
         if !chunk.meta[i].as_ref().is_some_and(|m| Arc::ptr_eq(m, meta)) {
-            chunk.meta[i] = Some(meta.clone());
+            Arc::make_mut(&mut chunk.meta)[i] = Some(meta.clone());
         }
     }
 

@@ -21,6 +21,7 @@ use crate::stats::{Stats, inc};
 use crate::sync::HandOff;
 use crate::worker::{Outcome, Shared, Task, WorkerResult};
 use crossbeam_channel::Sender;
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -40,9 +41,21 @@ pub enum Input {
     PodDelete {
         uid: String,
     },
-    /// A relist: the complete set of pending-for-us and assigned pods.
-    PodReset(Vec<PodInput>),
+    /// A pod left the pending set (deleted, or bound — the assigned-pods watch reports that).
+    /// Only the queue forgets it; a pod whose bind is in flight waits for the bind outcome.
+    PendingPodDelete {
+        uid: String,
+    },
+    /// A relist of the pending pods this scheduler owns (the complete set). Queued pods not in
+    /// it are gone (deleted or bound elsewhere); pods whose bind is in flight are left to the
+    /// bind outcome.
+    PendingPodReset(Vec<PodInput>),
+    /// A relist of the assigned pods (the complete set, any scheduler). Placements not in it are
+    /// dropped, except our own assumptions whose binding the watch has not shown yet.
+    BoundPodReset(Vec<PodInput>),
     Profile(Arc<Profile>),
+    /// Nothing happened, but look at the queue now (e.g. leadership was just acquired).
+    Tick,
     BindOutcome {
         uid: String,
         result: BindResult,
@@ -211,32 +224,50 @@ impl Core {
             }
             Input::PodApply(p) => self.apply_pod(p, now),
             Input::PodDelete { uid } => self.delete_pod(&uid),
-            Input::PodReset(pods) => {
-                let keep: std::collections::HashSet<&str> =
-                    pods.iter().map(|p| p.uid.as_str()).collect();
+            Input::PendingPodDelete { uid } => {
+                if self
+                    .queue
+                    .get(&uid)
+                    .is_some_and(|e| e.state != PodState::Binding)
+                {
+                    self.queue.remove(&uid);
+                }
+            }
+            Input::PendingPodReset(pods) => {
+                let keep: HashSet<&str> = pods.iter().map(|p| p.uid.as_str()).collect();
                 let gone: Vec<Arc<str>> = self
                     .queue
                     .iter()
+                    .filter(|(u, e)| e.state != PodState::Binding && !keep.contains(&***u))
                     .map(|(u, _)| u.clone())
-                    .filter(|u| !keep.contains(&**u))
                     .collect();
                 for uid in gone {
-                    self.delete_pod(&uid);
+                    self.queue.remove(&uid);
                 }
-                let placed_gone: Vec<String> = self
+                for p in pods {
+                    self.apply_pod(p, now);
+                }
+            }
+            Input::BoundPodReset(pods) => {
+                let keep: HashSet<&str> = pods.iter().map(|p| p.uid.as_str()).collect();
+                let gone: Vec<String> = self
                     .cache
                     .placed_uids()
                     .into_iter()
-                    .filter(|u| !keep.contains(u.as_str()))
+                    .filter(|u| {
+                        !keep.contains(u.as_str())
+                            && self.cache.placement(u).is_some_and(|p| !p.assumed)
+                    })
                     .collect();
-                for uid in placed_gone {
-                    self.delete_pod(&uid);
+                for uid in gone {
+                    self.pending_events |= self.cache.remove_pod(&uid);
                 }
                 for p in pods {
                     self.apply_pod(p, now);
                 }
             }
             Input::Profile(p) => self.cache.set_profile(p),
+            Input::Tick => {}
             Input::BindOutcome { uid, result } => self.bind_outcome(&uid, result, now),
             Input::Worker(r) => self.worker_result(r, now),
         }
@@ -337,6 +368,12 @@ impl Core {
             .queue
             .get(&uid)
             .is_some_and(|e| e.generation == r.task.generation && e.state == PodState::InFlight);
+        // Mutation (loom-tests/run-mutations.sh): a result is matched to the pod by uid only.
+        #[cfg(magma_mutation = "no_generation_check")]
+        let live = self
+            .queue
+            .get(&uid)
+            .is_some_and(|e| e.state == PodState::InFlight);
         if let Outcome::Claimed { candidate } = &r.outcome {
             // The CAS happened: the cache must count it whatever became of the pod.
             let pod = live.then_some(&*r.task.pod);
@@ -397,6 +434,7 @@ impl Core {
         }
         self.queue.flush_unschedulable(now);
         self.pump(now);
+        self.stats.set_queue_depths(self.queue.depths());
         self.queue.next_deadline()
     }
 
@@ -428,6 +466,10 @@ impl Core {
     /// Take back every pod still waiting in the hand-off (shutdown, lost leadership).
     pub fn drain_handoff(&mut self) {
         while let Some(t) = self.handoff.try_pop() {
+            // Mutation (loom-tests/run-mutations.sh): drained tasks are dropped, not returned.
+            #[cfg(magma_mutation = "drain_without_unpop")]
+            let _ = t;
+            #[cfg(not(magma_mutation = "drain_without_unpop"))]
             self.queue.unpop(&t.pod.uid);
         }
     }

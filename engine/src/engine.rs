@@ -30,7 +30,10 @@ pub struct EngineOptions {
     /// Pin worker `i` to core `i mod cores` (`core_affinity`).
     pub pin_workers: bool,
     pub queue: QueueOptions,
-    /// Capacity of the worker hand-off; bounds priority inversion. Default `2 × workers`.
+    /// Capacity of the worker hand-off; bounds priority inversion (a newly most-urgent pod waits
+    /// behind at most this many pods already handed off). Default `max(16, 8 × workers)`: deep
+    /// enough that workers rarely park between pods, shallow enough to cost well under a
+    /// millisecond of inversion.
     pub handoff_capacity: Option<usize>,
     pub profile: Profile,
     /// Longest the driver waits without any input before it looks at the queue's timers.
@@ -99,7 +102,7 @@ impl Engine {
             .unwrap_or_else(|| Arc::new(Snapshot::empty(profile)));
         let shared = Arc::new(Shared::new(opts.workers, first, versions));
         let stats = Arc::new(Stats::new(opts.workers));
-        let handoff = HandOff::new(opts.handoff_capacity.unwrap_or(2 * opts.workers));
+        let handoff = HandOff::new(opts.handoff_capacity.unwrap_or((8 * opts.workers).max(16)));
         let (tx, rx) = crossbeam_channel::unbounded::<Msg>();
         let (itx, irx) = crossbeam_channel::unbounded::<Intent>();
         let core = Core::new(
@@ -175,6 +178,16 @@ impl Engine {
         self.stats.snapshot()
     }
 
+    /// The shared counters (cheap to clone; for metrics collectors that outlive a borrow).
+    pub fn stats_handle(&self) -> Arc<Stats> {
+        self.stats.clone()
+    }
+
+    /// Pods per sub-queue as of the driver's last flush.
+    pub fn queue_depths(&self) -> crate::queue::QueueDepths {
+        self.stats.queue_depths()
+    }
+
     /// The snapshot workers currently schedule against.
     pub fn snapshot(&self) -> Arc<Snapshot> {
         self.shared.published.load()
@@ -183,7 +196,18 @@ impl Engine {
     /// Leading: workers claim. Not leading: in-flight pods go back untouched, nothing is
     /// handed off, and nothing new is claimed from the moment this returns.
     pub fn set_leading(&self, leading: bool) {
-        self.shared.leading.store(leading, Ordering::Release);
+        (self.leading_setter())(leading)
+    }
+
+    /// An owned switch for [`Engine::set_leading`], for tasks that outlive a borrow.
+    pub fn leading_setter(&self) -> impl Fn(bool) + Send + Sync + 'static {
+        let shared = self.shared.clone();
+        let tx = self.tx.clone();
+        move |leading| {
+            shared.leading.store(leading, Ordering::Release);
+            // Wake the driver so it refills (or stops refilling) the hand-off at once.
+            let _ = tx.send(Msg::Input(Input::Tick));
+        }
     }
 
     /// Stop the workers, let the driver account for every result, return the `Core`.

@@ -41,6 +41,9 @@ pub mod flags {
 /// One row: a value per node slot in a chunk.
 pub type Row = [i64; CHUNK];
 
+/// The row every missing resource reads as.
+pub static ZERO_ROW: Row = [0; CHUNK];
+
 /// `CHUNK` node slots, struct-of-arrays.
 #[derive(Clone)]
 pub struct Chunk {
@@ -55,9 +58,11 @@ pub struct Chunk {
     /// Incarnation of the slot: bumped each time the slot is given to a new node.
     pub incarnation: [u32; CHUNK],
     pub flags: [u8; CHUNK],
-    pub meta: [Option<Arc<NodeMeta>>; CHUNK],
-    /// Host ports in use on the node (only when `flags::PORTS`).
-    pub ports: [Option<Arc<[HostPort]>>; CHUNK],
+    /// Node descriptions, shared between versions of the chunk: copying a chunk for a claim
+    /// does not touch 64 reference counts, and only a node change copies this array.
+    pub meta: Arc<[Option<Arc<NodeMeta>>; CHUNK]>,
+    /// Host ports in use on the node (only when `flags::PORTS`), shared likewise.
+    pub ports: Arc<[Option<Arc<[HostPort]>>; CHUNK]>,
 }
 
 impl Default for Chunk {
@@ -69,8 +74,8 @@ impl Default for Chunk {
             version: [0; CHUNK],
             incarnation: [0; CHUNK],
             flags: [0; CHUNK],
-            meta: std::array::from_fn(|_| None),
-            ports: std::array::from_fn(|_| None),
+            meta: Arc::new(std::array::from_fn(|_| None)),
+            ports: Arc::new(std::array::from_fn(|_| None)),
         }
     }
 }
@@ -90,6 +95,16 @@ impl Chunk {
     #[inline]
     pub fn used(&self, slot: Slot, i: usize) -> i64 {
         self.alloc(slot, i) - self.free(slot, i)
+    }
+
+    #[inline]
+    pub fn free_row(&self, slot: Slot) -> &Row {
+        self.free.get(slot as usize).unwrap_or(&ZERO_ROW)
+    }
+
+    #[inline]
+    pub fn alloc_row(&self, slot: Slot) -> &Row {
+        self.alloc.get(slot as usize).unwrap_or(&ZERO_ROW)
     }
 
     /// Grow the rows so `slot` can be written.

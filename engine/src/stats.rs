@@ -27,6 +27,9 @@ pub struct DriverCounters {
     pub rejected_pods: AtomicU64,
     pub status_intents: AtomicU64,
     pub stale_results: AtomicU64,
+    /// Queue depths as of the last flush (gauges): active, backoff, unschedulable, gated,
+    /// in flight, binding.
+    pub depths: [AtomicU64; 6],
 }
 
 /// All counters of one engine.
@@ -55,6 +58,37 @@ pub struct StatsSnapshot {
 }
 
 impl Stats {
+    /// Queue depths as of the driver's last flush.
+    pub fn queue_depths(&self) -> crate::queue::QueueDepths {
+        let d = &self.driver.depths;
+        let r = |i: usize| d[i].load(Ordering::Relaxed) as usize;
+        crate::queue::QueueDepths {
+            active: r(0),
+            backoff: r(1),
+            unschedulable: r(2),
+            gated: r(3),
+            in_flight: r(4),
+            binding: r(5),
+        }
+    }
+
+    pub(crate) fn set_queue_depths(&self, q: crate::queue::QueueDepths) {
+        let d = &self.driver.depths;
+        for (i, v) in [
+            q.active,
+            q.backoff,
+            q.unschedulable,
+            q.gated,
+            q.in_flight,
+            q.binding,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            d[i].store(v as u64, Ordering::Relaxed);
+        }
+    }
+
     pub fn new(workers: usize) -> Stats {
         Stats {
             workers: (0..workers)

@@ -87,7 +87,11 @@ impl Shared {
     /// Publish a snapshot (driver only).
     pub fn publish(&self, snap: Arc<Snapshot>) {
         let seq = snap.seq;
+        // Mutation (loom-tests/run-mutations.sh): the sequence is announced before the snapshot.
+        #[cfg(magma_mutation = "publish_seq_first")]
+        self.latest_seq.store(seq, Ordering::SeqCst);
         self.published.store(snap);
+        #[cfg(not(magma_mutation = "publish_seq_first"))]
         self.latest_seq.store(seq, Ordering::SeqCst);
     }
 
@@ -102,9 +106,14 @@ impl Shared {
 
     /// Worker: announce and load (see the module doc).
     pub fn enter(&self, worker: usize) -> Arc<Snapshot> {
+        // Mutation (loom-tests/run-mutations.sh): load the snapshot before announcing the epoch.
+        #[cfg(magma_mutation = "epoch_after_load")]
+        let snap = self.published.load();
         let announced = self.latest_seq.load(Ordering::SeqCst);
         self.epochs[worker].store(announced, Ordering::SeqCst);
+        #[cfg(not(magma_mutation = "epoch_after_load"))]
         let snap = self.published.load();
+        #[cfg(not(magma_mutation = "epoch_after_load"))]
         debug_assert!(snap.seq >= announced);
         snap
     }

@@ -196,8 +196,13 @@ fn relist_resets_keep_every_pod() {
     }
     c.run_until(&e, Duration::from_millis(50), |_| false);
     // A relist that still has every pod: nothing is lost or bound twice.
-    let all: Vec<_> = c.pods.values().cloned().collect();
-    e.handle().send(Input::PodReset(all));
+    let (bound, pending): (Vec<_>, Vec<_>) = c
+        .pods
+        .values()
+        .cloned()
+        .partition(|p| p.node_name.is_some());
+    e.handle().send(Input::BoundPodReset(bound));
+    e.handle().send(Input::PendingPodReset(pending));
     assert!(c.run_until(&e, Duration::from_secs(5), |c| c.bound_count() == 20));
     assert_eq!(c.duplicate_bindings(), 0);
     assert!(c.overcommitted().is_empty());

@@ -1,9 +1,14 @@
 //! Magma's benchmark harness: workload plans ([`plan`]) from named presets ([`scenario`]),
 //! run against the engine on an in-process simulated cluster ([`runner`]) that plays the API
-//! server and keeps an independent ledger for integrity checks, and [`report`]s.
+//! server and keeps an independent ledger for integrity checks, compared with a straightforward
+//! reference scheduler ([`baseline`]) on the same plan, swept over worker and candidate counts
+//! ([`sweep`]), and reported as text, JSON, Markdown tables ([`report`]) and SVG plots ([`plot`]).
 
+pub mod baseline;
 pub mod clock;
 pub mod plan;
+pub mod plot;
 pub mod report;
 pub mod runner;
 pub mod scenario;
+pub mod sweep;

@@ -1,12 +1,22 @@
-//! `magma-perf`: run a scenario and print throughput, latency and integrity.
+//! `magma-perf`: run a scenario and print throughput, latency and integrity; sweep worker and
+//! candidate counts; print Markdown tables from report JSON; draw SVG plots.
 //!
 //! ```text
-//! cargo run --release -p magma-perf -- burst --nodes 5000 --pods 100000 --workers 2
+//! magma-perf burst --nodes 5000 --pods 200000 --workers 2          # + baseline on 2,000 pods
+//! magma-perf burst --baseline-pods 0                               # baseline on every pod
+//! magma-perf burst --baseline-only --baseline-pods 5000
+//! magma-perf steady --rate 10000 --json steady.json                # no baseline by default
+//! magma-perf sweep burst --workers 1,2,4,8 --candidates 1,3,5 --json sweep.json
+//! magma-perf table burst.json steady.json                          # Markdown rows
+//! magma-perf plot --sweep sweep.json --latency burst.json --out-dir .
 //! ```
 
-use clap::Parser;
-use magma_perf::runner::{RunOptions, run};
-use magma_perf::scenario::{Scenario, build};
+use clap::{Args, Parser, Subcommand};
+use magma_perf::plan::Plan;
+use magma_perf::report::{json, markdown_table};
+use magma_perf::runner::{Compare, DEFAULT_BASELINE_PODS, RunOptions, measure};
+use magma_perf::scenario::{Params, Scenario, build};
+use std::path::PathBuf;
 use std::time::Duration;
 
 #[global_allocator]
@@ -15,22 +25,42 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[derive(Debug, Parser)]
 #[command(
     name = "magma-perf",
-    about = "Run a Magma scheduling scenario on an in-process simulated cluster"
+    about = "Run Magma scheduling scenarios on an in-process simulated cluster"
 )]
 struct Cli {
-    /// Scenario preset.
-    #[arg(value_enum)]
-    scenario: Scenario,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// N pods at once onto an empty cluster.
+    Burst(RunArgs),
+    /// Poisson arrivals at a fixed offered rate (latency below saturation).
+    Steady(RunArgs),
+    /// Short-lived agent pods that finish after a random lifetime and free their node.
+    Churn(RunArgs),
+    /// Nodes pre-filled to random levels; small pods fill the gaps.
+    Fragmented(RunArgs),
+    /// Cluster pre-filled to 95%, more pods than fit: conflicts expected, no livelock allowed.
+    NearFull(RunArgs),
+    /// Several pod sizes and priorities, taints and selectors on part of the cluster.
+    Mixed(RunArgs),
+    /// Run one plan at every (workers, candidates) combination and print the scaling table.
+    Sweep(SweepArgs),
+    /// Print report JSON files (single runs or sweep arrays) as one Markdown table.
+    Table(TableArgs),
+    /// Draw throughput-vs-workers.svg and/or latency-cdf.svg from report JSON.
+    Plot(PlotArgs),
+}
+
+/// What shapes the plan.
+#[derive(Debug, Args)]
+struct PlanArgs {
     #[arg(long)]
     nodes: Option<usize>,
     #[arg(long)]
     pods: Option<usize>,
-    /// Worker threads.
-    #[arg(long, default_value_t = 2)]
-    workers: usize,
-    /// candidateNodeCount.
-    #[arg(long, default_value_t = 3)]
-    candidates: usize,
     /// Offered arrival rate in pods/s (steady, churn).
     #[arg(long)]
     rate: Option<f64>,
@@ -39,63 +69,295 @@ struct Cli {
     lifetime: Option<f64>,
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Pre-fill every node to this fraction (0..1) of its CPU and memory before the run
+    /// (burst, steady, churn, mixed; near-full's level, default 0.95).
+    #[arg(long)]
+    fill: Option<f64>,
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    #[command(flatten)]
+    plan: PlanArgs,
+    /// Worker threads.
+    #[arg(long, default_value_t = 2)]
+    workers: usize,
+    /// candidateNodeCount.
+    #[arg(long, default_value_t = 3)]
+    candidates: usize,
     /// Pin worker threads to cores.
     #[arg(long)]
     pin: bool,
+    /// Seconds to wait after the last arrival for pending pods before ending the run.
+    #[arg(long, default_value_t = 120.0)]
+    drain_timeout: f64,
     /// Write the report as JSON to this file.
     #[arg(long)]
-    json: Option<std::path::PathBuf>,
-    /// Print progress every second.
+    json: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long, short)]
+    quiet: bool,
+    /// Also run the baseline reference scheduler on the same plan. On by default for scenarios
+    /// whose pods all arrive at once (burst, fragmented, near-full, mixed); off for steady and
+    /// churn, whose throughput is capped by the offered rate.
+    #[arg(long, conflicts_with = "no_baseline")]
+    baseline: bool,
+    /// Do not run the baseline.
     #[arg(long)]
-    progress: bool,
+    no_baseline: bool,
+    /// Run only the baseline.
+    #[arg(long, conflicts_with = "no_baseline")]
+    baseline_only: bool,
+    /// The baseline schedules only the first N pods of the plan (0 = all of them); its
+    /// throughput in pods/s is compared with Magma's on the whole plan.
+    #[arg(long, default_value_t = DEFAULT_BASELINE_PODS)]
+    baseline_pods: usize,
+}
+
+#[derive(Debug, Args)]
+struct SweepArgs {
+    #[arg(value_enum)]
+    scenario: Scenario,
+    #[command(flatten)]
+    plan: PlanArgs,
+    /// Worker counts, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8")]
+    workers: Vec<usize>,
+    /// candidateNodeCount values, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "3")]
+    candidates: Vec<usize>,
+    #[arg(long)]
+    pin: bool,
+    /// Write the runs as a JSON array to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(Debug, Args)]
+struct TableArgs {
+    /// Report JSON files.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// Print the sweep scaling table instead of the run table.
+    #[arg(long)]
+    sweep: bool,
+}
+
+#[derive(Debug, Args)]
+struct PlotArgs {
+    /// Sweep JSON (array of runs) → throughput-vs-workers.svg.
+    #[arg(long)]
+    sweep: Option<PathBuf>,
+    /// Run JSON files (one run each, or arrays) → latency-cdf.svg, one line per run.
+    #[arg(long, num_args = 1..)]
+    latency: Vec<PathBuf>,
+    #[arg(long, default_value = ".")]
+    out_dir: PathBuf,
+}
+
+fn params(s: Scenario, a: &PlanArgs) -> anyhow::Result<Params> {
+    let mut p = s.defaults();
+    if let Some(n) = a.nodes {
+        p.nodes = n;
+    }
+    if let Some(n) = a.pods {
+        p.pods = n;
+    }
+    if let Some(r) = a.rate {
+        anyhow::ensure!(r > 0.0, "--rate must be positive");
+        p.rate = Some(r);
+    }
+    if let Some(l) = a.lifetime {
+        anyhow::ensure!(l > 0.0, "--lifetime must be positive");
+        p.lifetime_mean = Duration::from_secs_f64(l);
+    }
+    if let Some(f) = a.fill {
+        anyhow::ensure!((0.0..1.0).contains(&f), "--fill must be within 0..1");
+        p.fill = Some(f);
+    }
+    p.seed = a.seed;
+    Ok(p)
+}
+
+fn plan(s: Scenario, a: &PlanArgs) -> anyhow::Result<(Params, Plan)> {
+    let p = params(s, a)?;
+    eprintln!(
+        "building plan: {} {} nodes, {} pods ...",
+        s.name(),
+        p.nodes,
+        p.pods
+    );
+    let plan = build(s, &p);
+    Ok((p, plan))
+}
+
+fn check_counts(workers: &[usize], candidates: &[usize]) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        !workers.is_empty() && workers.iter().all(|&w| w > 0),
+        "--workers must be greater than 0"
+    );
+    anyhow::ensure!(
+        !candidates.is_empty() && candidates.iter().all(|k| (1..=64).contains(k)),
+        "--candidates must be within 1..=64"
+    );
+    Ok(())
+}
+
+fn write_json(path: &Option<PathBuf>, v: &impl serde::Serialize) -> anyhow::Result<()> {
+    if let Some(path) = path {
+        std::fs::write(path, serde_json::to_string_pretty(v)? + "\n")?;
+    }
+    Ok(())
+}
+
+fn run_one(s: Scenario, a: RunArgs) -> anyhow::Result<()> {
+    check_counts(&[a.workers], &[a.candidates])?;
+    let (p, plan) = plan(s, &a.plan)?;
+    let limit = (a.baseline_pods > 0).then_some(a.baseline_pods);
+    if a.baseline_only {
+        let b = magma_perf::baseline::run(&plan, limit)?;
+        println!(
+            "{:<11} nodes={:<6} baseline on {} pods: {:.0} pods/s  ({} bound, {} unschedulable, cycle p50 {:.3} ms p99 {:.3} ms)",
+            s.name(),
+            p.nodes,
+            b.pods,
+            b.throughput_pods_per_s,
+            b.bound,
+            b.unschedulable,
+            b.cycle_latency_ms.p50,
+            b.cycle_latency_ms.p99
+        );
+        write_json(
+            &a.json,
+            &serde_json::json!({
+                "scenario": s.name(),
+                "nodes": p.nodes,
+                "pods": p.pods,
+                "baseline_throughput_pods_per_s": b.throughput_pods_per_s,
+                "baseline": b,
+            }),
+        )?;
+        anyhow::ensure!(
+            b.overcommitted_nodes == 0,
+            "baseline integrity violated: {} node(s) over allocatable",
+            b.overcommitted_nodes
+        );
+        return Ok(());
+    }
+    let with_baseline = if a.baseline {
+        true
+    } else {
+        !a.no_baseline && p.rate.is_none()
+    };
+    let opts = RunOptions {
+        workers: a.workers,
+        candidates: a.candidates,
+        pin: a.pin,
+        progress: !a.quiet,
+        drain_timeout: Duration::from_secs_f64(a.drain_timeout.max(0.0)),
+    };
+    let compare = if with_baseline {
+        Compare::WithBaseline(limit)
+    } else {
+        Compare::MagmaOnly
+    };
+    let report = measure(s.name(), &plan, &opts, compare)?;
+    write_json(&a.json, &report)?;
+    report.print();
+    let v = report.violations();
+    anyhow::ensure!(v.is_empty(), "integrity violated: {}", v.join("; "));
+    Ok(())
+}
+
+fn sweep(a: SweepArgs) -> anyhow::Result<()> {
+    check_counts(&a.workers, &a.candidates)?;
+    let (_, plan) = plan(a.scenario, &a.plan)?;
+    let base = RunOptions {
+        pin: a.pin,
+        progress: !a.quiet,
+        ..Default::default()
+    };
+    let runs = magma_perf::sweep::sweep(
+        a.scenario.name(),
+        &plan,
+        &a.workers,
+        &a.candidates,
+        &base,
+        |r| {
+            eprintln!(
+                "  workers={} K={}: {:.0} pods/s, p99 {:.3} ms",
+                r.workers, r.candidates, r.throughput_pods_per_s, r.latency_ms.p99
+            )
+        },
+    )?;
+    write_json(&a.json, &runs)?;
+    let values: Vec<serde_json::Value> = runs
+        .iter()
+        .map(serde_json::to_value)
+        .collect::<Result<_, _>>()?;
+    print!("{}", magma_perf::sweep::markdown(&values));
+    let bad: Vec<String> = runs
+        .iter()
+        .filter(|r| !r.violations().is_empty())
+        .map(|r| {
+            format!(
+                "workers={} K={}: {}",
+                r.workers,
+                r.candidates,
+                r.violations().join("; ")
+            )
+        })
+        .collect();
+    anyhow::ensure!(bad.is_empty(), "integrity violated: {}", bad.join(" | "));
+    Ok(())
 }
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    anyhow::ensure!(cli.workers > 0, "--workers must be greater than 0");
-    anyhow::ensure!(
-        (1..=64).contains(&cli.candidates),
-        "--candidates must be within 1..=64"
-    );
-    let mut p = cli.scenario.defaults();
-    if let Some(n) = cli.nodes {
-        p.nodes = n;
-    }
-    if let Some(n) = cli.pods {
-        p.pods = n;
-    }
-    if let Some(r) = cli.rate {
-        anyhow::ensure!(r > 0.0, "--rate must be positive");
-        p.rate = Some(r);
-    }
-    if let Some(l) = cli.lifetime {
-        anyhow::ensure!(l > 0.0, "--lifetime must be positive");
-        p.lifetime_mean = Duration::from_secs_f64(l);
-    }
-    p.seed = cli.seed;
-    eprintln!(
-        "building plan: {} {} nodes, {} pods ...",
-        cli.scenario.name(),
-        p.nodes,
-        p.pods
-    );
-    let plan = build(cli.scenario, &p);
-    let opts = RunOptions {
-        workers: cli.workers,
-        candidates: cli.candidates,
-        pin: cli.pin,
-        progress: cli.progress,
-        ..Default::default()
+    let (s, a) = match cli.cmd {
+        Cmd::Burst(a) => (Scenario::Burst, a),
+        Cmd::Steady(a) => (Scenario::Steady, a),
+        Cmd::Churn(a) => (Scenario::Churn, a),
+        Cmd::Fragmented(a) => (Scenario::Fragmented, a),
+        Cmd::NearFull(a) => (Scenario::NearFull, a),
+        Cmd::Mixed(a) => (Scenario::Mixed, a),
+        Cmd::Sweep(a) => return sweep(a),
+        Cmd::Table(t) => {
+            let mut runs = Vec::new();
+            for f in &t.files {
+                runs.extend(json::load(f)?);
+            }
+            if t.sweep {
+                print!("{}", magma_perf::sweep::markdown(&runs));
+            } else {
+                print!("{}", markdown_table(&runs));
+            }
+            return Ok(());
+        }
+        Cmd::Plot(p) => {
+            anyhow::ensure!(
+                p.sweep.is_some() || !p.latency.is_empty(),
+                "nothing to plot: give --sweep and/or --latency"
+            );
+            std::fs::create_dir_all(&p.out_dir)?;
+            if let Some(f) = &p.sweep {
+                let out = p.out_dir.join("throughput-vs-workers.svg");
+                magma_perf::plot::throughput_vs_workers(&json::load(f)?, &out)?;
+                eprintln!("wrote {}", out.display());
+            }
+            if !p.latency.is_empty() {
+                let mut runs = Vec::new();
+                for f in &p.latency {
+                    runs.extend(json::load(f)?);
+                }
+                let out = p.out_dir.join("latency-cdf.svg");
+                magma_perf::plot::latency_cdf(&runs, &out)?;
+                eprintln!("wrote {}", out.display());
+            }
+            return Ok(());
+        }
     };
-    let mut report = run(&plan, &opts, magma_engine::Profile::default())?;
-    report.scenario = cli.scenario.name().to_owned();
-    report.print();
-    if let Some(path) = &cli.json {
-        std::fs::write(path, serde_json::to_string_pretty(&report)? + "\n")?;
-    }
-    let v = report.violations();
-    if !v.is_empty() {
-        anyhow::bail!("integrity violated: {}", v.join("; "));
-    }
-    Ok(())
+    run_one(s, a)
 }

@@ -1,10 +1,11 @@
 //! Run reports: the figures every run prints, and the JSON object `--json` writes.
 
+use crate::baseline::BaselineReport;
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Latency percentiles in milliseconds.
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
 pub struct Latency {
     pub p50: f64,
     pub p90: f64,
@@ -30,6 +31,34 @@ impl Latency {
     }
 }
 
+/// Percentiles at which [`latency_cdf`] samples a histogram: every whole percent, then the tail.
+const CDF_PERCENTILES_TAIL: [f64; 6] = [99.5, 99.9, 99.95, 99.99, 99.999, 100.0];
+
+/// A compact CDF of a histogram of nanoseconds: `[percentile, milliseconds]` points, 0 to 100
+/// (106 points), enough to draw `latency-cdf.svg` without the histogram itself.
+pub fn latency_cdf(h: &Histogram<u64>) -> Vec<[f64; 2]> {
+    if h.is_empty() {
+        return Vec::new();
+    }
+    (0..100)
+        .map(f64::from)
+        .chain(CDF_PERCENTILES_TAIL)
+        .map(|p| [p, h.value_at_quantile(p / 100.0) as f64 / 1e6])
+        .collect()
+}
+
+/// The 1-, 5- and 15-minute load averages (`/proc/loadavg`), to judge how quiet the machine was.
+pub fn load_average() -> [f64; 3] {
+    let s = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let mut it = s.split_whitespace().map(|v| v.parse().unwrap_or(0.0));
+    [
+        it.next().unwrap_or(0.0),
+        it.next().unwrap_or(0.0),
+        it.next().unwrap_or(0.0),
+    ]
+}
+
+/// One run. Serialised as the JSON object `--json` writes (a sweep writes an array of them).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Report {
     pub scenario: String,
@@ -37,8 +66,11 @@ pub struct Report {
     pub pods: usize,
     pub workers: usize,
     pub candidates: usize,
+    /// Bound pods per second, from the start to the last bind.
     pub throughput_pods_per_s: f64,
     pub elapsed_s: f64,
+    /// Pods bound (once each).
+    pub bound: u64,
     /// Arrival → claimed.
     pub latency_ms: Latency,
     /// Queue pop → claimed (one scheduling cycle).
@@ -50,14 +82,33 @@ pub struct Report {
     pub unschedulable: u64,
     pub overcommitted_nodes: u64,
     pub lost_pods: u64,
+    /// Pods the engine still held when the drain timeout ended the run (queued or in flight):
+    /// the run is incomplete, but nothing is lost.
+    pub pending_at_end: u64,
     pub duplicate_binds: u64,
+    /// Resident set size of the whole process at the end of the run (harness included).
     pub rss_bytes: u64,
+    /// Resident set size before the engine got its first input: the plan, the ledger and the
+    /// harness's indexes. `rss_bytes - harness_rss_bytes` approximates the engine's own share.
+    pub harness_rss_bytes: u64,
     pub publications: u64,
     pub publish_us_avg: f64,
     pub completed_pods: u64,
     pub startup_ms: f64,
+    /// Arrival → claimed as `[percentile, ms]` points (see [`latency_cdf`]).
+    pub latency_cdf_ms: Vec<[f64; 2]>,
+    /// Load averages at the end of the run (other work on the machine skews the figures).
+    pub load_avg: [f64; 3],
+    /// CPUs available to this process.
+    pub cpus: usize,
+    /// The baseline's throughput on the same plan (see `baseline`), when it ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub baseline_throughput_pods_per_s: Option<f64>,
+    /// `throughput_pods_per_s / baseline_throughput_pods_per_s`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline_ratio: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<BaselineReport>,
 }
 
 impl Report {
@@ -79,7 +130,22 @@ impl Report {
         if self.duplicate_binds > 0 {
             v.push(format!("{} duplicate bind(s)", self.duplicate_binds));
         }
+        if let Some(b) = &self.baseline
+            && b.overcommitted_nodes > 0
+        {
+            v.push(format!(
+                "baseline: {} node(s) over allocatable",
+                b.overcommitted_nodes
+            ));
+        }
         v
+    }
+
+    /// Attach a baseline run of the same plan.
+    pub fn set_baseline(&mut self, b: BaselineReport) {
+        self.baseline_throughput_pods_per_s = Some(b.throughput_pods_per_s);
+        self.baseline_ratio = Some(self.throughput_pods_per_s / b.throughput_pods_per_s.max(1e-9));
+        self.baseline = Some(b);
     }
 
     pub fn print(&self) {
@@ -111,17 +177,33 @@ impl Report {
             self.completed_pods
         );
         println!(
-            "  snapshots {} (avg {:.1} µs)  RSS {} MiB  node load {:.0} ms",
+            "  snapshots {} (avg {:.1} µs)  RSS {} MiB (harness before the engine started: {} MiB)  node load {:.0} ms",
             self.publications,
             self.publish_us_avg,
             self.rss_bytes >> 20,
+            self.harness_rss_bytes >> 20,
             self.startup_ms
         );
-        if let Some(b) = self.baseline_throughput_pods_per_s {
+        if let Some(b) = &self.baseline {
             println!(
-                "  baseline {:.0} pods/s  → ratio {:.1}×",
-                b,
-                self.throughput_pods_per_s / b.max(1e-9)
+                "  baseline {:.0} pods/s on the first {} pods ({} bound, {} unschedulable, cycle p99 {:.3} ms, {:.0}% copying the cache)  → Magma/baseline {:.1}×",
+                b.throughput_pods_per_s,
+                b.pods,
+                b.bound,
+                b.unschedulable,
+                b.cycle_latency_ms.p99,
+                100.0 * b.snapshot_share,
+                self.baseline_ratio.unwrap_or(0.0)
+            );
+        }
+        println!(
+            "  load average {:.2} {:.2} {:.2} on {} CPUs",
+            self.load_avg[0], self.load_avg[1], self.load_avg[2], self.cpus
+        );
+        if self.pending_at_end > 0 {
+            println!(
+                "  INCOMPLETE: {} pod(s) still pending in the engine when the drain timeout ended the run",
+                self.pending_at_end
             );
         }
         let v = self.violations();
@@ -131,4 +213,97 @@ impl Report {
             println!("  integrity: VIOLATED: {}", v.join("; "));
         }
     }
+}
+
+/// Reading a report back from JSON (`table`, `plot`): tolerant of missing keys, so files
+/// written by older versions of the harness still load.
+pub mod json {
+    use serde_json::Value;
+
+    pub fn f(v: &Value, key: &str) -> f64 {
+        let mut cur = v;
+        for k in key.split('.') {
+            cur = &cur[k];
+        }
+        cur.as_f64().unwrap_or(0.0)
+    }
+
+    pub fn s<'a>(v: &'a Value, key: &str) -> &'a str {
+        v[key].as_str().unwrap_or("")
+    }
+
+    /// A file holding one run object or an array of them.
+    pub fn load(path: &std::path::Path) -> anyhow::Result<Vec<Value>> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?;
+        let v: Value = serde_json::from_str(&text)
+            .map_err(|e| anyhow::anyhow!("parsing {}: {e}", path.display()))?;
+        Ok(match v {
+            Value::Array(a) => a,
+            v => vec![v],
+        })
+    }
+}
+
+fn integrity(v: &serde_json::Value) -> &'static str {
+    let bad = ["overcommitted_nodes", "lost_pods", "duplicate_binds"]
+        .iter()
+        .any(|k| json::f(v, k) > 0.0)
+        || json::f(v, "baseline.overcommitted_nodes") > 0.0;
+    if bad {
+        "VIOLATED"
+    } else if json::f(v, "pending_at_end") > 0.0 {
+        "ok (incomplete: timed out)"
+    } else {
+        "ok"
+    }
+}
+
+/// One Markdown row per run: the table BENCHMARKS.md shows.
+pub fn markdown_table(runs: &[serde_json::Value]) -> String {
+    use json::{f, s};
+    let mut out = String::from(
+        "| scenario | nodes | pods | workers | K | pods/s | arrival→claimed p50 / p99 / p99.9 ms | pop→claimed p99 ms | conflicts | urgent requeues | unschedulable | RSS MiB (harness) | snapshot µs | baseline pods/s (pods) | Magma/baseline | load avg | integrity |\n\
+         |---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n",
+    );
+    for v in runs {
+        let pods = f(v, "pods");
+        let (base, ratio) = if v.get("baseline").is_some_and(|b| !b.is_null()) {
+            (
+                format!(
+                    "{:.0} ({:.0})",
+                    f(v, "baseline.throughput_pods_per_s"),
+                    f(v, "baseline.pods")
+                ),
+                format!("{:.1}×", f(v, "baseline_ratio")),
+            )
+        } else {
+            ("–".to_owned(), "–".to_owned())
+        };
+        out += &format!(
+            "| {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.3} / {:.3} / {:.3} | {:.3} | {:.0} | {:.0} ({:.3}%) | {:.0} | {:.0} ({:.0}) | {:.1} | {} | {} | {:.2} | {} |\n",
+            s(v, "scenario"),
+            f(v, "nodes"),
+            pods,
+            f(v, "workers"),
+            f(v, "candidates"),
+            f(v, "throughput_pods_per_s"),
+            f(v, "latency_ms.p50"),
+            f(v, "latency_ms.p99"),
+            f(v, "latency_ms.p999"),
+            f(v, "cycle_latency_ms.p99"),
+            f(v, "conflicts"),
+            f(v, "urgent_requeues"),
+            100.0 * f(v, "urgent_requeues") / pods.max(1.0),
+            f(v, "unschedulable"),
+            f(v, "rss_bytes") / (1u64 << 20) as f64,
+            f(v, "harness_rss_bytes") / (1u64 << 20) as f64,
+            f(v, "publish_us_avg"),
+            base,
+            ratio,
+            v["load_avg"][0].as_f64().unwrap_or(0.0),
+            integrity(v),
+        );
+    }
+    out
 }

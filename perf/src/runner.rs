@@ -9,7 +9,7 @@
 
 use crate::clock::RealClock;
 use crate::plan::Plan;
-use crate::report::{Latency, Report};
+use crate::report::{Latency, Report, latency_cdf, load_average};
 use hdrhistogram::Histogram;
 use magma_engine::core::{BindResult, Input, Intent};
 use magma_engine::model::{
@@ -25,8 +25,11 @@ pub struct RunOptions {
     pub workers: usize,
     pub candidates: usize,
     pub pin: bool,
-    /// Stop waiting this long after the last arrival if pods are still pending.
+    /// Stop waiting this long after the last arrival if pods are still pending. Pods the engine
+    /// still holds then (queued, or claimed and not yet answered) are reported as
+    /// `pending_at_end`, not as lost.
     pub drain_timeout: Duration,
+    /// Draw a progress bar on stderr (hidden when stderr is not a terminal).
     pub progress: bool,
 }
 
@@ -36,7 +39,7 @@ impl Default for RunOptions {
             workers: 1,
             candidates: 3,
             pin: false,
-            drain_timeout: Duration::from_secs(30),
+            drain_timeout: Duration::from_secs(120),
             progress: false,
         }
     }
@@ -140,6 +143,8 @@ pub fn run(plan: &Plan, opts: &RunOptions, mut profile: Profile) -> anyhow::Resu
         .map(|(i, p)| (Arc::from(p.input.uid.as_str()), i))
         .collect();
 
+    // What the harness itself holds (plan, ledger, indexes) before the engine gets any input.
+    let harness_rss = rss_bytes();
     h.send(Input::NodeReset(plan.nodes.clone()));
     for f in &plan.prefill {
         let mut r = effective_requests(&mut ledger.registry, &f.input, false)?;
@@ -172,6 +177,18 @@ pub fn run(plan: &Plan, opts: &RunOptions, mut profile: Profile) -> anyhow::Resu
     let start = Instant::now();
     let mut last_bind = start;
     let mut last_progress = start;
+    let bar = if opts.progress {
+        indicatif::ProgressBar::new(total as u64)
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:40}] {pos}/{len} settled  {msg}",
+        )
+        .expect("valid progress template")
+        .progress_chars("=> "),
+    );
     let last_arrival = plan.pods.last().map_or(Duration::ZERO, |p| p.arrival);
     let deadline = start + last_arrival + opts.drain_timeout;
 
@@ -247,19 +264,24 @@ pub fn run(plan: &Plan, opts: &RunOptions, mut profile: Profile) -> anyhow::Resu
             }
         }
         let bound_ever = e2e.len() as usize;
-        let settled = bound_ever
-            + reported
-                .iter()
-                .filter(|u| !ledger.bound.contains_key(&***u))
-                .count();
-        if opts.progress && now.duration_since(last_progress) > Duration::from_secs(1) {
+        // `bound_ever + reported.len()` bounds the settled count from above; count exactly
+        // (O(reported)) only once that bound says the run may be done.
+        let mut settled = bound_ever + reported.len();
+        if settled >= total {
+            settled = bound_ever
+                + reported
+                    .iter()
+                    .filter(|u| !ledger.bound.contains_key(&***u))
+                    .count();
+        }
+        if !bar.is_hidden() && now.duration_since(last_progress) > Duration::from_millis(200) {
             last_progress = now;
-            eprintln!(
-                "  [{:>6.1}s] created {next}/{total}  bound {bound_ever}  unschedulable {}  running {}",
-                now.duration_since(start).as_secs_f64(),
+            bar.set_position(settled as u64);
+            bar.set_message(format!(
+                "created {next}  bound {bound_ever}  unschedulable {}  running {}",
                 settled - bound_ever,
                 ledger.bound.len().saturating_sub(plan.prefill.len()),
-            );
+            ));
         }
         if next == total && settled >= total && completions.is_empty() {
             break;
@@ -268,6 +290,7 @@ pub fn run(plan: &Plan, opts: &RunOptions, mut profile: Profile) -> anyhow::Resu
             break;
         }
     }
+    bar.finish_and_clear();
     let elapsed = last_bind
         .saturating_duration_since(start)
         .max(Duration::from_micros(1));
@@ -280,7 +303,20 @@ pub fn run(plan: &Plan, opts: &RunOptions, mut profile: Profile) -> anyhow::Resu
         .iter()
         .filter(|u| !ledger.bound.contains_key(&***u))
         .count() as u64;
-    let lost = total as u64 - bound.min(total as u64) - unschedulable;
+    // Pods neither bound nor reported: still held by the engine (the run timed out), or lost.
+    let pending = plan
+        .pods
+        .iter()
+        .filter(|p| {
+            let uid = p.input.uid.as_str();
+            !ledger.bound.contains_key(uid) && !reported.contains(uid)
+        })
+        .filter(|p| {
+            let uid = p.input.uid.as_str();
+            core.queue().get(uid).is_some() || core.cache().placement(uid).is_some()
+        })
+        .count() as u64;
+    let lost = (total as u64).saturating_sub(bound.min(total as u64) + unschedulable + pending);
     let lat = |h: &Histogram<u64>| Latency::from_histogram(h);
     Ok(Report {
         nodes: plan.nodes.len(),
@@ -289,6 +325,7 @@ pub fn run(plan: &Plan, opts: &RunOptions, mut profile: Profile) -> anyhow::Resu
         candidates: opts.candidates,
         throughput_pods_per_s: bound as f64 / elapsed.as_secs_f64(),
         elapsed_s: elapsed.as_secs_f64(),
+        bound,
         latency_ms: lat(&e2e),
         cycle_latency_ms: lat(&cycle),
         conflicts: stats.conflicts - stats0.conflicts,
@@ -296,8 +333,10 @@ pub fn run(plan: &Plan, opts: &RunOptions, mut profile: Profile) -> anyhow::Resu
         unschedulable,
         overcommitted_nodes: ledger.overcommitted.len() as u64 + audit.len() as u64,
         lost_pods: lost,
+        pending_at_end: pending,
         duplicate_binds: ledger.duplicate_binds,
         rss_bytes: rss,
+        harness_rss_bytes: harness_rss,
         publications: stats.publications - stats0.publications,
         publish_us_avg: if stats.publications > stats0.publications {
             (stats.publish_nanos - stats0.publish_nanos) as f64
@@ -308,6 +347,37 @@ pub fn run(plan: &Plan, opts: &RunOptions, mut profile: Profile) -> anyhow::Resu
         },
         completed_pods: deleted as u64,
         startup_ms: startup.as_secs_f64() * 1000.0,
+        latency_cdf_ms: latency_cdf(&e2e),
+        load_avg: load_average(),
+        cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
         ..Report::default()
     })
+}
+
+/// Pods the baseline schedules by default (`--baseline-pods`): it clones and scans the whole
+/// cluster per pod, so a full plan would take minutes. Throughputs (pods/s) are compared.
+pub const DEFAULT_BASELINE_PODS: usize = 2_000;
+
+/// Which runs [`measure`] makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compare {
+    /// Magma only.
+    MagmaOnly,
+    /// Magma on the whole plan, then the baseline on its first `n` pods (`None` = all).
+    WithBaseline(Option<usize>),
+}
+
+/// Run Magma on `plan`, then (if asked) the baseline on the same plan in the same process.
+pub fn measure(
+    scenario: &str,
+    plan: &Plan,
+    opts: &RunOptions,
+    compare: Compare,
+) -> anyhow::Result<Report> {
+    let mut report = run(plan, opts, Profile::default())?;
+    report.scenario = scenario.to_owned();
+    if let Compare::WithBaseline(limit) = compare {
+        report.set_baseline(crate::baseline::run(plan, limit)?);
+    }
+    Ok(report)
 }

@@ -44,6 +44,7 @@ impl Scenario {
             pod_cpu_milli: 250,
             pod_memory: 512 << 20,
             shape: NodeShape::default(),
+            fill: None,
         };
         match self {
             Scenario::Burst => base,
@@ -90,6 +91,10 @@ pub struct Params {
     pub pod_cpu_milli: i64,
     pub pod_memory: i64,
     pub shape: NodeShape,
+    /// Pre-fill every node to this fraction of its CPU and memory with a pod bound by another
+    /// scheduler (`--fill`). Near-full defaults to 0.95; fragmented draws its own random levels
+    /// and ignores it.
+    pub fill: Option<f64>,
 }
 
 fn arrivals(p: &Params, rng: &mut Rng) -> Vec<Duration> {
@@ -145,6 +150,16 @@ pub fn build(s: Scenario, p: &Params) -> Plan {
         lifetime: None,
     };
     match s {
+        Scenario::Burst | Scenario::Steady | Scenario::Churn | Scenario::Mixed => {
+            if let Some(f) = p.fill {
+                for i in 0..plan.nodes.len() {
+                    prefill(&mut plan, i, f);
+                }
+            }
+        }
+        Scenario::Fragmented | Scenario::NearFull => {}
+    }
+    match s {
         Scenario::Burst | Scenario::Steady => {
             plan.pods = times
                 .into_iter()
@@ -177,7 +192,7 @@ pub fn build(s: Scenario, p: &Params) -> Plan {
         }
         Scenario::NearFull => {
             for i in 0..plan.nodes.len() {
-                prefill(&mut plan, i, 0.95);
+                prefill(&mut plan, i, p.fill.unwrap_or(0.95));
             }
             plan.pods = times
                 .into_iter()

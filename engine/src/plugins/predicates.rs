@@ -5,7 +5,7 @@
 
 use crate::conf::PredicateSet;
 use crate::model::{CompiledPod, NodeMeta, PODS, Slot, TaintEffect};
-use crate::snapshot::{Chunk, flags};
+use crate::snapshot::{Chunk, Row, ZERO_ROW, flags};
 
 /// One reason a node cannot take a pod.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -26,10 +26,40 @@ pub enum Failure {
     Ports,
 }
 
-/// Does the pod's resource request fit node `i` of `chunk`?
-#[inline]
-pub fn resources_fit(pod: &CompiledPod, chunk: &Chunk, i: usize) -> bool {
-    pod.requests.iter().all(|&(s, r)| chunk.free(s, i) >= r)
+/// Most requested resources resolved to rows up front; pods asking for more take the slow path.
+const FAST_RESOURCES: usize = 8;
+
+/// The free-capacity rows of one chunk for the resources a pod requests, resolved once per
+/// chunk so the per-node check is a few loads and compares.
+pub struct FitRows<'a> {
+    rows: [(&'a Row, i64); FAST_RESOURCES],
+    n: usize,
+    slow: bool,
+}
+
+impl<'a> FitRows<'a> {
+    #[inline]
+    pub fn new(pod: &CompiledPod, chunk: &'a Chunk) -> FitRows<'a> {
+        let mut rows = [(&ZERO_ROW, 0i64); FAST_RESOURCES];
+        let slow = pod.requests.len() > FAST_RESOURCES;
+        let mut n = 0;
+        if !slow {
+            for &(s, r) in &pod.requests {
+                rows[n] = (chunk.free_row(s), r);
+                n += 1;
+            }
+        }
+        FitRows { rows, n, slow }
+    }
+
+    /// Does the pod's resource request fit node `i`?
+    #[inline]
+    pub fn fits(&self, pod: &CompiledPod, chunk: &Chunk, i: usize) -> bool {
+        if self.slow {
+            return pod.requests.iter().all(|&(s, r)| chunk.free(s, i) >= r);
+        }
+        self.rows[..self.n].iter().all(|(row, r)| row[i] >= *r)
+    }
 }
 
 /// NodeName, nodeSelector and required node affinity.
@@ -69,11 +99,22 @@ fn ports_conflict(pod: &CompiledPod, chunk: &Chunk, i: usize) -> bool {
     }
 }
 
+/// The filter for one node (tests and cold paths; the scan uses [`fits_with`]).
+pub fn fits(pod: &CompiledPod, preds: PredicateSet, chunk: &Chunk, i: usize) -> bool {
+    fits_with(pod, preds, chunk, &FitRows::new(pod, chunk), i)
+}
+
 /// The hot-path filter: `true` if the pod can go on node `i` of `chunk`.
 #[inline]
-pub fn fits(pod: &CompiledPod, preds: PredicateSet, chunk: &Chunk, i: usize) -> bool {
+pub fn fits_with(
+    pod: &CompiledPod,
+    preds: PredicateSet,
+    chunk: &Chunk,
+    rows: &FitRows<'_>,
+    i: usize,
+) -> bool {
     let f = chunk.flags[i];
-    if f & flags::PRESENT == 0 || !resources_fit(pod, chunk, i) {
+    if f & flags::PRESENT == 0 || !rows.fits(pod, chunk, i) {
         return false;
     }
     if f & flags::UNSCHEDULABLE != 0 && !pod.tolerates_unschedulable {

@@ -1,0 +1,109 @@
+//! Simulator configuration: address, fake nodes, KWOK-like pod lifecycle, watch history and
+//! buffers, namespace policy, and the initial fault configuration.
+
+use crate::faults::Faults;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// How the simulator starts; `Default` is a loopback server on a free port with 10 nodes.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    /// Listen address (`127.0.0.1:0` picks a free port).
+    pub addr: SocketAddr,
+    /// Fake nodes created at start, named `node-00000`, `node-00001`, ...
+    pub nodes: usize,
+    /// Node CPU capacity/allocatable (a Kubernetes quantity).
+    pub node_cpu: String,
+    /// Node memory capacity/allocatable.
+    pub node_memory: String,
+    /// Node pod capacity/allocatable.
+    pub node_pods: u32,
+    /// Delay after a bind (or the creation of a pre-bound pod) before the pod becomes Running;
+    /// None leaves bound pods Pending.
+    pub running_delay: Option<Duration>,
+    /// Time a Running pod lives before it becomes Succeeded and is deleted; None = forever. A pod
+    /// annotation `kube-sim.magma.io/lifetime-ms` overrides it per pod.
+    pub pod_lifetime: Option<Duration>,
+    /// Watch events retained for resuming watches; older versions get `410 Expired`.
+    pub history: usize,
+    /// Per-watcher broadcast buffer; a watcher that falls further behind is closed.
+    pub watch_buffer: usize,
+    /// Period of `BOOKMARK` events for watches that ask for them.
+    pub bookmark_interval: Duration,
+    /// Creating into a missing namespace creates it (the real server answers 404).
+    pub auto_create_namespaces: bool,
+    /// Register the NodeShard CRD (`shard.volcano.sh/v1alpha1`) at start.
+    pub install_nodeshard_crd: bool,
+    /// Write and binding records kept for assertions (oldest dropped first).
+    pub record_limit: usize,
+    /// Initial faults (changeable at runtime).
+    pub faults: Faults,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        Self {
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            nodes: 10,
+            node_cpu: "32".into(),
+            node_memory: "256Gi".into(),
+            node_pods: 110,
+            running_delay: Some(Duration::ZERO),
+            pod_lifetime: None,
+            history: 100_000,
+            watch_buffer: 65_536,
+            bookmark_interval: Duration::from_secs(1),
+            auto_create_namespaces: false,
+            install_nodeshard_crd: false,
+            record_limit: 1_000_000,
+            faults: Faults::default(),
+        }
+    }
+}
+
+/// Parses a Go-style duration (`1h2m3s`, `500ms`, `1.5s`, `250us`); a bare number is seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    if let Ok(secs) = s.parse::<f64>() {
+        return Ok(Duration::from_secs_f64(secs));
+    }
+    let mut total = 0f64;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let num_end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or(format!("missing unit in {s:?}"))?;
+        let n: f64 = rest[..num_end]
+            .parse()
+            .map_err(|_| format!("invalid duration {s:?}"))?;
+        rest = &rest[num_end..];
+        let unit_end = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let mult = match &rest[..unit_end] {
+            "h" => 3600.0,
+            "m" => 60.0,
+            "s" => 1.0,
+            "ms" => 1e-3,
+            "us" | "µs" => 1e-6,
+            "ns" => 1e-9,
+            u => return Err(format!("unknown unit {u:?} in duration {s:?}")),
+        };
+        total += n * mult;
+        rest = &rest[unit_end..];
+    }
+    Ok(Duration::from_secs_f64(total))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_durations() {
+        assert_eq!(parse_duration("1m30s").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_duration("2").unwrap(), Duration::from_secs(2));
+        assert!(parse_duration("3x").is_err());
+    }
+}

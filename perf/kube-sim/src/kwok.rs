@@ -1,0 +1,201 @@
+//! KWOK-like behaviour: the fake nodes created at start, the NodeShard CRD the simulator can
+//! preinstall, and the lifecycle of bound pods (Running after a delay, then Succeeded and deleted
+//! after their lifetime). Lifecycle steps are spawned tasks that re-check the pod's UID, so a pod
+//! deleted or replaced meanwhile is left alone.
+
+use crate::config::SimConfig;
+use crate::meta;
+use crate::sim::Inner;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+/// Annotation overriding [`SimConfig::pod_lifetime`] for one pod, in milliseconds.
+pub const LIFETIME_ANNOTATION: &str = "kube-sim.magma.io/lifetime-ms";
+
+/// Name of the `i`th fake node.
+pub fn node_name(i: usize) -> String {
+    format!("node-{i:05}")
+}
+
+/// A Ready node with the configured capacity, labelled `type: kwok`.
+pub fn node_object(cfg: &SimConfig, name: &str, index: usize) -> Value {
+    let res = json!({"cpu": cfg.node_cpu, "memory": cfg.node_memory, "pods": cfg.node_pods.to_string(),
+                     "ephemeral-storage": "1Ti"});
+    let now = meta::now();
+    let ip = format!(
+        "10.{}.{}.{}",
+        64 + (index >> 16) % 64,
+        (index >> 8) & 0xff,
+        index & 0xff
+    );
+    json!({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {"type": "kwok", "kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                       "kubernetes.io/arch": "amd64", "node.kubernetes.io/instance-type": "kwok"},
+            "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+        },
+        "spec": {},
+        "status": {
+            "capacity": res,
+            "allocatable": res,
+            "phase": "Running",
+            "addresses": [{"type": "InternalIP", "address": ip}, {"type": "Hostname", "address": name}],
+            "conditions": [
+                {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status",
+                 "lastHeartbeatTime": now, "lastTransitionTime": now},
+                {"type": "MemoryPressure", "status": "False", "reason": "KubeletHasSufficientMemory", "message": "",
+                 "lastHeartbeatTime": now, "lastTransitionTime": now},
+                {"type": "DiskPressure", "status": "False", "reason": "KubeletHasNoDiskPressure", "message": "",
+                 "lastHeartbeatTime": now, "lastTransitionTime": now},
+                {"type": "PIDPressure", "status": "False", "reason": "KubeletHasSufficientPID", "message": "",
+                 "lastHeartbeatTime": now, "lastTransitionTime": now},
+            ],
+            "nodeInfo": {"architecture": "amd64", "operatingSystem": "linux", "kubeletVersion": "v1.34.0-kwok",
+                         "containerRuntimeVersion": "kwok", "kernelVersion": "", "osImage": "", "kubeProxyVersion": "",
+                         "machineID": "", "systemUUID": "", "bootID": ""},
+        },
+    })
+}
+
+/// A minimal pod (one container, the given requests) for tests and benchmarks.
+pub fn pod_object(ns: &str, name: &str, scheduler: &str, cpu: &str, memory: &str) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"schedulerName": scheduler, "containers": [{"name": "main", "image": "sandbox",
+                 "resources": {"requests": {"cpu": cpu, "memory": memory}}}]},
+    })
+}
+
+/// The NodeShard CRD (as in Volcano's `shard.volcano.sh_nodeshards.yaml`, schema abbreviated).
+pub fn nodeshard_crd() -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "nodeshards.shard.volcano.sh"},
+        "spec": {
+            "group": "shard.volcano.sh",
+            "names": {"kind": "NodeShard", "listKind": "NodeShardList", "plural": "nodeshards",
+                      "shortNames": ["nsh"], "singular": "nodeshard"},
+            "scope": "Cluster",
+            "versions": [{"name": "v1alpha1", "served": true, "storage": true,
+                          "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+                          "subresources": {"status": {}}}],
+        },
+    })
+}
+
+static POD_IP: AtomicU32 = AtomicU32::new(1);
+
+fn pod_ip() -> String {
+    let n = POD_IP.fetch_add(1, Ordering::Relaxed);
+    format!(
+        "10.{}.{}.{}",
+        128 + ((n >> 16) & 0x3f),
+        (n >> 8) & 0xff,
+        n & 0xff
+    )
+}
+
+fn container_statuses(pod: &Value, state: Value, ready: bool) -> Value {
+    let cs = pod
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    Value::Array(
+        cs.iter()
+            .map(|c| {
+                json!({"name": c["name"], "image": c["image"], "imageID": "", "ready": ready, "restartCount": 0,
+                       "started": ready, "state": state})
+            })
+            .collect(),
+    )
+}
+
+/// Starts the lifecycle of a pod that was just bound (or created bound).
+pub(crate) fn pod_bound(
+    inner: &Arc<Inner>,
+    ns: String,
+    name: String,
+    uid: String,
+    lifetime_ms: Option<u64>,
+) {
+    let Some(delay) = inner.cfg.running_delay else {
+        return;
+    };
+    let lifetime = lifetime_ms
+        .map(Duration::from_millis)
+        .or(inner.cfg.pod_lifetime);
+    let inner = inner.clone();
+    let rt = inner.rt.clone();
+    rt.spawn(async move {
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+        if !inner.kwok_running(&ns, &name, &uid) {
+            return;
+        }
+        let Some(lifetime) = lifetime else { return };
+        tokio::time::sleep(lifetime).await;
+        if inner.kwok_succeeded(&ns, &name, &uid) {
+            inner.kwok_delete(&ns, &name, &uid);
+        }
+    });
+}
+
+/// Marks a bound Pending pod Running (false when it is gone or not in that state).
+pub(crate) fn set_running(pod: &mut Value, uid: &str, host_ip: &str) -> bool {
+    if meta::meta_str(pod, "uid") != uid || pod.pointer("/status/phase") != Some(&json!("Pending"))
+    {
+        return false;
+    }
+    let now = meta::now();
+    let ip = pod_ip();
+    let statuses = container_statuses(pod, json!({"running": {"startedAt": now}}), true);
+    let st = &mut pod["status"];
+    st["phase"] = json!("Running");
+    st["hostIP"] = json!(host_ip);
+    st["hostIPs"] = json!([{"ip": host_ip}]);
+    st["podIP"] = json!(ip);
+    st["podIPs"] = json!([{"ip": ip}]);
+    st["startTime"] = json!(now);
+    st["containerStatuses"] = statuses;
+    for t in [
+        "PodReadyToStartContainers",
+        "Initialized",
+        "Ready",
+        "ContainersReady",
+    ] {
+        crate::kinds::set_condition(
+            pod,
+            json!({"type": t, "status": "True", "lastProbeTime": null, "lastTransitionTime": now}),
+        );
+    }
+    true
+}
+
+/// Marks a Running pod Succeeded.
+pub(crate) fn set_succeeded(pod: &mut Value, uid: &str) -> bool {
+    if meta::meta_str(pod, "uid") != uid || pod.pointer("/status/phase") != Some(&json!("Running"))
+    {
+        return false;
+    }
+    let now = meta::now();
+    let term = json!({"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": pod.pointer("/status/startTime"), "finishedAt": now}});
+    pod["status"]["containerStatuses"] = container_statuses(pod, term, false);
+    pod["status"]["phase"] = json!("Succeeded");
+    for t in ["Ready", "ContainersReady"] {
+        crate::kinds::set_condition(
+            pod,
+            json!({"type": t, "status": "False", "reason": "PodCompleted", "lastProbeTime": null, "lastTransitionTime": now}),
+        );
+    }
+    true
+}

@@ -1,0 +1,135 @@
+//! `kube-sim` binary: starts the simulator on 127.0.0.1:PORT with fake nodes, writes a kubeconfig,
+//! and runs until SIGTERM/SIGINT.
+
+use anyhow::Context;
+use clap::Parser;
+use kube_sim::{ErrorRule, Faults, Sim, SimConfig, parse_duration};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "kube-sim",
+    about = "Kubernetes API server simulator for Magma's tests and benchmarks"
+)]
+struct Args {
+    /// Port on 127.0.0.1 (0 picks a free one).
+    #[arg(long, default_value_t = 6443)]
+    port: u16,
+    /// Fake nodes created at start.
+    #[arg(long, default_value_t = 100)]
+    nodes: usize,
+    /// Where to write a kubeconfig for the server.
+    #[arg(long)]
+    kubeconfig_out: Option<PathBuf>,
+    /// Node CPU capacity.
+    #[arg(long, default_value = "32")]
+    node_cpu: String,
+    /// Node memory capacity.
+    #[arg(long, default_value = "256Gi")]
+    node_memory: String,
+    /// Node pod capacity.
+    #[arg(long, default_value_t = 110)]
+    node_pods: u32,
+    /// Delay before a bound pod becomes Running (Go duration); "never" keeps bound pods Pending.
+    #[arg(long, default_value = "0s")]
+    running_delay: String,
+    /// Lifetime of a Running pod before it succeeds and is deleted (Go duration).
+    #[arg(long)]
+    pod_lifetime: Option<String>,
+    /// Error injection `VERB[:RESOURCE]=RATE[:CODE]` (CODE 500 or 429); repeatable.
+    #[arg(long = "error-rate")]
+    error_rates: Vec<String>,
+    /// Latency added to every request (ms).
+    #[arg(long, default_value_t = 0)]
+    latency_ms: u64,
+    /// Close watch streams after this long (ms).
+    #[arg(long)]
+    drop_watches_after_ms: Option<u64>,
+    /// Watch events retained for resuming watches.
+    #[arg(long, default_value_t = 100_000)]
+    history: usize,
+    /// Create missing namespaces on demand instead of answering 404.
+    #[arg(long)]
+    auto_create_namespaces: bool,
+    /// Register the NodeShard CRD at start.
+    #[arg(long)]
+    install_nodeshard_crd: bool,
+}
+
+fn config(a: &Args) -> anyhow::Result<SimConfig> {
+    let errors = a
+        .error_rates
+        .iter()
+        .map(|s| ErrorRule::parse(s))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(anyhow::Error::msg)?;
+    let running_delay = match a.running_delay.as_str() {
+        "never" => None,
+        s => Some(
+            parse_duration(s)
+                .map_err(anyhow::Error::msg)
+                .context("--running-delay")?,
+        ),
+    };
+    let pod_lifetime: Option<Duration> = a
+        .pod_lifetime
+        .as_deref()
+        .map(parse_duration)
+        .transpose()
+        .map_err(anyhow::Error::msg)
+        .context("--pod-lifetime")?;
+    Ok(SimConfig {
+        addr: SocketAddr::from(([127, 0, 0, 1], a.port)),
+        nodes: a.nodes,
+        node_cpu: a.node_cpu.clone(),
+        node_memory: a.node_memory.clone(),
+        node_pods: a.node_pods,
+        running_delay,
+        pod_lifetime,
+        history: a.history,
+        auto_create_namespaces: a.auto_create_namespaces,
+        install_nodeshard_crd: a.install_nodeshard_crd,
+        faults: Faults {
+            errors,
+            latency_ms: a.latency_ms,
+            drop_watches_after_ms: a.drop_watches_after_ms,
+            ..Faults::default()
+        },
+        ..SimConfig::default()
+    })
+}
+
+async fn terminated() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = async {
+            match term.as_mut() {
+                Some(t) => { t.recv().await; }
+                None => std::future::pending::<()>().await,
+            }
+        } => {}
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .init();
+    let args = Args::parse();
+    let sim = Sim::start(config(&args)?)
+        .await
+        .context("starting kube-sim")?;
+    if let Some(path) = &args.kubeconfig_out {
+        sim.write_kubeconfig(path)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    tracing::info!(addr = %sim.addr(), nodes = args.nodes, "kube-sim serving");
+    println!("kube-sim listening on {}", sim.url());
+    terminated().await;
+    sim.shutdown().await;
+    Ok(())
+}

@@ -1,0 +1,116 @@
+//! Server-managed object metadata: RFC 3339 timestamps (no date library needed), UIDs, and small
+//! accessors for `metadata.*` fields of objects held as `serde_json::Value`.
+
+use serde_json::{Map, Value};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Days since 1970-01-01 to a civil (year, month, day); Howard Hinnant's algorithm.
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+fn split(t: SystemTime) -> (i64, u32, u32, u64, u64, u64) {
+    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = d.as_secs();
+    let (y, mo, da) = civil_from_days((secs / 86_400) as i64);
+    let rem = secs % 86_400;
+    (y, mo, da, rem / 3600, (rem % 3600) / 60, rem % 60)
+}
+
+/// `2026-01-02T03:04:05Z` (metav1.Time).
+pub fn rfc3339(t: SystemTime) -> String {
+    let (y, mo, d, h, mi, s) = split(t);
+    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
+}
+
+/// The current time as metav1.Time.
+pub fn now() -> String {
+    rfc3339(SystemTime::now())
+}
+
+/// A random version-4 UUID string.
+pub fn new_uid() -> String {
+    let r: u128 = rand::random();
+    let r = (r & !(0xf << 76) | (0x4 << 76)) & !(0x3 << 62) | (0x2 << 62);
+    let h = format!("{r:032x}");
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}
+
+/// Lower-case alphanumerics for `generateName` suffixes, as the real server uses.
+pub fn name_suffix() -> String {
+    const ALPHA: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    (0..5)
+        .map(|_| ALPHA[rand::random_range(0..ALPHA.len())] as char)
+        .collect()
+}
+
+/// `metadata` as a mutable map, created when missing.
+pub fn metadata_mut(obj: &mut Value) -> &mut Map<String, Value> {
+    if !obj.is_object() {
+        *obj = Value::Object(Map::new());
+    }
+    let map = obj.as_object_mut().expect("object");
+    let m = map
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !m.is_object() {
+        *m = Value::Object(Map::new());
+    }
+    m.as_object_mut().expect("metadata object")
+}
+
+/// A string field of `metadata`, or "".
+pub fn meta_str<'a>(obj: &'a Value, field: &str) -> &'a str {
+    obj.get("metadata")
+        .and_then(|m| m.get(field))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+/// Follows a dotted path (`spec.nodeName`); missing or null → None.
+pub fn path<'a>(obj: &'a Value, dotted: &str) -> Option<&'a Value> {
+    let mut cur = obj;
+    for part in dotted.split('.') {
+        cur = cur.get(part)?;
+    }
+    (!cur.is_null()).then_some(cur)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn formats_times() {
+        let t = UNIX_EPOCH + Duration::from_secs(1_700_000_000) + Duration::from_micros(42);
+        assert_eq!(rfc3339(t), "2023-11-14T22:13:20Z");
+        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        let leap = UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29
+        assert_eq!(rfc3339(leap), "2000-02-29T00:00:00Z");
+    }
+
+    #[test]
+    fn uids_look_like_uuids() {
+        let u = new_uid();
+        assert_eq!(u.len(), 36);
+        assert_eq!(&u[14..15], "4");
+        assert_ne!(u, new_uid());
+    }
+}

@@ -1,0 +1,253 @@
+//! Label selectors (`=`, `==`, `!=`, `in`, `notin`, `key`, `!key`) and field selectors
+//! (`=`, `==`, `!=` joined by commas) with the per-resource field whitelist of the real server.
+
+use crate::meta;
+use serde_json::Value;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum LabelOp {
+    Eq,
+    NotEq,
+    In,
+    NotIn,
+    Exists,
+    NotExists,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct LabelReq {
+    key: String,
+    op: LabelOp,
+    values: Vec<String>,
+}
+
+/// A parsed `labelSelector`; empty matches everything.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LabelSelector {
+    reqs: Vec<LabelReq>,
+}
+
+/// Splits on commas that are not inside parentheses.
+fn split_top(s: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (i, c) in s.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&s[start..]);
+    out
+}
+
+fn valid_key(k: &str) -> bool {
+    !k.is_empty()
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))
+}
+
+fn set_values(rest: &str) -> Option<Vec<String>> {
+    let inner = rest.trim().strip_prefix('(')?.strip_suffix(')')?;
+    Some(
+        inner
+            .split(',')
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+            .collect(),
+    )
+}
+
+impl LabelSelector {
+    /// Parses a selector string; the error names the offending term.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let mut reqs = Vec::new();
+        for term in split_top(s) {
+            let term = term.trim();
+            if term.is_empty() {
+                continue;
+            }
+            let bad =
+                || format!("unable to parse requirement: invalid label selector term {term:?}");
+            let req = if let Some(key) = term.strip_prefix('!') {
+                LabelReq {
+                    key: key.trim().to_string(),
+                    op: LabelOp::NotExists,
+                    values: vec![],
+                }
+            } else if let Some((k, v)) = term.split_once("!=") {
+                LabelReq {
+                    key: k.trim().to_string(),
+                    op: LabelOp::NotEq,
+                    values: vec![v.trim().to_string()],
+                }
+            } else if let Some((k, v)) = term.split_once("==").or_else(|| term.split_once('=')) {
+                LabelReq {
+                    key: k.trim().to_string(),
+                    op: LabelOp::Eq,
+                    values: vec![v.trim().to_string()],
+                }
+            } else if let Some(pos) = term.find(|c: char| c.is_whitespace() || c == '(') {
+                let key = term[..pos].trim().to_string();
+                let rest = term[pos..].trim_start();
+                let (op, rest) = if let Some(r) = rest.strip_prefix("notin") {
+                    (LabelOp::NotIn, r)
+                } else if let Some(r) = rest.strip_prefix("in") {
+                    (LabelOp::In, r)
+                } else {
+                    return Err(bad());
+                };
+                LabelReq {
+                    key,
+                    op,
+                    values: set_values(rest).ok_or_else(bad)?,
+                }
+            } else {
+                LabelReq {
+                    key: term.to_string(),
+                    op: LabelOp::Exists,
+                    values: vec![],
+                }
+            };
+            if !valid_key(&req.key) {
+                return Err(bad());
+            }
+            reqs.push(req);
+        }
+        Ok(Self { reqs })
+    }
+
+    /// Matches an object's `metadata.labels`.
+    pub fn matches(&self, obj: &Value) -> bool {
+        let labels = obj
+            .get("metadata")
+            .and_then(|m| m.get("labels"))
+            .and_then(Value::as_object);
+        self.reqs.iter().all(|r| {
+            let v = labels.and_then(|l| l.get(&r.key)).and_then(Value::as_str);
+            match r.op {
+                LabelOp::Eq => v == Some(r.values[0].as_str()),
+                LabelOp::NotEq => v != Some(r.values[0].as_str()),
+                LabelOp::In => v.is_some_and(|v| r.values.iter().any(|x| x == v)),
+                LabelOp::NotIn => v.is_none_or(|v| r.values.iter().all(|x| x != v)),
+                LabelOp::Exists => v.is_some(),
+                LabelOp::NotExists => v.is_none(),
+            }
+        })
+    }
+}
+
+/// A parsed `fieldSelector`; empty matches everything.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FieldSelector {
+    reqs: Vec<(String, bool, String)>,
+}
+
+/// Fields the real server accepts in field selectors, per resource (plural).
+fn field_supported(plural: &str, field: &str) -> bool {
+    if matches!(field, "metadata.name" | "metadata.namespace") {
+        return true;
+    }
+    match plural {
+        "pods" => matches!(
+            field,
+            "spec.nodeName"
+                | "spec.restartPolicy"
+                | "spec.schedulerName"
+                | "spec.serviceAccountName"
+                | "spec.hostNetwork"
+                | "status.phase"
+                | "status.podIP"
+                | "status.nominatedNodeName"
+        ),
+        "nodes" => field == "spec.unschedulable",
+        "namespaces" => field == "status.phase",
+        "events" => {
+            field.starts_with("involvedObject.")
+                || field.starts_with("regarding.")
+                || matches!(field, "reason" | "reportingController" | "source" | "type")
+        }
+        // Custom resources support only metadata.name/namespace.
+        _ => false,
+    }
+}
+
+impl FieldSelector {
+    /// Parses a selector and checks each field is supported for `plural`.
+    pub fn parse(s: &str, plural: &str) -> Result<Self, String> {
+        let mut reqs = Vec::new();
+        for term in s.split(',') {
+            let term = term.trim();
+            if term.is_empty() {
+                continue;
+            }
+            let (field, eq, value) = if let Some((f, v)) = term.split_once("!=") {
+                (f, false, v)
+            } else if let Some((f, v)) = term.split_once("==").or_else(|| term.split_once('=')) {
+                (f, true, v)
+            } else {
+                return Err(format!(
+                    "invalid selector: '{s}'; can't understand '{term}'"
+                ));
+            };
+            let field = field.trim();
+            if !field_supported(plural, field) {
+                return Err(format!("field label not supported: {field}"));
+            }
+            reqs.push((field.to_string(), eq, value.trim().to_string()));
+        }
+        Ok(Self { reqs })
+    }
+
+    /// Matches an object; missing fields compare as "".
+    pub fn matches(&self, obj: &Value) -> bool {
+        self.reqs.iter().all(|(field, eq, want)| {
+            let got = match meta::path(obj, field) {
+                None => String::new(),
+                Some(Value::String(s)) => s.clone(),
+                Some(other) => other.to_string(),
+            };
+            (got == *want) == *eq
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(labels: Value, node: &str) -> Value {
+        json!({"metadata": {"name": "p", "namespace": "ns", "labels": labels},
+               "spec": {"nodeName": node, "schedulerName": "magma", "hostNetwork": false},
+               "status": {"phase": "Pending"}})
+    }
+
+    #[test]
+    fn label_operators() {
+        let p = pod(json!({"app": "web", "tier": "fe"}), "");
+        let m = |s: &str| LabelSelector::parse(s).unwrap().matches(&p);
+        assert!(m("app=web") && m("app==web") && m("app!=db") && m("app") && m("!missing"));
+        assert!(m("app in (web, db)") && m("tier notin (be)") && m("app=web,tier in (fe)"));
+        assert!(!m("app=db") && !m("missing") && !m("!app") && !m("app notin (web)"));
+        assert!(m("missing notin (x)") && !m("missing in (x)"));
+        assert!(m(""));
+        assert!(LabelSelector::parse("app in web").is_err());
+    }
+
+    #[test]
+    fn field_selectors() {
+        let p = pod(json!({}), "");
+        let m = |s: &str| FieldSelector::parse(s, "pods").unwrap().matches(&p);
+        assert!(m("spec.nodeName=") && m("spec.schedulerName=magma,spec.nodeName="));
+        assert!(m("status.phase!=Running") && m("metadata.name==p") && m("spec.hostNetwork=false"));
+        assert!(!m("spec.nodeName!=") && !m("metadata.namespace=other"));
+        assert!(FieldSelector::parse("spec.foo=bar", "pods").is_err());
+        assert!(FieldSelector::parse("spec.nodeName=x", "nodeshards").is_err());
+    }
+}

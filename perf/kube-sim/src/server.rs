@@ -1,0 +1,526 @@
+//! The HTTP surface: routing of discovery, resource and admin paths, query parsing, fault
+//! injection, request decoding and the verbs (get, list, watch, create, update, patch, delete,
+//! `pods/binding`), with write recording. It holds the state lock only inside single store calls
+//! and never across an await.
+
+use crate::error::{ApiError, json_response, success_status};
+use crate::faults::Faults;
+use crate::patch::PatchKind;
+use crate::resources::{self, ResourceDef};
+use crate::selector::{FieldSelector, LabelSelector};
+use crate::sim::Inner;
+use crate::store::{Part, Stored};
+use crate::watch::{self, WatchRequest};
+use axum::Router;
+use axum::extract::{Json, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use bytes::Bytes;
+use http::{HeaderMap, Method, Uri, header};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The router for a simulator.
+pub(crate) fn router(inner: Arc<Inner>) -> Router {
+    Router::new()
+        .route("/sim/faults", get(get_faults).post(set_faults))
+        .route("/sim/faults/expire-watches", post(expire_watches))
+        .route("/sim/faults/drop-watches", post(drop_watches))
+        .route("/sim/bindings", get(get_bindings))
+        .route("/sim/writes", get(get_writes))
+        .fallback(api)
+        .with_state(inner)
+}
+
+async fn get_faults(State(inner): State<Arc<Inner>>) -> Json<Faults> {
+    Json(inner.faults.get())
+}
+
+async fn set_faults(State(inner): State<Arc<Inner>>, Json(f): Json<Faults>) -> Json<Faults> {
+    inner.faults.set(f);
+    Json(inner.faults.get())
+}
+
+#[derive(serde::Deserialize)]
+struct Count {
+    #[serde(default = "one")]
+    count: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+async fn expire_watches(State(inner): State<Arc<Inner>>, body: Bytes) -> Response {
+    let n = serde_json::from_slice::<Count>(&body).map_or(1, |c| c.count);
+    inner.faults.expire_next_watches(n);
+    json_response(
+        200,
+        serde_json::to_vec(&json!({"expireNextWatches": n})).unwrap_or_default(),
+    )
+}
+
+async fn drop_watches(State(inner): State<Arc<Inner>>) -> Response {
+    inner.faults.drop_all_watches();
+    json_response(200, b"{}".to_vec())
+}
+
+async fn get_bindings(State(inner): State<Arc<Inner>>) -> Response {
+    let recs = handle_records(&inner).0;
+    json_response(200, serde_json::to_vec(&recs).unwrap_or_default())
+}
+
+async fn get_writes(State(inner): State<Arc<Inner>>) -> Response {
+    let recs = handle_records(&inner).1;
+    json_response(200, serde_json::to_vec(&recs).unwrap_or_default())
+}
+
+fn handle_records(inner: &Arc<Inner>) -> (Vec<crate::BindingRecord>, Vec<crate::WriteRecord>) {
+    inner.snapshot_records()
+}
+
+fn percent_decode(s: &str) -> String {
+    fn hex(c: u8) -> Option<u8> {
+        (c as char).to_digit(16).map(|d| d as u8)
+    }
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'+' => out.push(b' '),
+            b'%' => {
+                match (
+                    b.get(i + 1).copied().and_then(hex),
+                    b.get(i + 2).copied().and_then(hex),
+                ) {
+                    (Some(h), Some(l)) => {
+                        out.push(h * 16 + l);
+                        i += 2;
+                    }
+                    _ => out.push(b'%'),
+                }
+            }
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Query string to a map (last value wins; empty pairs such as kube's leading `&` are skipped).
+pub(crate) fn parse_query(q: &str) -> HashMap<String, String> {
+    q.split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (percent_decode(k), percent_decode(v))
+        })
+        .collect()
+}
+
+fn json_value(code: u16, v: &Value) -> Response {
+    json_response(code, serde_json::to_vec(v).unwrap_or_default())
+}
+
+fn stored_response(code: u16, s: &Stored) -> Response {
+    json_response(code, s.json.to_vec())
+}
+
+fn version_info() -> Value {
+    json!({"major": "1", "minor": "34", "gitVersion": "v1.34.0-kube-sim", "gitCommit": "0000000000000000000000000000000000000000",
+           "gitTreeState": "clean", "buildDate": "2025-08-27T00:00:00Z", "goVersion": "go1.24.6", "compiler": "gc",
+           "platform": "linux/amd64"})
+}
+
+async fn api(
+    State(inner): State<Arc<Inner>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let segs: Vec<String> = uri
+        .path()
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(percent_decode)
+        .collect();
+    let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
+    let q = parse_query(uri.query().unwrap_or(""));
+    let discovery = |v: Option<Value>| -> Response {
+        if method != Method::GET {
+            return ApiError::method_not_allowed().into_response();
+        }
+        match v {
+            Some(v) => json_value(200, &v),
+            None => ApiError::no_route().into_response(),
+        }
+    };
+    match segs.as_slice() {
+        ["version"] => discovery(Some(version_info())),
+        ["healthz" | "readyz" | "livez"] => "ok".into_response(),
+        ["openapi", "v3"] => discovery(Some(resources::openapi_v3_root(&inner.state().registry))),
+        ["openapi", "v3", "api", "v1"] => {
+            discovery(resources::openapi_v3_gv(&inner.state().registry, "", "v1"))
+        }
+        ["openapi", "v3", "apis", g, v] => {
+            discovery(resources::openapi_v3_gv(&inner.state().registry, g, v))
+        }
+        ["api"] => {
+            let addr = inner
+                .addr
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .map(|a| a.to_string())
+                .unwrap_or_default();
+            discovery(Some(resources::api_versions(&addr)))
+        }
+        ["apis"] => discovery(Some(resources::api_group_list(&inner.state().registry))),
+        ["api", "v1"] => discovery(resources::api_resource_list(
+            &inner.state().registry,
+            "",
+            "v1",
+        )),
+        ["apis", g] => discovery(resources::api_group(&inner.state().registry, g)),
+        ["apis", g, v] => discovery(resources::api_resource_list(&inner.state().registry, g, v)),
+        ["api", "v1", rest @ ..] => {
+            resource(&inner, &method, "", "v1", rest, &q, &headers, &body).await
+        }
+        ["apis", g, v, rest @ ..] => {
+            resource(&inner, &method, g, v, rest, &q, &headers, &body).await
+        }
+        _ => ApiError::no_route().into_response(),
+    }
+}
+
+/// A resolved resource path.
+struct Target {
+    def: Arc<ResourceDef>,
+    ns: Option<String>,
+    name: Option<String>,
+    sub: Option<String>,
+}
+
+fn parse_target(
+    inner: &Inner,
+    group: &str,
+    version: &str,
+    rest: &[&str],
+) -> Result<Target, ApiError> {
+    let st = inner.state();
+    let reg = &st.registry;
+    let (ns, rest) = match rest {
+        ["namespaces", ns, plural, ..]
+            if reg
+                .get(group, version, plural)
+                .is_some_and(|d| d.namespaced) =>
+        {
+            (Some(ns.to_string()), &rest[2..])
+        }
+        _ => (None, rest),
+    };
+    let (plural, name, sub) = match rest {
+        [p] => (*p, None, None),
+        [p, n] => (*p, Some(n.to_string()), None),
+        [p, n, s] => (*p, Some(n.to_string()), Some(s.to_string())),
+        _ => return Err(ApiError::no_route()),
+    };
+    let def = reg
+        .get(group, version, plural)
+        .ok_or_else(ApiError::no_route)?;
+    if def.namespaced && ns.is_none() && name.is_some() {
+        return Err(ApiError::no_route());
+    }
+    match sub.as_deref() {
+        None => {}
+        Some("status") if def.status => {}
+        Some("binding") if def.key.as_ref() == "/pods" => {}
+        Some(_) => return Err(ApiError::no_route()),
+    }
+    Ok(Target { def, ns, name, sub })
+}
+
+fn parse_body(body: &[u8]) -> Result<Value, ApiError> {
+    serde_json::from_slice(body).map_err(|e| {
+        ApiError::bad_request(format!("the body of the request could not be decoded: {e}"))
+    })
+}
+
+fn parse_yaml_or_json(body: &[u8]) -> Result<Value, ApiError> {
+    if let Ok(v) = serde_json::from_slice(body) {
+        return Ok(v);
+    }
+    let s = std::str::from_utf8(body)
+        .map_err(|e| ApiError::bad_request(format!("invalid UTF-8 body: {e}")))?;
+    serde_saphyr::from_str(s)
+        .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn resource(
+    inner: &Arc<Inner>,
+    method: &Method,
+    group: &str,
+    version: &str,
+    rest: &[&str],
+    q: &HashMap<String, String>,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Response {
+    // Legacy `/api/v1/watch/...` paths.
+    let (legacy_watch, rest) = match rest {
+        ["watch", r @ ..] => (true, r),
+        r => (false, r),
+    };
+    let t = match parse_target(inner, group, version, rest) {
+        Ok(t) => t,
+        Err(e) => return e.into_response(),
+    };
+    let watching = legacy_watch || matches!(q.get("watch").map(String::as_str), Some("true" | "1"));
+    let verb: &'static str = match (method.as_str(), t.name.is_some(), t.sub.as_deref()) {
+        ("GET", false, _) if watching => "watch",
+        ("GET", false, _) => "list",
+        ("GET", true, _) => "get",
+        ("POST", false, None) => "create",
+        ("POST", true, Some("binding")) => "create",
+        ("PUT", true, _) => "update",
+        ("PATCH", true, _) => "patch",
+        ("DELETE", true, _) => "delete",
+        _ => return ApiError::method_not_allowed().into_response(),
+    };
+    if t.sub.as_deref() == Some("binding") && verb != "create" {
+        return ApiError::method_not_allowed().into_response();
+    }
+    let resource_name = match &t.sub {
+        Some(s) => format!("{}/{s}", t.def.plural),
+        None => t.def.plural.clone(),
+    };
+    let is_write = matches!(verb, "create" | "update" | "patch" | "delete");
+    let (latency, fault) = inner.faults.decide(verb, &resource_name);
+    if !latency.is_zero() {
+        tokio::time::sleep(latency).await;
+    }
+    let ns = t.ns.clone().unwrap_or_default();
+    let name = t.name.clone().unwrap_or_default();
+    let result = match fault {
+        Some(e) => Err(e),
+        None if q.contains_key("dryRun") && is_write => {
+            Err(ApiError::bad_request("dryRun is not supported by kube-sim"))
+        }
+        None => serve_verb(inner, verb, &t, q, headers, body),
+    };
+    let (code, resp, written_name) = match result {
+        Ok(Served::Response(code, resp, n)) => (code, resp, n),
+        Ok(Served::Watch(req)) => return watch::serve(inner.clone(), req),
+        Err(e) => (e.code, e.into_response(), None),
+    };
+    if is_write {
+        inner.record_write(
+            verb,
+            resource_name,
+            &ns,
+            written_name.as_deref().unwrap_or(&name),
+            code,
+        );
+    }
+    resp
+}
+
+enum Served {
+    /// Code, response, and the object name when the URL did not carry it (generateName).
+    Response(u16, Response, Option<String>),
+    Watch(WatchRequest),
+}
+
+fn selectors(
+    q: &HashMap<String, String>,
+    def: &ResourceDef,
+) -> Result<(LabelSelector, FieldSelector), ApiError> {
+    let labels = LabelSelector::parse(q.get("labelSelector").map_or("", String::as_str))
+        .map_err(ApiError::bad_request)?;
+    let fields = FieldSelector::parse(
+        q.get("fieldSelector").map_or("", String::as_str),
+        &def.plural,
+    )
+    .map_err(ApiError::bad_request)?;
+    Ok((labels, fields))
+}
+
+fn serve_verb(
+    inner: &Arc<Inner>,
+    verb: &str,
+    t: &Target,
+    q: &HashMap<String, String>,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Served, ApiError> {
+    let def = &t.def;
+    let ns = t.ns.as_deref().unwrap_or("");
+    let name = t.name.as_deref().unwrap_or("");
+    let part = if t.sub.as_deref() == Some("status") {
+        Part::Status
+    } else {
+        Part::Main
+    };
+    let ok =
+        |code: u16, s: Arc<Stored>| Ok(Served::Response(code, stored_response(code, &s), None));
+    match verb {
+        "get" => ok(200, inner.state().get(def, ns, name)?),
+        "list" => {
+            let (labels, fields) = selectors(q, def)?;
+            let (rv, items) = inner.state().list(def, t.ns.as_deref());
+            Ok(Served::Response(
+                200,
+                list_response(def, rv, &items, &labels, &fields),
+                None,
+            ))
+        }
+        "watch" => {
+            let (labels, fields) = selectors(q, def)?;
+            let from = match q.get("resourceVersion").map(String::as_str) {
+                None | Some("") => None,
+                Some(v) => Some(v.parse::<u64>().map_err(|_| {
+                    ApiError::bad_request(format!(
+                        "invalid resource version {v:?}: must be an integer"
+                    ))
+                })?),
+            };
+            let timeout = q
+                .get("timeoutSeconds")
+                .and_then(|s| s.parse::<u64>().ok())
+                .map_or(Duration::from_secs(1800), Duration::from_secs);
+            Ok(Served::Watch(WatchRequest {
+                def: def.clone(),
+                ns: t.ns.clone(),
+                from,
+                labels,
+                fields,
+                bookmarks: q
+                    .get("allowWatchBookmarks")
+                    .is_some_and(|v| v == "true" || v == "1"),
+                timeout,
+                send_initial_events: q.get("sendInitialEvents").is_some_and(|v| v == "true"),
+            }))
+        }
+        "create" if t.sub.as_deref() == Some("binding") => {
+            let b = parse_body(body)?;
+            let bname = b
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or(name);
+            if bname != name {
+                return Err(ApiError::bad_request(format!(
+                    "the name of the object ({bname}) does not match the name on the URL ({name})"
+                )));
+            }
+            let mut st = inner.state();
+            let (pod, node) = st.bind(ns, name, &b)?;
+            // Recorded under the state lock so the records are in commit order.
+            inner.record_binding(&pod, &node);
+            drop(st);
+            inner.after_bound(&pod);
+            Ok(Served::Response(
+                201,
+                json_value(201, &success_status(201)),
+                None,
+            ))
+        }
+        "create" => {
+            let obj = parse_body(body)?;
+            let created = inner.state().create(def, t.ns.as_deref(), obj)?;
+            if def.key.as_ref() == "/pods"
+                && created
+                    .value
+                    .pointer("/spec/nodeName")
+                    .and_then(Value::as_str)
+                    .is_some_and(|n| !n.is_empty())
+            {
+                inner.after_bound(&created);
+            }
+            let n = crate::meta::meta_str(&created.value, "name").to_string();
+            Ok(Served::Response(
+                201,
+                stored_response(201, &created),
+                Some(n),
+            ))
+        }
+        "update" => ok(
+            200,
+            inner
+                .state()
+                .update(def, ns, name, parse_body(body)?, part)?,
+        ),
+        "patch" => {
+            let ct = headers
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            let kind = PatchKind::from_content_type(ct)
+                .ok_or_else(|| ApiError::unsupported_media_type(ct))?;
+            let patch = if kind == PatchKind::Apply {
+                parse_yaml_or_json(body)?
+            } else {
+                parse_body(body)?
+            };
+            ok(200, inner.state().patch(def, ns, name, kind, &patch, part)?)
+        }
+        "delete" => {
+            let opts = if body.is_empty() {
+                None
+            } else {
+                Some(parse_body(body)?)
+            };
+            let pre = opts.as_ref().and_then(|o| o.get("preconditions"));
+            ok(200, inner.state().delete(def, ns, name, pre)?)
+        }
+        _ => Err(ApiError::method_not_allowed()),
+    }
+}
+
+fn list_response(
+    def: &ResourceDef,
+    rv: u64,
+    items: &[Arc<Stored>],
+    labels: &LabelSelector,
+    fields: &FieldSelector,
+) -> Response {
+    let head = format!(
+        "{{\"kind\":\"{}List\",\"apiVersion\":\"{}\",\"metadata\":{{\"resourceVersion\":\"{rv}\"}},\"items\":[",
+        def.kind,
+        def.api_version()
+    );
+    let mut out = Vec::with_capacity(head.len() + items.len() * 1024);
+    out.extend_from_slice(head.as_bytes());
+    let mut first = true;
+    for it in items {
+        if !labels.matches(&it.value) || !fields.matches(&it.value) {
+            continue;
+        }
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        out.extend_from_slice(&it.json);
+    }
+    out.extend_from_slice(b"]}");
+    json_response(200, out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_parsing() {
+        let q = parse_query(
+            "&watch=true&fieldSelector=spec.nodeName%3D%2Cmetadata.name%3Dp&labelSelector=a+in+(b)",
+        );
+        assert_eq!(q["watch"], "true");
+        assert_eq!(q["fieldSelector"], "spec.nodeName=,metadata.name=p");
+        assert_eq!(q["labelSelector"], "a in (b)");
+        assert_eq!(percent_decode("%zz%4"), "%zz%4");
+    }
+}

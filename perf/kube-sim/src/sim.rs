@@ -1,0 +1,485 @@
+//! The running simulator: shared state (`Inner`: store, config, faults, records), start-up
+//! (namespaces, fake nodes, optional CRD), the [`SimHandle`] tests and the binary use (address,
+//! kubeconfig, direct object access, binding and write records, faults, shutdown).
+
+use crate::config::SimConfig;
+use crate::error::ApiError;
+use crate::faults::FaultHandle;
+use crate::kwok;
+use crate::meta;
+use crate::resources::ResourceDef;
+use crate::store::{Part, State, Stored};
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::SystemTime;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// One successful `pods/binding`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BindingRecord {
+    /// Pod namespace.
+    pub namespace: String,
+    /// Pod name.
+    pub name: String,
+    /// Pod UID.
+    pub uid: String,
+    /// Target node.
+    pub node: String,
+    /// When the bind was committed.
+    pub at: SystemTime,
+}
+
+/// One write request (create, update, patch, delete, including subresources) and its outcome.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WriteRecord {
+    /// Kubernetes verb (`create`, `update`, `patch`, `delete`).
+    pub verb: &'static str,
+    /// Resource with subresource, e.g. `pods/binding`, `leases`, `nodeshards/status`.
+    pub resource: String,
+    /// Namespace ("" for cluster-scoped).
+    pub namespace: String,
+    /// Object name ("" for a create with `generateName` that failed).
+    pub name: String,
+    /// HTTP status code returned.
+    pub code: u16,
+    /// When the response was produced.
+    pub at: SystemTime,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Records {
+    pub writes: VecDeque<WriteRecord>,
+    pub bindings: VecDeque<BindingRecord>,
+}
+
+/// State shared by the HTTP handlers, the KWOK tasks and the handle.
+#[derive(Debug)]
+pub struct Inner {
+    pub(crate) cfg: SimConfig,
+    state: Mutex<State>,
+    records: Mutex<Records>,
+    pub(crate) faults: FaultHandle,
+    pub(crate) addr: Mutex<Option<SocketAddr>>,
+    /// The runtime the simulator was started on: KWOK tasks run there even when a helper is
+    /// called from a thread outside it.
+    pub(crate) rt: tokio::runtime::Handle,
+}
+
+impl Inner {
+    pub(crate) fn new(cfg: SimConfig) -> Arc<Self> {
+        let state = State::new(cfg.history, cfg.watch_buffer, cfg.auto_create_namespaces);
+        Arc::new(Self {
+            faults: FaultHandle::new(cfg.faults.clone()),
+            cfg,
+            state: Mutex::new(state),
+            records: Mutex::new(Records::default()),
+            addr: Mutex::new(None),
+            rt: tokio::runtime::Handle::current(),
+        })
+    }
+
+    /// The state lock; a panic while holding it poisons nothing we cannot continue from.
+    pub(crate) fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn records(&self) -> MutexGuard<'_, Records> {
+        self.records.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn record_write(
+        &self,
+        verb: &'static str,
+        resource: String,
+        namespace: &str,
+        name: &str,
+        code: u16,
+    ) {
+        let rec = WriteRecord {
+            verb,
+            resource,
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+            code,
+            at: SystemTime::now(),
+        };
+        let limit = self.cfg.record_limit;
+        let mut r = self.records();
+        if r.writes.len() >= limit {
+            r.writes.pop_front();
+        }
+        r.writes.push_back(rec);
+    }
+
+    pub(crate) fn record_binding(&self, pod: &Stored, node: &str) {
+        let rec = BindingRecord {
+            namespace: pod.namespace().to_string(),
+            name: meta::meta_str(&pod.value, "name").to_string(),
+            uid: meta::meta_str(&pod.value, "uid").to_string(),
+            node: node.to_string(),
+            at: SystemTime::now(),
+        };
+        let limit = self.cfg.record_limit;
+        let mut r = self.records();
+        if r.bindings.len() >= limit {
+            r.bindings.pop_front();
+        }
+        r.bindings.push_back(rec);
+    }
+
+    pub(crate) fn snapshot_records(&self) -> (Vec<BindingRecord>, Vec<WriteRecord>) {
+        let r = self.records();
+        (
+            r.bindings.iter().cloned().collect(),
+            r.writes.iter().cloned().collect(),
+        )
+    }
+
+    pub(crate) fn resolve(
+        &self,
+        api_version: &str,
+        plural: &str,
+    ) -> Result<Arc<ResourceDef>, ApiError> {
+        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        self.state()
+            .registry
+            .get(group, version, plural)
+            .ok_or_else(ApiError::no_route)
+    }
+
+    /// Starts the KWOK lifecycle for a pod that is bound now.
+    pub(crate) fn after_bound(self: &Arc<Self>, pod: &Stored) {
+        let lifetime = pod
+            .value
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(kwok::LIFETIME_ANNOTATION))
+            .and_then(Value::as_str)
+            .and_then(|s| s.parse().ok());
+        kwok::pod_bound(
+            self,
+            pod.namespace().to_string(),
+            meta::meta_str(&pod.value, "name").to_string(),
+            meta::meta_str(&pod.value, "uid").to_string(),
+            lifetime,
+        );
+    }
+
+    pub(crate) fn kwok_running(&self, ns: &str, name: &str, uid: &str) -> bool {
+        let mut st = self.state();
+        let pods = st.registry.get("", "v1", "pods").expect("built in");
+        let nodes = st.registry.get("", "v1", "nodes").expect("built in");
+        let node = st.get(&pods, ns, name).ok().and_then(|p| {
+            p.value
+                .pointer("/spec/nodeName")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        });
+        let Some(node) = node else { return false };
+        let host_ip = st
+            .get(&nodes, "", &node)
+            .ok()
+            .and_then(|n| {
+                n.value
+                    .pointer("/status/addresses")
+                    .and_then(Value::as_array)
+                    .and_then(|a| {
+                        a.iter()
+                            .find(|x| x["type"] == "InternalIP")
+                            .and_then(|x| x["address"].as_str())
+                            .map(str::to_string)
+                    })
+            })
+            .unwrap_or_else(|| "10.255.255.254".into());
+        st.modify(&pods, ns, name, |p| kwok::set_running(p, uid, &host_ip))
+            .is_some()
+    }
+
+    pub(crate) fn kwok_succeeded(&self, ns: &str, name: &str, uid: &str) -> bool {
+        let mut st = self.state();
+        let pods = st.registry.get("", "v1", "pods").expect("built in");
+        st.modify(&pods, ns, name, |p| kwok::set_succeeded(p, uid))
+            .is_some()
+    }
+
+    pub(crate) fn kwok_delete(&self, ns: &str, name: &str, uid: &str) {
+        let mut st = self.state();
+        let pods = st.registry.get("", "v1", "pods").expect("built in");
+        let _ = st.delete(&pods, ns, name, Some(&serde_json::json!({"uid": uid})));
+    }
+}
+
+/// Errors starting the simulator.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// Binding the listen address failed.
+    #[error("binding {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Creating the initial objects failed.
+    #[error("creating initial objects: {0}")]
+    Seed(#[from] ApiError),
+}
+
+/// Entry point.
+#[derive(Debug)]
+pub struct Sim;
+
+impl Sim {
+    /// Seeds the store and starts serving on `cfg.addr`.
+    pub async fn start(cfg: SimConfig) -> Result<SimHandle, SimError> {
+        let inner = Inner::new(cfg.clone());
+        {
+            let mut st = inner.state();
+            let ns = st.registry.get("", "v1", "namespaces").expect("built in");
+            for name in [
+                "default",
+                "kube-system",
+                "kube-public",
+                "kube-node-lease",
+                "volcano-system",
+            ] {
+                st.create(&ns, None, serde_json::json!({"metadata": {"name": name}}))?;
+            }
+            let nodes = st.registry.get("", "v1", "nodes").expect("built in");
+            for i in 0..cfg.nodes {
+                let name = kwok::node_name(i);
+                st.create(&nodes, None, kwok::node_object(&cfg, &name, i))?;
+            }
+            if cfg.install_nodeshard_crd {
+                let crds = st
+                    .registry
+                    .get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+                    .expect("built in");
+                st.create(&crds, None, kwok::nodeshard_crd())?;
+            }
+        }
+        let listener = tokio::net::TcpListener::bind(cfg.addr)
+            .await
+            .map_err(|source| SimError::Bind {
+                addr: cfg.addr,
+                source,
+            })?;
+        let addr = listener.local_addr().map_err(|source| SimError::Bind {
+            addr: cfg.addr,
+            source,
+        })?;
+        *inner.addr.lock().unwrap_or_else(|p| p.into_inner()) = Some(addr);
+        let app = crate::server::router(inner.clone());
+        let (tx, rx) = oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(async move {
+                    let _ = rx.await;
+                })
+                .await;
+        });
+        Ok(SimHandle {
+            addr,
+            inner,
+            shutdown: Some(tx),
+            task: Some(task),
+        })
+    }
+}
+
+/// A running simulator. Dropping it stops the server (abruptly); prefer [`SimHandle::shutdown`].
+#[derive(Debug)]
+pub struct SimHandle {
+    addr: SocketAddr,
+    inner: Arc<Inner>,
+    shutdown: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl Drop for SimHandle {
+    fn drop(&mut self) {
+        if let Some(t) = self.task.take() {
+            t.abort();
+        }
+        self.inner.faults.drop_all_watches();
+    }
+}
+
+impl SimHandle {
+    /// The listening address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// A kubeconfig for this server (no TLS, a dummy token), for kubectl and the kube client.
+    pub fn kubeconfig_yaml(&self) -> String {
+        crate::kubeconfig_yaml(&self.url())
+    }
+
+    /// Writes [`SimHandle::kubeconfig_yaml`] to `path`.
+    pub fn write_kubeconfig(&self, path: impl AsRef<Path>) -> std::io::Result<()> {
+        std::fs::write(path, self.kubeconfig_yaml())
+    }
+
+    /// Fault injection at runtime.
+    pub fn faults(&self) -> &FaultHandle {
+        &self.inner.faults
+    }
+
+    /// The current global resourceVersion.
+    pub fn resource_version(&self) -> u64 {
+        self.inner.state().rv()
+    }
+
+    /// Creates an object directly (no HTTP, no faults, not recorded as a write).
+    /// `api_version` is `v1` or `group/version`; `plural` e.g. `pods`.
+    pub fn create(&self, api_version: &str, plural: &str, obj: Value) -> Result<Value, ApiError> {
+        let def = self.inner.resolve(api_version, plural)?;
+        let ns = meta::meta_str(&obj, "namespace").to_string();
+        let ns = def.namespaced.then_some(if ns.is_empty() {
+            "default"
+        } else {
+            ns.as_str()
+        });
+        let stored = self.inner.state().create(&def, ns, obj)?;
+        if def.key.as_ref() == "/pods"
+            && stored
+                .value
+                .pointer("/spec/nodeName")
+                .and_then(Value::as_str)
+                .is_some()
+        {
+            self.inner.after_bound(&stored);
+        }
+        Ok(stored.value.clone())
+    }
+
+    /// Creates a fake node like the ones made at start.
+    pub fn create_node(&self, name: &str) -> Result<Value, ApiError> {
+        let index = self.inner.state().count("/nodes");
+        self.create(
+            "v1",
+            "nodes",
+            kwok::node_object(&self.inner.cfg, name, index),
+        )
+    }
+
+    /// Creates a pending pod with one container and the given requests.
+    pub fn create_pod(
+        &self,
+        ns: &str,
+        name: &str,
+        scheduler: &str,
+        cpu: &str,
+        memory: &str,
+    ) -> Result<Value, ApiError> {
+        self.create(
+            "v1",
+            "pods",
+            kwok::pod_object(ns, name, scheduler, cpu, memory),
+        )
+    }
+
+    /// Reads an object (`ns` "" for cluster-scoped).
+    pub fn get(
+        &self,
+        api_version: &str,
+        plural: &str,
+        ns: &str,
+        name: &str,
+    ) -> Result<Value, ApiError> {
+        let def = self.inner.resolve(api_version, plural)?;
+        Ok(self.inner.state().get(&def, ns, name)?.value.clone())
+    }
+
+    /// Lists objects (all namespaces when `ns` is None).
+    pub fn list(
+        &self,
+        api_version: &str,
+        plural: &str,
+        ns: Option<&str>,
+    ) -> Result<Vec<Value>, ApiError> {
+        let def = self.inner.resolve(api_version, plural)?;
+        let (_, items) = self.inner.state().list(&def, ns);
+        Ok(items.iter().map(|s| s.value.clone()).collect())
+    }
+
+    /// Replaces an object's status directly.
+    pub fn update_status(
+        &self,
+        api_version: &str,
+        plural: &str,
+        obj: Value,
+    ) -> Result<Value, ApiError> {
+        let def = self.inner.resolve(api_version, plural)?;
+        let ns = meta::meta_str(&obj, "namespace").to_string();
+        let name = meta::meta_str(&obj, "name").to_string();
+        Ok(self
+            .inner
+            .state()
+            .update(&def, &ns, &name, obj, Part::Status)?
+            .value
+            .clone())
+    }
+
+    /// Deletes an object directly.
+    pub fn delete(
+        &self,
+        api_version: &str,
+        plural: &str,
+        ns: &str,
+        name: &str,
+    ) -> Result<Value, ApiError> {
+        let def = self.inner.resolve(api_version, plural)?;
+        Ok(self
+            .inner
+            .state()
+            .delete(&def, ns, name, None)?
+            .value
+            .clone())
+    }
+
+    /// Every successful binding so far, in commit order.
+    pub fn bindings(&self) -> Vec<BindingRecord> {
+        self.inner.snapshot_records().0
+    }
+
+    /// Every write request so far, in completion order.
+    pub fn writes(&self) -> Vec<WriteRecord> {
+        self.inner.snapshot_records().1
+    }
+
+    /// Forgets the binding and write records.
+    pub fn clear_records(&self) {
+        let mut r = self.inner.records();
+        r.writes.clear();
+        r.bindings.clear();
+    }
+
+    /// Stops accepting requests, closes every watch and waits for the server to finish.
+    pub async fn shutdown(mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        self.inner.faults.drop_all_watches();
+        if let Some(task) = self.task.take() {
+            let abort = task.abort_handle();
+            if tokio::time::timeout(std::time::Duration::from_secs(5), task)
+                .await
+                .is_err()
+            {
+                abort.abort();
+            }
+        }
+    }
+}

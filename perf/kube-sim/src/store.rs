@@ -1,0 +1,723 @@
+//! The in-memory object store: one global `resourceVersion` counter, objects per resource held as
+//! `serde_json::Value` plus their serialized bytes, a bounded history of watch events, and the
+//! broadcast fan-out to watchers. Every write goes through [`State::commit`] under the single state
+//! lock, which is held only for map updates and one serialization (never for I/O): it assigns the
+//! next `resourceVersion`, appends the event to the history and broadcasts it, so a watcher that
+//! subscribes and copies the history under the same lock sees every event exactly once.
+
+use crate::error::ApiError;
+use crate::kinds;
+use crate::meta;
+use crate::patch::{self, PatchKind};
+use crate::resources::{Registry, ResourceDef};
+use bytes::Bytes;
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
+use tokio::sync::broadcast;
+
+/// An object and its JSON encoding (computed once per write, shared by lists and watches).
+#[derive(Debug)]
+pub struct Stored {
+    /// The object.
+    pub value: Value,
+    /// `serde_json::to_vec(&value)`.
+    pub json: Bytes,
+}
+
+impl Stored {
+    fn new(value: Value) -> Arc<Self> {
+        let json = Bytes::from(serde_json::to_vec(&value).expect("Value serializes"));
+        Arc::new(Self { value, json })
+    }
+
+    /// `metadata.namespace`.
+    pub fn namespace(&self) -> &str {
+        meta::meta_str(&self.value, "namespace")
+    }
+}
+
+/// Watch event type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    /// `ADDED`.
+    Added,
+    /// `MODIFIED`.
+    Modified,
+    /// `DELETED`.
+    Deleted,
+}
+
+impl EventType {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Added => "ADDED",
+            Self::Modified => "MODIFIED",
+            Self::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One committed change.
+#[derive(Debug)]
+pub struct Event {
+    /// The `resourceVersion` the change produced.
+    pub rv: u64,
+    /// Storage key of the resource (`group/plural`).
+    pub key: Arc<str>,
+    /// Change type.
+    pub etype: EventType,
+    /// The object after the change (for `DELETED`, the last state with the deletion's version).
+    pub obj: Arc<Stored>,
+}
+
+/// Which part of an object a write addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// The main resource (keeps `.status` when the resource has a status subresource).
+    Main,
+    /// `/status` (changes only `.status`).
+    Status,
+}
+
+type Objects = BTreeMap<(String, String), Arc<Stored>>;
+
+/// Where a new watch starts.
+#[derive(Debug)]
+pub enum WatchStart {
+    /// Events to send first, the receiver for live events, and the version they are current to.
+    Ok(Vec<Arc<Event>>, broadcast::Receiver<Arc<Event>>, u64),
+    /// The requested version is older than the retained history.
+    Expired(ApiError),
+}
+
+/// Everything behind the state lock.
+#[derive(Debug)]
+pub struct State {
+    rv: u64,
+    /// Served resources (CRDs change it).
+    pub registry: Registry,
+    tables: HashMap<Arc<str>, Objects>,
+    history: VecDeque<Arc<Event>>,
+    history_cap: usize,
+    evicted_rv: u64,
+    tx: broadcast::Sender<Arc<Event>>,
+    auto_create_namespaces: bool,
+}
+
+fn name_of(obj: &Value) -> &str {
+    meta::meta_str(obj, "name")
+}
+
+/// Everything but metadata and status, for generation tracking.
+fn spec_part(obj: &Value) -> Value {
+    let mut o = obj.clone();
+    if let Some(m) = o.as_object_mut() {
+        m.remove("metadata");
+        m.remove("status");
+    }
+    o
+}
+
+impl State {
+    /// A store with the built-in resources, the given history bound and broadcast capacity.
+    pub fn new(history_cap: usize, watch_buffer: usize, auto_create_namespaces: bool) -> Self {
+        let (tx, _) = broadcast::channel(watch_buffer.max(16));
+        Self {
+            rv: 1,
+            registry: Registry::default(),
+            tables: HashMap::new(),
+            history: VecDeque::new(),
+            history_cap: history_cap.max(1),
+            evicted_rv: 0,
+            tx,
+            auto_create_namespaces,
+        }
+    }
+
+    /// The current global resourceVersion.
+    pub fn rv(&self) -> u64 {
+        self.rv
+    }
+
+    /// Assigns the next version, stores (or removes) the object, records and broadcasts the event.
+    fn commit(&mut self, def: &ResourceDef, mut obj: Value, etype: EventType) -> Arc<Stored> {
+        self.rv += 1;
+        let rv = self.rv;
+        meta::metadata_mut(&mut obj).insert("resourceVersion".into(), json!(rv.to_string()));
+        let key = (
+            meta::meta_str(&obj, "namespace").to_string(),
+            name_of(&obj).to_string(),
+        );
+        let stored = Stored::new(obj);
+        let table = self.tables.entry(def.key.clone()).or_default();
+        if etype == EventType::Deleted {
+            table.remove(&key);
+        } else {
+            table.insert(key, stored.clone());
+        }
+        let ev = Arc::new(Event {
+            rv,
+            key: def.key.clone(),
+            etype,
+            obj: stored.clone(),
+        });
+        if self.history.len() >= self.history_cap
+            && let Some(old) = self.history.pop_front()
+        {
+            self.evicted_rv = old.rv;
+        }
+        self.history.push_back(ev.clone());
+        // No receivers is fine.
+        let _ = self.tx.send(ev);
+        stored
+    }
+
+    /// One object.
+    pub fn get(&self, def: &ResourceDef, ns: &str, name: &str) -> Result<Arc<Stored>, ApiError> {
+        self.tables
+            .get(&def.key)
+            .and_then(|t| t.get(&(ns.to_string(), name.to_string())))
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(&def.group, &def.plural, name))
+    }
+
+    /// All objects of a resource (in one namespace when `ns` is set), sorted by namespace/name.
+    pub fn list(&self, def: &ResourceDef, ns: Option<&str>) -> (u64, Vec<Arc<Stored>>) {
+        let items = match (self.tables.get(&def.key), ns) {
+            (None, _) => Vec::new(),
+            (Some(t), None) => t.values().cloned().collect(),
+            (Some(t), Some(ns)) => t
+                .range((ns.to_string(), String::new())..)
+                .take_while(|((n, _), _)| n == ns)
+                .map(|(_, v)| v.clone())
+                .collect(),
+        };
+        (self.rv, items)
+    }
+
+    /// Number of objects of a resource.
+    pub fn count(&self, key: &str) -> usize {
+        self.tables.get(key).map_or(0, BTreeMap::len)
+    }
+
+    fn ensure_namespace(&mut self, ns: &str) -> Result<(), ApiError> {
+        let ns_def = self
+            .registry
+            .get("", "v1", "namespaces")
+            .expect("namespaces are built in");
+        if self.get(&ns_def, "", ns).is_ok() {
+            return Ok(());
+        }
+        if !self.auto_create_namespaces {
+            return Err(ApiError::not_found("", "namespaces", ns));
+        }
+        self.create(&ns_def, None, json!({"metadata": {"name": ns}}))
+            .map(|_| ())
+    }
+
+    /// Create; `ns` is the namespace from the URL.
+    pub fn create(
+        &mut self,
+        def: &ResourceDef,
+        ns: Option<&str>,
+        mut obj: Value,
+    ) -> Result<Arc<Stored>, ApiError> {
+        if !obj.is_object() {
+            return Err(ApiError::bad_request(
+                "the body of the request must be a JSON object",
+            ));
+        }
+        check_type(def, &mut obj)?;
+        let body_ns = meta::meta_str(&obj, "namespace").to_string();
+        let ns = match (def.namespaced, ns) {
+            (true, Some(ns)) => {
+                if !body_ns.is_empty() && body_ns != ns {
+                    return Err(ApiError::bad_request(
+                        "the namespace of the provided object does not match the namespace sent on the request",
+                    ));
+                }
+                ns.to_string()
+            }
+            (true, None) => return Err(ApiError::method_not_allowed()),
+            (false, _) => String::new(),
+        };
+        let mut name = name_of(&obj).to_string();
+        if name.is_empty() {
+            let gen_name = meta::meta_str(&obj, "generateName").to_string();
+            if gen_name.is_empty() {
+                return Err(ApiError::invalid(
+                    &def.group,
+                    &def.kind,
+                    "",
+                    "metadata.name: Required value: name or generateName is required",
+                ));
+            }
+            name = format!("{gen_name}{}", meta::name_suffix());
+        }
+        if def.namespaced && def.key.as_ref() != "/namespaces" {
+            self.ensure_namespace(&ns)?;
+        }
+        if self.get(def, &ns, &name).is_ok() {
+            return Err(ApiError::already_exists(&def.group, &def.plural, &name));
+        }
+        let m = meta::metadata_mut(&mut obj);
+        m.insert("name".into(), json!(name));
+        if def.namespaced {
+            m.insert("namespace".into(), json!(ns));
+        } else {
+            m.remove("namespace");
+        }
+        m.insert("uid".into(), json!(meta::new_uid()));
+        m.insert("creationTimestamp".into(), json!(meta::now()));
+        m.remove("deletionTimestamp");
+        m.remove("deletionGracePeriodSeconds");
+        if def.generation {
+            m.insert("generation".into(), json!(1));
+        }
+        if def.drop_status_on_create
+            && let Some(o) = obj.as_object_mut()
+        {
+            o.remove("status");
+        }
+        match def.key.as_ref() {
+            "/pods" => {
+                kinds::validate_pod_create(&obj, &name)?;
+                kinds::default_pod(&mut obj);
+            }
+            "/namespaces" => kinds::default_namespace(&mut obj),
+            "apiextensions.k8s.io/customresourcedefinitions" => {
+                let defs = ResourceDef::from_crd(&obj)
+                    .map_err(|e| ApiError::invalid(&def.group, &def.kind, &name, &e))?;
+                for d in defs {
+                    self.registry.add(d);
+                }
+                kinds::crd_status(&mut obj);
+            }
+            _ => {}
+        }
+        Ok(self.commit(def, obj, EventType::Added))
+    }
+
+    /// Update (PUT) of the main resource or its status.
+    pub fn update(
+        &mut self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        mut obj: Value,
+        part: Part,
+    ) -> Result<Arc<Stored>, ApiError> {
+        if !obj.is_object() {
+            return Err(ApiError::bad_request(
+                "the body of the request must be a JSON object",
+            ));
+        }
+        check_type(def, &mut obj)?;
+        let body_name = name_of(&obj);
+        if !body_name.is_empty() && body_name != name {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )));
+        }
+        let body_ns = meta::meta_str(&obj, "namespace");
+        if def.namespaced && !body_ns.is_empty() && body_ns != ns {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+        let old = self.get(def, ns, name)?;
+        let want_rv = meta::meta_str(&obj, "resourceVersion");
+        if !want_rv.is_empty() && want_rv != meta::meta_str(&old.value, "resourceVersion") {
+            return Err(ApiError::stale(&def.group, &def.plural, name));
+        }
+        let mut new = match part {
+            Part::Status => {
+                let mut n = old.value.clone();
+                match obj.get("status") {
+                    Some(s) => n["status"] = s.clone(),
+                    None => {
+                        if let Some(o) = n.as_object_mut() {
+                            o.remove("status");
+                        }
+                    }
+                }
+                n
+            }
+            Part::Main => {
+                let om = old.value.get("metadata").cloned().unwrap_or_default();
+                let m = meta::metadata_mut(&mut obj);
+                for f in [
+                    "name",
+                    "namespace",
+                    "uid",
+                    "creationTimestamp",
+                    "deletionTimestamp",
+                    "generation",
+                ] {
+                    match om.get(f) {
+                        Some(v) => m.insert(f.into(), v.clone()),
+                        None => m.remove(f),
+                    };
+                }
+                if def.status {
+                    match old.value.get("status") {
+                        Some(s) => obj["status"] = s.clone(),
+                        None => {
+                            if let Some(o) = obj.as_object_mut() {
+                                o.remove("status");
+                            }
+                        }
+                    }
+                }
+                if def.key.as_ref() == "/pods" {
+                    kinds::validate_pod_update(&old.value, &obj, name)?;
+                }
+                if def.generation && spec_part(&obj) != spec_part(&old.value) {
+                    let g = old
+                        .value
+                        .pointer("/metadata/generation")
+                        .and_then(Value::as_i64)
+                        .unwrap_or(1);
+                    meta::metadata_mut(&mut obj).insert("generation".into(), json!(g + 1));
+                }
+                obj
+            }
+        };
+        meta::metadata_mut(&mut new).insert(
+            "resourceVersion".into(),
+            old.value["metadata"]["resourceVersion"].clone(),
+        );
+        if new == old.value {
+            // The real server does not write (nor bump the version) for a no-op update.
+            return Ok(old);
+        }
+        if def.key.as_ref() == "apiextensions.k8s.io/customresourcedefinitions"
+            && part == Part::Main
+        {
+            let defs = ResourceDef::from_crd(&new)
+                .map_err(|e| ApiError::invalid(&def.group, &def.kind, name, &e))?;
+            for d in defs {
+                self.registry.add(d);
+            }
+        }
+        Ok(self.commit(def, new, EventType::Modified))
+    }
+
+    /// PATCH of the main resource or its status. Server-side apply creates a missing object.
+    pub fn patch(
+        &mut self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        kind: PatchKind,
+        body: &Value,
+        part: Part,
+    ) -> Result<Arc<Stored>, ApiError> {
+        let old = match self.get(def, ns, name) {
+            Ok(o) => o,
+            Err(e) if kind == PatchKind::Apply && part == Part::Main => {
+                let _ = e;
+                let mut obj = body.clone();
+                meta::metadata_mut(&mut obj).insert("name".into(), json!(name));
+                return self.create(def, def.namespaced.then_some(ns), obj);
+            }
+            Err(e) => return Err(e),
+        };
+        let mut new = old.value.clone();
+        match kind {
+            PatchKind::Merge | PatchKind::Apply => patch::merge_patch(&mut new, body),
+            PatchKind::Strategic => {
+                if def.custom {
+                    return Err(ApiError::unsupported_media_type(
+                        "application/strategic-merge-patch+json",
+                    ));
+                }
+                patch::strategic_merge(&mut new, body)
+            }
+            PatchKind::Json => patch::json_patch(&mut new, body).map_err(|e| {
+                ApiError::invalid(&def.group, &def.kind, name, &format!("json patch: {e}"))
+            })?,
+        }
+        self.update(def, ns, name, new, part)
+    }
+
+    /// Delete, with optional `DeleteOptions.preconditions`.
+    pub fn delete(
+        &mut self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        preconditions: Option<&Value>,
+    ) -> Result<Arc<Stored>, ApiError> {
+        let old = self.get(def, ns, name)?;
+        if let Some(p) = preconditions {
+            if let Some(uid) = p.get("uid").and_then(Value::as_str) {
+                let have = meta::meta_str(&old.value, "uid");
+                if uid != have {
+                    return Err(ApiError::conflict(
+                        &def.group,
+                        &def.plural,
+                        name,
+                        &format!(
+                            "Precondition failed: UID in precondition: {uid}, UID in object meta: {have}"
+                        ),
+                    ));
+                }
+            }
+            if let Some(rv) = p.get("resourceVersion").and_then(Value::as_str) {
+                let have = meta::meta_str(&old.value, "resourceVersion");
+                if rv != have {
+                    return Err(ApiError::conflict(
+                        &def.group,
+                        &def.plural,
+                        name,
+                        &format!(
+                            "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {have}"
+                        ),
+                    ));
+                }
+            }
+        }
+        match def.key.as_ref() {
+            "/namespaces" => self.delete_namespace_contents(name),
+            "apiextensions.k8s.io/customresourcedefinitions" => {
+                if let (Some(g), Some(p)) = (
+                    old.value.pointer("/spec/group").and_then(Value::as_str),
+                    old.value
+                        .pointer("/spec/names/plural")
+                        .and_then(Value::as_str),
+                ) {
+                    let key: Arc<str> = format!("{g}/{p}").into();
+                    if let Some(d) = self.registry.defs().iter().find(|d| d.key == key).cloned() {
+                        let (_, items) = self.list(&d, None);
+                        for it in items {
+                            self.commit(&d, it.value.clone(), EventType::Deleted);
+                        }
+                    }
+                    self.registry.remove(g, p);
+                }
+            }
+            _ => {}
+        }
+        Ok(self.commit(def, old.value.clone(), EventType::Deleted))
+    }
+
+    fn delete_namespace_contents(&mut self, ns: &str) {
+        let defs: Vec<Arc<ResourceDef>> = self
+            .registry
+            .defs()
+            .iter()
+            .filter(|d| d.namespaced)
+            .cloned()
+            .collect();
+        let mut seen: Vec<Arc<str>> = Vec::new();
+        for d in defs {
+            if seen.contains(&d.key) {
+                continue;
+            }
+            seen.push(d.key.clone());
+            let (_, items) = self.list(&d, Some(ns));
+            for it in items {
+                self.commit(&d, it.value.clone(), EventType::Deleted);
+            }
+        }
+    }
+
+    /// `pods/binding`; returns the bound pod and the node name.
+    pub fn bind(
+        &mut self,
+        ns: &str,
+        name: &str,
+        binding: &Value,
+    ) -> Result<(Arc<Stored>, String), ApiError> {
+        let def = self
+            .registry
+            .get("", "v1", "pods")
+            .expect("pods are built in");
+        let old = self.get(&def, ns, name)?;
+        let mut pod = old.value.clone();
+        let node = kinds::apply_binding(&mut pod, binding, name)?;
+        Ok((self.commit(&def, pod, EventType::Modified), node))
+    }
+
+    /// Internal read-modify-write (KWOK): `f` returns false to skip the write.
+    pub fn modify(
+        &mut self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        f: impl FnOnce(&mut Value) -> bool,
+    ) -> Option<Arc<Stored>> {
+        let old = self.get(def, ns, name).ok()?;
+        let mut v = old.value.clone();
+        f(&mut v).then(|| self.commit(def, v, EventType::Modified))
+    }
+
+    /// Starts a watch of `key` (in `ns` if set) after version `from` (None/0: current state first).
+    pub fn watch(&self, key: &Arc<str>, ns: Option<&str>, from: Option<u64>) -> WatchStart {
+        let rx = self.tx.subscribe();
+        let initial = match from {
+            None | Some(0) => {
+                let def = self.registry.defs().iter().find(|d| &d.key == key).cloned();
+                let items = def.map(|d| self.list(&d, ns).1).unwrap_or_default();
+                items
+                    .into_iter()
+                    .map(|obj| {
+                        let rv = meta::meta_str(&obj.value, "resourceVersion")
+                            .parse()
+                            .unwrap_or(0);
+                        Arc::new(Event {
+                            rv,
+                            key: key.clone(),
+                            etype: EventType::Added,
+                            obj,
+                        })
+                    })
+                    .collect()
+            }
+            Some(from) if from < self.evicted_rv => {
+                let oldest = self.history.front().map_or(self.rv, |e| e.rv);
+                return WatchStart::Expired(ApiError::expired(from, oldest));
+            }
+            Some(from) => {
+                let start = self.history.partition_point(|e| e.rv <= from);
+                self.history
+                    .range(start..)
+                    .filter(|e| &e.key == key && ns.is_none_or(|n| e.obj.namespace() == n))
+                    .cloned()
+                    .collect()
+            }
+        };
+        WatchStart::Ok(initial, rx, self.rv)
+    }
+}
+
+/// Fills or checks `apiVersion`/`kind` against the resource.
+fn check_type(def: &ResourceDef, obj: &mut Value) -> Result<(), ApiError> {
+    let api_version = def.api_version();
+    let o = obj.as_object_mut().expect("checked object");
+    match o.get("kind").and_then(Value::as_str) {
+        None | Some("") => {
+            o.insert("kind".into(), json!(def.kind));
+        }
+        Some(k) if k == def.kind => {}
+        Some(k) => {
+            return Err(ApiError::bad_request(format!(
+                "the API version in the data ({}) does not match the expected API version ({api_version}) or kind {k:?} is not {:?}",
+                o.get("apiVersion").and_then(Value::as_str).unwrap_or(""),
+                def.kind
+            )));
+        }
+    }
+    match o.get("apiVersion").and_then(Value::as_str) {
+        None | Some("") => {
+            o.insert("apiVersion".into(), json!(api_version));
+        }
+        Some(v) if v == api_version => {}
+        Some(v) => {
+            return Err(ApiError::bad_request(format!(
+                "the API version in the data ({v}) does not match the expected API version ({api_version})"
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state() -> (State, Arc<ResourceDef>, Arc<ResourceDef>) {
+        let mut s = State::new(4, 64, false);
+        let ns = s.registry.get("", "v1", "namespaces").unwrap();
+        s.create(&ns, None, json!({"metadata": {"name": "default"}}))
+            .unwrap();
+        let cm = s.registry.get("", "v1", "configmaps").unwrap();
+        (s, ns, cm)
+    }
+
+    #[test]
+    fn create_update_conflict_delete() {
+        let (mut s, _, cm) = state();
+        let a = s
+            .create(
+                &cm,
+                Some("default"),
+                json!({"metadata": {"name": "a"}, "data": {"k": "v"}}),
+            )
+            .unwrap();
+        assert_eq!(a.value["kind"], "ConfigMap");
+        let e = s
+            .create(&cm, Some("default"), json!({"metadata": {"name": "a"}}))
+            .unwrap_err();
+        assert_eq!(e.reason, "AlreadyExists");
+        let mut upd = a.value.clone();
+        upd["data"]["k"] = json!("w");
+        let b = s
+            .update(&cm, "default", "a", upd.clone(), Part::Main)
+            .unwrap();
+        assert_ne!(
+            b.value["metadata"]["resourceVersion"],
+            a.value["metadata"]["resourceVersion"]
+        );
+        assert_eq!(
+            s.update(&cm, "default", "a", upd, Part::Main)
+                .unwrap_err()
+                .code,
+            409
+        );
+        let e = s
+            .create(&cm, Some("missing"), json!({"metadata": {"name": "a"}}))
+            .unwrap_err();
+        assert_eq!(e.message, "namespaces \"missing\" not found");
+        s.delete(&cm, "default", "a", None).unwrap();
+        assert_eq!(s.get(&cm, "default", "a").unwrap_err().code, 404);
+    }
+
+    #[test]
+    fn watch_replays_history_and_expires() {
+        let (mut s, _, cm) = state();
+        let start = s.rv();
+        for i in 0..3 {
+            s.create(
+                &cm,
+                Some("default"),
+                json!({"metadata": {"name": format!("c{i}")}}),
+            )
+            .unwrap();
+        }
+        match s.watch(&cm.key, None, Some(start)) {
+            WatchStart::Ok(backlog, _, _) => assert_eq!(backlog.len(), 3),
+            WatchStart::Expired(e) => panic!("{e}"),
+        }
+        for i in 3..6 {
+            s.create(
+                &cm,
+                Some("default"),
+                json!({"metadata": {"name": format!("c{i}")}}),
+            )
+            .unwrap();
+        }
+        assert!(
+            matches!(s.watch(&cm.key, None, Some(start)), WatchStart::Expired(e) if e.code == 410)
+        );
+        match s.watch(&cm.key, Some("default"), None) {
+            WatchStart::Ok(initial, _, _) => assert_eq!(initial.len(), 6),
+            WatchStart::Expired(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn noop_update_keeps_version() {
+        let (mut s, _, cm) = state();
+        let a = s
+            .create(&cm, Some("default"), json!({"metadata": {"name": "a"}}))
+            .unwrap();
+        let b = s
+            .update(&cm, "default", "a", a.value.clone(), Part::Main)
+            .unwrap();
+        assert_eq!(a.value, b.value);
+    }
+}

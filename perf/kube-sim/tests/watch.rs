@@ -1,0 +1,260 @@
+//! Watches through the `kube` client: raw event streams with bookmarks and timeouts, `410
+//! Expired` for versions older than the history, and `kube::runtime::watcher` relisting after a
+//! forced 410 and after dropped watches.
+
+mod common;
+
+use common::*;
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use kube::api::{
+    Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
+};
+use kube::runtime::watcher;
+use kube_sim::SimConfig;
+use serde_json::json;
+use std::time::Duration;
+
+fn cm(name: &str) -> ConfigMap {
+    serde_json::from_value(json!({"metadata": {"name": name}, "data": {"k": "v"}})).unwrap()
+}
+
+#[tokio::test]
+async fn watch_events_bookmarks_and_timeout() {
+    let (sim, client) = start(small()).await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    cms.create(&PostParams::default(), &cm("before"))
+        .await
+        .unwrap();
+    let rv = cms
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let wp = WatchParams::default().timeout(2);
+    let mut stream = cms.watch(&wp, &rv).await.unwrap().boxed();
+    cms.create(&PostParams::default(), &cm("a")).await.unwrap();
+    cms.patch(
+        "a",
+        &PatchParams::default(),
+        &Patch::Merge(&json!({"data": {"k": "w"}})),
+    )
+    .await
+    .unwrap();
+    cms.delete("a", &DeleteParams::default()).await.unwrap();
+    let mut kinds = Vec::new();
+    let mut last_rv = String::new();
+    let mut bookmark = None;
+    while let Some(ev) = stream.try_next().await.unwrap() {
+        match ev {
+            WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o)
+                if o.metadata.name.as_deref() == Some("before") =>
+            {
+                panic!("replayed an event from before the requested version")
+            }
+            WatchEvent::Added(o) => {
+                kinds.push("ADDED");
+                last_rv = o.metadata.resource_version.unwrap();
+            }
+            WatchEvent::Modified(o) => {
+                kinds.push("MODIFIED");
+                last_rv = o.metadata.resource_version.unwrap();
+            }
+            WatchEvent::Deleted(o) => {
+                kinds.push("DELETED");
+                last_rv = o.metadata.resource_version.unwrap();
+            }
+            WatchEvent::Bookmark(b) => {
+                bookmark = Some(b.metadata.resource_version);
+                break;
+            }
+            WatchEvent::Error(e) => panic!("{e:?}"),
+        }
+    }
+    assert_eq!(kinds, ["ADDED", "MODIFIED", "DELETED"]);
+    let bookmark = bookmark.expect("a bookmark within the timeout");
+    assert!(bookmark.parse::<u64>().unwrap() >= last_rv.parse::<u64>().unwrap());
+
+    // timeoutSeconds ends the stream.
+    let t0 = tokio::time::Instant::now();
+    let stream = cms
+        .watch(
+            &WatchParams::default().timeout(1).disable_bookmarks(),
+            &bookmark,
+        )
+        .await
+        .unwrap();
+    let rest: Vec<_> = stream.collect().await;
+    assert!(rest.is_empty(), "{rest:?}");
+    let took = t0.elapsed();
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_secs(3),
+        "{took:?}"
+    );
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn watch_with_selectors_and_initial_state() {
+    let (sim, client) = start(SimConfig {
+        running_delay: None,
+        ..small()
+    })
+    .await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    pods.create(&PostParams::default(), &pod("old", "magma"))
+        .await
+        .unwrap();
+    let all: Api<Pod> = Api::all(client.clone());
+    let wp = WatchParams::default()
+        .fields("spec.schedulerName=magma")
+        .timeout(2)
+        .disable_bookmarks();
+    // "0": current state first.
+    let mut s = all.watch(&wp, "0").await.unwrap().boxed();
+    match s.try_next().await.unwrap() {
+        Some(WatchEvent::Added(p)) => assert_eq!(p.metadata.name.as_deref(), Some("old")),
+        other => panic!("{other:?}"),
+    }
+    pods.create(&PostParams::default(), &pod("other", "default-scheduler"))
+        .await
+        .unwrap();
+    pods.create(&PostParams::default(), &pod("mine", "magma"))
+        .await
+        .unwrap();
+    match s.try_next().await.unwrap() {
+        Some(WatchEvent::Added(p)) => assert_eq!(p.metadata.name.as_deref(), Some("mine")),
+        other => panic!("{other:?}"),
+    }
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn expired_versions_get_410() {
+    let (sim, client) = start(SimConfig {
+        history: 5,
+        ..small()
+    })
+    .await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let rv = cms
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    for i in 0..10 {
+        cms.create(&PostParams::default(), &cm(&format!("c{i}")))
+            .await
+            .unwrap();
+    }
+    let mut s = cms
+        .watch(&WatchParams::default(), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    match s.try_next().await.unwrap() {
+        Some(WatchEvent::Error(e)) => {
+            assert_eq!((e.code, e.reason.as_str()), (410, "Expired"));
+            assert!(
+                e.message.starts_with("too old resource version"),
+                "{}",
+                e.message
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        s.try_next().await.unwrap().is_none(),
+        "stream ends after the error"
+    );
+    sim.shutdown().await;
+}
+
+/// Drives a `kube::runtime::watcher` until `n` `Init` events were seen, counting errors.
+async fn run_watcher(api: Api<ConfigMap>, mut on_init_done: impl FnMut(usize)) -> (usize, usize) {
+    let cfg = watcher::Config::default().timeout(30);
+    let mut s = watcher(api, cfg).boxed();
+    let (mut inits, mut errors) = (0, 0);
+    while let Some(ev) = s.next().await {
+        match ev {
+            Ok(watcher::Event::Init) => inits += 1,
+            Ok(watcher::Event::InitDone) => {
+                on_init_done(inits);
+                if inits == 2 {
+                    break;
+                }
+            }
+            Ok(_) => {}
+            Err(_) => errors += 1,
+        }
+    }
+    (inits, errors)
+}
+
+#[tokio::test]
+async fn watcher_relists_after_forced_410() {
+    let (sim, client) = start(small()).await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    cms.create(&PostParams::default(), &cm("x")).await.unwrap();
+    let faults = sim.faults().clone();
+    let res = tokio::time::timeout(
+        Duration::from_secs(10),
+        run_watcher(cms.clone(), move |inits| {
+            if inits == 1 {
+                // The watch that follows the first list is already open or about to open:
+                // close it and make the next one expire.
+                faults.expire_next_watches(1);
+                faults.drop_all_watches();
+            }
+        }),
+    )
+    .await
+    .expect("watcher relists within 10 s");
+    assert_eq!(res.0, 2);
+    assert!(res.1 >= 1, "the 410 surfaces as a watcher error");
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn watcher_resumes_after_dropped_watches() {
+    let mut cfg = small();
+    cfg.faults.drop_watches_after_ms = Some(100);
+    let (sim, client) = start(cfg).await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let mut s = watcher(cms.clone(), watcher::Config::default()).boxed();
+    // Let a few watches be dropped, then make a change: it must still arrive.
+    let writer = {
+        let cms = cms.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(350)).await;
+            cms.create(&PostParams::default(), &cm("late"))
+                .await
+                .unwrap();
+        })
+    };
+    let got = tokio::time::timeout(Duration::from_secs(10), async {
+        while let Some(ev) = s.next().await {
+            if let Ok(watcher::Event::Apply(o)) = ev
+                && o.metadata.name.as_deref() == Some("late")
+            {
+                return true;
+            }
+        }
+        false
+    })
+    .await
+    .expect("event within 10 s");
+    assert!(got);
+    writer.await.unwrap();
+    let writes = sim.writes();
+    assert_eq!(
+        writes.len(),
+        1,
+        "only the test's create is a write: {writes:?}"
+    );
+    sim.shutdown().await;
+}
