@@ -155,7 +155,14 @@ pub struct Core {
     stats: Arc<Stats>,
     /// Reasons accumulated since the last flush, applied to the pool once per flush.
     pending_events: reason::ReasonMask,
+    /// Recent wake-ups: (first snapshot sequence containing the change, reasons it helps).
+    /// A worker that decided "unschedulable" on an older snapshot missed them (the pool was
+    /// woken before its pod entered it), so its pod is retried instead of parked.
+    wakes: std::collections::VecDeque<(u64, reason::ReasonMask)>,
 }
+
+/// Wake-ups remembered for stale unschedulable decisions.
+const WAKE_HISTORY: usize = 256;
 
 impl Core {
     pub fn new(
@@ -174,6 +181,7 @@ impl Core {
             intents,
             stats,
             pending_events: 0,
+            wakes: std::collections::VecDeque::new(),
         }
     }
 
@@ -411,6 +419,23 @@ impl Core {
                 );
                 let pod = r.task.pod.clone();
                 self.queue.mark_unschedulable(&uid, summary.mask, now);
+                // Decided on a snapshot older than a wake-up that could help: retry it.
+                let history_covers = self
+                    .wakes
+                    .front()
+                    .is_none_or(|&(s, _)| s <= r.snapshot_seq + 1)
+                    || self.wakes.len() < WAKE_HISTORY;
+                let missed = if history_covers {
+                    self.wakes
+                        .iter()
+                        .filter(|&&(s, _)| s > r.snapshot_seq)
+                        .fold(0, |a, &(_, m)| a | m)
+                } else {
+                    reason::ALL
+                };
+                if missed & summary.mask != 0 {
+                    self.queue.retry(&uid, now);
+                }
                 self.report(&pod, StatusReason::Unschedulable, message);
             }
         }
@@ -430,6 +455,11 @@ impl Core {
         }
         if self.pending_events != 0 {
             self.queue.on_cluster_event(self.pending_events, now);
+            let seq = self.shared.latest_seq.load(crate::sync::Ordering::Acquire);
+            self.wakes.push_back((seq, self.pending_events));
+            if self.wakes.len() > WAKE_HISTORY {
+                self.wakes.pop_front();
+            }
             self.pending_events = 0;
         }
         self.queue.flush_unschedulable(now);

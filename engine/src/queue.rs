@@ -367,6 +367,16 @@ impl SchedulingQueue {
             .min(self.opts.max_backoff)
     }
 
+    /// Retry an unschedulable pod now (to activeQ if its backoff has expired, else backoffQ).
+    pub fn retry(&mut self, uid: &Arc<str>, now: Nanos) {
+        if matches!(
+            self.entries.get(uid).map(|e| e.state),
+            Some(PodState::Unschedulable { .. })
+        ) {
+            self.requeue_after_backoff(uid, now);
+        }
+    }
+
     /// Back to activeQ if the pod's backoff (from its last failure) has expired, else backoffQ.
     fn requeue_after_backoff(&mut self, uid: &Arc<str>, now: Nanos) {
         let Some(e) = self.entries.get(uid) else {

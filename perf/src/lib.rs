@@ -6,8 +6,10 @@
 
 pub mod baseline;
 pub mod clock;
+pub mod e2e;
 pub mod plan;
 pub mod plot;
+pub mod progress;
 pub mod report;
 pub mod runner;
 pub mod scenario;

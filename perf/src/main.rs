@@ -52,6 +52,51 @@ enum Cmd {
     Table(TableArgs),
     /// Draw throughput-vs-workers.svg and/or latency-cdf.svg from report JSON.
     Plot(PlotArgs),
+    /// End to end: the agent-scheduler (library entry point) against the HTTP API simulator
+    /// (or a real cluster with --kubeconfig); pods created through the API, created→bound
+    /// measured from a watch.
+    E2e(E2eArgs),
+    /// POST bindings as fast as possible against the simulator: the API's own ceiling.
+    Blast(BlastArgs),
+}
+
+#[derive(Debug, Args)]
+struct E2eArgs {
+    #[arg(long, default_value_t = 5000)]
+    nodes: usize,
+    #[arg(long, default_value_t = 20_000)]
+    pods: usize,
+    /// Offered creation rate in pods/s (default: as fast as the creators go).
+    #[arg(long)]
+    rate: Option<f64>,
+    #[arg(long, default_value_t = 2)]
+    workers: usize,
+    /// Concurrent pod-creation requests.
+    #[arg(long, default_value_t = 64)]
+    creators: usize,
+    /// Run against this cluster instead of the simulator (nodes must exist, e.g. KWOK).
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    #[arg(long, default_value = "default")]
+    namespace: String,
+    /// Seconds to wait for every pod to be bound.
+    #[arg(long, default_value_t = 300)]
+    timeout: u64,
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+#[derive(Debug, Args)]
+struct BlastArgs {
+    #[arg(long, default_value_t = 5000)]
+    nodes: usize,
+    #[arg(long, default_value_t = 20_000)]
+    pods: usize,
+    #[arg(long, default_value_t = 64)]
+    concurrency: usize,
 }
 
 /// What shapes the plan.
@@ -314,6 +359,32 @@ fn sweep(a: SweepArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+fn e2e(a: E2eArgs) -> anyhow::Result<()> {
+    anyhow::ensure!(a.workers > 0, "--workers must be greater than 0");
+    anyhow::ensure!(a.rate.is_none_or(|r| r > 0.0), "--rate must be positive");
+    let opts = magma_perf::e2e::E2eOptions {
+        nodes: a.nodes,
+        pods: a.pods,
+        rate: a.rate,
+        workers: a.workers,
+        creators: a.creators,
+        kubeconfig: a.kubeconfig,
+        namespace: a.namespace,
+        timeout: Duration::from_secs(a.timeout),
+        progress: !a.quiet,
+        ..Default::default()
+    };
+    let rt = tokio::runtime::Runtime::new()?;
+    let report = rt.block_on(magma_perf::e2e::run(&opts))?;
+    report.print();
+    if let Some(path) = &a.json {
+        std::fs::write(path, serde_json::to_string_pretty(&report)? + "\n")?;
+    }
+    let v = report.violations();
+    anyhow::ensure!(v.is_empty(), "integrity violated: {}", v.join("; "));
+    Ok(())
+}
+
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let (s, a) = match cli.cmd {
@@ -324,6 +395,16 @@ fn main() -> anyhow::Result<()> {
         Cmd::NearFull(a) => (Scenario::NearFull, a),
         Cmd::Mixed(a) => (Scenario::Mixed, a),
         Cmd::Sweep(a) => return sweep(a),
+        Cmd::E2e(a) => return e2e(a),
+        Cmd::Blast(a) => {
+            let rt = tokio::runtime::Runtime::new()?;
+            let rate = rt.block_on(magma_perf::e2e::blast(a.nodes, a.pods, a.concurrency))?;
+            println!(
+                "bind blaster: {rate:.0} bindings/s ({} pods, concurrency {})",
+                a.pods, a.concurrency
+            );
+            return Ok(());
+        }
         Cmd::Table(t) => {
             let mut runs = Vec::new();
             for f in &t.files {

@@ -177,18 +177,7 @@ pub fn run(plan: &Plan, opts: &RunOptions, mut profile: Profile) -> anyhow::Resu
     let start = Instant::now();
     let mut last_bind = start;
     let mut last_progress = start;
-    let bar = if opts.progress {
-        indicatif::ProgressBar::new(total as u64)
-    } else {
-        indicatif::ProgressBar::hidden()
-    };
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{elapsed_precise} [{bar:40}] {pos}/{len} settled  {msg}",
-        )
-        .expect("valid progress template")
-        .progress_chars("=> "),
-    );
+    let bar = crate::progress::bar(total as u64, opts.progress);
     let last_arrival = plan.pods.last().map_or(Duration::ZERO, |p| p.arrival);
     let deadline = start + last_arrival + opts.drain_timeout;
 

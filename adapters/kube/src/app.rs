@@ -1,0 +1,417 @@
+//! Wiring: builds the engine and every adapter task from [`Settings`], runs until the shutdown
+//! future resolves, then shuts down gracefully. This is the library entry point of the
+//! `agent-scheduler` binary, of the end-to-end tests and of the end-to-end benchmark.
+//!
+//! Start-up: API discovery must succeed (as upstream) → configuration loaded → engine started
+//! (not claiming while not leading) → watches started (standby replicas keep warm caches) →
+//! bind executor, status writer, intent router → leader election → config watcher → HTTP.
+//!
+//! Shutdown (SIGTERM): stop claiming at once, let the engine account for every in-flight
+//! result, finish the binds already sent, release the lease, stop.
+
+use crate::bind::{BindConfig, BindExecutor, OutcomeHook};
+use crate::ratelimit::TokenBucket;
+use crate::status::{StatusMsg, StatusSink};
+use crate::watch::{self, SyncState, WatchConfig};
+use anyhow::Context;
+use kube::Client;
+use magma_engine::core::{BindResult, Input, Intent};
+use magma_engine::{Clock, Engine, EngineOptions, Nanos, Profile};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, watch as tokio_watch};
+
+/// Monotonic system time for the engine.
+#[derive(Debug)]
+pub struct SystemClock(Instant);
+
+impl SystemClock {
+    pub fn new() -> SystemClock {
+        SystemClock(Instant::now())
+    }
+}
+
+impl Default for SystemClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Clock for SystemClock {
+    fn now(&self) -> Nanos {
+        Nanos(self.0.elapsed().as_nanos() as u64)
+    }
+}
+
+/// Everything the scheduler needs to run, already validated.
+#[derive(Clone)]
+pub struct Settings {
+    pub client_config: kube::Config,
+    pub scheduler_name: String,
+    pub workers: usize,
+    pub pin_workers: bool,
+    pub node_selector: Vec<(String, String)>,
+    pub profile: Profile,
+    pub bind: BindConfig,
+    pub event_qps: f64,
+    pub event_burst: u32,
+    /// `Some` when leader election is on.
+    pub leader: Option<crate::leader::LeaseConfig>,
+    /// Called with every accepted or rejected configuration reload.
+    pub config_path: Option<std::path::PathBuf>,
+    pub healthz_addr: Option<std::net::SocketAddr>,
+    pub metrics_addr: Option<std::net::SocketAddr>,
+}
+
+/// What a run did (for tests and the benchmark).
+#[derive(Debug, Clone, Default)]
+pub struct RunSummary {
+    pub binds_sent: u64,
+    pub status_dropped: u64,
+}
+
+/// Shared view of a running scheduler.
+#[derive(Clone)]
+pub struct Running {
+    pub sync: Arc<SyncState>,
+    pub leading: tokio_watch::Receiver<bool>,
+    pub stats: Arc<magma_engine::stats::Stats>,
+}
+
+fn client_for(cfg: &kube::Config) -> anyhow::Result<Client> {
+    Client::try_from(cfg.clone()).context("building the Kubernetes client")
+}
+
+/// Run the scheduler until `shutdown` resolves. `started` receives handles once it is running.
+pub async fn run(
+    settings: Settings,
+    shutdown: impl Future<Output = ()> + Send,
+    started: Option<tokio::sync::oneshot::Sender<Running>>,
+) -> anyhow::Result<RunSummary> {
+    let watch_client = client_for(&settings.client_config)?;
+    // Upstream refuses to start when discovery fails; so do we, with the reason.
+    let version = watch_client
+        .apiserver_version()
+        .await
+        .context("API server discovery failed")?;
+    tracing::info!(server = %version.git_version, "connected to the API server");
+    let bind_client = client_for(&settings.client_config)?;
+    let status_client = client_for(&settings.client_config)?;
+
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
+    let engine = Engine::start(
+        EngineOptions {
+            workers: settings.workers,
+            pin_workers: settings.pin_workers,
+            profile: settings.profile.clone(),
+            ..Default::default()
+        },
+        clock,
+    )?;
+    let (leading_tx, leading_rx) = tokio_watch::channel(settings.leader.is_none());
+    engine.set_leading(settings.leader.is_none());
+
+    // Watches: always on, so a standby's caches are warm when it takes over.
+    let sync = Arc::new(SyncState::default());
+    let watches = watch::spawn(
+        watch_client.clone(),
+        engine.handle(),
+        WatchConfig {
+            scheduler_name: settings.scheduler_name.clone(),
+            node_selector: settings.node_selector.clone(),
+        },
+        sync.clone(),
+    );
+
+    // Metrics: engine counters are read at scrape time (per-worker atomics, no contention).
+    let metrics = crate::metrics::Metrics::new();
+    {
+        let stats = engine.stats_handle();
+        metrics.set_engine_source(move || (stats.snapshot(), stats.queue_depths()));
+    }
+
+    // Status writer (separate client, bounded and lossy).
+    let (sink, status_rx) = StatusSink::new(8192);
+    let status_task = tokio::spawn(crate::status::run_writer(
+        status_client,
+        settings.scheduler_name.clone(),
+        TokenBucket::new(settings.event_qps, settings.event_burst),
+        status_rx,
+    ));
+
+    // Bind executor.
+    let (bind_tx, bind_rx) = mpsc::channel(65_536);
+    let sink_for_binds = sink.clone();
+    let binds_sent = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let binds_counter = binds_sent.clone();
+    let bind_metrics = metrics.clone();
+    let hook: OutcomeHook = Arc::new(move |intent, result, took, throttled| {
+        binds_counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        use crate::metrics::BindOutcomeLabel as L;
+        let label = match result {
+            BindResult::Bound => L::Bound,
+            BindResult::AlreadyBound => L::AlreadyBound,
+            BindResult::PodGone => L::PodGone,
+            BindResult::Failed(_) => L::Failed,
+        };
+        bind_metrics.observe_bind(label, took);
+        bind_metrics.observe_throttle("bind", throttled);
+        bind_metrics.observe_attempt(if *result == BindResult::Bound {
+            "scheduled"
+        } else {
+            "error"
+        });
+        if *result == BindResult::Bound {
+            sink_for_binds.offer(StatusMsg::Scheduled {
+                namespace: intent.pod.namespace.clone(),
+                name: intent.pod.name.clone(),
+                uid: intent.pod.uid.clone(),
+                node: intent.node.clone(),
+            });
+        }
+    });
+    let binder = BindExecutor::new(
+        bind_client,
+        engine.handle(),
+        settings.bind.clone(),
+        leading_rx.clone(),
+    )
+    .on_outcome(hook);
+    let bind_task = tokio::spawn(binder.run(bind_rx));
+
+    // Intent router: the engine's output channel is synchronous; route it on a thread.
+    let intents = engine.intents().clone();
+    let router_sink = sink.clone();
+    let router = std::thread::Builder::new()
+        .name("magma-intents".into())
+        .spawn(move || {
+            while let Ok(intent) = intents.recv() {
+                match intent {
+                    Intent::Bind(b) => {
+                        if bind_tx.blocking_send(b).is_err() {
+                            break;
+                        }
+                    }
+                    Intent::Status(s) => {
+                        router_sink.offer(StatusMsg::Failed(s));
+                    }
+                    Intent::Error(e) => tracing::warn!(error = %e, "input rejected"),
+                }
+            }
+        })?;
+
+    // Leader election.
+    let (stop_tx, stop_rx) = tokio_watch::channel(false);
+    let leader_task = settings.leader.clone().map(|cfg| {
+        let elector = crate::leader::LeaderElector::new(watch_client.clone(), cfg);
+        let tx = leading_tx.clone();
+        let stop = stop_rx.clone();
+        tokio::spawn(async move {
+            if let Err(e) = elector.run(tx, stop).await {
+                tracing::error!(error = %e, "leader election failed");
+            }
+        })
+    });
+    // Follow leadership: claim only while leading.
+    let follow = {
+        let mut rx = leading_rx.clone();
+        let handle_leading = engine_leading_switch(&engine);
+        tokio::spawn(async move {
+            loop {
+                let leading = *rx.borrow_and_update();
+                handle_leading(leading);
+                if rx.changed().await.is_err() {
+                    break;
+                }
+            }
+        })
+    };
+
+    // Config hot reload: a valid new profile reaches every worker at its next cycle.
+    let reload_handle = engine.handle();
+    let _config_watcher = match &settings.config_path {
+        Some(path) => {
+            let sampling = settings.profile.sampling;
+            Some(crate::reload::watch(
+                path.clone(),
+                sampling,
+                move |r| match r {
+                    Ok(p) => {
+                        tracing::info!("scheduler configuration reloaded");
+                        reload_handle.send(Input::Profile(Arc::new(p)));
+                    }
+                    Err(reason) => {
+                        tracing::warn!(%reason, "new scheduler configuration rejected; keeping the current one")
+                    }
+                },
+            )?)
+        }
+        None => None,
+    };
+
+    // Health, readiness and metrics.
+    let readiness = Arc::new(crate::http::Readiness::new(settings.leader.is_some()));
+    let mut servers = Vec::new();
+    let (http_stop_tx, http_stop_rx) = tokio_watch::channel(false);
+    let shared_addr =
+        settings.healthz_addr.is_some() && settings.healthz_addr == settings.metrics_addr;
+    let mut endpoints: Vec<(std::net::SocketAddr, bool, bool)> = Vec::new();
+    if shared_addr {
+        endpoints.push((settings.healthz_addr.expect("checked"), true, true));
+    } else {
+        if let Some(a) = settings.healthz_addr {
+            endpoints.push((a, true, false));
+        }
+        if let Some(a) = settings.metrics_addr {
+            endpoints.push((a, false, true));
+        }
+    }
+    for (addr, healthz, with_metrics) in endpoints {
+        let router = crate::http::router(
+            readiness.clone(),
+            with_metrics.then(|| metrics.clone()),
+            healthz,
+        );
+        let mut stop = http_stop_rx.clone();
+        let (bound, handle) = crate::http::serve(addr, router, async move {
+            let _ = stop.wait_for(|s| *s).await;
+        })
+        .await
+        .with_context(|| format!("serving HTTP on {addr}"))?;
+        tracing::info!(%bound, healthz, metrics = with_metrics, "HTTP endpoint listening");
+        servers.push(handle);
+    }
+    // Readiness follows cache sync and leadership; metrics follow leadership.
+    let readiness_task = {
+        let (sync, readiness, metrics, mut rx) = (
+            sync.clone(),
+            readiness.clone(),
+            metrics.clone(),
+            leading_rx.clone(),
+        );
+        tokio::spawn(async move {
+            sync.wait().await;
+            readiness.set_synced();
+            loop {
+                let leading = *rx.borrow_and_update();
+                // A standby watches everything: its caches are warm once synced.
+                readiness.set_leader_state(leading, true);
+                metrics.set_leader(leading);
+                if rx.changed().await.is_err() {
+                    break;
+                }
+            }
+        })
+    };
+
+    if let Some(tx) = started {
+        let _ = tx.send(Running {
+            sync: sync.clone(),
+            leading: leading_rx.clone(),
+            stats: engine.stats_handle(),
+        });
+    }
+
+    shutdown.await;
+    tracing::info!("shutting down: no new claims");
+    engine.set_leading(false);
+    let _ = stop_tx.send(true);
+    for w in &watches {
+        w.abort();
+    }
+    follow.abort();
+    readiness_task.abort();
+    // The engine accounts for every in-flight result; then its intent channel closes, the
+    // router ends, the bind executor finishes what it has and stops.
+    let core = tokio::task::spawn_blocking(move || engine.shutdown()).await?;
+    drop(core);
+    let _ = tokio::task::spawn_blocking(move || router.join()).await;
+    let _ = bind_task.await;
+    if let Some(t) = leader_task {
+        let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
+    }
+    status_task.abort();
+    let _ = http_stop_tx.send(true);
+    for s in servers {
+        let _ = tokio::time::timeout(Duration::from_secs(2), s).await;
+    }
+    Ok(RunSummary {
+        binds_sent: binds_sent.load(std::sync::atomic::Ordering::Relaxed),
+        status_dropped: sink.dropped(),
+    })
+}
+
+fn engine_leading_switch(engine: &Engine) -> impl Fn(bool) + Send + 'static {
+    engine.leading_setter()
+}
+
+/// The client configuration: `--kubeconfig`, else in-cluster / `KUBECONFIG` / `~/.kube/config`
+/// (`Config::infer`); `--master` overrides the server URL in either case.
+pub async fn kube_config(kubeconfig: &str, master: &str) -> anyhow::Result<kube::Config> {
+    let mut cfg = if !kubeconfig.is_empty() {
+        let kc = kube::config::Kubeconfig::read_from(kubeconfig)
+            .with_context(|| format!("reading --kubeconfig {kubeconfig}"))?;
+        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+            .await
+            .with_context(|| format!("loading --kubeconfig {kubeconfig}"))?
+    } else if !master.is_empty() {
+        kube::Config::new(
+            master
+                .parse()
+                .with_context(|| format!("invalid --master {master:?}"))?,
+        )
+    } else {
+        kube::Config::infer()
+            .await
+            .context("no --kubeconfig given and no in-cluster or default configuration found")?
+    };
+    if !master.is_empty() {
+        cfg.cluster_url = master
+            .parse()
+            .with_context(|| format!("invalid --master {master:?}"))?;
+    }
+    Ok(cfg)
+}
+
+/// Translate validated flags into [`Settings`] (the profile is loaded separately).
+pub async fn settings_from_options(o: &crate::flags::Options) -> anyhow::Result<Settings> {
+    let client_config = kube_config(&o.kubeconfig, &o.master).await?;
+    let leader = o.leader_elect.then(|| crate::leader::LeaseConfig {
+        name: o.leader_elect_resource_name.clone(),
+        namespace: o.leader_elect_resource_namespace.clone(),
+        identity: crate::leader::default_identity(),
+        lease_duration: o.leader_elect_lease_duration,
+        renew_deadline: o.leader_elect_renew_deadline,
+        retry_period: o.leader_elect_retry_period,
+    });
+    Ok(Settings {
+        client_config,
+        scheduler_name: o.scheduler_name.clone(),
+        workers: o.scheduler_worker_count as usize,
+        pin_workers: o.pin_workers,
+        node_selector: o.node_selector.clone(),
+        profile: Profile::default(),
+        bind: BindConfig {
+            qps: f64::from(o.kube_api_qps),
+            burst: o.kube_api_burst,
+            concurrency: o.bind_concurrency,
+            timeout: Duration::from_secs(10),
+        },
+        event_qps: f64::from(o.event_qps),
+        event_burst: o.event_burst,
+        leader,
+        config_path: (!o.scheduler_conf.is_empty())
+            .then(|| std::path::PathBuf::from(&o.scheduler_conf)),
+        healthz_addr: if o.enable_healthz {
+            Some(crate::flags::Options::http_addr(&o.healthz_address)?)
+        } else {
+            None
+        },
+        metrics_addr: if o.enable_metrics {
+            Some(crate::flags::Options::http_addr(&o.listen_address)?)
+        } else {
+            None
+        },
+    })
+}

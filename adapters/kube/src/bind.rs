@@ -1,0 +1,168 @@
+//! The bind executor: turns the engine's bind intents into `POST pods/{name}/binding` calls and
+//! feeds the outcomes back.
+//!
+//! - Its own `kube` client and token bucket (`--kube-api-qps/--kube-api-burst`), and a
+//!   semaphore bounding concurrent calls (`--bind-concurrency`; the client speaks HTTP/1.1).
+//! - No polling: each intent is sent as soon as a token and a permit are free.
+//! - The binding carries the pod UID, so a pod deleted and re-created under the same name is
+//!   never bound by mistake.
+//! - Outcomes are classified: success; 409 → already bound (forget the assumption); 404 → the
+//!   pod is gone (forget); anything else (429, 5xx, timeouts, connection errors) → failure: the
+//!   engine drops the assumption, writes `SchedulerError` and backs the pod off.
+//! - After losing leadership nothing new is sent: queued intents fail with "not leading".
+//!
+//! This is the only write on the hot path: one API call per scheduled pod. Events go through
+//! `status` on a separate client.
+
+use crate::ratelimit::TokenBucket;
+use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::PostParams;
+use kube::{Api, Client};
+use magma_engine::EngineHandle;
+use magma_engine::core::{BindIntent, BindResult, Input};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::{Semaphore, mpsc, watch};
+
+/// How binds are sent.
+#[derive(Debug, Clone)]
+pub struct BindConfig {
+    pub qps: f64,
+    pub burst: u32,
+    pub concurrency: usize,
+    pub timeout: Duration,
+}
+
+impl Default for BindConfig {
+    fn default() -> Self {
+        BindConfig {
+            qps: 2000.0,
+            burst: 2000,
+            concurrency: 256,
+            timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Called after every bind with the outcome, the time the call took and the throttling wait.
+pub type OutcomeHook = Arc<dyn Fn(&BindIntent, &BindResult, Duration, Duration) + Send + Sync>;
+
+/// Classify a failed binding call.
+pub fn classify(err: &kube::Error) -> BindResult {
+    match err {
+        kube::Error::Api(s) if s.code == 409 => BindResult::AlreadyBound,
+        kube::Error::Api(s) if s.code == 404 => BindResult::PodGone,
+        kube::Error::Api(s) => BindResult::Failed(format!("{} ({})", s.message, s.code)),
+        other => BindResult::Failed(other.to_string()),
+    }
+}
+
+/// The binding object for `pod` → `node`.
+pub fn binding(intent: &BindIntent) -> Binding {
+    Binding {
+        metadata: ObjectMeta {
+            name: Some(intent.pod.name.to_string()),
+            namespace: Some(intent.pod.namespace.to_string()),
+            uid: Some(intent.pod.uid.to_string()),
+            ..Default::default()
+        },
+        target: ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("Node".into()),
+            name: Some(intent.node.to_string()),
+            ..Default::default()
+        },
+    }
+}
+
+pub struct BindExecutor {
+    client: Client,
+    engine: EngineHandle,
+    limiter: Arc<TokenBucket>,
+    permits: Arc<Semaphore>,
+    cfg: BindConfig,
+    leading: watch::Receiver<bool>,
+    hook: Option<OutcomeHook>,
+}
+
+impl BindExecutor {
+    pub fn new(
+        client: Client,
+        engine: EngineHandle,
+        cfg: BindConfig,
+        leading: watch::Receiver<bool>,
+    ) -> BindExecutor {
+        BindExecutor {
+            client,
+            engine,
+            limiter: Arc::new(TokenBucket::new(cfg.qps, cfg.burst)),
+            permits: Arc::new(Semaphore::new(cfg.concurrency.max(1))),
+            cfg,
+            leading,
+            hook: None,
+        }
+    }
+
+    pub fn on_outcome(mut self, hook: OutcomeHook) -> Self {
+        self.hook = Some(hook);
+        self
+    }
+
+    /// Bind every intent received until the channel closes, then wait for in-flight calls.
+    pub async fn run(self, mut rx: mpsc::Receiver<BindIntent>) {
+        while let Some(intent) = rx.recv().await {
+            if !*self.leading.borrow() {
+                self.engine.send(Input::BindOutcome {
+                    uid: intent.pod.uid.to_string(),
+                    result: BindResult::Failed("not the leader".into()),
+                });
+                continue;
+            }
+            let throttled = self.limiter.acquire().await;
+            let permit = self
+                .permits
+                .clone()
+                .acquire_owned()
+                .await
+                .expect("semaphore never closed");
+            let (client, engine, hook, timeout) = (
+                self.client.clone(),
+                self.engine.clone(),
+                self.hook.clone(),
+                self.cfg.timeout,
+            );
+            tokio::spawn(async move {
+                let api: Api<Pod> = Api::namespaced(client, &intent.pod.namespace);
+                let body = binding(&intent);
+                let pp = PostParams::default();
+                let start = Instant::now();
+                let call = api.create_subresource::<Binding, serde_json::Value>(
+                    "binding",
+                    &intent.pod.name,
+                    &pp,
+                    &body,
+                );
+                let result = match tokio::time::timeout(timeout, call).await {
+                    Ok(Ok(_)) => BindResult::Bound,
+                    Ok(Err(e)) => classify(&e),
+                    Err(_) => BindResult::Failed(format!("binding timed out after {timeout:?}")),
+                };
+                let took = start.elapsed();
+                if let Some(h) = &hook {
+                    h(&intent, &result, took, throttled);
+                }
+                engine.send(Input::BindOutcome {
+                    uid: intent.pod.uid.to_string(),
+                    result,
+                });
+                drop(permit);
+            });
+        }
+        // Drain: wait for every in-flight call to finish.
+        let _ = self
+            .permits
+            .acquire_many(self.cfg.concurrency.max(1) as u32)
+            .await;
+    }
+}

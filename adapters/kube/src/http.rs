@@ -1,0 +1,156 @@
+//! The admin HTTP endpoints. This module owns the routes and the readiness latch; what the
+//! metrics contain is [`crate::metrics`]'s business, and which address serves what is the
+//! application's (upstream: `/healthz` on `--healthz-address` with `--enable-healthz`; Magma also
+//! serves `/metrics` on `--listen-address` with `--enable-metrics`; when both addresses are equal
+//! the application builds one router with both and serves it once).
+//!
+//! | Path | Served when | Answer |
+//! |---|---|---|
+//! | `GET /healthz`, `GET /healthz/ping` | `healthz` | liveness: `200 ok` while the process serves HTTP (upstream's ping check) |
+//! | `GET /readyz` | `healthz` | `200 ok` once caches have synced and this replica leads, is a warm standby, or runs without leader election; otherwise `503` with the reason |
+//! | `GET /metrics` | `metrics` is `Some` | Prometheus text format 0.0.4 (`text/plain; version=0.0.4; charset=utf-8`, what Go's client serves and every Prometheus scrapes) |
+//!
+//! Any other path is `404`.
+
+use crate::metrics::{CONTENT_TYPE, Metrics};
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use tokio::task::JoinHandle;
+
+/// Readiness: caches synced (a one-way latch) AND (no leader election OR leading OR a warm
+/// standby).
+#[derive(Debug)]
+pub struct Readiness {
+    leader_election: bool,
+    synced: AtomicBool,
+    leading: AtomicBool,
+    standby_warm: AtomicBool,
+}
+
+impl Readiness {
+    /// `leader_election`: whether this replica competes for the lease (`--leader-elect`).
+    pub fn new(leader_election: bool) -> Self {
+        Self {
+            leader_election,
+            synced: AtomicBool::new(false),
+            leading: AtomicBool::new(false),
+            standby_warm: AtomicBool::new(false),
+        }
+    }
+
+    /// The informer caches have synced; never reverts.
+    pub fn set_synced(&self) {
+        self.synced.store(true, Ordering::Release);
+    }
+
+    pub fn set_leader_state(&self, leading: bool, standby_warm: bool) {
+        self.leading.store(leading, Ordering::Release);
+        self.standby_warm.store(standby_warm, Ordering::Release);
+    }
+
+    /// `Ok` when ready, else why not.
+    pub fn check(&self) -> Result<(), &'static str> {
+        if !self.synced.load(Ordering::Acquire) {
+            return Err("caches not synced");
+        }
+        if self.leader_election
+            && !self.leading.load(Ordering::Acquire)
+            && !self.standby_warm.load(Ordering::Acquire)
+        {
+            return Err("not leading and standby caches are not warm");
+        }
+        Ok(())
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.check().is_ok()
+    }
+}
+
+/// The admin router: health routes when `healthz`, `/metrics` when `metrics` is given.
+pub fn router(readiness: Arc<Readiness>, metrics: Option<Metrics>, healthz: bool) -> Router {
+    let mut r = Router::new();
+    if healthz {
+        r = r
+            .route("/healthz", get(ok))
+            .route("/healthz/ping", get(ok))
+            .merge(
+                Router::new()
+                    .route("/readyz", get(readyz))
+                    .with_state(readiness),
+            );
+    }
+    if let Some(m) = metrics {
+        r = r.merge(
+            Router::new()
+                .route("/metrics", get(metrics_text))
+                .with_state(m),
+        );
+    }
+    r
+}
+
+async fn ok() -> &'static str {
+    "ok"
+}
+
+async fn readyz(State(r): State<Arc<Readiness>>) -> Response {
+    match r.check() {
+        Ok(()) => (StatusCode::OK, "ok").into_response(),
+        Err(why) => (StatusCode::SERVICE_UNAVAILABLE, why).into_response(),
+    }
+}
+
+async fn metrics_text(State(m): State<Metrics>) -> Response {
+    ([(header::CONTENT_TYPE, CONTENT_TYPE)], m.encode()).into_response()
+}
+
+/// Binds `addr` (port 0 picks one) and serves `router` until `shutdown` resolves. Returns the
+/// bound address and the server task.
+pub async fn serve(
+    addr: SocketAddr,
+    router: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<(SocketAddr, JoinHandle<anyhow::Result<()>>)> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| anyhow::anyhow!("binding the admin server to {addr}: {e}"))?;
+    let local = listener.local_addr()?;
+    let task = tokio::spawn(async move {
+        axum::serve(listener, router)
+            .with_graceful_shutdown(shutdown)
+            .await
+            .map_err(|e| anyhow::anyhow!("admin server on {local}: {e}"))
+    });
+    Ok((local, task))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn readiness_needs_sync_then_leadership_or_warm_standby() {
+        let r = Readiness::new(true);
+        assert_eq!(r.check(), Err("caches not synced"));
+        r.set_leader_state(true, false);
+        assert!(!r.is_ready(), "leading without synced caches is not ready");
+        r.set_synced();
+        assert!(r.is_ready());
+        r.set_leader_state(false, false);
+        assert!(!r.is_ready());
+        r.set_leader_state(false, true);
+        assert!(r.is_ready());
+
+        let no_le = Readiness::new(false);
+        no_le.set_synced();
+        assert!(no_le.is_ready());
+    }
+}

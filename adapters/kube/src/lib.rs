@@ -1,0 +1,23 @@
+//! Magma's Kubernetes adapter: everything that talks to the API server, around the I/O-free
+//! engine. The engine never sees a `kube` type; this crate converts, watches, binds, reports,
+//! elects a leader, serves health and metrics, and reloads configuration.
+//!
+//! Modules: [`flags`] (upstream-compatible command line), [`convert`] (API objects → engine
+//! inputs), [`watch`] (pod and node watches → engine inputs, relists → resets), [`bind`] (the
+//! bind executor: rate-limited `pods/binding` with outcome classification), [`status`] (events
+//! and `PodScheduled` conditions on a separate, bounded, lossy sink), [`leader`] (Lease-based
+//! leader election with client-go semantics), [`reload`] (config file hot reload), [`metrics`]
+//! and [`http`] (health, readiness, Prometheus), [`ratelimit`] (token bucket), [`app`] (wiring
+//! and graceful shutdown).
+
+pub mod app;
+pub mod bind;
+pub mod convert;
+pub mod flags;
+pub mod http;
+pub mod leader;
+pub mod metrics;
+pub mod ratelimit;
+pub mod reload;
+pub mod status;
+pub mod watch;

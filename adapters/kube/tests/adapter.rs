@@ -1,0 +1,384 @@
+//! Adapter tests: the real scheduler (`app::run`, in process) against the API simulator over
+//! HTTP. Upstream's e2e cases (single pod, many pods, too much CPU → Unschedulable with the
+//! condition, unmatched nodeSelector → Unschedulable then labelling a node gets it scheduled,
+//! coexistence with another scheduler's pods), bind failures, relists during a burst, a pod
+//! deleted while its bind is in flight, and config reload.
+
+use k8s_openapi::api::core::v1::{Event, Node, Pod};
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube_sim::{ErrorRule, Faults, Sim, SimConfig, SimHandle};
+use magma_kube::app::{self, Running, Settings};
+use magma_kube::bind::BindConfig;
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+async fn client_config(sim: &SimHandle) -> kube::Config {
+    let kc = Kubeconfig::from_yaml(&sim.kubeconfig_yaml()).unwrap();
+    kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+        .await
+        .unwrap()
+}
+
+struct Sched {
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<anyhow::Result<app::RunSummary>>,
+    running: Running,
+}
+
+impl Sched {
+    async fn start(sim: &SimHandle, tweak: impl FnOnce(&mut Settings)) -> Sched {
+        let mut settings = Settings {
+            client_config: client_config(sim).await,
+            scheduler_name: "agent-scheduler".into(),
+            workers: 2,
+            pin_workers: false,
+            node_selector: vec![],
+            profile: Default::default(),
+            bind: BindConfig::default(),
+            event_qps: 1000.0,
+            event_burst: 1000,
+            leader: None,
+            config_path: None,
+            healthz_addr: None,
+            metrics_addr: None,
+        };
+        tweak(&mut settings);
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let (started_tx, started_rx) = tokio::sync::oneshot::channel();
+        let task = tokio::spawn(app::run(
+            settings,
+            async move {
+                let _ = stop_rx.await;
+            },
+            Some(started_tx),
+        ));
+        let running = tokio::time::timeout(Duration::from_secs(10), started_rx)
+            .await
+            .unwrap()
+            .unwrap();
+        tokio::time::timeout(Duration::from_secs(10), running.sync.wait())
+            .await
+            .expect("caches sync");
+        Sched {
+            stop: Some(stop_tx),
+            task,
+            running,
+        }
+    }
+
+    async fn stop(mut self) -> app::RunSummary {
+        let _ = self.stop.take().unwrap().send(());
+        self.task.await.unwrap().unwrap()
+    }
+}
+
+fn pod(name: &str, scheduler: &str, cpu: &str) -> Pod {
+    serde_json::from_value(kube_sim::pod_object(
+        "default", name, scheduler, cpu, "128Mi",
+    ))
+    .unwrap()
+}
+
+async fn eventually<F: Fn() -> bool>(what: &str, timeout: Duration, f: F) {
+    let end = Instant::now() + timeout;
+    while Instant::now() < end {
+        if f() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+fn node_of(sim: &SimHandle, name: &str) -> Option<String> {
+    sim.get("v1", "pods", "default", name).ok()?["spec"]["nodeName"]
+        .as_str()
+        .map(str::to_owned)
+}
+
+fn condition(sim: &SimHandle, name: &str) -> Option<(String, String, String)> {
+    let p = sim.get("v1", "pods", "default", name).ok()?;
+    let c = p["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == "PodScheduled")?
+        .clone();
+    Some((
+        c["status"].as_str()?.into(),
+        c["reason"].as_str()?.into(),
+        c["message"].as_str().unwrap_or("").into(),
+    ))
+}
+
+fn sim_cfg(nodes: usize) -> SimConfig {
+    SimConfig {
+        nodes,
+        bookmark_interval: Duration::from_millis(200),
+        ..SimConfig::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn single_and_many_pods_are_bound_exactly_once() {
+    let sim = Sim::start(sim_cfg(20)).await.unwrap();
+    let s = Sched::start(&sim, |_| {}).await;
+    for i in 0..200 {
+        sim.create_pod(
+            "default",
+            &format!("p{i}"),
+            "agent-scheduler",
+            "100m",
+            "128Mi",
+        )
+        .unwrap();
+    }
+    eventually("200 pods bound", Duration::from_secs(20), || {
+        sim.bindings().len() >= 200
+    })
+    .await;
+    let summary = s.stop().await;
+    let b = sim.bindings();
+    let mut names: Vec<_> = b.iter().map(|r| r.name.clone()).collect();
+    names.sort();
+    names.dedup();
+    assert_eq!(names.len(), 200, "every pod bound exactly once");
+    assert_eq!(
+        summary.binds_sent, 200,
+        "exactly one binding call per scheduled pod"
+    );
+    let binding_writes = sim
+        .writes()
+        .iter()
+        .filter(|w| w.resource.contains("binding"))
+        .count();
+    assert_eq!(binding_writes, 200);
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn too_much_cpu_is_unschedulable_with_condition_and_event() {
+    let sim = Sim::start(sim_cfg(3)).await.unwrap();
+    let s = Sched::start(&sim, |_| {}).await;
+    sim.create_pod("default", "huge", "agent-scheduler", "64", "1Gi")
+        .unwrap();
+    eventually("condition", Duration::from_secs(10), || {
+        condition(&sim, "huge").is_some()
+    })
+    .await;
+    let (status, reason, message) = condition(&sim, "huge").unwrap();
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "Unschedulable")
+    );
+    assert_eq!(message, "0/3 nodes are unavailable: 3 Insufficient cpu.");
+    let client = kube::Client::try_from(client_config(&sim).await).unwrap();
+    let events: Api<Event> = Api::namespaced(client, "default");
+    let list = events.list(&Default::default()).await.unwrap();
+    assert!(
+        list.items
+            .iter()
+            .any(|e| e.reason.as_deref() == Some("FailedScheduling")
+                && e.type_.as_deref() == Some("Warning"))
+    );
+    assert!(node_of(&sim, "huge").is_none());
+    s.stop().await;
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unmatched_selector_waits_until_a_node_is_labelled() {
+    let sim = Sim::start(sim_cfg(2)).await.unwrap();
+    let s = Sched::start(&sim, |_| {}).await;
+    let client = kube::Client::try_from(client_config(&sim).await).unwrap();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let mut p = pod("picky", "agent-scheduler", "100m");
+    p.spec.as_mut().unwrap().node_selector = Some([("disk".to_string(), "ssd".to_string())].into());
+    pods.create(&PostParams::default(), &p).await.unwrap();
+    eventually("unschedulable", Duration::from_secs(10), || {
+        condition(&sim, "picky").is_some()
+    })
+    .await;
+    assert_eq!(
+        condition(&sim, "picky").unwrap().2,
+        "0/2 nodes are unavailable: 2 node(s) didn't match Pod's node affinity/selector."
+    );
+    let nodes: Api<Node> = Api::all(client);
+    let name = kube_sim::node_name(1);
+    nodes
+        .patch(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"disk": "ssd"}}})),
+        )
+        .await
+        .unwrap();
+    eventually("scheduled after labelling", Duration::from_secs(10), || {
+        node_of(&sim, "picky").is_some()
+    })
+    .await;
+    assert_eq!(node_of(&sim, "picky").unwrap(), name);
+    s.stop().await;
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn other_schedulers_pods_are_untouched() {
+    let sim = Sim::start(sim_cfg(3)).await.unwrap();
+    let s = Sched::start(&sim, |_| {}).await;
+    sim.create_pod("default", "theirs", "volcano", "100m", "128Mi")
+        .unwrap();
+    sim.create_pod("default", "ours", "agent-scheduler", "100m", "128Mi")
+        .unwrap();
+    eventually("ours bound", Duration::from_secs(10), || {
+        node_of(&sim, "ours").is_some()
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(node_of(&sim, "theirs").is_none());
+    let p = sim.get("v1", "pods", "default", "theirs").unwrap();
+    assert_eq!(p["spec"]["schedulerName"], "volcano");
+    assert!(condition(&sim, "theirs").is_none());
+    s.stop().await;
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bind_errors_back_off_with_scheduler_error_then_succeed() {
+    let sim = Sim::start(sim_cfg(2)).await.unwrap();
+    sim.faults().set(Faults {
+        errors: vec![ErrorRule::parse("create:pods/binding=1.0:500").unwrap()],
+        ..Faults::default()
+    });
+    let s = Sched::start(&sim, |st| st.client_config.default_retry = false).await;
+    sim.create_pod("default", "p", "agent-scheduler", "100m", "128Mi")
+        .unwrap();
+    eventually("SchedulerError", Duration::from_secs(10), || {
+        condition(&sim, "p").is_some_and(|c| c.1 == "SchedulerError")
+    })
+    .await;
+    assert!(
+        condition(&sim, "p")
+            .unwrap()
+            .2
+            .starts_with("failed to bind to node ")
+    );
+    sim.faults().clear();
+    eventually("bound after backoff", Duration::from_secs(15), || {
+        node_of(&sim, "p").is_some()
+    })
+    .await;
+    assert_eq!(sim.bindings().len(), 1);
+    s.stop().await;
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relists_during_a_burst_lose_and_duplicate_nothing() {
+    let sim = Sim::start(sim_cfg(50)).await.unwrap();
+    let s = Sched::start(&sim, |_| {}).await;
+    for i in 0..600 {
+        sim.create_pod(
+            "default",
+            &format!("p{i}"),
+            "agent-scheduler",
+            "100m",
+            "128Mi",
+        )
+        .unwrap();
+        if i % 150 == 0 {
+            sim.faults().expire_next_watches(3);
+            sim.faults().drop_all_watches();
+        }
+    }
+    eventually("all bound", Duration::from_secs(30), || {
+        sim.bindings().len() >= 600
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let b = sim.bindings();
+    assert_eq!(b.len(), 600, "no pod bound twice");
+    s.stop().await;
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pod_deleted_while_its_bind_is_in_flight_is_forgotten() {
+    let sim = Sim::start(sim_cfg(1)).await.unwrap();
+    // Slow API: binds take a while, long enough to delete the pod meanwhile.
+    sim.faults().set(Faults {
+        latency_ms: 400,
+        ..Faults::default()
+    });
+    let s = Sched::start(&sim, |_| {}).await;
+    sim.faults().clear();
+    sim.create_pod("default", "doomed", "agent-scheduler", "1", "128Mi")
+        .unwrap();
+    sim.faults().set(Faults {
+        latency_ms: 400,
+        ..Faults::default()
+    });
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    sim.delete("v1", "pods", "default", "doomed").unwrap();
+    sim.faults().clear();
+    // Its CPU must come back: a pod needing the whole node fits afterwards.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    sim.create_pod("default", "next", "agent-scheduler", "32", "128Mi")
+        .unwrap();
+    eventually("next bound", Duration::from_secs(10), || {
+        node_of(&sim, "next").is_some()
+    })
+    .await;
+    s.stop().await;
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn config_reload_valid_applies_invalid_is_rejected() {
+    let dir = std::env::temp_dir().join(format!("magma-reload-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("agent-scheduler.conf");
+    std::fs::write(&path, magma_engine::conf::DEFAULT_SCHEDULER_CONF).unwrap();
+    let sim = Sim::start(sim_cfg(2)).await.unwrap();
+    let p2 = path.clone();
+    let s = Sched::start(&sim, move |st| st.config_path = Some(p2)).await;
+    // Load one node a little so binpack vs spread differ.
+    sim.create_pod("default", "a", "agent-scheduler", "2", "128Mi")
+        .unwrap();
+    eventually("a bound", Duration::from_secs(10), || {
+        node_of(&sim, "a").is_some()
+    })
+    .await;
+    let first = node_of(&sim, "a").unwrap();
+    // Invalid: rejected, the old config stays (spread).
+    std::fs::write(&path, "actions: \"enqueue, allocate\"\n").unwrap();
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    sim.create_pod("default", "b", "agent-scheduler", "1", "128Mi")
+        .unwrap();
+    eventually("b bound", Duration::from_secs(10), || {
+        node_of(&sim, "b").is_some()
+    })
+    .await;
+    assert_ne!(node_of(&sim, "b").unwrap(), first, "still spreading");
+    // Valid binpack config: the next pod goes beside the others.
+    std::fs::write(
+        &path,
+        "actions: allocate\ntiers:\n- plugins:\n  - name: predicates\n  - name: nodeorder\n    arguments:\n      leastrequested.weight: 0\n      balancedresource.weight: 0\n      mostrequested.weight: 10\n",
+    )
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    sim.create_pod("default", "c", "agent-scheduler", "1", "128Mi")
+        .unwrap();
+    eventually("c bound", Duration::from_secs(10), || {
+        node_of(&sim, "c").is_some()
+    })
+    .await;
+    assert_eq!(node_of(&sim, "c").unwrap(), first, "binpack after reload");
+    assert!(
+        *s.running.leading.borrow(),
+        "no leader election: always leading"
+    );
+    s.stop().await;
+    sim.shutdown().await;
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Proves each loom model can fail: builds the engine with one deliberate bug
+# (`cfg(magma_mutation = "...")`, see README.md) and asserts that the model meant to catch it
+# fails with the expected violation, and that the same model passes without the mutation.
+#
+# Usage: loom-tests/run-mutations.sh [mutation...]   (default: all)
+# Env: LOOM_MAX_PREEMPTIONS (default 2), CARGO_TARGET_DIR (default target-loom-mutations).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# mutation|model (test file)|what the failure must say (extended regex)
+MUTATIONS=(
+    "version_before_contents|snapshot_claims|but not all"
+    "split_claim|binder_cas|two winners"
+    "skip_external_bump|binder_cas|claimed after the cache applied it"
+    "no_generation_check|queue_handoff|deleted entry"
+    "forget_leaks|assume_forget|freed by forgetting"
+    "drain_without_unpop|shutdown|InFlight"
+    "epoch_after_load|worker_epochs|still holds snapshot|reclaimed everything below"
+    "publish_seq_first|worker_epochs|still holds snapshot|reclaimed everything below"
+)
+
+export RUSTFLAGS="--cfg loom"
+export LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target-loom-mutations}"
+export RUSTC_WRAPPER="$PWD/loom-tests/mutate-rustc.sh"
+# Fast-building release: models need optimised code, not LTO.
+export CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_DEBUG=0
+export CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
+
+wanted=("$@")
+selected() {
+    [ ${#wanted[@]} -eq 0 ] && return 0
+    local w
+    for w in "${wanted[@]}"; do [ "$w" = "$1" ] && return 0; done
+    return 1
+}
+
+# Build the engine with MAGMA_MUTATION as set (only it and this crate are rebuilt).
+build() {
+    cargo clean -q -p magma-engine -p magma-loom-tests --release
+    cargo test -q -p magma-loom-tests --release --no-run
+}
+
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+runs=()
+for entry in "${MUTATIONS[@]}"; do
+    IFS='|' read -r mutation model expect <<<"$entry"
+    selected "$mutation" && runs+=("$entry")
+done
+
+# Without mutations, every model concerned passes.
+export MAGMA_MUTATION=""
+build
+for entry in "${runs[@]}"; do
+    IFS='|' read -r mutation model expect <<<"$entry"
+    if ! cargo test -q -p magma-loom-tests --release --test "$model" >"$log" 2>&1; then
+        echo "FAIL  model $model does not pass without mutations:"
+        cat "$log"
+        exit 1
+    fi
+done
+
+failed=0
+for entry in "${runs[@]}"; do
+    IFS='|' read -r mutation model expect <<<"$entry"
+    export MAGMA_MUTATION="$mutation"
+    build
+    if cargo test -p magma-loom-tests --release --test "$model" >"$log" 2>&1; then
+        echo "FAIL  $mutation: model $model still passes"
+        failed=1
+    elif grep -qE -- "$expect" "$log"; then
+        echo "ok    $mutation: model $model fails ($(grep -m1 -oE -- "$expect" "$log"))"
+    else
+        echo "FAIL  $mutation: model $model fails, but not with \"$expect\":"
+        grep -E "panicked|error" -A2 "$log" | head -8
+        failed=1
+    fi
+done
+exit $failed

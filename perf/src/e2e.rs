@@ -1,0 +1,423 @@
+//! End-to-end mode: the real scheduler (the `agent-scheduler` library entry point,
+//! `magma_kube::app::run`) against the HTTP API simulator on 127.0.0.1 — or against a real
+//! cluster with `--kubeconfig` — with pods created through the API at a fixed offered rate,
+//! and created→bound measured from a watch. Plus the "bind blaster", which does nothing but
+//! POST bindings, to show how close the scheduler gets to the API's own limit.
+//!
+//! Integrity at the end, from the API's point of view: every pod bound exactly once (the
+//! simulator's binding record) and no node over its allocatable (from the pods' requests).
+
+use anyhow::Context;
+use futures::StreamExt;
+use hdrhistogram::Histogram;
+use k8s_openapi::api::core::v1::{Binding, Node, ObjectReference, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Api, ListParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::runtime::watcher::{self, Event};
+use kube_sim::{Sim, SimConfig, SimHandle};
+use magma_kube::app::{self, Settings};
+use magma_kube::bind::BindConfig;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::Mutex;
+
+use crate::report::Latency;
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct E2eOptions {
+    pub nodes: usize,
+    pub pods: usize,
+    /// Offered creation rate (pods/s); `None` = as fast as the creators go.
+    pub rate: Option<f64>,
+    pub workers: usize,
+    /// Concurrent pod-creation requests.
+    pub creators: usize,
+    /// Use this cluster instead of the simulator (its nodes must exist, e.g. KWOK nodes).
+    pub kubeconfig: Option<std::path::PathBuf>,
+    pub namespace: String,
+    pub cpu: String,
+    pub memory: String,
+    pub timeout: Duration,
+    pub progress: bool,
+}
+
+impl Default for E2eOptions {
+    fn default() -> Self {
+        E2eOptions {
+            nodes: 5000,
+            pods: 20_000,
+            rate: None,
+            workers: 2,
+            creators: 64,
+            kubeconfig: None,
+            namespace: "default".into(),
+            cpu: "100m".into(),
+            memory: "128Mi".into(),
+            timeout: Duration::from_secs(300),
+            progress: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct E2eReport {
+    pub scenario: String,
+    pub nodes: usize,
+    pub pods: usize,
+    pub workers: usize,
+    pub offered_rate: Option<f64>,
+    pub created: usize,
+    pub bound: usize,
+    /// Bound pods ÷ (last bind seen − first create sent).
+    pub throughput_pods_per_s: f64,
+    /// Created (create call sent) → bound (seen on the watch).
+    pub latency_ms: Latency,
+    pub duplicate_binds: u64,
+    pub overcommitted_nodes: u64,
+    pub lost_pods: u64,
+    /// API writes per scheduled pod on the scheduler's hot path (bindings only), simulator only.
+    pub binding_writes_per_pod: Option<f64>,
+}
+
+impl E2eReport {
+    pub fn violations(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        if self.duplicate_binds > 0 {
+            v.push(format!("{} duplicate bind(s)", self.duplicate_binds));
+        }
+        if self.overcommitted_nodes > 0 {
+            v.push(format!(
+                "{} node(s) over allocatable",
+                self.overcommitted_nodes
+            ));
+        }
+        if self.lost_pods > 0 {
+            v.push(format!("{} pod(s) not bound", self.lost_pods));
+        }
+        v
+    }
+
+    pub fn print(&self) {
+        let l = &self.latency_ms;
+        println!(
+            "e2e         nodes={:<6} pods={:<7} workers={}  throughput {:>8.0} pods/s (created→bound)",
+            self.nodes, self.pods, self.workers, self.throughput_pods_per_s
+        );
+        println!(
+            "  created→bound ms    p50 {:.2}  p90 {:.2}  p99 {:.2}  p999 {:.2}  max {:.2}",
+            l.p50, l.p90, l.p99, l.p999, l.max
+        );
+        if let Some(w) = self.binding_writes_per_pod {
+            println!("  binding writes per scheduled pod: {w:.3}");
+        }
+        let v = self.violations();
+        if v.is_empty() {
+            println!("  integrity: OK (every pod bound exactly once, no node over allocatable)");
+        } else {
+            println!("  integrity: VIOLATED: {}", v.join("; "));
+        }
+    }
+}
+
+async fn client_from(
+    kubeconfig_yaml: &str,
+    retry: bool,
+) -> anyhow::Result<(kube::Config, kube::Client)> {
+    let kc = Kubeconfig::from_yaml(kubeconfig_yaml)?;
+    let mut cfg = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?;
+    cfg.default_retry = retry;
+    let client = kube::Client::try_from(cfg.clone())?;
+    Ok((cfg, client))
+}
+
+fn pod(ns: &str, name: &str, run: &str, cpu: &str, mem: &str) -> anyhow::Result<Pod> {
+    let mut v = kube_sim::pod_object(ns, name, "agent-scheduler", cpu, mem);
+    v["metadata"]["labels"] = serde_json::json!({"magma-e2e": run});
+    Ok(serde_json::from_value(v)?)
+}
+
+/// Start the simulator unless a kubeconfig was given.
+async fn cluster(opts: &E2eOptions) -> anyhow::Result<(Option<SimHandle>, String)> {
+    match &opts.kubeconfig {
+        Some(p) => Ok((
+            None,
+            std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?,
+        )),
+        None => {
+            let sim = Sim::start(SimConfig {
+                nodes: opts.nodes,
+                history: (opts.pods * 8).max(100_000),
+                ..SimConfig::default()
+            })
+            .await?;
+            let yaml = sim.kubeconfig_yaml();
+            Ok((Some(sim), yaml))
+        }
+    }
+}
+
+pub async fn run(opts: &E2eOptions) -> anyhow::Result<E2eReport> {
+    let (sim, kubeconfig) = cluster(opts).await?;
+    let (cfg, client) = client_from(&kubeconfig, true).await?;
+    let run_id = format!("{:x}", rand_id());
+    let node_count = Api::<Node>::all(client.clone())
+        .list(&ListParams::default())
+        .await?
+        .items
+        .len();
+
+    // The scheduler, in process.
+    let settings = Settings {
+        client_config: cfg.clone(),
+        scheduler_name: "agent-scheduler".into(),
+        workers: opts.workers,
+        pin_workers: false,
+        node_selector: vec![],
+        profile: Default::default(),
+        bind: BindConfig::default(),
+        event_qps: 50.0,
+        event_burst: 100,
+        leader: None,
+        config_path: None,
+        healthz_addr: None,
+        metrics_addr: None,
+    };
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let (started_tx, started_rx) = tokio::sync::oneshot::channel();
+    let sched = tokio::spawn(app::run(
+        settings,
+        async move {
+            let _ = stop_rx.await;
+        },
+        Some(started_tx),
+    ));
+    let running = started_rx.await.context("scheduler failed to start")?;
+    running.sync.wait().await;
+
+    // The watch that sees bindings.
+    let created: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
+    let bound: Arc<Mutex<HashMap<String, (Instant, String)>>> = Arc::default();
+    let pods_api: Api<Pod> = Api::namespaced(client.clone(), &opts.namespace);
+    let (w_created, w_bound) = (created.clone(), bound.clone());
+    let wc = watcher::Config::default().labels(&format!("magma-e2e={run_id}"));
+    let watch_api = pods_api.clone();
+    let watch_task = tokio::spawn(async move {
+        let mut s = watcher::watcher(watch_api, wc).boxed();
+        while let Some(ev) = s.next().await {
+            let p = match ev {
+                Ok(Event::Apply(p)) | Ok(Event::InitApply(p)) => p,
+                _ => continue,
+            };
+            let (Some(name), Some(node)) =
+                (p.metadata.name.clone(), p.spec.and_then(|s| s.node_name))
+            else {
+                continue;
+            };
+            let now = Instant::now();
+            let mut b = w_bound.lock().await;
+            b.entry(name).or_insert((now, node));
+            let _ = &w_created;
+        }
+    });
+
+    // Create pods at the offered rate.
+    let start = Instant::now();
+    let sem = Arc::new(tokio::sync::Semaphore::new(opts.creators.max(1)));
+    let bar = crate::progress::bar(opts.pods as u64, opts.progress);
+    for i in 0..opts.pods {
+        if let Some(rate) = opts.rate {
+            let due = start + Duration::from_secs_f64(i as f64 / rate);
+            tokio::time::sleep_until(due.into()).await;
+        }
+        let permit = sem.clone().acquire_owned().await?;
+        let name = format!("e2e-{run_id}-{i:07}");
+        let p = pod(&opts.namespace, &name, &run_id, &opts.cpu, &opts.memory)?;
+        let api = pods_api.clone();
+        let created = created.clone();
+        tokio::spawn(async move {
+            let t = Instant::now();
+            created.lock().await.insert(name, t);
+            if let Err(e) = api.create(&PostParams::default(), &p).await {
+                eprintln!("create failed: {e}");
+            }
+            drop(permit);
+        });
+        if i % 256 == 0 {
+            bar.set_position(bound.lock().await.len() as u64);
+        }
+    }
+    // Wait for every pod to be bound (or the timeout).
+    let deadline = Instant::now() + opts.timeout;
+    loop {
+        let n = bound.lock().await.len();
+        bar.set_position(n as u64);
+        if n >= opts.pods || Instant::now() > deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    bar.finish_and_clear();
+    let _ = stop_tx.send(());
+    let _ = sched.await;
+    watch_task.abort();
+
+    // Figures.
+    let created = created.lock().await;
+    let bound = bound.lock().await;
+    let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3)?;
+    let mut last = start;
+    for (name, (t, _)) in bound.iter() {
+        if let Some(c) = created.get(name) {
+            h.record(t.saturating_duration_since(*c).as_nanos().max(1) as u64)?;
+        }
+        last = last.max(*t);
+    }
+    let elapsed = last
+        .saturating_duration_since(start)
+        .max(Duration::from_micros(1));
+    let mut report = E2eReport {
+        scenario: "e2e".into(),
+        nodes: node_count,
+        pods: opts.pods,
+        workers: opts.workers,
+        offered_rate: opts.rate,
+        created: created.len(),
+        bound: bound.len(),
+        throughput_pods_per_s: bound.len() as f64 / elapsed.as_secs_f64(),
+        latency_ms: Latency::from_histogram(&h),
+        lost_pods: (opts.pods - bound.len().min(opts.pods)) as u64,
+        ..E2eReport::default()
+    };
+    // Integrity from the API: requests per node against allocatable.
+    let all = pods_api
+        .list(&ListParams::default().labels(&format!("magma-e2e={run_id}")))
+        .await?;
+    let nodes = Api::<Node>::all(client.clone())
+        .list(&ListParams::default())
+        .await?;
+    report.overcommitted_nodes = overcommitted(&nodes.items, &all.items) as u64;
+    if let Some(sim) = sim {
+        let b = sim.bindings();
+        let mut seen = std::collections::HashSet::new();
+        report.duplicate_binds = b
+            .iter()
+            .filter(|r| !seen.insert((r.namespace.clone(), r.name.clone())))
+            .count() as u64;
+        let writes = sim
+            .writes()
+            .iter()
+            .filter(|w| w.resource.contains("binding"))
+            .count();
+        report.binding_writes_per_pod = Some(writes as f64 / bound.len().max(1) as f64);
+        sim.shutdown().await;
+    }
+    Ok(report)
+}
+
+fn rand_id() -> u64 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    t.as_nanos() as u64 ^ (std::process::id() as u64) << 32
+}
+
+/// Nodes whose bound pods request more CPU, memory or pods than the node allows (counting only
+/// the pods of this run, on top of nothing else: the simulator's nodes start empty).
+fn overcommitted(nodes: &[Node], pods: &[Pod]) -> usize {
+    use magma_engine::model::parse_scaled;
+    let mut used: HashMap<&str, (i64, i64, i64)> = HashMap::new();
+    for p in pods {
+        let Some(spec) = &p.spec else { continue };
+        let Some(node) = spec.node_name.as_deref() else {
+            continue;
+        };
+        let e = used.entry(node).or_default();
+        for c in &spec.containers {
+            if let Some(r) = c.resources.as_ref().and_then(|r| r.requests.as_ref()) {
+                if let Some(q) = r.get("cpu") {
+                    e.0 += parse_scaled("cpu", &q.0, 1000).unwrap_or(0);
+                }
+                if let Some(q) = r.get("memory") {
+                    e.1 += parse_scaled("memory", &q.0, 1).unwrap_or(0);
+                }
+            }
+        }
+        e.2 += 1;
+    }
+    nodes
+        .iter()
+        .filter(|n| {
+            let name = n.metadata.name.as_deref().unwrap_or("");
+            let Some((cpu, mem, count)) = used.get(name) else {
+                return false;
+            };
+            let alloc = n.status.as_ref().and_then(|s| s.allocatable.as_ref());
+            let get = |k: &str, scale| {
+                alloc
+                    .and_then(|a| a.get(k))
+                    .map_or(0, |q| parse_scaled(k, &q.0, scale).unwrap_or(0))
+            };
+            *cpu > get("cpu", 1000) || *mem > get("memory", 1) || *count > get("pods", 1)
+        })
+        .count()
+}
+
+/// The bind blaster: create `pods` pods for a scheduler nobody runs, then POST their bindings
+/// as fast as `concurrency` allows. Returns binds/s — the API's own ceiling for the scheduler.
+pub async fn blast(nodes: usize, pods: usize, concurrency: usize) -> anyhow::Result<f64> {
+    let sim = Sim::start(SimConfig {
+        nodes,
+        history: (pods * 4).max(100_000),
+        ..SimConfig::default()
+    })
+    .await?;
+    for i in 0..pods {
+        sim.create_pod("default", &format!("blast-{i:07}"), "nobody", "10m", "16Mi")
+            .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    }
+    let (_, client) = client_from(&sim.kubeconfig_yaml(), true).await?;
+    let api: Api<Pod> = Api::namespaced(client, "default");
+    let sem = Arc::new(tokio::sync::Semaphore::new(concurrency.max(1)));
+    let start = Instant::now();
+    let mut tasks = Vec::with_capacity(pods);
+    for i in 0..pods {
+        let permit = sem.clone().acquire_owned().await?;
+        let api = api.clone();
+        let node = kube_sim::node_name(i % nodes.max(1));
+        tasks.push(tokio::spawn(async move {
+            let name = format!("blast-{i:07}");
+            let b = Binding {
+                metadata: ObjectMeta {
+                    name: Some(name.clone()),
+                    ..Default::default()
+                },
+                target: ObjectReference {
+                    kind: Some("Node".into()),
+                    name: Some(node),
+                    ..Default::default()
+                },
+            };
+            let r = api
+                .create_subresource::<Binding, serde_json::Value>(
+                    "binding",
+                    &name,
+                    &PostParams::default(),
+                    &b,
+                )
+                .await;
+            drop(permit);
+            r.is_ok()
+        }));
+    }
+    let mut ok = 0usize;
+    for t in tasks {
+        ok += usize::from(t.await.unwrap_or(false));
+    }
+    let rate = ok as f64 / start.elapsed().as_secs_f64();
+    sim.shutdown().await;
+    Ok(rate)
+}
