@@ -73,6 +73,9 @@ pub enum BindResult {
     PodGone,
     /// 429/5xx/timeout or any other error: retry after backoff.
     Failed(String),
+    /// Not sent (e.g. leadership was lost first): the assumption is dropped and the pod goes
+    /// back to activeQ without a status write; whoever leads next schedules it.
+    Abandoned,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -344,6 +347,15 @@ impl Core {
             BindResult::Bound => {
                 if self.queue.remove(uid).is_some() {
                     inc(&self.stats.driver.binds_confirmed, 1);
+                }
+            }
+            BindResult::Abandoned => {
+                self.pending_events |= self.cache.forget(uid);
+                if let Some(e) = self.queue.get(uid)
+                    && e.state == PodState::Binding
+                {
+                    let uid = e.pod.uid.clone();
+                    self.queue.requeue_active(&uid);
                 }
             }
             BindResult::AlreadyBound | BindResult::PodGone => {

@@ -205,3 +205,32 @@ fn zero_workers_is_rejected_with_upstreams_message() {
         "scheduler-worker-count must be greater than 0"
     );
 }
+
+#[test]
+fn abandoned_binds_are_requeued_without_a_status_write() {
+    use magma_engine::core::{BindResult, Intent};
+    let (e, mut c) = Cluster::start(opts(1));
+    c.add_node(&e, mk_node("n0", "4", "4Gi", 110));
+    e.handle().send(Input::PodApply(mk_pod("p", "1", "1Gi")));
+    let first = e
+        .intents()
+        .recv_timeout(Duration::from_secs(5))
+        .expect("a bind intent");
+    let Intent::Bind(b) = first else {
+        panic!("expected a bind, got {first:?}")
+    };
+    e.handle().send(Input::BindOutcome {
+        uid: b.pod.uid.to_string(),
+        result: BindResult::Abandoned,
+    });
+    let again = e
+        .intents()
+        .recv_timeout(Duration::from_secs(5))
+        .expect("the pod is scheduled again");
+    assert!(
+        matches!(again, Intent::Bind(ref b2) if b2.pod.uid == b.pod.uid),
+        "{again:?}"
+    );
+    let core = e.shutdown();
+    assert!(core.audit().is_empty());
+}

@@ -95,6 +95,8 @@ pub struct Report {
     pub publish_us_avg: f64,
     pub completed_pods: u64,
     pub startup_ms: f64,
+    /// Caches synced (all nodes loaded) → first pod claimed and its bind intent seen.
+    pub first_pod_ms: f64,
     /// Arrival → claimed as `[percentile, ms]` points (see [`latency_cdf`]).
     pub latency_cdf_ms: Vec<[f64; 2]>,
     /// Load averages at the end of the run (other work on the machine skews the figures).
@@ -177,12 +179,13 @@ impl Report {
             self.completed_pods
         );
         println!(
-            "  snapshots {} (avg {:.1} µs)  RSS {} MiB (harness before the engine started: {} MiB)  node load {:.0} ms",
+            "  snapshots {} (avg {:.1} µs)  RSS {} MiB (harness before the engine started: {} MiB)  node load {:.0} ms, first pod {:.2} ms after",
             self.publications,
             self.publish_us_avg,
             self.rss_bytes >> 20,
             self.harness_rss_bytes >> 20,
-            self.startup_ms
+            self.startup_ms,
+            self.first_pod_ms
         );
         if let Some(b) = &self.baseline {
             println!(

@@ -58,7 +58,7 @@ pub struct Settings {
     pub event_burst: u32,
     /// `Some` when leader election is on.
     pub leader: Option<crate::leader::LeaseConfig>,
-    /// Called with every accepted or rejected configuration reload.
+    /// `--scheduler-conf`: watched for hot reload when set.
     pub config_path: Option<std::path::PathBuf>,
     pub healthz_addr: Option<std::net::SocketAddr>,
     pub metrics_addr: Option<std::net::SocketAddr>,
@@ -153,7 +153,7 @@ pub async fn run(
             BindResult::Bound => L::Bound,
             BindResult::AlreadyBound => L::AlreadyBound,
             BindResult::PodGone => L::PodGone,
-            BindResult::Failed(_) => L::Failed,
+            BindResult::Failed(_) | BindResult::Abandoned => L::Failed,
         };
         bind_metrics.observe_bind(label, took);
         bind_metrics.observe_throttle("bind", throttled);
@@ -183,17 +183,23 @@ pub async fn run(
     // Intent router: the engine's output channel is synchronous; route it on a thread.
     let intents = engine.intents().clone();
     let router_sink = sink.clone();
+    let router_metrics = metrics.clone();
     let router = std::thread::Builder::new()
         .name("magma-intents".into())
         .spawn(move || {
             while let Ok(intent) = intents.recv() {
                 match intent {
                     Intent::Bind(b) => {
+                        // One scheduling cycle: popped from the queue → claimed.
+                        router_metrics.observe_cycle(b.claimed.saturating_since(b.popped));
                         if bind_tx.blocking_send(b).is_err() {
                             break;
                         }
                     }
                     Intent::Status(s) => {
+                        if s.reason == magma_engine::StatusReason::Unschedulable {
+                            router_metrics.observe_attempt("unschedulable");
+                        }
                         router_sink.offer(StatusMsg::Failed(s));
                     }
                     Intent::Error(e) => tracing::warn!(error = %e, "input rejected"),

@@ -9,7 +9,8 @@
 //! - Outcomes are classified: success; 409 → already bound (forget the assumption); 404 → the
 //!   pod is gone (forget); anything else (429, 5xx, timeouts, connection errors) → failure: the
 //!   engine drops the assumption, writes `SchedulerError` and backs the pod off.
-//! - After losing leadership nothing new is sent: queued intents fail with "not leading".
+//! - After losing leadership nothing new is sent: queued intents are abandoned (the assumption
+//!   is dropped and the pod requeued without a status write).
 //!
 //! This is the only write on the hot path: one API call per scheduled pod. Events go through
 //! `status` on a separate client.
@@ -115,7 +116,7 @@ impl BindExecutor {
             if !*self.leading.borrow() {
                 self.engine.send(Input::BindOutcome {
                     uid: intent.pod.uid.to_string(),
-                    result: BindResult::Failed("not the leader".into()),
+                    result: BindResult::Abandoned,
                 });
                 continue;
             }
@@ -164,5 +165,38 @@ impl BindExecutor {
             .permits
             .acquire_many(self.cfg.concurrency.max(1) as u32)
             .await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api_error(code: u16, reason: &str) -> kube::Error {
+        let status: kube::core::Status = serde_json::from_value(serde_json::json!({
+            "status": "Failure", "code": code, "reason": reason, "message": format!("{reason} message"),
+        }))
+        .expect("a Status");
+        kube::Error::Api(Box::new(status))
+    }
+
+    #[test]
+    fn outcomes_are_classified_like_the_design_says() {
+        assert_eq!(
+            classify(&api_error(409, "Conflict")),
+            BindResult::AlreadyBound
+        );
+        assert_eq!(classify(&api_error(404, "NotFound")), BindResult::PodGone);
+        for (code, reason) in [
+            (429, "TooManyRequests"),
+            (500, "InternalError"),
+            (503, "ServiceUnavailable"),
+            (422, "Invalid"),
+        ] {
+            assert!(
+                matches!(classify(&api_error(code, reason)), BindResult::Failed(m) if m.contains(&code.to_string())),
+                "{code}"
+            );
+        }
     }
 }

@@ -245,9 +245,18 @@ async fn other_schedulers_pods_are_untouched() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bind_errors_back_off_with_scheduler_error_then_succeed() {
+    bind_error_class("create:pods/binding=1.0:500").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn throttled_binds_back_off_with_scheduler_error_then_succeed() {
+    bind_error_class("create:pods/binding=1.0:429").await;
+}
+
+async fn bind_error_class(rule: &str) {
     let sim = Sim::start(sim_cfg(2)).await.unwrap();
     sim.faults().set(Faults {
-        errors: vec![ErrorRule::parse("create:pods/binding=1.0:500").unwrap()],
+        errors: vec![ErrorRule::parse(rule).unwrap()],
         ..Faults::default()
     });
     let s = Sched::start(&sim, |st| st.client_config.default_retry = false).await;

@@ -203,9 +203,43 @@ fn binary_schedules_and_reports_like_upstream() {
     let _s = start_scheduler(&kc, &["--leader-elect=false"]);
     create_pods(&kc, "p", 20, "100m");
     create_pods(&kc, "huge", 1, "100");
+    // A pod of another scheduler, and one whose nodeSelector matches no node yet.
+    apply(
+        &kc,
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: theirs\n  namespace: default\nspec:\n  schedulerName: volcano\n  containers:\n  - name: c\n    image: x\n",
+    );
+    apply(
+        &kc,
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: picky\n  namespace: default\nspec:\n  schedulerName: agent-scheduler\n  nodeSelector:\n    disk: ssd\n  containers:\n  - name: c\n    image: x\n",
+    );
     wait_until("20 bound", Duration::from_secs(30), || {
         bindings(port).len() >= 20
     });
+    wait_until("picky unschedulable", Duration::from_secs(30), || {
+        let p = kubectl_json(&kc, &["get", "pod", "picky"]);
+        p["status"]["conditions"].as_array().is_some_and(|cs| {
+            cs.iter().any(|c| {
+                c["type"] == "PodScheduled"
+                    && c["reason"] == "Unschedulable"
+                    && c["message"] == "0/4 nodes are unavailable: 4 node(s) didn't match Pod's node affinity/selector."
+            })
+        })
+    });
+    let out = Command::new("kubectl")
+        .arg(format!("--kubeconfig={}", kc.display()))
+        .args(["label", "node", "node-00002", "disk=ssd"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    wait_until(
+        "picky scheduled after labelling",
+        Duration::from_secs(30),
+        || kubectl_json(&kc, &["get", "pod", "picky"])["spec"]["nodeName"] == "node-00002",
+    );
     wait_until("huge unschedulable", Duration::from_secs(30), || {
         let p = kubectl_json(&kc, &["get", "pod", "huge-0"]);
         p["status"]["conditions"].as_array().is_some_and(|cs| {
@@ -216,7 +250,128 @@ fn binary_schedules_and_reports_like_upstream() {
             })
         })
     });
-    assert_each_bound_once(port, 20);
+    assert_each_bound_once(port, 21);
+    let theirs = kubectl_json(&kc, &["get", "pod", "theirs"]);
+    assert!(
+        theirs["spec"]["nodeName"].is_null(),
+        "another scheduler's pod is untouched"
+    );
+    assert!(
+        theirs["status"]["conditions"]
+            .as_array()
+            .is_none_or(|c| c.is_empty())
+    );
+}
+
+fn apply(kc: &Path, yaml: &str) {
+    let mut child = Command::new("kubectl")
+        .arg(format!("--kubeconfig={}", kc.display()))
+        .args(["apply", "-f", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("kubectl");
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(yaml.as_bytes())
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn sigterm_releases_the_lease_and_exits_cleanly() {
+    if !kubectl_available() {
+        return;
+    }
+    let dir = tmpdir("sigterm");
+    let (_sim, kc, port) = start_sim(&dir, 2);
+    let mut s = start_scheduler(
+        &kc,
+        &[
+            "--leader-elect=true",
+            "--leader-elect-lease-duration=15s",
+            "--leader-elect-renew-deadline=10s",
+            "--leader-elect-retry-period=500ms",
+        ],
+    );
+    wait_until("leading", Duration::from_secs(20), || {
+        kubectl_json(
+            &kc,
+            &["get", "lease", "agent-scheduler", "-n", "volcano-system"],
+        )["spec"]["holderIdentity"]
+            .as_str()
+            .is_some_and(|h| !h.is_empty())
+    });
+    create_pods(&kc, "p", 5, "100m");
+    wait_until("bound", Duration::from_secs(30), || {
+        bindings(port).len() >= 5
+    });
+    let pid = s.0.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let end = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(st) = s.0.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            Instant::now() < end,
+            "agent-scheduler did not exit after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "clean exit: {status:?}");
+    let lease = kubectl_json(
+        &kc,
+        &["get", "lease", "agent-scheduler", "-n", "volcano-system"],
+    );
+    assert_eq!(
+        lease["spec"]["holderIdentity"].as_str().unwrap_or(""),
+        "",
+        "the lease is released for a fast takeover"
+    );
+    assert_each_bound_once(port, 5);
+}
+
+#[test]
+fn invalid_flags_fail_at_start_with_a_clear_message() {
+    for (args, needle) in [
+        (
+            vec!["--scheduler-worker-count=0"],
+            "scheduler-worker-count must be greater than 0",
+        ),
+        (
+            vec!["--scheduler-sharding-mode=sideways"],
+            "scheduler-sharding-mode",
+        ),
+        (
+            vec!["--leader-elect-lease-duration=15"],
+            "leader-elect-lease-duration",
+        ),
+        (vec!["--no-such-flag"], "no-such-flag"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_agent-scheduler"))
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?} must fail");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+    let help = Command::new(env!("CARGO_BIN_EXE_agent-scheduler"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert!(help.status.success());
+    assert!(String::from_utf8_lossy(&help.stdout).contains("--scheduler-worker-count"));
 }
 
 #[test]
