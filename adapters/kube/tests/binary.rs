@@ -200,7 +200,19 @@ fn binary_schedules_and_reports_like_upstream() {
     }
     let dir = tmpdir("basic");
     let (_sim, kc, port) = start_sim(&dir, 4);
-    let _s = start_scheduler(&kc, &["--leader-elect=false"]);
+    let (hz, mx) = (free_port(), free_port());
+    let hz_flag = format!("--healthz-address=127.0.0.1:{hz}");
+    let mx_flag = format!("--listen-address=127.0.0.1:{mx}");
+    let _s = start_scheduler(
+        &kc,
+        &[
+            "--leader-elect=false",
+            "--enable-healthz=true",
+            "--enable-metrics",
+            &hz_flag,
+            &mx_flag,
+        ],
+    );
     create_pods(&kc, "p", 20, "100m");
     create_pods(&kc, "huge", 1, "100");
     // A pod of another scheduler, and one whose nodeSelector matches no node yet.
@@ -251,6 +263,34 @@ fn binary_schedules_and_reports_like_upstream() {
         })
     });
     assert_each_bound_once(port, 21);
+    // Health, readiness and metrics on their flags' addresses.
+    let get = |port: u16, path: &str| {
+        let out = Command::new("curl")
+            .args([
+                "-s",
+                "-w",
+                "\n%{http_code}",
+                &format!("http://127.0.0.1:{port}{path}"),
+            ])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(get(hz, "/healthz").ends_with("200"), "healthz");
+    assert!(get(hz, "/readyz").ends_with("200"), "readyz");
+    let metrics = get(mx, "/metrics");
+    assert!(metrics.ends_with("200"), "metrics");
+    assert!(
+        metrics.contains("volcano_worker_scheduling_cycle_duration_milliseconds_bucket"),
+        "upstream names"
+    );
+    let claims = metrics
+        .lines()
+        .find(|l| l.starts_with("magma_claims_total"))
+        .and_then(|l| l.split_whitespace().last())
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or(0.0);
+    assert!(claims >= 21.0, "magma_claims_total {claims}");
     let theirs = kubectl_json(&kc, &["get", "pod", "theirs"]);
     assert!(
         theirs["spec"]["nodeName"].is_null(),
