@@ -8,7 +8,8 @@
 //! and `PodScheduled` conditions on a separate, bounded, lossy sink), [`leader`] (Lease-based
 //! leader election with client-go semantics), [`reload`] (config file hot reload), [`metrics`]
 //! and [`http`] (health, readiness, Prometheus), [`ratelimit`] (token bucket), [`app`] (wiring
-//! and graceful shutdown).
+//! and graceful shutdown), [`nodeshard`] (Volcano's `NodeShard` custom resource types),
+//! [`shardctl`] (the sharding controller's pure core: config, policies, node assignment).
 
 pub mod app;
 pub mod bind;
@@ -17,7 +18,9 @@ pub mod flags;
 pub mod http;
 pub mod leader;
 pub mod metrics;
+pub mod nodeshard;
 pub mod ratelimit;
 pub mod reload;
+pub mod shardctl;
 pub mod status;
 pub mod watch;
