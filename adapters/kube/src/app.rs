@@ -382,6 +382,13 @@ pub async fn kube_config(kubeconfig: &str, master: &str) -> anyhow::Result<kube:
 
 /// Translate validated flags into [`Settings`] (the profile is loaded separately).
 pub async fn settings_from_options(o: &crate::flags::Options) -> anyhow::Result<Settings> {
+    // Soft and hard sharding need NodeShard coordination, which is not built yet: refuse
+    // rather than silently scheduling as `none`.
+    anyhow::ensure!(
+        o.scheduler_sharding_mode == crate::flags::ShardingMode::None,
+        "--scheduler-sharding-mode={} is not supported by this version of Magma yet (only \"none\")",
+        o.scheduler_sharding_mode.as_str()
+    );
     let client_config = kube_config(&o.kubeconfig, &o.master).await?;
     let leader = o.leader_elect.then(|| crate::leader::LeaseConfig {
         name: o.leader_elect_resource_name.clone(),

@@ -397,6 +397,13 @@ fn invalid_flags_fail_at_start_with_a_clear_message() {
             "leader-elect-lease-duration",
         ),
         (vec!["--no-such-flag"], "no-such-flag"),
+        (
+            vec![
+                "--scheduler-sharding-mode=hard",
+                "--kubeconfig=/nonexistent",
+            ],
+            "scheduler-sharding-mode",
+        ),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_agent-scheduler"))
             .args(&args)
