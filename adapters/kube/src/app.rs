@@ -163,6 +163,9 @@ pub async fn run(
             "error"
         });
         if *result == BindResult::Bound {
+            if let Some(age) = since_creation(intent.pod.created_unix_ms) {
+                bind_metrics.observe_task_latency("Bound", age);
+            }
             sink_for_binds.offer(StatusMsg::Scheduled {
                 namespace: intent.pod.namespace.clone(),
                 name: intent.pod.name.clone(),
@@ -192,6 +195,9 @@ pub async fn run(
                     Intent::Bind(b) => {
                         // One scheduling cycle: popped from the queue → claimed.
                         router_metrics.observe_cycle(b.claimed.saturating_since(b.popped));
+                        if let Some(age) = since_creation(b.pod.created_unix_ms) {
+                            router_metrics.observe_task_latency("Assumed", age);
+                        }
                         if bind_tx.blocking_send(b).is_err() {
                             break;
                         }
@@ -346,6 +352,15 @@ pub async fn run(
         binds_sent: binds_sent.load(std::sync::atomic::Ordering::Relaxed),
         status_dropped: sink.dropped(),
     })
+}
+
+/// Time since a pod's creation timestamp (upstream's task-latency metrics measure from there).
+fn since_creation(created_unix_ms: Option<i64>) -> Option<Duration> {
+    let created = u64::try_from(created_unix_ms?).ok()?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?;
+    now.checked_sub(Duration::from_millis(created))
 }
 
 fn engine_leading_switch(engine: &Engine) -> impl Fn(bool) + Send + 'static {

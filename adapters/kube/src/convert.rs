@@ -133,6 +133,10 @@ pub fn pod_input(pod: &Pod) -> Option<PodInput> {
             .and_then(|s| s.scheduling_gates.as_ref())
             .map(|gs| gs.iter().map(|g| g.name.clone()).collect())
             .unwrap_or_default(),
+        created_unix_ms: meta
+            .creation_timestamp
+            .as_ref()
+            .map(|t| t.0.as_millisecond()),
     })
 }
 

@@ -291,6 +291,19 @@ fn binary_schedules_and_reports_like_upstream() {
         .and_then(|v| v.parse::<f64>().ok())
         .unwrap_or(0.0);
     assert!(claims >= 21.0, "magma_claims_total {claims}");
+    let bound_latencies = metrics
+        .lines()
+        .find(|l| {
+            l.starts_with("volcano_task_scheduling_latency_milliseconds_count")
+                && l.contains("stage=\"Bound\"")
+        })
+        .and_then(|l| l.split_whitespace().last())
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or(0.0);
+    assert!(
+        bound_latencies >= 21.0,
+        "volcano_task_scheduling_latency_milliseconds{{stage=Bound}} count {bound_latencies}"
+    );
     let theirs = kubectl_json(&kc, &["get", "pod", "theirs"]);
     assert!(
         theirs["spec"]["nodeName"].is_null(),

@@ -376,6 +376,8 @@ pub struct PodInput {
     pub affinity: Option<NodeAffinityInput>,
     pub tolerations: Vec<TolerationInput>,
     pub scheduling_gates: Vec<String>,
+    /// `metadata.creationTimestamp` in Unix milliseconds, for upstream's latency metrics.
+    pub created_unix_ms: Option<i64>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -600,6 +602,8 @@ pub struct CompiledPod {
     pub tolerates_unschedulable: bool,
     /// Precomputed: has any node-label constraint (selector or required affinity).
     pub has_node_constraints: bool,
+    /// `metadata.creationTimestamp` in Unix milliseconds, if known.
+    pub created_unix_ms: Option<i64>,
 }
 
 impl CompiledPod {
@@ -991,6 +995,7 @@ pub fn compile_pod(
             .map(|n| interner.intern(n)),
         tolerates_unschedulable,
         has_node_constraints,
+        created_unix_ms: input.created_unix_ms,
     })
 }
 
