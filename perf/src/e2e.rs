@@ -17,7 +17,6 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::watcher::{self, Event};
 use kube_sim::{Sim, SimConfig, SimHandle};
 use magma_kube::app::{self, Settings};
-use magma_kube::bind::BindConfig;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -172,19 +171,8 @@ pub async fn run(opts: &E2eOptions) -> anyhow::Result<E2eReport> {
 
     // The scheduler, in process.
     let settings = Settings {
-        client_config: cfg.clone(),
-        scheduler_name: "agent-scheduler".into(),
         workers: opts.workers,
-        pin_workers: false,
-        node_selector: vec![],
-        profile: Default::default(),
-        bind: BindConfig::default(),
-        event_qps: 50.0,
-        event_burst: 100,
-        leader: None,
-        config_path: None,
-        healthz_addr: None,
-        metrics_addr: None,
+        ..Settings::new(cfg.clone())
     };
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let (started_tx, started_rx) = tokio::sync::oneshot::channel();

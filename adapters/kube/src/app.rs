@@ -64,6 +64,28 @@ pub struct Settings {
     pub metrics_addr: Option<std::net::SocketAddr>,
 }
 
+impl Settings {
+    /// Upstream's defaults for everything but the client: scheduler name `agent-scheduler`,
+    /// one worker, the built-in profile, QPS/burst 2000/2000, no leader election, no HTTP.
+    pub fn new(client_config: kube::Config) -> Settings {
+        Settings {
+            client_config,
+            scheduler_name: "agent-scheduler".into(),
+            workers: 1,
+            pin_workers: false,
+            node_selector: vec![],
+            profile: Profile::default(),
+            bind: BindConfig::default(),
+            event_qps: 50.0,
+            event_burst: 100,
+            leader: None,
+            config_path: None,
+            healthz_addr: None,
+            metrics_addr: None,
+        }
+    }
+}
+
 /// What a run did (for tests and the benchmark).
 #[derive(Debug, Clone, Default)]
 pub struct RunSummary {

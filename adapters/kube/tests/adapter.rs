@@ -9,7 +9,6 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube_sim::{ErrorRule, Faults, Sim, SimConfig, SimHandle};
 use magma_kube::app::{self, Running, Settings};
-use magma_kube::bind::BindConfig;
 use serde_json::json;
 use std::time::{Duration, Instant};
 
@@ -29,19 +28,10 @@ struct Sched {
 impl Sched {
     async fn start(sim: &SimHandle, tweak: impl FnOnce(&mut Settings)) -> Sched {
         let mut settings = Settings {
-            client_config: client_config(sim).await,
-            scheduler_name: "agent-scheduler".into(),
             workers: 2,
-            pin_workers: false,
-            node_selector: vec![],
-            profile: Default::default(),
-            bind: BindConfig::default(),
             event_qps: 1000.0,
             event_burst: 1000,
-            leader: None,
-            config_path: None,
-            healthz_addr: None,
-            metrics_addr: None,
+            ..Settings::new(client_config(sim).await)
         };
         tweak(&mut settings);
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
