@@ -232,6 +232,11 @@ impl Drop for Engine {
     }
 }
 
+/// Most inputs the driver takes before it publishes and refills the hand-off. Large enough to
+/// coalesce many changes into one publication, small enough that a flood of new pods (a burst
+/// of 100k) does not keep the workers waiting for the first one.
+const MAX_BATCH: usize = 4096;
+
 fn drive(mut core: Core, rx: Receiver<Msg>, clock: Arc<dyn Clock>, idle_tick: Duration) -> Core {
     let now_nanos = || clock.now().0;
     let mut deadline: Option<Nanos> = None;
@@ -243,7 +248,7 @@ fn drive(mut core: Core, rx: Receiver<Msg>, clock: Arc<dyn Clock>, idle_tick: Du
             Ok(Msg::Input(i)) => {
                 core.handle(i, clock.now());
                 // Coalesce: everything already queued goes into the same publication.
-                for _ in 0..65_536 {
+                for _ in 0..MAX_BATCH {
                     match rx.try_recv() {
                         Ok(Msg::Input(i)) => core.handle(i, clock.now()),
                         Ok(Msg::Stop) => {
