@@ -132,21 +132,7 @@ fn create_pods(kc: &Path, prefix: &str, n: usize, cpu: &str) {
             "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: {prefix}-{i}\n  namespace: default\nspec:\n  schedulerName: agent-scheduler\n  containers:\n  - name: c\n    image: sandbox\n    resources:\n      requests:\n        cpu: {cpu}\n        memory: 64Mi\n"
         ));
     }
-    let mut child = Command::new("kubectl")
-        .arg(format!("--kubeconfig={}", kc.display()))
-        .args(["create", "-f", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("kubectl");
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(yaml.as_bytes())
-        .unwrap();
-    assert!(child.wait().unwrap().success());
+    kubectl_stdin(kc, "create", &yaml);
 }
 
 fn kubectl_available() -> bool {
@@ -317,21 +303,26 @@ fn binary_schedules_and_reports_like_upstream() {
 }
 
 fn apply(kc: &Path, yaml: &str) {
+    kubectl_stdin(kc, "apply", yaml);
+}
+
+/// `kubectl <verb> -f -` with `yaml` on standard input; the command must succeed.
+fn kubectl_stdin(kc: &Path, verb: &str, yaml: &str) {
+    use std::io::Write;
     let mut child = Command::new("kubectl")
         .arg(format!("--kubeconfig={}", kc.display()))
-        .args(["apply", "-f", "-"])
+        .args([verb, "-f", "-"])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .spawn()
         .expect("kubectl");
-    use std::io::Write;
     child
         .stdin
         .take()
         .unwrap()
         .write_all(yaml.as_bytes())
         .unwrap();
-    assert!(child.wait().unwrap().success());
+    assert!(child.wait().unwrap().success(), "kubectl {verb}");
 }
 
 #[test]
