@@ -250,7 +250,7 @@ pub async fn run(
     // Follow leadership: claim only while leading.
     let follow = {
         let mut rx = leading_rx.clone();
-        let handle_leading = engine_leading_switch(&engine);
+        let handle_leading = engine.leading_setter();
         tokio::spawn(async move {
             loop {
                 let leading = *rx.borrow_and_update();
@@ -383,10 +383,6 @@ fn since_creation(created_unix_ms: Option<i64>) -> Option<Duration> {
         .duration_since(std::time::UNIX_EPOCH)
         .ok()?;
     now.checked_sub(Duration::from_millis(created))
-}
-
-fn engine_leading_switch(engine: &Engine) -> impl Fn(bool) + Send + 'static {
-    engine.leading_setter()
 }
 
 /// The client configuration: `--kubeconfig`, else in-cluster / `KUBECONFIG` / `~/.kube/config`

@@ -109,11 +109,7 @@ impl Inner {
             at: SystemTime::now(),
         };
         let limit = self.cfg.record_limit;
-        let mut r = self.records();
-        if r.writes.len() >= limit {
-            r.writes.pop_front();
-        }
-        r.writes.push_back(rec);
+        push_bounded(&mut self.records().writes, rec, limit);
     }
 
     pub(crate) fn record_binding(&self, pod: &Stored, node: &str) {
@@ -125,11 +121,7 @@ impl Inner {
             at: SystemTime::now(),
         };
         let limit = self.cfg.record_limit;
-        let mut r = self.records();
-        if r.bindings.len() >= limit {
-            r.bindings.pop_front();
-        }
-        r.bindings.push_back(rec);
+        push_bounded(&mut self.records().bindings, rec, limit);
     }
 
     pub(crate) fn snapshot_records(&self) -> (Vec<BindingRecord>, Vec<WriteRecord>) {
@@ -482,4 +474,12 @@ impl SimHandle {
             }
         }
     }
+}
+
+/// Append to a record log that keeps only the newest `limit` entries.
+fn push_bounded<T>(log: &mut std::collections::VecDeque<T>, item: T, limit: usize) {
+    if log.len() >= limit {
+        log.pop_front();
+    }
+    log.push_back(item);
 }
