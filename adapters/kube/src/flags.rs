@@ -324,6 +324,10 @@ pub struct Options {
     /// Magma: burst of the event/condition limiter (> 0)
     #[arg(long, default_value = "100", value_parser = parse_go_u32, help_heading = "Magma extras")]
     pub event_burst: u32,
+    /// Magma: check the flags and the --scheduler-conf file, print the result and exit
+    /// (0 when valid) without contacting the API server
+    #[arg(long, action = ArgAction::Set, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = parse_go_bool, help_heading = "Magma extras")]
+    pub dry_run: bool,
 
     #[command(flatten)]
     pub klog: KlogFlags,

@@ -76,6 +76,7 @@ fn defaults_match_upstream() {
         bind_concurrency: 256,
         event_qps: 50.0,
         event_burst: 100,
+        dry_run: false,
         klog: KlogFlags {
             logtostderr: true,
             alsologtostderr: false,

@@ -66,7 +66,6 @@ fn init_logging(v: u8) {
 }
 
 async fn run(opts: flags::Options) -> anyhow::Result<()> {
-    let settings = app::settings_from_options(&opts).await?;
     let conf_path =
         (!opts.scheduler_conf.is_empty()).then(|| std::path::Path::new(&opts.scheduler_conf));
     let loaded = reload::load(
@@ -78,6 +77,13 @@ async fn run(opts: flags::Options) -> anyhow::Result<()> {
     for w in &loaded.warnings {
         tracing::warn!("{w}");
     }
+    if opts.dry_run {
+        // The flags were validated while parsing and the configuration just now; nothing
+        // else is checked without a cluster.
+        println!("agent-scheduler: flags and scheduler configuration are valid (--dry-run)");
+        return Ok(());
+    }
+    let settings = app::settings_from_options(&opts).await?;
     let settings = app::Settings {
         profile: loaded.profile,
         ..settings
