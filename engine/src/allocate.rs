@@ -20,6 +20,7 @@ use crate::model::CompiledPod;
 use crate::plugins::nodeorder::{self, Raw, ScoreRows};
 use crate::plugins::predicates::{self, Failure, FitRows};
 use crate::queue::reason::{self, ReasonMask};
+use crate::shard::ShardingMode;
 use crate::snapshot::{CHUNK, Snapshot};
 
 /// Reusable per-worker buffers.
@@ -60,6 +61,8 @@ pub struct FailureSummary {
     pub nodes: usize,
     pub reasons: Vec<(Failure, u32)>,
     pub mask: ReasonMask,
+    /// Hard sharding mode and the scheduler's own NodeShard does not exist.
+    pub shard_missing: bool,
 }
 
 impl FailureSummary {
@@ -72,6 +75,7 @@ impl FailureSummary {
             Failure::Affinity => reason::AFFINITY,
             Failure::Taint { .. } => reason::TAINT,
             Failure::Ports => reason::PORTS,
+            Failure::NotInShard => reason::SHARD,
         };
         match self.reasons.iter_mut().find(|(r, _)| *r == f) {
             Some((_, n)) => *n += 1,
@@ -95,9 +99,7 @@ pub fn allocate(
     versions: &BindVersions,
     s: &mut Scratch,
 ) -> Decision {
-    let gpu_slot = snap.gpu_slot;
     let profile = &*snap.profile;
-    let preds = profile.predicates;
     let weights = &profile.weights;
     let k = profile.candidate_node_count.max(1);
     let n_slots = snap.arena.slots();
@@ -108,35 +110,67 @@ pub fn allocate(
             nodes: 0,
             reasons: Vec::new(),
             mask: reason::NO_NODES,
+            shard_missing: false,
         });
     }
-    let to_find = profile.sampling.nodes_to_find(snap.nodes);
-    let start = s.cursor % n_slots;
-    let mut slot = start;
-    let mut scanned = 0;
     let (mut max_aff, mut max_taint) = (0i64, 0i64);
-    'scan: while scanned < n_slots {
-        let chunk = snap.arena.chunk(slot / CHUNK);
-        let fit_rows = FitRows::new(pod, chunk);
-        let score_rows = ScoreRows::new(chunk);
-        let i0 = slot % CHUNK;
-        let end = CHUNK.min(i0 + (n_slots - scanned));
-        for i in i0..end {
-            if predicates::fits_with(pod, preds, chunk, &fit_rows, i) {
-                let raw = nodeorder::score_with(pod, weights, chunk, &score_rows, i, gpu_slot);
-                max_aff = max_aff.max(raw.affinity);
-                max_taint = max_taint.max(raw.taints);
-                s.feasible.push(((slot - i0 + i) as u32, raw));
-                if s.feasible.len() >= to_find {
-                    scanned += i + 1 - i0;
-                    break 'scan;
-                }
+    // The sharding mode is a node-set view (DESIGN.md §3): a mask word per chunk, not a
+    // per-node predicate.
+    match (snap.sharding, snap.shard.as_deref()) {
+        (ShardingMode::None, _) | (ShardingMode::Soft, None) => {
+            let to_find = profile.sampling.nodes_to_find(snap.nodes);
+            scan(
+                snap,
+                pod,
+                s,
+                to_find,
+                |_| u64::MAX,
+                &mut max_aff,
+                &mut max_taint,
+            );
+        }
+        (ShardingMode::Hard, None) => {
+            return Decision::Unschedulable(explain_all(snap, pod));
+        }
+        (ShardingMode::Hard, Some(set)) => {
+            let to_find = profile.sampling.nodes_to_find(set.count);
+            scan(
+                snap,
+                pod,
+                s,
+                to_find,
+                |c| set.mask(c),
+                &mut max_aff,
+                &mut max_taint,
+            );
+        }
+        (ShardingMode::Soft, Some(set)) => {
+            // Every shard node is considered before any other, so the preference is exact.
+            let to_find = profile.sampling.nodes_to_find(set.count);
+            scan(
+                snap,
+                pod,
+                s,
+                to_find,
+                |c| set.mask(c),
+                &mut max_aff,
+                &mut max_taint,
+            );
+            if s.feasible.is_empty() {
+                let rest = snap.nodes.saturating_sub(set.count);
+                let to_find = profile.sampling.nodes_to_find(rest);
+                scan(
+                    snap,
+                    pod,
+                    s,
+                    to_find,
+                    |c| !set.mask(c),
+                    &mut max_aff,
+                    &mut max_taint,
+                );
             }
         }
-        scanned += end - i0;
-        slot = (slot - i0 + end) % n_slots;
     }
-    s.cursor = start + scanned;
     if s.feasible.is_empty() {
         return Decision::Unschedulable(explain_all(snap, pod));
     }
@@ -179,17 +213,75 @@ pub fn allocate(
     Decision::Candidates
 }
 
-/// Every live node's reasons for rejecting the pod. Runs only when nothing fits.
+/// Step 1 over the slots `eligible(chunk)` selects: from the worker's rotating cursor, filter
+/// and score until `to_find` feasible nodes are found or every slot was seen.
+#[inline]
+fn scan(
+    snap: &Snapshot,
+    pod: &CompiledPod,
+    s: &mut Scratch,
+    to_find: usize,
+    eligible: impl Fn(usize) -> u64,
+    max_aff: &mut i64,
+    max_taint: &mut i64,
+) {
+    let profile = &*snap.profile;
+    let (preds, weights, gpu_slot) = (profile.predicates, &profile.weights, snap.gpu_slot);
+    let n_slots = snap.arena.slots();
+    let start = s.cursor % n_slots;
+    let mut slot = start;
+    let mut scanned = 0;
+    'scan: while scanned < n_slots {
+        let ci = slot / CHUNK;
+        let i0 = slot % CHUNK;
+        let end = CHUNK.min(i0 + (n_slots - scanned));
+        // Bits i0..end of the chunk's eligible slots.
+        let window = (u64::MAX << i0) & (u64::MAX >> (CHUNK - end));
+        let mut bits = eligible(ci) & window;
+        if bits != 0 {
+            let chunk = snap.arena.chunk(ci);
+            let fit_rows = FitRows::new(pod, chunk);
+            let score_rows = ScoreRows::new(chunk);
+            while bits != 0 {
+                let i = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                if predicates::fits_with(pod, preds, chunk, &fit_rows, i) {
+                    let raw = nodeorder::score_with(pod, weights, chunk, &score_rows, i, gpu_slot);
+                    *max_aff = (*max_aff).max(raw.affinity);
+                    *max_taint = (*max_taint).max(raw.taints);
+                    s.feasible.push(((ci * CHUNK + i) as u32, raw));
+                    if s.feasible.len() >= to_find {
+                        scanned += i + 1 - i0;
+                        break 'scan;
+                    }
+                }
+            }
+        }
+        scanned += end - i0;
+        slot = (ci * CHUNK + end) % n_slots;
+    }
+    s.cursor = start + scanned;
+}
+
+/// Every live node's reasons for rejecting the pod. Runs only when nothing fits. In hard
+/// sharding mode a node outside the shard fails with upstream's "not in shard" reason only.
 pub fn explain_all(snap: &Snapshot, pod: &CompiledPod) -> FailureSummary {
     let preds = snap.profile.predicates;
     let mut summary = FailureSummary::default();
+    let hard = snap.sharding == ShardingMode::Hard;
+    summary.shard_missing = hard && snap.shard.is_none();
     for ci in 0..snap.arena.num_chunks() {
         let chunk = snap.arena.chunk(ci);
+        let in_shard = snap.shard.as_ref().map_or(0, |set| set.mask(ci));
         for i in 0..CHUNK {
             if chunk.meta[i].is_none() {
                 continue;
             }
             summary.nodes += 1;
+            if hard && in_shard & (1 << i) == 0 {
+                summary.add(Failure::NotInShard);
+                continue;
+            }
             predicates::explain(pod, preds, chunk, i, &mut |f| summary.add(f));
         }
     }
@@ -229,6 +321,7 @@ pub fn failure_message(
                 Failure::Ports => {
                     "node(s) didn't have free ports for the requested pod ports".to_owned()
                 }
+                Failure::NotInShard => "node isn't in scheduler node shard".to_owned(),
             };
             format!("{n} {text}")
         })

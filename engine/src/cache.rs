@@ -17,6 +17,7 @@ use crate::model::{
     ResourceList, ResourceRegistry, TaintEffect, compile_node,
 };
 use crate::queue::reason::{self, ReasonMask};
+use crate::shard::{NodeSet, ShardingMode};
 use crate::snapshot::{Arena, CHUNK, Snapshot, flags};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -33,6 +34,8 @@ struct SlotState {
     nonzero: [i64; 2],
     /// Multiset of host ports in use, sorted.
     ports: Vec<HostPort>,
+    /// Pods assumed here after our claim whose binding the watch has not confirmed yet.
+    assumed: u32,
 }
 
 /// A pod counted on a node.
@@ -69,6 +72,8 @@ pub struct Cache {
     dirty: bool,
     seq: u64,
     profile: Arc<Profile>,
+    sharding: ShardingMode,
+    shard: Option<Arc<NodeSet>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -104,6 +109,8 @@ impl Cache {
             dirty: true,
             seq: 0,
             profile,
+            sharding: ShardingMode::None,
+            shard: None,
         }
     }
 
@@ -145,6 +152,25 @@ impl Cache {
 
     pub fn profile(&self) -> &Arc<Profile> {
         &self.profile
+    }
+
+    /// The sharding mode and the current node-set view, carried by every snapshot from the next
+    /// publication on.
+    pub fn set_shard(&mut self, mode: ShardingMode, view: Option<Arc<NodeSet>>) {
+        self.sharding = mode;
+        self.shard = view;
+        self.dirty = true;
+    }
+
+    /// Version increments of `slot` the cache has accounted for (claims it applied and its own
+    /// bumps). Below the slot's counter, a claim on it is still on its way to the driver.
+    pub fn applied(&self, slot: u32) -> u64 {
+        self.slots.get(slot as usize).map_or(0, |s| s.applied)
+    }
+
+    /// Pods assumed on `slot` whose binding is not confirmed yet.
+    pub fn assumed_on(&self, slot: u32) -> u32 {
+        self.slots.get(slot as usize).map_or(0, |s| s.assumed)
     }
 
     /// Sequence number the next publication will carry.
@@ -190,6 +216,7 @@ impl Cache {
             st.used = ResourceList::new();
             st.nonzero = [0; 2];
             st.ports.clear();
+            st.assumed = 0;
         }
         // A new incarnation must never be claimable with a version from the previous one.
         self.bump(slot);
@@ -234,6 +261,7 @@ impl Cache {
         st.used = ResourceList::new();
         st.nonzero = [0; 2];
         st.ports.clear();
+        st.assumed = 0;
         self.live_nodes -= 1;
         if let Some(node_name) = node_name {
             let uids: Vec<Arc<str>> = self
@@ -296,11 +324,17 @@ impl Cache {
             assumed: false,
         };
         if let Some(old) = self.pods.get_mut(&pod.uid)
+            && old.node == placement.node
             && old.requests == placement.requests
             && old.ports == placement.ports
         {
             // Our own assumption confirmed, or a no-op update.
-            old.assumed = false;
+            if std::mem::take(&mut old.assumed)
+                && let Some(&slot) = self.by_name.get(&*old.node)
+            {
+                let st = &mut self.slots[slot as usize];
+                st.assumed = st.assumed.saturating_sub(1);
+            }
             return 0;
         }
         let mut mask = self.remove_pod(&pod.uid);
@@ -400,6 +434,9 @@ impl Cache {
 
     fn account(&mut self, slot: u32, p: &Placement, sign: i64) {
         let st = &mut self.slots[slot as usize];
+        if p.assumed {
+            st.assumed = st.assumed.saturating_add_signed(sign as i32);
+        }
         add(&mut st.used, &p.requests, sign);
         st.nonzero[0] += sign * p.nonzero[0];
         st.nonzero[1] += sign * p.nonzero[1];
@@ -505,6 +542,8 @@ impl Cache {
             nodes: self.live_nodes,
             profile: self.profile.clone(),
             gpu_slot: self.registry.lookup("nvidia.com/gpu"),
+            sharding: self.sharding,
+            shard: self.shard.clone(),
         }))
     }
 

@@ -16,6 +16,9 @@ use crate::clock::Nanos;
 use crate::conf::Profile;
 use crate::model::{CompiledPod, NodeInput, PodInput, compile_pod};
 use crate::queue::{PodState, QueueDepths, QueueOptions, SchedulingQueue, reason};
+use crate::shard::{
+    Coordinator, NodeSet, ShardInput, ShardStatusIntent, ShardingMode, ShardingOptions,
+};
 use crate::snapshot::Snapshot;
 use crate::stats::{Stats, inc};
 use crate::sync::HandOff;
@@ -54,6 +57,14 @@ pub enum Input {
     /// dropped, except our own assumptions whose binding the watch has not shown yet.
     BoundPodReset(Vec<PodInput>),
     Profile(Arc<Profile>),
+    /// A NodeShard was added or changed (ignored in sharding mode `none`).
+    ShardApply(ShardInput),
+    ShardDelete(String),
+    /// A relist of the NodeShards (the complete set).
+    ShardReset(Vec<ShardInput>),
+    /// The outcome of an [`Intent::ShardStatus`]: the status as written, or `None` if the write
+    /// failed (it is retried).
+    ShardStatusWritten(Option<ShardStatusIntent>),
     /// Nothing happened, but look at the queue now (e.g. leadership was just acquired).
     Tick,
     BindOutcome {
@@ -117,6 +128,8 @@ pub struct StatusIntent {
 pub enum Intent {
     Bind(BindIntent),
     Status(StatusIntent),
+    /// Write our own NodeShard's status (`shard` module: only when the worker-sync rule allows).
+    ShardStatus(ShardStatusIntent),
     /// Input the engine rejected (for the embedder's log); the engine keeps going.
     Error(CoreError),
 }
@@ -162,6 +175,13 @@ pub struct Core {
     /// A worker that decided "unschedulable" on an older snapshot missed them (the pool was
     /// woken before its pod entered it), so its pod is retried instead of parked.
     wakes: std::collections::VecDeque<(u64, reason::ReasonMask)>,
+    /// Sharding (`shard` module); `None` in mode `none`.
+    shard: Option<Coordinator>,
+    /// First snapshot sequence carrying the current shard view.
+    view_seq: u64,
+    /// A node got or lost a slot: the view's slot set must be rebuilt.
+    shard_slots_dirty: bool,
+    was_leading: bool,
 }
 
 /// Wake-ups remembered for stale unschedulable decisions.
@@ -185,7 +205,23 @@ impl Core {
             stats,
             pending_events: 0,
             wakes: std::collections::VecDeque::new(),
+            shard: None,
+            view_seq: 0,
+            shard_slots_dirty: false,
+            was_leading: false,
         }
+    }
+
+    /// Schedule within a NodeShard (`--scheduler-sharding-mode` soft or hard).
+    pub fn with_sharding(mut self, opts: ShardingOptions) -> Core {
+        self.cache.set_shard(opts.mode, None);
+        self.shard = (opts.mode != ShardingMode::None).then(|| Coordinator::new(opts));
+        self
+    }
+
+    /// The sharding coordinator, if sharding is on.
+    pub fn shard(&self) -> Option<&Coordinator> {
+        self.shard.as_ref()
     }
 
     pub fn cache(&self) -> &Cache {
@@ -221,16 +257,44 @@ impl Core {
 
     pub fn handle(&mut self, input: Input, now: Nanos) {
         match input {
-            Input::NodeApply(n) => match self.cache.apply_node(&n, self.shared.horizon()) {
-                Ok(mask) => self.pending_events |= mask,
-                Err(e) => self.emit(Intent::Error(e.into())),
-            },
-            Input::NodeDelete(name) => self.pending_events |= self.cache.delete_node(&name),
+            Input::NodeApply(n) => {
+                let before = self.cache.node_slot(&n.name);
+                match self.cache.apply_node(&n, self.shared.horizon()) {
+                    Ok(mask) => self.pending_events |= mask,
+                    Err(e) => self.emit(Intent::Error(e.into())),
+                }
+                self.shard_slots_dirty |= before != self.cache.node_slot(&n.name);
+            }
+            Input::NodeDelete(name) => {
+                self.shard_slots_dirty |= self.cache.node_slot(&name).is_some();
+                self.pending_events |= self.cache.delete_node(&name);
+            }
             Input::NodeReset(nodes) => {
                 let (mask, errors) = self.cache.reset_nodes(&nodes, self.shared.horizon());
                 self.pending_events |= mask;
+                self.shard_slots_dirty = true;
                 for e in errors {
                     self.emit(Intent::Error(e.into()));
+                }
+            }
+            Input::ShardApply(s) => {
+                if let Some(c) = &mut self.shard {
+                    c.apply(s);
+                }
+            }
+            Input::ShardDelete(name) => {
+                if let Some(c) = &mut self.shard {
+                    c.delete(&name);
+                }
+            }
+            Input::ShardReset(all) => {
+                if let Some(c) = &mut self.shard {
+                    c.reset(all);
+                }
+            }
+            Input::ShardStatusWritten(written) => {
+                if let Some(c) = &mut self.shard {
+                    c.write_done(written.as_ref(), now);
                 }
             }
             Input::PodApply(p) => self.apply_pod(p, now),
@@ -424,11 +488,20 @@ impl Core {
             Outcome::Paused => self.queue.requeue_active(&uid),
             Outcome::Unschedulable(summary) => {
                 let cache = &self.cache;
-                let message = failure_message(
+                let mut message = failure_message(
                     &summary,
                     |s| cache.registry.name(s).to_owned(),
                     |id| cache.interner.resolve(id).to_owned(),
                 );
+                if summary.shard_missing
+                    && let Some(c) = &self.shard
+                {
+                    message.push_str(&format!(
+                        " NodeShard {:?} does not exist: in hard sharding mode no pod is \
+                         scheduled until it does.",
+                        c.shard_name()
+                    ));
+                }
                 let pod = r.task.pod.clone();
                 self.queue.mark_unschedulable(&uid, summary.mask, now);
                 // Decided on a snapshot older than a wake-up that could help: retry it.
@@ -457,6 +530,7 @@ impl Core {
     /// next time the queue needs attention.
     pub fn flush(&mut self, now: Nanos, clock_nanos: impl Fn() -> u64) -> Option<Nanos> {
         let t0 = clock_nanos();
+        self.refresh_shard_view();
         if let Some(snap) = self.cache.publish() {
             self.shared.publish(snap);
             inc(&self.stats.driver.publications, 1);
@@ -477,7 +551,64 @@ impl Core {
         self.queue.flush_unschedulable(now);
         self.pump(now);
         self.stats.set_queue_depths(self.queue.depths());
-        self.queue.next_deadline()
+        let shard_deadline = self.shard_status(now);
+        match (self.queue.next_deadline(), shard_deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Recompute the shard view and its slot set; the next publication carries it.
+    fn refresh_shard_view(&mut self) {
+        let Some(c) = &mut self.shard else { return };
+        let changed = c.refresh_view();
+        if changed.is_none() && !std::mem::take(&mut self.shard_slots_dirty) {
+            return;
+        }
+        self.shard_slots_dirty = false;
+        let set = c.view().map(|names| {
+            Arc::new(NodeSet::from_slots(
+                names.iter().filter_map(|n| self.cache.node_slot(n)),
+            ))
+        });
+        self.cache.set_shard(c.mode(), set);
+        if changed.is_some() {
+            // Workers on an older snapshot may still use the old view (worker-sync rule).
+            self.view_seq = self.cache.next_seq();
+        }
+        if changed == Some(true) {
+            // New shard nodes can help any unschedulable pod.
+            self.pending_events |= reason::ALL;
+        }
+    }
+
+    /// Emit our NodeShard's status when it is due and allowed (`shard` module, rules 3–5).
+    /// Returns when the coordinator next needs a look.
+    fn shard_status(&mut self, now: Nanos) -> Option<Nanos> {
+        let c = self.shard.as_mut()?;
+        let leading = self.shared.leading.load(crate::sync::Ordering::Acquire);
+        if leading && !self.was_leading {
+            c.term_started();
+        }
+        self.was_leading = leading;
+        if leading {
+            let workers_current = self.shared.horizon() >= self.view_seq;
+            let (cache, versions) = (&self.cache, &self.shared.versions);
+            // Nothing of ours can land on the node any more: every claim on it is applied
+            // (counter = applied count) and every pod assumed there has finished binding.
+            let drained = |name: &str| {
+                cache.node_slot(name).is_none_or(|slot| {
+                    cache.assumed_on(slot) == 0
+                        && versions.current(slot as usize) == cache.applied(slot)
+                })
+            };
+            if let Some(intent) = c.status_to_write(now, workers_current, drained) {
+                inc(&self.stats.driver.shard_status_intents, 1);
+                let _ = self.intents.send(Intent::ShardStatus(intent));
+            }
+        }
+        self.stats.set_shard_gauges(c.gauges());
+        c.next_deadline()
     }
 
     fn pump(&mut self, now: Nanos) {

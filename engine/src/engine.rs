@@ -36,6 +36,8 @@ pub struct EngineOptions {
     /// millisecond of inversion.
     pub handoff_capacity: Option<usize>,
     pub profile: Profile,
+    /// `--scheduler-sharding-mode` and `--scheduler-sharding-name`.
+    pub sharding: crate::shard::ShardingOptions,
     /// Longest the driver waits without any input before it looks at the queue's timers.
     pub idle_tick: Duration,
 }
@@ -48,6 +50,7 @@ impl Default for EngineOptions {
             queue: QueueOptions::default(),
             handoff_capacity: None,
             profile: Profile::default(),
+            sharding: crate::shard::ShardingOptions::default(),
             idle_tick: Duration::from_millis(100),
         }
     }
@@ -97,6 +100,7 @@ impl Engine {
         let versions = Arc::new(BindVersions::default());
         let profile = Arc::new(opts.profile.clone());
         let mut cache = Cache::new(versions.clone(), profile.clone());
+        cache.set_shard(opts.sharding.mode, None);
         let first = cache
             .publish()
             .unwrap_or_else(|| Arc::new(Snapshot::empty(profile)));
@@ -112,7 +116,8 @@ impl Engine {
             shared.clone(),
             itx,
             stats.clone(),
-        );
+        )
+        .with_sharding(opts.sharding);
 
         let cores = if opts.pin_workers {
             core_affinity::get_core_ids().unwrap_or_default()

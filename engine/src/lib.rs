@@ -3,8 +3,9 @@
 //! Layout (DESIGN.md §1–3): [`model`] (compact objects and validated conversions), [`conf`]
 //! (Volcano's config schema), [`cache`] (the single writer) building [`snapshot`]s, [`queue`]
 //! (activeQ/backoffQ/unschedulable pool), [`plugins`] + [`allocate`] (filters, scores,
-//! candidate selection), [`binder`] (per-node bind versions and the claim), [`worker`] (the
-//! scheduling cycle), [`core`] (the driver's state machine) and [`engine`] (threads).
+//! candidate selection), [`binder`] (per-node bind versions and the claim), [`shard`] (the
+//! NodeShard coordinator and the none/soft/hard node-set views), [`worker`] (the scheduling
+//! cycle), [`core`] (the driver's state machine) and [`engine`] (threads).
 //!
 //! No tokio, no kube, no HTTP, no OS clock, no sleeps: inputs are [`core::Input`]s, outputs are
 //! [`core::Intent`]s, and time comes from a [`clock::Clock`].
@@ -22,6 +23,7 @@ pub mod engine;
 pub mod model;
 pub mod plugins;
 pub mod queue;
+pub mod shard;
 pub mod snapshot;
 pub mod stats;
 pub mod sync;
@@ -33,3 +35,4 @@ pub use crate::core::{BindIntent, BindResult, Input, Intent, StatusIntent, Statu
 #[cfg(not(loom))]
 pub use crate::engine::{Engine, EngineError, EngineHandle, EngineOptions};
 pub use crate::model::{NodeInput, PodInput};
+pub use crate::shard::{ShardInput, ShardStatusIntent, ShardingMode, ShardingOptions};

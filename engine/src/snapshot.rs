@@ -15,6 +15,7 @@
 
 use crate::conf::Profile;
 use crate::model::{HostPort, NodeMeta, Slot};
+use crate::shard::{NodeSet, ShardingMode};
 use std::sync::Arc;
 
 /// Node slots per chunk.
@@ -183,6 +184,10 @@ pub struct Snapshot {
     pub profile: Arc<Profile>,
     /// Slot of `nvidia.com/gpu` (BalancedAllocation considers it when a pod requests it).
     pub gpu_slot: Option<Slot>,
+    pub sharding: ShardingMode,
+    /// The shard's node-set view (`shard` module); `None` in mode `none` and while the own
+    /// NodeShard does not exist.
+    pub shard: Option<Arc<NodeSet>>,
 }
 
 impl Snapshot {
@@ -193,6 +198,8 @@ impl Snapshot {
             nodes: 0,
             profile,
             gpu_slot: None,
+            sharding: ShardingMode::None,
+            shard: None,
         }
     }
 

@@ -27,6 +27,9 @@ pub struct DriverCounters {
     pub rejected_pods: AtomicU64,
     pub status_intents: AtomicU64,
     pub stale_results: AtomicU64,
+    pub shard_status_intents: AtomicU64,
+    /// Sharding gauges as of the last flush: desired, view, in use, draining, missing (0/1).
+    pub shard: [AtomicU64; 5],
     /// Queue depths as of the last flush (gauges): active, backoff, unschedulable, gated,
     /// in flight, binding.
     pub depths: [AtomicU64; 6],
@@ -55,6 +58,8 @@ pub struct StatsSnapshot {
     pub rejected_pods: u64,
     pub status_intents: u64,
     pub stale_results: u64,
+    pub shard_status_intents: u64,
+    pub shard: crate::shard::ShardGauges,
 }
 
 impl Stats {
@@ -69,6 +74,22 @@ impl Stats {
             gated: r(3),
             in_flight: r(4),
             binding: r(5),
+        }
+    }
+
+    pub(crate) fn set_shard_gauges(&self, g: crate::shard::ShardGauges) {
+        let d = &self.driver.shard;
+        for (i, v) in [
+            g.desired,
+            g.view,
+            g.in_use,
+            g.draining,
+            usize::from(g.missing),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            d[i].store(v as u64, Ordering::Relaxed);
         }
     }
 
@@ -118,6 +139,15 @@ impl Stats {
         s.rejected_pods = r(&d.rejected_pods);
         s.status_intents = r(&d.status_intents);
         s.stale_results = r(&d.stale_results);
+        s.shard_status_intents = r(&d.shard_status_intents);
+        let g = |i: usize| r(&d.shard[i]) as usize;
+        s.shard = crate::shard::ShardGauges {
+            desired: g(0),
+            view: g(1),
+            in_use: g(2),
+            draining: g(3),
+            missing: g(4) != 0,
+        };
         s
     }
 }

@@ -24,6 +24,8 @@ pub enum Failure {
     Taint { key: u32, value: u32 },
     /// `node(s) didn't have free ports for the requested pod ports`.
     Ports,
+    /// `node isn't in scheduler node shard` (hard sharding mode; upstream's text).
+    NotInShard,
 }
 
 /// Most requested resources resolved to rows up front; pods asking for more take the slow path.

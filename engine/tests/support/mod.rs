@@ -8,6 +8,7 @@
 use magma_engine::core::{BindResult, Input, Intent, StatusIntent};
 use magma_engine::model::{ContainerInput, NodeInput, PodInput, TaintInput};
 use magma_engine::{Clock, Engine, EngineOptions, Nanos};
+use magma_engine::{ShardInput, ShardStatusIntent};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -86,6 +87,12 @@ pub struct Cluster {
     pub statuses: Vec<StatusIntent>,
     pub double_binds: Vec<String>,
     pub errors: Vec<String>,
+    /// NodeShards by name; status writes are applied and echoed like a watch would.
+    pub shards: HashMap<String, ShardInput>,
+    pub shard_writes: Vec<ShardStatusIntent>,
+    /// Hold bind intents instead of answering them (see `release_binds`).
+    pub hold_binds: bool,
+    pub held: Vec<magma_engine::BindIntent>,
 }
 
 impl Cluster {
@@ -111,6 +118,71 @@ impl Cluster {
         e.handle().send(Input::PodDelete { uid: uid.into() });
     }
 
+    /// Create or replace a NodeShard's spec (as the shard controller would), keeping its status.
+    pub fn set_shard(&mut self, e: &Engine, name: &str, desired: &[&str]) {
+        let entry = self
+            .shards
+            .entry(name.to_owned())
+            .or_insert_with(|| ShardInput {
+                name: name.to_owned(),
+                ..Default::default()
+            });
+        entry.nodes_desired = desired.iter().map(|s| s.to_string()).collect();
+        e.handle().send(Input::ShardApply(entry.clone()));
+    }
+
+    /// Write another scheduler's status (as that scheduler would).
+    pub fn set_shard_in_use(&mut self, e: &Engine, name: &str, in_use: &[&str]) {
+        let entry = self
+            .shards
+            .entry(name.to_owned())
+            .or_insert_with(|| ShardInput {
+                name: name.to_owned(),
+                ..Default::default()
+            });
+        entry.nodes_in_use = in_use.iter().map(|s| s.to_string()).collect();
+        e.handle().send(Input::ShardApply(entry.clone()));
+    }
+
+    pub fn in_use(&self, shard: &str) -> Vec<String> {
+        let mut v = self
+            .shards
+            .get(shard)
+            .map(|s| s.nodes_in_use.clone())
+            .unwrap_or_default();
+        v.sort();
+        v
+    }
+
+    /// Answer the bind intents held while `hold_binds` was set.
+    pub fn release_binds(&mut self, e: &Engine) {
+        for b in std::mem::take(&mut self.held) {
+            self.answer_bind(e, b);
+        }
+    }
+
+    fn answer_bind(&mut self, e: &Engine, b: magma_engine::BindIntent) {
+        let uid = b.pod.uid.to_string();
+        let result = match self.pods.get_mut(&uid) {
+            None => BindResult::PodGone,
+            Some(p) if p.node_name.is_some() => {
+                self.double_binds.push(uid.clone());
+                BindResult::AlreadyBound
+            }
+            Some(p) => {
+                p.node_name = Some(b.node.to_string());
+                p.phase = magma_engine::model::PodPhase::Running;
+                self.bindings.push((uid.clone(), b.node.to_string()));
+                BindResult::Bound
+            }
+        };
+        let echo = (result == BindResult::Bound).then(|| self.pods[&uid].clone());
+        e.handle().send(Input::BindOutcome { uid, result });
+        if let Some(p) = echo {
+            e.handle().send(Input::PodApply(p));
+        }
+    }
+
     pub fn bound_count(&self) -> usize {
         self.pods.values().filter(|p| p.node_name.is_some()).count()
     }
@@ -128,28 +200,24 @@ impl Cluster {
                 return true;
             }
             match e.intents().recv_timeout(Duration::from_millis(20)) {
-                Ok(Intent::Bind(b)) => {
-                    let uid = b.pod.uid.to_string();
-                    let result = match self.pods.get_mut(&uid) {
-                        None => BindResult::PodGone,
-                        Some(p) if p.node_name.is_some() => {
-                            self.double_binds.push(uid.clone());
-                            BindResult::AlreadyBound
-                        }
-                        Some(p) => {
-                            p.node_name = Some(b.node.to_string());
-                            p.phase = magma_engine::model::PodPhase::Running;
-                            self.bindings.push((uid.clone(), b.node.to_string()));
-                            BindResult::Bound
-                        }
-                    };
-                    let echo = (result == BindResult::Bound).then(|| self.pods[&uid].clone());
-                    e.handle().send(Input::BindOutcome { uid, result });
-                    if let Some(p) = echo {
-                        e.handle().send(Input::PodApply(p));
-                    }
-                }
+                Ok(Intent::Bind(b)) if self.hold_binds => self.held.push(b),
+                Ok(Intent::Bind(b)) => self.answer_bind(e, b),
                 Ok(Intent::Status(s)) => self.statuses.push(s),
+                Ok(Intent::ShardStatus(w)) => {
+                    // The API server applies the status write; the watch echoes the object.
+                    let written = match self.shards.get_mut(&*w.shard) {
+                        Some(s) => {
+                            s.nodes_in_use = w.nodes_in_use.clone();
+                            s.nodes_to_add = w.nodes_to_add.clone();
+                            s.nodes_to_remove = w.nodes_to_remove.clone();
+                            e.handle().send(Input::ShardApply(s.clone()));
+                            Some(w.clone())
+                        }
+                        None => None,
+                    };
+                    self.shard_writes.push(w);
+                    e.handle().send(Input::ShardStatusWritten(written));
+                }
                 Ok(Intent::Error(err)) => self.errors.push(err.to_string()),
                 Err(_) => {}
             }

@@ -1,0 +1,319 @@
+//! The coordinator's rules. The worker-sync cases are ported from Volcano's
+//! `pkg/agentscheduler/cache/shard_coordinator_test.go` (Apache-2.0, volcano-sh/volcano):
+//! already synced → no write; a worker on an old revision blocks the update; all workers
+//! current → update; a revision bump while a worker is mid-cycle → exactly one update.
+
+use super::*;
+
+fn opts(mode: ShardingMode) -> ShardingOptions {
+    ShardingOptions {
+        mode,
+        shard_name: "a".into(),
+        handover_hold: Duration::from_secs(15),
+    }
+}
+
+fn shard(name: &str, desired: &[&str], in_use: &[&str]) -> ShardInput {
+    let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let desired_set: BTreeSet<&str> = desired.iter().copied().collect();
+    let in_use_set: BTreeSet<&str> = in_use.iter().copied().collect();
+    ShardInput {
+        name: name.into(),
+        nodes_desired: v(desired),
+        nodes_in_use: v(in_use),
+        nodes_to_add: desired_set
+            .difference(&in_use_set)
+            .map(|s| s.to_string())
+            .collect(),
+        nodes_to_remove: in_use_set
+            .difference(&desired_set)
+            .map(|s| s.to_string())
+            .collect(),
+    }
+}
+
+/// A status written by someone who only maintains `nodesInUse`.
+fn stale(name: &str, desired: &[&str], in_use: &[&str]) -> ShardInput {
+    ShardInput {
+        nodes_to_add: vec![],
+        nodes_to_remove: vec![],
+        ..shard(name, desired, in_use)
+    }
+}
+
+fn names(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+fn view(c: &Coordinator) -> Option<Vec<&str>> {
+    c.view().map(|v| v.iter().map(String::as_str).collect())
+}
+
+const T0: Nanos = Nanos(0);
+const LATER: Nanos = Nanos(60_000_000_000);
+
+/// A leading coordinator without a hand-over hold.
+fn settled(mode: ShardingMode) -> Coordinator {
+    let mut c = Coordinator::new(ShardingOptions {
+        handover_hold: Duration::ZERO,
+        ..opts(mode)
+    });
+    c.term_started();
+    c
+}
+
+#[test]
+fn own_shard_missing_gives_no_view_and_no_write() {
+    let mut c = settled(ShardingMode::Hard);
+    c.apply(shard("b", &["n1"], &["n1"]));
+    c.refresh_view();
+    assert_eq!(view(&c), None);
+    assert!(c.gauges().missing);
+    assert!(c.status_to_write(T0, true, |_| true).is_none());
+}
+
+#[test]
+fn write_before_use_then_use() {
+    let mut c = settled(ShardingMode::Hard);
+    c.apply(shard("a", &["n1", "n2"], &[]));
+    assert_eq!(c.refresh_view(), Some(true), "an empty view appears");
+    assert_eq!(view(&c), Some(vec![]), "nothing used before it is claimed");
+    let w = c.status_to_write(LATER, true, |_| true).expect("claim");
+    assert_eq!(w.nodes_in_use, names(&["n1", "n2"]));
+    assert!(w.nodes_to_add.is_empty() && w.nodes_to_remove.is_empty());
+    c.write_done(Some(&w), LATER);
+    assert!(
+        c.status_to_write(LATER, true, |_| true).is_none(),
+        "written, waiting for the echo"
+    );
+    // The echo: now the nodes are used.
+    c.apply(shard("a", &["n1", "n2"], &["n1", "n2"]));
+    assert_eq!(c.refresh_view(), Some(true));
+    assert_eq!(view(&c), Some(vec!["n1", "n2"]));
+    assert!(c.status_to_write(LATER, true, |_| true).is_none(), "synced");
+}
+
+#[test]
+fn already_synced_writes_nothing() {
+    let mut c = settled(ShardingMode::Hard);
+    c.apply(shard("a", &["n1"], &["n1"]));
+    c.apply(shard("b", &["n2"], &["n2"]));
+    c.refresh_view();
+    assert_eq!(view(&c), Some(vec!["n1"]));
+    assert!(c.status_to_write(LATER, true, |_| true).is_none());
+}
+
+#[test]
+fn nodes_in_use_elsewhere_are_excluded_and_listed_to_add() {
+    let mut c = settled(ShardingMode::Hard);
+    c.apply(stale("a", &["n1", "n2"], &["n1"]));
+    c.apply(shard("b", &["n3"], &["n2", "n3"]));
+    c.refresh_view();
+    assert_eq!(view(&c), Some(vec!["n1"]));
+    let w = c
+        .status_to_write(LATER, true, |_| true)
+        .expect("nodesToAdd changes");
+    assert_eq!(w.nodes_in_use, names(&["n1"]));
+    assert_eq!(w.nodes_to_add, names(&["n2"]));
+    c.write_done(Some(&w), LATER);
+    c.apply(shard("a", &["n1", "n2"], &["n1"]));
+    c.refresh_view();
+    // b releases n2: we claim it, then use it after the echo.
+    c.apply(shard("b", &["n3"], &["n3"]));
+    c.refresh_view();
+    assert_eq!(view(&c), Some(vec!["n1"]));
+    let w = c.status_to_write(LATER, true, |_| true).expect("claim n2");
+    assert_eq!(w.nodes_in_use, names(&["n1", "n2"]));
+    c.write_done(Some(&w), LATER);
+    c.apply(shard("a", &["n1", "n2"], &["n1", "n2"]));
+    c.refresh_view();
+    assert_eq!(view(&c), Some(vec!["n1", "n2"]));
+}
+
+#[test]
+fn a_worker_on_an_old_revision_blocks_the_update() {
+    let mut c = settled(ShardingMode::Hard);
+    c.apply(shard("a", &["n1", "n2"], &["n1", "n2"]));
+    c.refresh_view();
+    c.apply(shard("a", &["n1"], &["n1", "n2"]));
+    assert!(c.refresh_view().is_some(), "revision bump");
+    assert_eq!(view(&c), Some(vec!["n1"]));
+    assert!(
+        c.status_to_write(LATER, false, |_| true).is_none(),
+        "a worker still schedules against the old view"
+    );
+    let w = c
+        .status_to_write(LATER, true, |_| true)
+        .expect("all workers current");
+    assert_eq!(w.nodes_in_use, names(&["n1"]));
+}
+
+#[test]
+fn revision_bumps_mid_cycle_yield_exactly_one_update() {
+    let mut c = settled(ShardingMode::Hard);
+    c.apply(shard("a", &["n1", "n2", "n3"], &["n1", "n2", "n3"]));
+    c.refresh_view();
+    let r0 = c.revision();
+    c.apply(shard("a", &["n1", "n2"], &["n1", "n2", "n3"]));
+    c.refresh_view();
+    assert!(c.status_to_write(LATER, false, |_| true).is_none());
+    c.apply(shard("a", &["n1"], &["n1", "n2", "n3"]));
+    c.refresh_view();
+    assert_eq!(c.revision(), r0 + 2);
+    assert!(c.status_to_write(LATER, false, |_| true).is_none());
+    let w = c
+        .status_to_write(LATER, true, |_| true)
+        .expect("one update");
+    assert_eq!(w.nodes_in_use, names(&["n1"]), "the latest state");
+    assert_eq!(w.revision, r0 + 2);
+    assert!(
+        c.status_to_write(LATER, true, |_| true).is_none(),
+        "no second write while one is in flight"
+    );
+    c.write_done(Some(&w), LATER);
+    assert!(c.status_to_write(LATER, true, |_| true).is_none());
+}
+
+#[test]
+fn a_released_node_stays_in_use_until_drained() {
+    let mut c = settled(ShardingMode::Hard);
+    c.apply(shard("a", &["n1", "n2"], &["n1", "n2"]));
+    c.refresh_view();
+    c.apply(shard("a", &["n1"], &["n1", "n2"]));
+    c.refresh_view();
+    assert_eq!(view(&c), Some(vec!["n1"]), "n2 is no longer used");
+    assert!(
+        c.status_to_write(LATER, true, |n| n != "n2").is_none(),
+        "n2 still has a pod binding: nothing changes yet"
+    );
+    assert_eq!(c.gauges().draining, 1);
+    let w = c.status_to_write(LATER, true, |_| true).expect("drained");
+    assert_eq!(w.nodes_in_use, names(&["n1"]));
+    assert!(w.nodes_to_remove.is_empty());
+}
+
+#[test]
+fn a_release_waiting_to_drain_is_reported_as_to_remove() {
+    let mut c = settled(ShardingMode::Hard);
+    c.apply(shard("a", &["n1", "n2"], &["n1", "n2"]));
+    c.refresh_view();
+    // The controller moved n2 to b: b waits for us.
+    c.apply(stale("a", &["n1"], &["n1", "n2"]));
+    c.refresh_view();
+    let w = c
+        .status_to_write(LATER, true, |n| n != "n2")
+        .expect("nodesToRemove lists n2");
+    assert_eq!(w.nodes_in_use, names(&["n1", "n2"]));
+    assert_eq!(w.nodes_to_remove, names(&["n2"]));
+}
+
+#[test]
+fn handover_hold_keeps_inherited_nodes_until_it_ends() {
+    let mut c = Coordinator::new(opts(ShardingMode::Hard));
+    c.apply(stale("a", &["n1"], &["n1", "n2"]));
+    c.refresh_view();
+    c.term_started();
+    let t = Nanos(1_000_000_000);
+    let w = c.status_to_write(t, true, |_| true).expect("nodesToRemove");
+    assert_eq!(w.nodes_in_use, names(&["n1", "n2"]), "n2 held");
+    c.write_done(Some(&w), t);
+    c.apply(ShardInput {
+        nodes_to_remove: names(&["n2"]),
+        ..shard("a", &["n1"], &["n1", "n2"])
+    });
+    let before_end = Nanos(t.0 + 14_000_000_000);
+    assert!(c.status_to_write(before_end, true, |_| true).is_none());
+    assert_eq!(c.next_deadline(), Some(Nanos(t.0 + 15_000_000_000)));
+    let after = Nanos(t.0 + 15_000_000_000);
+    let w = c.status_to_write(after, true, |_| true).expect("released");
+    assert_eq!(w.nodes_in_use, names(&["n1"]));
+    assert_eq!(c.next_deadline(), None);
+}
+
+#[test]
+fn the_hold_is_taken_per_term_from_the_status_then() {
+    let mut c = Coordinator::new(opts(ShardingMode::Hard));
+    c.term_started();
+    // Our shard appears only later: the hold is taken from the first status seen.
+    c.apply(stale("a", &["n1"], &["n1", "n2"]));
+    c.refresh_view();
+    let w = c.status_to_write(T0, true, |_| true).expect("write");
+    assert_eq!(w.nodes_in_use, names(&["n1", "n2"]));
+    c.write_done(Some(&w), T0);
+    // A new term inherits what the status says at that time.
+    c.apply(shard("a", &["n1"], &["n1"]));
+    c.term_started();
+    c.refresh_view();
+    assert!(c.status_to_write(Nanos(1), true, |_| true).is_none());
+}
+
+#[test]
+fn failed_writes_are_retried_after_a_pause() {
+    let mut c = settled(ShardingMode::Hard);
+    c.apply(shard("a", &["n1"], &[]));
+    c.refresh_view();
+    let w = c.status_to_write(LATER, true, |_| true).expect("claim");
+    c.write_done(None, LATER);
+    assert!(c.status_to_write(LATER, true, |_| true).is_none(), "paused");
+    let retry = c.next_deadline().expect("retry time");
+    assert_eq!(retry, Nanos(LATER.0 + RETRY_AFTER.as_nanos() as u64));
+    let again = c.status_to_write(retry, true, |_| true).expect("retried");
+    assert_eq!(again.nodes_in_use, w.nodes_in_use);
+}
+
+#[test]
+fn someone_elses_status_write_is_corrected() {
+    let mut c = settled(ShardingMode::Hard);
+    c.apply(shard("a", &["n1"], &["n1"]));
+    c.refresh_view();
+    assert!(c.status_to_write(LATER, true, |_| true).is_none());
+    // Someone cleared our status: we claim again, and stop using n1 until the echo.
+    c.apply(shard("a", &["n1"], &[]));
+    c.refresh_view();
+    assert_eq!(view(&c), Some(vec![]));
+    let w = c.status_to_write(LATER, true, |_| true).expect("rewrite");
+    assert_eq!(w.nodes_in_use, names(&["n1"]));
+}
+
+#[test]
+fn a_later_claim_by_another_shard_takes_the_node_out_of_the_view() {
+    let mut c = settled(ShardingMode::Hard);
+    c.apply(shard("a", &["n1"], &["n1"]));
+    c.refresh_view();
+    assert_eq!(view(&c), Some(vec!["n1"]));
+    c.apply(shard("b", &["n1"], &["n1"]));
+    assert_eq!(c.refresh_view(), Some(false), "shrank");
+    assert_eq!(view(&c), Some(vec![]), "never two users at once");
+}
+
+#[test]
+fn deleted_and_reset_shards() {
+    let mut c = settled(ShardingMode::Soft);
+    c.apply(shard("a", &["n1"], &["n1"]));
+    c.apply(shard("b", &["n2"], &["n2"]));
+    c.refresh_view();
+    c.delete("a");
+    c.refresh_view();
+    assert_eq!(view(&c), None);
+    assert!(c.gauges().missing);
+    c.reset(vec![shard("a", &["n1", "n2"], &["n1", "n2"])]);
+    c.refresh_view();
+    assert_eq!(
+        view(&c),
+        Some(vec!["n1", "n2"]),
+        "b is gone after the relist"
+    );
+    assert!(!c.gauges().missing);
+    assert_eq!(c.gauges().desired, 2);
+}
+
+#[test]
+fn node_sets_are_chunk_masks() {
+    let s = NodeSet::from_slots([0, 1, 63, 64, 200, 1, 0]);
+    assert_eq!(s.count, 5);
+    assert_eq!(s.mask(0), 1 | 2 | 1 << 63);
+    assert_eq!(s.mask(1), 1);
+    assert_eq!(s.mask(3), 1 << 8);
+    assert_eq!(s.mask(99), 0);
+    assert!(s.contains(200) && !s.contains(199));
+}
