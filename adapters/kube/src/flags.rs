@@ -72,45 +72,8 @@ impl FlagError {
     }
 }
 
-/// `--scheduler-sharding-mode`: whether this scheduler limits itself to its NodeShard.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ShardingMode {
-    /// Schedule on every cached node.
-    #[default]
-    None,
-    /// Prefer the shard's nodes, fall back to the rest.
-    Soft,
-    /// Only the shard's nodes.
-    Hard,
-}
-
-impl ShardingMode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ShardingMode::None => "none",
-            ShardingMode::Soft => "soft",
-            ShardingMode::Hard => "hard",
-        }
-    }
-}
-
-impl std::fmt::Display for ShardingMode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::str::FromStr for ShardingMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "none" => Ok(ShardingMode::None),
-            "soft" => Ok(ShardingMode::Soft),
-            "hard" => Ok(ShardingMode::Hard),
-            _ => Err("valid values are none, soft, hard".into()),
-        }
-    }
-}
+/// `--scheduler-sharding-mode` (the engine's type: none, soft or hard).
+pub use magma_engine::ShardingMode;
 
 /// klog's flags. Accepted so the chart's and users' command lines keep working; only `-v`
 /// (on [`Options::v`]) has an effect — Magma logs through `tracing` to stderr.
@@ -453,60 +416,14 @@ impl Options {
     /// client-go's `renewDeadline > retryPeriod × JitterFactor (1.2)` check from
     /// `NewLeaderElector`, which upstream would hit only at startup.
     fn validate_leader_election(&self) -> Result<(), FlagError> {
-        let lease = self.leader_elect_lease_duration;
-        let renew = self.leader_elect_renew_deadline;
-        let retry = self.leader_elect_retry_period;
-        for (flag, d) in [
-            ("leader-elect-lease-duration", lease),
-            ("leader-elect-renew-deadline", renew),
-            ("leader-elect-retry-period", retry),
-        ] {
-            if d.is_zero() {
-                return Err(invalid(flag, "0s", "must be greater than zero"));
-            }
-        }
-        if lease <= renew {
-            return Err(invalid(
-                "leader-elect-lease-duration",
-                &fmt_duration(lease),
-                &format!(
-                    "must be greater than --leader-elect-renew-deadline ({})",
-                    fmt_duration(renew)
-                ),
-            ));
-        }
-        if renew.as_secs_f64() <= retry.as_secs_f64() * 1.2 {
-            return Err(invalid(
-                "leader-elect-renew-deadline",
-                &fmt_duration(renew),
-                &format!(
-                    "must be greater than 1.2 × --leader-elect-retry-period ({})",
-                    fmt_duration(retry)
-                ),
-            ));
-        }
-        if self.leader_elect_resource_lock != "leases" {
-            return Err(invalid(
-                "leader-elect-resource-lock",
-                &self.leader_elect_resource_lock,
-                "only \"leases\" is supported",
-            ));
-        }
-        if self.leader_elect_resource_name.is_empty() {
-            return Err(invalid(
-                "leader-elect-resource-name",
-                "",
-                "must not be empty",
-            ));
-        }
-        if self.leader_elect_resource_namespace.is_empty() {
-            return Err(invalid(
-                "leader-elect-resource-namespace",
-                "",
-                "must not be empty",
-            ));
-        }
-        Ok(())
+        validate_leader_election(
+            self.leader_elect_lease_duration,
+            self.leader_elect_renew_deadline,
+            self.leader_elect_retry_period,
+            &self.leader_elect_resource_lock,
+            &self.leader_elect_resource_name,
+            &self.leader_elect_resource_namespace,
+        )
     }
 
     /// The engine's feasible-node sampling from the three sampling flags.
@@ -585,6 +502,69 @@ impl Options {
     }
 }
 
+/// component-base's `ValidateLeaderElectionConfiguration` plus client-go's `renewDeadline >
+/// retryPeriod × JitterFactor (1.2)` check; shared by both binaries' flags.
+pub(crate) fn validate_leader_election(
+    lease: Duration,
+    renew: Duration,
+    retry: Duration,
+    lock: &str,
+    name: &str,
+    namespace: &str,
+) -> Result<(), FlagError> {
+    for (flag, d) in [
+        ("leader-elect-lease-duration", lease),
+        ("leader-elect-renew-deadline", renew),
+        ("leader-elect-retry-period", retry),
+    ] {
+        if d.is_zero() {
+            return Err(invalid(flag, "0s", "must be greater than zero"));
+        }
+    }
+    if lease <= renew {
+        return Err(invalid(
+            "leader-elect-lease-duration",
+            &fmt_duration(lease),
+            &format!(
+                "must be greater than --leader-elect-renew-deadline ({})",
+                fmt_duration(renew)
+            ),
+        ));
+    }
+    if renew.as_secs_f64() <= retry.as_secs_f64() * 1.2 {
+        return Err(invalid(
+            "leader-elect-renew-deadline",
+            &fmt_duration(renew),
+            &format!(
+                "must be greater than 1.2 × --leader-elect-retry-period ({})",
+                fmt_duration(retry)
+            ),
+        ));
+    }
+    if lock != "leases" {
+        return Err(invalid(
+            "leader-elect-resource-lock",
+            lock,
+            "only \"leases\" is supported",
+        ));
+    }
+    if name.is_empty() {
+        return Err(invalid(
+            "leader-elect-resource-name",
+            "",
+            "must not be empty",
+        ));
+    }
+    if namespace.is_empty() {
+        return Err(invalid(
+            "leader-elect-resource-namespace",
+            "",
+            "must not be empty",
+        ));
+    }
+    Ok(())
+}
+
 fn named_address_error(flag: &str, value: &str, e: FlagError) -> FlagError {
     match e {
         FlagError::Address { reason, .. } => invalid(flag, value, &reason),
@@ -592,7 +572,7 @@ fn named_address_error(flag: &str, value: &str, e: FlagError) -> FlagError {
     }
 }
 
-fn invalid(flag: &str, value: &str, reason: &str) -> FlagError {
+pub(crate) fn invalid(flag: &str, value: &str, reason: &str) -> FlagError {
     FlagError::Invalid {
         flag: flag.to_owned(),
         value: value.to_owned(),
@@ -600,7 +580,7 @@ fn invalid(flag: &str, value: &str, reason: &str) -> FlagError {
     }
 }
 
-fn positive_f32(flag: &str, v: f32) -> Result<(), FlagError> {
+pub(crate) fn positive_f32(flag: &str, v: f32) -> Result<(), FlagError> {
     if v.is_finite() && v > 0.0 {
         Ok(())
     } else {
@@ -608,7 +588,7 @@ fn positive_f32(flag: &str, v: f32) -> Result<(), FlagError> {
     }
 }
 
-fn positive_u32(flag: &str, v: u32) -> Result<(), FlagError> {
+pub(crate) fn positive_u32(flag: &str, v: u32) -> Result<(), FlagError> {
     if v > 0 {
         Ok(())
     } else {
@@ -617,7 +597,7 @@ fn positive_u32(flag: &str, v: u32) -> Result<(), FlagError> {
 }
 
 /// Rewrite argv into `argv0 --name=value ...` (see the module doc). `args[0]` is kept.
-fn normalise(cmd: &clap::Command, args: Vec<String>) -> Result<Vec<String>, FlagError> {
+pub(crate) fn normalise(cmd: &clap::Command, args: Vec<String>) -> Result<Vec<String>, FlagError> {
     let mut it = args.into_iter();
     let mut out: Vec<String> = it.next().into_iter().collect();
     if out.is_empty() {
@@ -689,7 +669,7 @@ fn normalise(cmd: &clap::Command, args: Vec<String>) -> Result<Vec<String>, Flag
 }
 
 /// Turn a clap error into a [`FlagError`] naming the flag and value.
-fn from_clap(e: clap::Error) -> FlagError {
+pub(crate) fn from_clap(e: clap::Error) -> FlagError {
     if matches!(e.kind(), ErrorKind::DisplayHelp) {
         return FlagError::Help(e.render().to_string());
     }
@@ -806,7 +786,7 @@ pub fn parse_go_duration(s: &str) -> Result<i128, String> {
 }
 
 /// A duration flag: Go syntax, not negative.
-fn parse_duration_flag(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration_flag(s: &str) -> Result<Duration, String> {
     let n = parse_go_duration(s)?;
     if n < 0 {
         return Err("must not be negative".into());
@@ -815,7 +795,7 @@ fn parse_duration_flag(s: &str) -> Result<Duration, String> {
 }
 
 /// Format like Go's `Duration.String` for whole units (enough for messages).
-fn fmt_duration(d: Duration) -> String {
+pub(crate) fn fmt_duration(d: Duration) -> String {
     format!("{d:?}")
 }
 
@@ -877,7 +857,7 @@ fn parse_go_i32(s: &str) -> Result<i32, String> {
     parse_go_ranged(s)
 }
 
-fn parse_go_u32(s: &str) -> Result<u32, String> {
+pub(crate) fn parse_go_u32(s: &str) -> Result<u32, String> {
     parse_go_ranged(s)
 }
 
@@ -885,7 +865,7 @@ fn parse_go_usize(s: &str) -> Result<usize, String> {
     parse_go_ranged(s)
 }
 
-fn parse_go_u8(s: &str) -> Result<u8, String> {
+pub(crate) fn parse_go_u8(s: &str) -> Result<u8, String> {
     parse_go_ranged(s)
 }
 
@@ -901,7 +881,7 @@ fn parse_go_u64(s: &str) -> Result<u64, String> {
 }
 
 /// Go's `strconv.ParseFloat(s, 32)` for the common forms (decimal, exponent, `Inf`, `NaN`).
-fn parse_go_f32(s: &str) -> Result<f32, String> {
+pub(crate) fn parse_go_f32(s: &str) -> Result<f32, String> {
     s.parse::<f32>().map_err(|_| "not a number".into())
 }
 

@@ -74,8 +74,24 @@ impl Readiness {
     }
 }
 
+/// Produces the `/metrics` body at each scrape (Prometheus text format 0.0.4).
+pub type MetricsEncoder = Arc<dyn Fn() -> String + Send + Sync>;
+
 /// The admin router: health routes when `healthz`, `/metrics` when `metrics` is given.
 pub fn router(readiness: Arc<Readiness>, metrics: Option<Metrics>, healthz: bool) -> Router {
+    router_with(
+        readiness,
+        metrics.map(|m| Arc::new(move || m.encode()) as MetricsEncoder),
+        healthz,
+    )
+}
+
+/// [`router`] with any metrics source (the sharding controller has its own registry).
+pub fn router_with(
+    readiness: Arc<Readiness>,
+    metrics: Option<MetricsEncoder>,
+    healthz: bool,
+) -> Router {
     let mut r = Router::new();
     if healthz {
         r = r
@@ -108,8 +124,8 @@ async fn readyz(State(r): State<Arc<Readiness>>) -> Response {
     }
 }
 
-async fn metrics_text(State(m): State<Metrics>) -> Response {
-    ([(header::CONTENT_TYPE, CONTENT_TYPE)], m.encode()).into_response()
+async fn metrics_text(State(m): State<MetricsEncoder>) -> Response {
+    ([(header::CONTENT_TYPE, CONTENT_TYPE)], m()).into_response()
 }
 
 /// Binds `addr` (port 0 picks one) and serves `router` until `shutdown` resolves. Returns the

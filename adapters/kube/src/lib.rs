@@ -9,7 +9,8 @@
 //! leader election with client-go semantics), [`reload`] (config file hot reload), [`metrics`]
 //! and [`http`] (health, readiness, Prometheus), [`ratelimit`] (token bucket), [`app`] (wiring
 //! and graceful shutdown), [`nodeshard`] (Volcano's `NodeShard` custom resource types),
-//! [`shardctl`] (the sharding controller's pure core: config, policies, node assignment).
+//! [`shardctl`] (the sharding controller: its pure core — config, policies, node assignment,
+//! hand-off pinning, sync plan — and its runtime behind the `shard-controller` binary).
 
 pub mod app;
 pub mod bind;
@@ -21,6 +22,7 @@ pub mod metrics;
 pub mod nodeshard;
 pub mod ratelimit;
 pub mod reload;
+pub mod shard;
 pub mod shardctl;
 pub mod status;
 pub mod watch;

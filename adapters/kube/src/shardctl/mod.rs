@@ -1,13 +1,26 @@
-//! The I/O-free core of the sharding controller (`shard-controller`): it decides which nodes
-//! each scheduler's NodeShard should hold. [`config`] parses and validates the sharding
-//! ConfigMap (and the deprecated flag form), [`policy`] implements `allocation-rate`, `warmup`
-//! and `node-limit`, and [`assign`] runs the greedy, exclusive assignment with the anti-flap and
-//! resync-significance rules. Nothing here talks to the API server, reads a clock or sleeps;
-//! watching the ConfigMap, nodes and pods, writing NodeShards and electing a leader belong to
-//! the caller.
+//! The sharding controller (`shard-controller`): it decides which nodes each scheduler's
+//! NodeShard should hold and keeps the NodeShards' `spec.nodesDesired` in line.
+//!
+//! The I/O-free core: [`config`] parses and validates the sharding ConfigMap (and the
+//! deprecated flag form), [`policy`] implements `allocation-rate`, `warmup` and `node-limit`,
+//! [`assign`] runs the greedy, exclusive assignment with the anti-flap and resync-significance
+//! rules, [`handoff`] keeps nodes that are still being released from moving again, [`plan`]
+//! turns all that into the writes of one sync (including the stale-shard rules), and [`index`]
+//! is the in-memory view of nodes and pod requests the watches feed. None of these talks to the
+//! API server, reads a clock or sleeps.
+//!
+//! The runtime: [`flags`] (the binary's command line), [`controller`] (watches, leader
+//! election, debounced triggers, conditional NodeShard writes) and [`metrics`] (its Prometheus
+//! registry). `docs/shard-controller.md` is the user-facing description.
 
 pub mod assign;
 pub mod config;
+pub mod controller;
+pub mod flags;
+pub mod handoff;
+pub mod index;
+pub mod metrics;
+pub mod plan;
 pub mod policy;
 
 pub use assign::{
@@ -15,4 +28,6 @@ pub use assign::{
     significant_change, significant_usage_change,
 };
 pub use config::{ConfigError, SchedulerSpec, ShardingConfig, WeightedPolicy};
+pub use handoff::{InTransit, ObservedShard, in_transit, pin_in_transit};
+pub use plan::{ShardWrite, SyncPlan, plan_sync};
 pub use policy::{Policy, PolicyError};
