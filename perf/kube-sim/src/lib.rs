@@ -30,6 +30,7 @@
 //! | `/sim/faults/expire-watches` | POST | `{"count": n}`: the next n watches get `410 Expired` |
 //! | `/sim/faults/drop-watches` | POST | close every open watch now |
 //! | `/sim/bindings`, `/sim/writes` | GET | the [`BindingRecord`]s and [`WriteRecord`]s as JSON |
+//! | `/sim/requests` | GET | the [`RequestRecord`]s (every API request: verb, group, resource, subresource, namespace, user agent) as JSON |
 //!
 //! Served resources: core `v1` nodes, pods, configmaps, namespaces, events;
 //! `coordination.k8s.io/v1` leases; `events.k8s.io/v1` events; `apiextensions.k8s.io/v1`
@@ -94,7 +95,9 @@
 //!   `InternalError` or 429 `TooManyRequests` with `Retry-After`, latency with jitter, watches
 //!   dropped after a fixed/random time, forced `410` on the next watches, drop-all-watches.
 //! - **Records**: every write request (verb, resource/subresource, namespace, name, code) and every
-//!   successful binding with its time, for "bound exactly once" and "one write per pod" checks.
+//!   successful binding with its time, for "bound exactly once" and "one write per pod" checks;
+//!   and every request of any verb as RBAC sees it (verb, group, resource, subresource,
+//!   namespace), so tests can derive the roles a client needs.
 //!
 //! ## Binary
 //!
@@ -142,7 +145,7 @@ pub use config::{SimConfig, parse_duration};
 pub use error::{ApiError, Details};
 pub use faults::{ErrorRule, FaultHandle, Faults};
 pub use kwok::{LIFETIME_ANNOTATION, node_name, node_object, nodeshard_crd, pod_object};
-pub use sim::{BindingRecord, Sim, SimError, SimHandle, WriteRecord};
+pub use sim::{BindingRecord, RequestRecord, Sim, SimError, SimHandle, WriteRecord};
 
 /// A kubeconfig for a simulator at `server` (`http://127.0.0.1:PORT`): no TLS, a dummy token.
 pub fn kubeconfig_yaml(server: &str) -> String {

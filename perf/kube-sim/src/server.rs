@@ -8,7 +8,7 @@ use crate::faults::Faults;
 use crate::patch::PatchKind;
 use crate::resources::{self, ResourceDef};
 use crate::selector::{FieldSelector, LabelSelector};
-use crate::sim::Inner;
+use crate::sim::{Inner, RequestRecord};
 use crate::store::{Part, Stored};
 use crate::watch::{self, WatchRequest};
 use axum::Router;
@@ -30,6 +30,7 @@ pub(crate) fn router(inner: Arc<Inner>) -> Router {
         .route("/sim/faults/drop-watches", post(drop_watches))
         .route("/sim/bindings", get(get_bindings))
         .route("/sim/writes", get(get_writes))
+        .route("/sim/requests", get(get_requests))
         .fallback(api)
         .with_state(inner)
 }
@@ -75,6 +76,13 @@ async fn get_bindings(State(inner): State<Arc<Inner>>) -> Response {
 async fn get_writes(State(inner): State<Arc<Inner>>) -> Response {
     let recs = handle_records(&inner).1;
     json_response(200, serde_json::to_vec(&recs).unwrap_or_default())
+}
+
+async fn get_requests(State(inner): State<Arc<Inner>>) -> Response {
+    json_response(
+        200,
+        serde_json::to_vec(&inner.requests()).unwrap_or_default(),
+    )
 }
 
 fn handle_records(inner: &Arc<Inner>) -> (Vec<crate::BindingRecord>, Vec<crate::WriteRecord>) {
@@ -275,22 +283,33 @@ async fn resource(
         ["watch", r @ ..] => (true, r),
         r => (false, r),
     };
+    let watching = legacy_watch || matches!(q.get("watch").map(String::as_str), Some("true" | "1"));
+    let user_agent = headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
     let t = match parse_target(inner, group, version, rest) {
         Ok(t) => t,
-        Err(e) => return e.into_response(),
+        Err(e) => {
+            // Still recorded: a client asking for a resource we do not serve needs RBAC for it.
+            if let Some(rec) = unrouted_request(group, rest, method, watching, user_agent) {
+                inner.record_request(rec);
+            }
+            return e.into_response();
+        }
     };
-    let watching = legacy_watch || matches!(q.get("watch").map(String::as_str), Some("true" | "1"));
-    let verb: &'static str = match (method.as_str(), t.name.is_some(), t.sub.as_deref()) {
-        ("GET", false, _) if watching => "watch",
-        ("GET", false, _) => "list",
-        ("GET", true, _) => "get",
-        ("POST", false, None) => "create",
-        ("POST", true, Some("binding")) => "create",
-        ("PUT", true, _) => "update",
-        ("PATCH", true, _) => "patch",
-        ("DELETE", true, _) => "delete",
-        _ => return ApiError::method_not_allowed().into_response(),
+    let Some(verb) = verb_of(method, t.name.is_some(), t.sub.as_deref(), watching) else {
+        return ApiError::method_not_allowed().into_response();
     };
+    inner.record_request(RequestRecord {
+        verb,
+        group: group.to_string(),
+        resource: t.def.plural.clone(),
+        subresource: t.sub.clone().unwrap_or_default(),
+        namespace: t.ns.clone().unwrap_or_default(),
+        user_agent,
+    });
     if t.sub.as_deref() == Some("binding") && verb != "create" {
         return ApiError::method_not_allowed().into_response();
     }
@@ -327,6 +346,60 @@ async fn resource(
         );
     }
     resp
+}
+
+/// The Kubernetes verb of a request (`None`: no verb, 405).
+fn verb_of(
+    method: &Method,
+    named: bool,
+    sub: Option<&str>,
+    watching: bool,
+) -> Option<&'static str> {
+    Some(match (method.as_str(), named, sub) {
+        ("GET", false, _) if watching => "watch",
+        ("GET", false, _) => "list",
+        ("GET", true, _) => "get",
+        ("POST", false, None) => "create",
+        ("POST", true, Some("binding")) => "create",
+        ("PUT", true, _) => "update",
+        ("PATCH", true, _) => "patch",
+        ("DELETE", true, _) => "delete",
+        _ => return None,
+    })
+}
+
+/// The RBAC view of a request for a resource the registry does not know, read from the path
+/// alone: `namespaces/<ns>/<plural>[/<name>[/<sub>]]` or `<plural>[/<name>[/<sub>]]`.
+fn unrouted_request(
+    group: &str,
+    rest: &[&str],
+    method: &Method,
+    watching: bool,
+    user_agent: String,
+) -> Option<RequestRecord> {
+    let (ns, rest) = match rest {
+        ["namespaces", ns, p, tail @ ..] if !matches!(*p, "status" | "finalize") => (
+            *ns,
+            std::iter::once(*p)
+                .chain(tail.iter().copied())
+                .collect::<Vec<_>>(),
+        ),
+        _ => ("", rest.to_vec()),
+    };
+    let (resource, named, sub) = match rest.as_slice() {
+        [p] => (*p, false, None),
+        [p, _] => (*p, true, None),
+        [p, _, s] => (*p, true, Some(*s)),
+        _ => return None,
+    };
+    Some(RequestRecord {
+        verb: verb_of(method, named, sub, watching)?,
+        group: group.to_string(),
+        resource: resource.to_string(),
+        subresource: sub.unwrap_or("").to_string(),
+        namespace: ns.to_string(),
+        user_agent,
+    })
 }
 
 enum Served {

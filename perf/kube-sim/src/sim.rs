@@ -51,8 +51,28 @@ pub struct WriteRecord {
     pub at: SystemTime,
 }
 
+/// One API request of any verb (get, list, watch, create, update, patch, delete), as RBAC sees
+/// it: what a Role must grant for the request to be allowed. Recorded when the request is
+/// routed, including requests for resources the simulator does not serve (404).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RequestRecord {
+    /// Kubernetes verb.
+    pub verb: &'static str,
+    /// API group ("" for core).
+    pub group: String,
+    /// Resource (plural), without the subresource.
+    pub resource: String,
+    /// Subresource ("" for none), e.g. `status`, `binding`.
+    pub subresource: String,
+    /// Namespace ("" for cluster-scoped or all-namespace requests).
+    pub namespace: String,
+    /// The `User-Agent` header, to tell clients apart.
+    pub user_agent: String,
+}
+
 #[derive(Debug, Default)]
 pub(crate) struct Records {
+    pub requests: VecDeque<RequestRecord>,
     pub writes: VecDeque<WriteRecord>,
     pub bindings: VecDeque<BindingRecord>,
 }
@@ -110,6 +130,15 @@ impl Inner {
         };
         let limit = self.cfg.record_limit;
         push_bounded(&mut self.records().writes, rec, limit);
+    }
+
+    pub(crate) fn record_request(&self, rec: RequestRecord) {
+        let limit = self.cfg.record_limit;
+        push_bounded(&mut self.records().requests, rec, limit);
+    }
+
+    pub(crate) fn requests(&self) -> Vec<RequestRecord> {
+        self.records().requests.iter().cloned().collect()
     }
 
     pub(crate) fn record_binding(&self, pod: &Stored, node: &str) {
@@ -451,9 +480,15 @@ impl SimHandle {
         self.inner.snapshot_records().1
     }
 
-    /// Forgets the binding and write records.
+    /// Every API request so far (any verb), in arrival order.
+    pub fn requests(&self) -> Vec<RequestRecord> {
+        self.inner.requests()
+    }
+
+    /// Forgets the binding, write and request records.
     pub fn clear_records(&self) {
         let mut r = self.inner.records();
+        r.requests.clear();
         r.writes.clear();
         r.bindings.clear();
     }
