@@ -284,7 +284,7 @@ mod tests {
         assert!(!o.enable_healthz);
         assert_eq!(o.verbosity, 0);
         assert!(!o.version && !o.dry_run);
-        let c = o.flag_config.expect("flag config");
+        let c = o.flag_config.clone().expect("flag config");
         let names: Vec<&str> = c.schedulers.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["volcano", "agent-scheduler"]);
         assert_eq!(c.shard_sync_period, Duration::from_secs(60));
@@ -314,7 +314,7 @@ mod tests {
         ])
         .expect("valid");
         assert_eq!(o.scheduler_configs.len(), 3);
-        let c = o.flag_config.expect("config");
+        let c = o.flag_config.clone().expect("config");
         let names: Vec<&str> = c.schedulers.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["a", "b", "c"]);
         assert!(!c.enable_node_event_trigger);

@@ -185,7 +185,7 @@ mod tests {
             !out[1].write,
             "b = its current spec (order aside, same list)"
         );
-        assert!(out[2].write);
+        assert!(!out[2].write, "c keeps its current spec");
     }
 
     #[test]

@@ -321,7 +321,7 @@ mod tests {
     fn mk_node(name: &str, cpu: &str, labels: &[(&str, &str)]) -> Node {
         serde_json::from_value(serde_json::json!({
             "metadata": {"name": name, "labels": labels.iter().cloned().collect::<BTreeMap<_, _>>()},
-            "status": {"capacity": {"cpu": cpu, "memory": "1Gi"}}
+            "status": {"capacity": {"cpu": cpu, "memory": "100Gi"}}
         }))
         .expect("node")
     }

@@ -11,8 +11,10 @@
 //!    never deleted while it may still be in use, because deleting it would let every other shard
 //!    take its nodes at once while its scheduler is still placing pods there. Instead its
 //!    `nodesDesired` is emptied (its scheduler, if still running, then releases the nodes through
-//!    the normal hand-off) and it is deleted only once its `status.nodesInUse` is empty. A stale
-//!    shard whose scheduler is gone for good keeps its status; an operator deletes it by hand.
+//!    the normal hand-off) and it is deleted only once its `status.nodesInUse` is empty (at once
+//!    if it is empty already; the delete is conditional on the resourceVersion the decision was
+//!    made from, so a status written meanwhile cancels it). A stale shard whose scheduler is
+//!    gone for good keeps its status; an operator deletes it by hand.
 //! 4. Nothing here ever runs without a valid configuration: the controller keeps its previous
 //!    configuration when a new one is rejected, and makes no writes before it has one.
 
@@ -36,8 +38,8 @@ pub enum ShardWrite {
         nodes_desired: Vec<String>,
         stale: bool,
     },
-    /// Delete a stale NodeShard whose spec is empty and whose status lists no node in use
-    /// (conditional on its resourceVersion).
+    /// Delete a stale NodeShard whose status lists no node in use (conditional on its
+    /// resourceVersion).
     Delete { name: String },
 }
 
@@ -108,14 +110,14 @@ pub fn plan_sync(
         if configured.contains(name.as_str()) {
             continue;
         }
-        if !shard.nodes_desired.is_empty() {
+        if shard.nodes_in_use.is_empty() {
+            writes.push(ShardWrite::Delete { name: name.clone() });
+        } else if !shard.nodes_desired.is_empty() {
             writes.push(ShardWrite::Update {
                 name: name.clone(),
                 nodes_desired: vec![],
                 stale: true,
             });
-        } else if shard.nodes_in_use.is_empty() {
-            writes.push(ShardWrite::Delete { name: name.clone() });
         } else {
             draining.push(name.clone());
         }
@@ -250,6 +252,16 @@ mod tests {
         let p = plan_sync(&nodes, &config(), &observed);
         assert_eq!(p.writes, [ShardWrite::Delete { name: "old".into() }]);
         assert!(p.draining.is_empty());
+    }
+
+    #[test]
+    fn a_stale_shard_nobody_uses_is_deleted_at_once() {
+        let observed = BTreeMap::from([("old".to_owned(), shard(&["x"], &[]))]);
+        let p = plan_sync(&[node("x", 0)], &config(), &observed);
+        assert!(
+            p.writes
+                .contains(&ShardWrite::Delete { name: "old".into() })
+        );
     }
 
     #[test]
