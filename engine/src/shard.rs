@@ -60,6 +60,24 @@ impl ShardingMode {
     }
 }
 
+impl std::fmt::Display for ShardingMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for ShardingMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "none" => Ok(ShardingMode::None),
+            "soft" => Ok(ShardingMode::Soft),
+            "hard" => Ok(ShardingMode::Hard),
+            _ => Err("valid values are none, soft, hard".into()),
+        }
+    }
+}
+
 /// How this scheduler shards.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShardingOptions {

@@ -16,7 +16,7 @@ use crate::watch::{self, SyncState, WatchConfig};
 use anyhow::Context;
 use kube::Client;
 use magma_engine::core::{BindResult, Input, Intent};
-use magma_engine::{Clock, Engine, EngineOptions, Nanos, Profile};
+use magma_engine::{Clock, Engine, EngineOptions, Nanos, Profile, ShardingMode, ShardingOptions};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -62,6 +62,9 @@ pub struct Settings {
     pub config_path: Option<std::path::PathBuf>,
     pub healthz_addr: Option<std::net::SocketAddr>,
     pub metrics_addr: Option<std::net::SocketAddr>,
+    /// `--scheduler-sharding-mode` / `--scheduler-sharding-name`; the hand-over hold is the
+    /// bind timeout plus a margin (see `magma_engine::shard`).
+    pub sharding: ShardingOptions,
 }
 
 impl Settings {
@@ -82,8 +85,15 @@ impl Settings {
             config_path: None,
             healthz_addr: None,
             metrics_addr: None,
+            sharding: ShardingOptions::default(),
         }
     }
+}
+
+/// How long a new leader keeps its shard's inherited in-use nodes: long enough for any bind
+/// its predecessor may still have in flight (the bind timeout) to finish, plus a margin.
+pub fn handover_hold(bind_timeout: Duration) -> Duration {
+    bind_timeout + Duration::from_secs(5)
 }
 
 /// What a run did (for tests and the benchmark).
@@ -127,16 +137,18 @@ pub async fn run(
             workers: settings.workers,
             pin_workers: settings.pin_workers,
             profile: settings.profile.clone(),
+            sharding: settings.sharding.clone(),
             ..Default::default()
         },
         clock,
     )?;
+    let sharded = settings.sharding.mode != ShardingMode::None;
     let (leading_tx, leading_rx) = tokio_watch::channel(settings.leader.is_none());
     engine.set_leading(settings.leader.is_none());
 
     // Watches: always on, so a standby's caches are warm when it takes over.
-    let sync = Arc::new(SyncState::default());
-    let watches = watch::spawn(
+    let sync = Arc::new(SyncState::new(sharded));
+    let mut watches = watch::spawn(
         watch_client.clone(),
         engine.handle(),
         WatchConfig {
@@ -152,6 +164,24 @@ pub async fn run(
         let stats = engine.stats_handle();
         metrics.set_engine_source(move || (stats.snapshot(), stats.queue_depths()));
     }
+
+    // Sharding: the NodeShard watch and our NodeShard's status writer (soft and hard mode).
+    let (shard_tx, shard_rx) = mpsc::channel(16);
+    let shard_writer = sharded.then(|| {
+        let s = sync.clone();
+        watches.push(tokio::spawn(crate::shard::watch(
+            watch_client.clone(),
+            engine.handle(),
+            settings.sharding.shard_name.clone(),
+            move || s.mark_shards(),
+        )));
+        tokio::spawn(crate::shard::run_writer(
+            status_client.clone(),
+            engine.handle(),
+            metrics.clone(),
+            shard_rx,
+        ))
+    });
 
     // Status writer (separate client, bounded and lossy).
     let (sink, status_rx) = StatusSink::new(8192);
@@ -229,6 +259,12 @@ pub async fn run(
                             router_metrics.observe_attempt("unschedulable");
                         }
                         router_sink.offer(StatusMsg::Failed(s));
+                    }
+                    Intent::ShardStatus(s) => {
+                        // At most one is in flight (the engine waits for its outcome).
+                        if shard_tx.blocking_send(s).is_err() {
+                            tracing::warn!("NodeShard status writer stopped");
+                        }
                     }
                     Intent::Error(e) => tracing::warn!(error = %e, "input rejected"),
                 }
@@ -366,6 +402,9 @@ pub async fn run(
         let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
     }
     status_task.abort();
+    if let Some(t) = shard_writer {
+        t.abort();
+    }
     let _ = http_stop_tx.send(true);
     for s in servers {
         let _ = tokio::time::timeout(Duration::from_secs(2), s).await;
@@ -415,13 +454,6 @@ pub async fn kube_config(kubeconfig: &str, master: &str) -> anyhow::Result<kube:
 
 /// Translate validated flags into [`Settings`] (the profile is loaded separately).
 pub async fn settings_from_options(o: &crate::flags::Options) -> anyhow::Result<Settings> {
-    // Soft and hard sharding need NodeShard coordination, which is not built yet: refuse
-    // rather than silently scheduling as `none`.
-    anyhow::ensure!(
-        o.scheduler_sharding_mode == crate::flags::ShardingMode::None,
-        "--scheduler-sharding-mode={} is not supported by this version of Magma yet (only \"none\")",
-        o.scheduler_sharding_mode.as_str()
-    );
     let client_config = kube_config(&o.kubeconfig, &o.master).await?;
     let leader = o.leader_elect.then(|| crate::leader::LeaseConfig {
         name: o.leader_elect_resource_name.clone(),
@@ -431,7 +463,13 @@ pub async fn settings_from_options(o: &crate::flags::Options) -> anyhow::Result<
         renew_deadline: o.leader_elect_renew_deadline,
         retry_period: o.leader_elect_retry_period,
     });
+    let bind_timeout = Duration::from_secs(10);
     Ok(Settings {
+        sharding: ShardingOptions {
+            mode: o.scheduler_sharding_mode,
+            shard_name: o.scheduler_sharding_name.clone(),
+            handover_hold: handover_hold(bind_timeout),
+        },
         client_config,
         scheduler_name: o.scheduler_name.clone(),
         workers: o.scheduler_worker_count as usize,
@@ -442,7 +480,7 @@ pub async fn settings_from_options(o: &crate::flags::Options) -> anyhow::Result<
             qps: f64::from(o.kube_api_qps),
             burst: o.kube_api_burst,
             concurrency: o.bind_concurrency,
-            timeout: Duration::from_secs(10),
+            timeout: bind_timeout,
         },
         event_qps: f64::from(o.event_qps),
         event_burst: o.event_burst,

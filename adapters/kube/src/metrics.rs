@@ -23,6 +23,8 @@
 //! | `magma_bind_total{outcome}`, `magma_bind_duration_seconds` | counter, histogram | | [`Metrics::observe_bind`] |
 //! | `magma_api_throttle_wait_seconds{client}` | histogram | | [`Metrics::observe_throttle`] |
 //! | `magma_leader`, `magma_info{version}` | gauge | | [`Metrics::set_leader`], constant |
+//! | `magma_shard_nodes{state}` (desired, in_view, in_use, draining), `magma_shard_missing` | gauge | | engine source, at scrape (soft/hard mode) |
+//! | `magma_shard_status_writes_total{result}` (ok, conflict, error) | counter | | [`Metrics::observe_shard_write`] |
 
 use magma_engine::queue::QueueDepths;
 use magma_engine::stats::StatsSnapshot;
@@ -66,6 +68,27 @@ impl BindOutcomeLabel {
             Self::AlreadyBound => "already_bound",
             Self::PodGone => "pod_gone",
             Self::Failed => "failed",
+        }
+    }
+}
+
+/// Result of one NodeShard status write attempt, the `result` label of
+/// `magma_shard_status_writes_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShardWriteLabel {
+    Ok,
+    Conflict,
+    Error,
+}
+
+impl ShardWriteLabel {
+    pub const ALL: [ShardWriteLabel; 3] = [Self::Ok, Self::Conflict, Self::Error];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Conflict => "conflict",
+            Self::Error => "error",
         }
     }
 }
@@ -165,6 +188,12 @@ impl Metrics {
         self.inner.m.throttle.with(client, |h| h.observe(wait));
     }
 
+    /// One NodeShard status write attempt: `ok`, `conflict` (a 409, re-read and retried) or
+    /// `error`.
+    pub fn observe_shard_write(&self, result: ShardWriteLabel) {
+        self.inner.m.shard_writes[result as usize].fetch_add(1, Relaxed);
+    }
+
     pub fn set_leader(&self, leading: bool) {
         self.inner.m.leader.store(leading, Relaxed);
     }
@@ -194,6 +223,8 @@ struct Shared {
     bind_duration: Histogram,
     throttle: Labeled<Histogram>,
     leader: AtomicBool,
+    /// NodeShard status writes: ok, conflict (409, retried), error.
+    shard_writes: [AtomicU64; 3],
     engine: RwLock<Option<Arc<EngineSource>>>,
 }
 
@@ -227,6 +258,7 @@ impl Shared {
                 Box::new(AtomicU64::default),
             ),
             binds: Default::default(),
+            shard_writes: Default::default(),
             bind_duration: Histogram::new(bind_buckets, SECONDS),
             throttle: Labeled::histograms(&["bind", "events"], throttle_buckets, SECONDS),
             leader: AtomicBool::new(false),
@@ -396,7 +428,48 @@ impl Collector for Shared {
             }
         }
 
+        {
+            let mut m = enc.encode_descriptor(
+                "magma_shard_nodes",
+                "Nodes of this scheduler's NodeShard: desired, in the scheduling view, reported in use, draining",
+                None,
+                MetricType::Gauge,
+            )?;
+            let g = s.shard;
+            for (state, v) in [
+                ("desired", g.desired),
+                ("in_view", g.view),
+                ("in_use", g.in_use),
+                ("draining", g.draining),
+            ] {
+                m.encode_family(&[("state", state)])?
+                    .encode_gauge(&(v as u64))?;
+            }
+        }
+        enc.encode_descriptor(
+            "magma_shard_missing",
+            "1 while soft/hard sharding is on and this scheduler's NodeShard does not exist",
+            None,
+            MetricType::Gauge,
+        )?
+        .encode_gauge(&i64::from(s.shard.missing))?;
+
         // The adapter's own.
+        {
+            let mut m = enc.encode_descriptor(
+                "magma_shard_status_writes",
+                "NodeShard status write attempts by result",
+                None,
+                MetricType::Counter,
+            )?;
+            for r in ShardWriteLabel::ALL {
+                m.encode_family(&[("result", r.as_str())])?
+                    .encode_counter::<NoLabelSet, _, u64>(
+                        &self.shard_writes[r as usize].load(Relaxed),
+                        None,
+                    )?;
+            }
+        }
         {
             let mut m = enc.encode_descriptor(
                 "magma_bind",

@@ -25,24 +25,42 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 /// Which initial lists have completed.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SyncState {
     pending: AtomicBool,
     bound: AtomicBool,
     nodes: AtomicBool,
+    shards: AtomicBool,
     notify: Notify,
 }
 
 impl SyncState {
+    /// `shards`: whether the NodeShard watch is part of the sync (soft and hard mode).
+    pub fn new(shards: bool) -> SyncState {
+        SyncState {
+            pending: AtomicBool::new(false),
+            bound: AtomicBool::new(false),
+            nodes: AtomicBool::new(false),
+            shards: AtomicBool::new(!shards),
+            notify: Notify::new(),
+        }
+    }
+
     pub fn synced(&self) -> bool {
         self.pending.load(Ordering::Acquire)
             && self.bound.load(Ordering::Acquire)
             && self.nodes.load(Ordering::Acquire)
+            && self.shards.load(Ordering::Acquire)
     }
 
     fn mark(&self, flag: &AtomicBool) {
         flag.store(true, Ordering::Release);
         self.notify.notify_waiters();
+    }
+
+    /// The NodeShard watch delivered its first list.
+    pub fn mark_shards(&self) {
+        self.mark(&self.shards);
     }
 
     /// Wait until every watch has delivered its initial list.

@@ -1,0 +1,172 @@
+//! The scheduler's side of sharding: the NodeShard watch (engine inputs) and the writer of this
+//! scheduler's NodeShard status (the engine's [`ShardStatusIntent`]s). Used only in soft and
+//! hard mode; in mode `none` Magma neither watches nor writes NodeShards, as upstream.
+//!
+//! The watch turns a relist into one `ShardReset`, so the coordinator always holds the complete
+//! set. The writer owns the `/status` subresource of the one NodeShard named by
+//! `--scheduler-sharding-name` and nothing else: it reads the object, replaces its status with
+//! the engine's `nodesInUse` (recomputing `nodesToAdd`/`nodesToRemove` from the spec it just
+//! read) and `lastUpdateTime = now`, conditional on the resourceVersion it read. A `409` means the
+//! object changed meanwhile (usually the controller rewrote the spec): it re-reads and retries.
+//! Every outcome goes back to the engine, which retries failures itself after a pause.
+
+use crate::metrics::{Metrics, ShardWriteLabel};
+use crate::nodeshard::{NodeShard, status_for};
+use futures::StreamExt;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::PostParams;
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use kube::{Api, Client};
+use magma_engine::core::Input;
+use magma_engine::{EngineHandle, ShardInput, ShardStatusIntent};
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// Attempts of one status write when it meets `409 Conflict`.
+pub const CONFLICT_ATTEMPTS: u32 = 5;
+
+/// The engine's view of a NodeShard. `None` without a name (cannot happen for a stored object).
+pub fn shard_input(ns: &NodeShard) -> Option<ShardInput> {
+    let status = ns.status.clone().unwrap_or_default();
+    Some(ShardInput {
+        name: ns.metadata.name.clone()?,
+        nodes_desired: ns.spec.nodes_desired.clone(),
+        nodes_in_use: status.nodes_in_use,
+        nodes_to_add: status.nodes_to_add,
+        nodes_to_remove: status.nodes_to_remove,
+    })
+}
+
+/// Watch every NodeShard and feed the engine until aborted. `synced` is called once the first
+/// list has been delivered.
+pub async fn watch(
+    client: Client,
+    engine: EngineHandle,
+    own: String,
+    synced: impl Fn() + Send + 'static,
+) {
+    let api: Api<NodeShard> = Api::all(client);
+    let mut stream = watcher::watcher(api, watcher::Config::default())
+        .default_backoff()
+        .boxed();
+    let mut relist: Option<Vec<ShardInput>> = None;
+    while let Some(ev) = stream.next().await {
+        match ev {
+            Ok(Event::Init) => relist = Some(Vec::new()),
+            Ok(Event::InitApply(ns)) => {
+                if let (Some(list), Some(s)) = (relist.as_mut(), shard_input(&ns)) {
+                    list.push(s);
+                }
+            }
+            Ok(Event::InitDone) => {
+                let list = relist.take().unwrap_or_default();
+                if !list.iter().any(|s| s.name == own) {
+                    tracing::warn!(
+                        nodeshard = %own,
+                        "this scheduler's NodeShard does not exist: hard mode schedules no pod \
+                         and soft mode schedules on every node until it is created"
+                    );
+                }
+                engine.send(Input::ShardReset(list));
+                synced();
+            }
+            Ok(Event::Apply(ns)) => {
+                if let Some(s) = shard_input(&ns) {
+                    engine.send(Input::ShardApply(s));
+                }
+            }
+            Ok(Event::Delete(ns)) => {
+                if let Some(name) = ns.metadata.name {
+                    if name == own {
+                        tracing::warn!(nodeshard = %own, "this scheduler's NodeShard was deleted");
+                    }
+                    engine.send(Input::ShardDelete(name));
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "NodeShard watch error; retrying"),
+        }
+    }
+}
+
+/// Write every status intent in turn, reporting each outcome to the engine.
+pub async fn run_writer(
+    client: Client,
+    engine: EngineHandle,
+    metrics: Metrics,
+    mut rx: mpsc::Receiver<ShardStatusIntent>,
+) {
+    let api: Api<NodeShard> = Api::all(client);
+    while let Some(intent) = rx.recv().await {
+        let written = write_status(&api, &intent, &metrics).await;
+        engine.send(Input::ShardStatusWritten(written));
+    }
+}
+
+/// One status write (see the module doc). Returns the status as written, or `None`.
+pub async fn write_status(
+    api: &Api<NodeShard>,
+    intent: &ShardStatusIntent,
+    metrics: &Metrics,
+) -> Option<ShardStatusIntent> {
+    let name = &*intent.shard;
+    for attempt in 1..=CONFLICT_ATTEMPTS {
+        let mut current = match api.get(name).await {
+            Ok(ns) => ns,
+            Err(e) => {
+                metrics.observe_shard_write(ShardWriteLabel::Error);
+                tracing::warn!(nodeshard = name, error = %e, "cannot read the NodeShard to update its status");
+                return None;
+            }
+        };
+        let mut status = status_for(&intent.nodes_in_use, &current.spec.nodes_desired);
+        status.last_update_time = Some(Time(now()));
+        let written = ShardStatusIntent {
+            shard: intent.shard.clone(),
+            nodes_in_use: status.nodes_in_use.clone(),
+            nodes_to_add: status.nodes_to_add.clone(),
+            nodes_to_remove: status.nodes_to_remove.clone(),
+            revision: intent.revision,
+        };
+        current.status = Some(status);
+        match api
+            .replace_status(name, &PostParams::default(), &current)
+            .await
+        {
+            Ok(_) => {
+                metrics.observe_shard_write(ShardWriteLabel::Ok);
+                tracing::debug!(
+                    nodeshard = name,
+                    in_use = written.nodes_in_use.len(),
+                    to_add = written.nodes_to_add.len(),
+                    to_remove = written.nodes_to_remove.len(),
+                    "NodeShard status written"
+                );
+                return Some(written);
+            }
+            Err(kube::Error::Api(s)) if s.code == 409 => {
+                metrics.observe_shard_write(ShardWriteLabel::Conflict);
+                tracing::debug!(
+                    nodeshard = name,
+                    attempt,
+                    "NodeShard changed meanwhile; re-reading"
+                );
+                tokio::time::sleep(Duration::from_millis(20 * u64::from(attempt))).await;
+            }
+            Err(e) => {
+                metrics.observe_shard_write(ShardWriteLabel::Error);
+                tracing::warn!(nodeshard = name, error = %e, "NodeShard status write failed");
+                return None;
+            }
+        }
+    }
+    tracing::warn!(
+        nodeshard = name,
+        "NodeShard status write kept conflicting; retrying later"
+    );
+    None
+}
+
+fn now() -> k8s_openapi::jiff::Timestamp {
+    k8s_openapi::jiff::Timestamp::now()
+}
