@@ -555,3 +555,227 @@ async fn metrics_are_served() {
     server.await.expect("server task").expect("server");
     c.stop().await;
 }
+
+// ---- The real binaries ---------------------------------------------------------------------
+
+/// Upstream's `example/sharding/sharding-config-configmap.yaml`, verbatim (deprecated scalars).
+const UPSTREAM_CM: &str = r#"# Example ConfigMap for Volcano Sharding Controller configuration.
+#
+# The ShardingController watches this ConfigMap at runtime and reloads
+# the scheduler shard specifications whenever the data changes, without
+# requiring a controller restart.
+#
+# Deploy with:
+#   kubectl apply -f sharding-config-configmap.yaml
+#
+# The controller is told which ConfigMap to watch via:
+#   --sharding-configmap=<name>
+#   --sharding-configmap-namespace=<namespace>
+#
+# When deployed with Helm the ConfigMap name is {{ .Release.Name }}-sharding-configmap
+# and is automatically wired via values.yaml (sharding_configmap_enable: true).
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: volcano-sharding-configmap
+  namespace: volcano-system
+data:
+  sharding.yaml: |
+    schedulerConfigs:
+      - name: agent-scheduler
+        type: agent
+        cpuUtilizationMin: 0.7
+        cpuUtilizationMax: 1.0
+        preferWarmupNodes: true
+        minNodes: 1
+        maxNodes: 100
+      - name: volcano
+        type: volcano
+        cpuUtilizationMin: 0.0
+        cpuUtilizationMax: 0.69
+        preferWarmupNodes: false
+        minNodes: 1
+        maxNodes: 100
+    shardSyncPeriod: "60s"
+    enableNodeEventTrigger: true
+"#;
+
+mod process {
+    use super::*;
+    use std::path::PathBuf;
+    use std::process::{Child, Command, Stdio};
+
+    const BIN: &str = env!("CARGO_BIN_EXE_shard-controller");
+
+    struct Proc(Child);
+
+    impl Drop for Proc {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    fn kube_sim_bin() -> PathBuf {
+        let p = PathBuf::from(BIN).with_file_name("kube-sim");
+        if !p.exists() {
+            let status = Command::new(env!("CARGO"))
+                .args(["build", "-q", "-p", "kube-sim", "--bin", "kube-sim"])
+                .status()
+                .expect("cargo runs");
+            assert!(status.success(), "building kube-sim");
+        }
+        p
+    }
+
+    fn free_port() -> u16 {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .expect("bind")
+            .local_addr()
+            .expect("addr")
+            .port()
+    }
+
+    #[test]
+    fn dry_run_and_bad_flags() {
+        let out = Command::new(BIN)
+            .args([
+                "--dry-run",
+                "--scheduler-configs=agent-scheduler:agent:0.7:1.0:true:1:100",
+                "--leader-elect=false",
+                "--enable-metrics",
+                "--listen-address=:0",
+            ])
+            .output()
+            .expect("runs");
+        assert!(out.status.success(), "{out:?}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            stdout.contains("valid") && stdout.lines().count() == 1,
+            "{stdout}"
+        );
+
+        for (arg, flag) in [
+            ("--shard-sync-period=fast", "shard-sync-period"),
+            ("--scheduler-configs=a:b", "scheduler-configs"),
+            ("--no-such-flag", "no-such-flag"),
+        ] {
+            let out = Command::new(BIN)
+                .args(["--dry-run", arg])
+                .output()
+                .expect("runs");
+            assert_eq!(out.status.code(), Some(2), "{arg}: {out:?}");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(stderr.contains(flag), "{arg}: {stderr}");
+        }
+    }
+
+    #[tokio::test]
+    async fn upstream_example_configmap_then_sigterm_releases_the_lease() {
+        let dir = std::env::temp_dir().join(format!("magma-shardctl-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("tmp dir");
+        let kc = dir.join("kubeconfig");
+        let port = free_port();
+        let _sim = Proc(
+            Command::new(kube_sim_bin())
+                .args([
+                    "--port",
+                    &port.to_string(),
+                    "--nodes",
+                    "4",
+                    "--install-nodeshard-crd",
+                ])
+                .arg("--kubeconfig-out")
+                .arg(&kc)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("kube-sim starts"),
+        );
+        let end = Instant::now() + WAIT;
+        while !kc.exists() || std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < end, "kube-sim did not come up");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let yaml = std::fs::read_to_string(&kc).expect("kubeconfig");
+        let config = kube::Config::from_custom_kubeconfig(
+            Kubeconfig::from_yaml(&yaml).expect("kubeconfig"),
+            &KubeConfigOptions::default(),
+        )
+        .await
+        .expect("config");
+        let client = kube::Client::try_from(config).expect("client");
+        let cm: ConfigMap = serde_saphyr::from_str(UPSTREAM_CM).expect("upstream example");
+        Api::<ConfigMap>::namespaced(client.clone(), NS)
+            .create(&PostParams::default(), &cm)
+            .await
+            .expect("apply the example");
+
+        let metrics_port = free_port();
+        let mut ctl = Proc(
+            Command::new(BIN)
+                .arg(format!("--kubeconfig={}", kc.display()))
+                .args([
+                    "-v=2",
+                    "--enable-metrics",
+                    &format!("--listen-address=127.0.0.1:{metrics_port}"),
+                ])
+                .stdout(Stdio::null())
+                .stderr(if std::env::var_os("MAGMA_TEST_LOG").is_some() {
+                    Stdio::inherit()
+                } else {
+                    Stdio::null()
+                })
+                .spawn()
+                .expect("shard-controller starts"),
+        );
+        // Idle nodes: volcano (0–0.69) takes all four; agent-scheduler (0.7–1) none.
+        let s = until_shards(&client, "NodeShards from the example", |s| {
+            s.contains_key("agent-scheduler") && desired(s, "volcano").len() == 4
+        })
+        .await;
+        assert!(desired(&s, "agent-scheduler").is_empty());
+        let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
+            Api::namespaced(client.clone(), NS);
+        let holder = |l: &k8s_openapi::api::coordination::v1::Lease| {
+            l.spec
+                .as_ref()
+                .and_then(|s| s.holder_identity.clone())
+                .unwrap_or_default()
+        };
+        let lease = leases.get("magma-shard-controller").await.expect("lease");
+        assert!(!holder(&lease).is_empty(), "the controller leads");
+        let (code, body) = http_get(
+            format!("127.0.0.1:{metrics_port}").parse().expect("addr"),
+            "/metrics",
+        )
+        .await;
+        assert_eq!(code, 200);
+        assert!(body.contains("magma_shardctl_leader 1"), "{body}");
+
+        let status = Command::new("kill")
+            .args(["-TERM", &ctl.0.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(status.success());
+        let end = Instant::now() + Duration::from_secs(10);
+        let exit = loop {
+            if let Some(s) = ctl.0.try_wait().expect("wait") {
+                break s;
+            }
+            assert!(
+                Instant::now() < end,
+                "shard-controller did not exit after SIGTERM"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        assert!(exit.success(), "{exit:?}");
+        let lease = leases.get("magma-shard-controller").await.expect("lease");
+        assert_eq!(
+            holder(&lease),
+            "",
+            "the lease is released for a fast takeover"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

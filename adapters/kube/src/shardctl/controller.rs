@@ -179,6 +179,10 @@ fn classify(verb: &'static str, name: &str, e: kube::Error) -> WriteFailure {
     }
 }
 
+#[expect(
+    clippy::large_enum_variant,
+    reason = "each message is moved once, from the merged stream to its handler"
+)]
 enum Msg {
     Node(Result<Event<Node>, watcher::Error>),
     Pod(Result<Event<Pod>, watcher::Error>),
