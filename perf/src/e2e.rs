@@ -6,6 +6,12 @@
 //!
 //! Integrity at the end, from the API's point of view: every pod bound exactly once (the
 //! simulator's binding record) and no node over its allocatable (from the pods' requests).
+//!
+//! With `instances > 1`, that many schedulers run side by side (each its own engine, watches,
+//! bind client and rate limiter, as separate processes would have), each in hard or soft
+//! sharding mode on its own NodeShard; the nodes are split into disjoint shards and the pods
+//! go round-robin to the schedulers' names. The report gives the aggregate and each
+//! instance's share.
 
 use anyhow::Context;
 use futures::StreamExt;
@@ -42,6 +48,12 @@ pub struct E2eOptions {
     pub memory: String,
     pub timeout: Duration,
     pub progress: bool,
+    /// Schedulers side by side, each on its own NodeShard (needs `sharding` soft or hard).
+    pub instances: usize,
+    pub sharding: magma_engine::ShardingMode,
+    /// Each scheduler's `--kube-api-qps` / `--kube-api-burst` (the bind client's limiter).
+    pub kube_api_qps: f64,
+    pub kube_api_burst: u32,
 }
 
 impl Default for E2eOptions {
@@ -58,6 +70,37 @@ impl Default for E2eOptions {
             memory: "128Mi".into(),
             timeout: Duration::from_secs(300),
             progress: true,
+            instances: 1,
+            sharding: magma_engine::ShardingMode::None,
+            kube_api_qps: 2000.0,
+            kube_api_burst: 2000,
+        }
+    }
+}
+
+impl E2eOptions {
+    /// The option combinations that make sense.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        anyhow::ensure!(self.workers > 0, "--workers must be greater than 0");
+        anyhow::ensure!(self.instances >= 1, "--instances must be at least 1");
+        anyhow::ensure!(
+            self.instances == 1 || self.sharding != magma_engine::ShardingMode::None,
+            "--instances {} needs --sharding soft or hard: unsharded schedulers would share nodes",
+            self.instances
+        );
+        anyhow::ensure!(
+            self.kube_api_qps > 0.0 && self.kube_api_burst > 0,
+            "--kube-api-qps and --kube-api-burst must be positive"
+        );
+        Ok(())
+    }
+
+    /// The scheduler name (and NodeShard name) of instance `i`.
+    fn scheduler(&self, i: usize) -> String {
+        if self.instances == 1 {
+            "agent-scheduler".into()
+        } else {
+            format!("agent-scheduler-{i}")
         }
     }
 }
@@ -68,6 +111,10 @@ pub struct E2eReport {
     pub nodes: usize,
     pub pods: usize,
     pub workers: usize,
+    pub instances: usize,
+    pub sharding: String,
+    /// Pods bound by each instance.
+    pub bound_per_instance: Vec<usize>,
     pub offered_rate: Option<f64>,
     pub created: usize,
     pub bound: usize,
@@ -78,6 +125,8 @@ pub struct E2eReport {
     pub duplicate_binds: u64,
     pub overcommitted_nodes: u64,
     pub lost_pods: u64,
+    /// Hard sharding: pods bound outside their scheduler's NodeShard.
+    pub pods_outside_shard: u64,
     /// API writes per scheduled pod on the scheduler's hot path (bindings only), simulator only.
     pub binding_writes_per_pod: Option<f64>,
 }
@@ -97,6 +146,12 @@ impl E2eReport {
         if self.lost_pods > 0 {
             v.push(format!("{} pod(s) not bound", self.lost_pods));
         }
+        if self.pods_outside_shard > 0 {
+            v.push(format!(
+                "{} pod(s) bound outside their scheduler's NodeShard",
+                self.pods_outside_shard
+            ));
+        }
         v
     }
 
@@ -106,6 +161,12 @@ impl E2eReport {
             "e2e         nodes={:<6} pods={:<7} workers={}  throughput {:>8.0} pods/s (created→bound)",
             self.nodes, self.pods, self.workers, self.throughput_pods_per_s
         );
+        if self.instances > 1 {
+            println!(
+                "  {} schedulers ({} sharding, disjoint shards); bound per instance: {:?}",
+                self.instances, self.sharding, self.bound_per_instance
+            );
+        }
         println!(
             "  created→bound ms    p50 {:.2}  p90 {:.2}  p99 {:.2}  p999 {:.2}  max {:.2}",
             l.p50, l.p90, l.p99, l.p999, l.max
@@ -133,8 +194,15 @@ async fn client_from(
     Ok((cfg, client))
 }
 
-fn pod(ns: &str, name: &str, run: &str, cpu: &str, mem: &str) -> anyhow::Result<Pod> {
-    let mut v = kube_sim::pod_object(ns, name, "agent-scheduler", cpu, mem);
+fn pod(
+    ns: &str,
+    name: &str,
+    scheduler: &str,
+    run: &str,
+    cpu: &str,
+    mem: &str,
+) -> anyhow::Result<Pod> {
+    let mut v = kube_sim::pod_object(ns, name, scheduler, cpu, mem);
     v["metadata"]["labels"] = serde_json::json!({"magma-e2e": run});
     Ok(serde_json::from_value(v)?)
 }
@@ -150,6 +218,7 @@ async fn cluster(opts: &E2eOptions) -> anyhow::Result<(Option<SimHandle>, String
             let sim = Sim::start(SimConfig {
                 nodes: opts.nodes,
                 history: (opts.pods * 8).max(100_000),
+                install_nodeshard_crd: opts.sharding != magma_engine::ShardingMode::None,
                 ..SimConfig::default()
             })
             .await?;
@@ -159,32 +228,95 @@ async fn cluster(opts: &E2eOptions) -> anyhow::Result<(Option<SimHandle>, String
     }
 }
 
+/// Split the nodes into one disjoint NodeShard per instance (contiguous ranges of the sorted
+/// names) and create or replace them.
+async fn create_shards(
+    client: &kube::Client,
+    opts: &E2eOptions,
+    nodes: &[Node],
+) -> anyhow::Result<Vec<Vec<String>>> {
+    use magma_kube::nodeshard::NodeShard;
+    let mut names: Vec<String> = nodes
+        .iter()
+        .filter_map(|n| n.metadata.name.clone())
+        .collect();
+    names.sort();
+    let per = names.len().div_ceil(opts.instances).max(1);
+    let api: Api<NodeShard> = Api::all(client.clone());
+    let mut shards = Vec::new();
+    for i in 0..opts.instances {
+        let part: Vec<String> = names.iter().skip(i * per).take(per).cloned().collect();
+        let name = opts.scheduler(i);
+        let _ = api.delete(&name, &Default::default()).await;
+        api.create(&PostParams::default(), &NodeShard::new(&name, &part))
+            .await
+            .with_context(|| format!("creating NodeShard {name}"))?;
+        shards.push(part);
+    }
+    Ok(shards)
+}
+
 pub async fn run(opts: &E2eOptions) -> anyhow::Result<E2eReport> {
+    opts.validate()?;
     let (sim, kubeconfig) = cluster(opts).await?;
     let (cfg, client) = client_from(&kubeconfig, true).await?;
     let run_id = format!("{:x}", rand_id());
-    let node_count = Api::<Node>::all(client.clone())
+    let node_list = Api::<Node>::all(client.clone())
         .list(&ListParams::default())
         .await?
-        .items
-        .len();
-
-    // The scheduler, in process.
-    let settings = Settings {
-        workers: opts.workers,
-        ..Settings::new(cfg.clone())
+        .items;
+    let node_count = node_list.len();
+    let shards = if opts.sharding != magma_engine::ShardingMode::None {
+        Some(create_shards(&client, opts, &node_list).await?)
+    } else {
+        None
     };
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let (started_tx, started_rx) = tokio::sync::oneshot::channel();
-    let sched = tokio::spawn(app::run(
-        settings,
-        async move {
-            let _ = stop_rx.await;
-        },
-        Some(started_tx),
-    ));
-    let running = started_rx.await.context("scheduler failed to start")?;
-    running.sync.wait().await;
+
+    // The schedulers, in process.
+    let mut scheds = Vec::new();
+    for i in 0..opts.instances {
+        let base = Settings::new(cfg.clone());
+        let settings = Settings {
+            workers: opts.workers,
+            scheduler_name: opts.scheduler(i),
+            bind: magma_kube::bind::BindConfig {
+                qps: opts.kube_api_qps,
+                burst: opts.kube_api_burst,
+                ..base.bind.clone()
+            },
+            sharding: magma_engine::ShardingOptions {
+                mode: opts.sharding,
+                shard_name: opts.scheduler(i),
+                ..base.sharding.clone()
+            },
+            ..base
+        };
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let (started_tx, started_rx) = tokio::sync::oneshot::channel();
+        let task = tokio::spawn(app::run(
+            settings,
+            async move {
+                let _ = stop_rx.await;
+            },
+            Some(started_tx),
+        ));
+        let running = started_rx.await.context("scheduler failed to start")?;
+        running.sync.wait().await;
+        scheds.push((stop_tx, task, running));
+    }
+    // Sharded: wait until every scheduler uses its whole shard (write before use).
+    if let Some(shards) = &shards {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        for ((_, _, running), part) in scheds.iter().zip(shards) {
+            while running.stats.snapshot().shard.view < part.len() {
+                anyhow::ensure!(
+                    Instant::now() < deadline,
+                    "a scheduler did not take up its NodeShard within 60 s"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    }
 
     // The watch that sees bindings.
     let created: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
@@ -223,7 +355,15 @@ pub async fn run(opts: &E2eOptions) -> anyhow::Result<E2eReport> {
         }
         let permit = sem.clone().acquire_owned().await?;
         let name = format!("e2e-{run_id}-{i:07}");
-        let p = pod(&opts.namespace, &name, &run_id, &opts.cpu, &opts.memory)?;
+        let scheduler = opts.scheduler(i % opts.instances);
+        let p = pod(
+            &opts.namespace,
+            &name,
+            &scheduler,
+            &run_id,
+            &opts.cpu,
+            &opts.memory,
+        )?;
         let api = pods_api.clone();
         let created = created.clone();
         tokio::spawn(async move {
@@ -249,8 +389,14 @@ pub async fn run(opts: &E2eOptions) -> anyhow::Result<E2eReport> {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     bar.finish_and_clear();
-    let _ = stop_tx.send(());
-    let _ = sched.await;
+    for (stop_tx, _, _) in &mut scheds {
+        let _ = std::mem::replace(stop_tx, tokio::sync::oneshot::channel().0).send(());
+    }
+    let mut bound_per_instance = Vec::new();
+    for (_, task, running) in scheds {
+        let _ = task.await;
+        bound_per_instance.push(running.stats.snapshot().binds_confirmed as usize);
+    }
     watch_task.abort();
 
     // Figures.
@@ -267,11 +413,35 @@ pub async fn run(opts: &E2eOptions) -> anyhow::Result<E2eReport> {
     let elapsed = last
         .saturating_duration_since(start)
         .max(Duration::from_micros(1));
+    let outside = match (&shards, opts.sharding) {
+        (Some(shards), magma_engine::ShardingMode::Hard) => {
+            let sets: Vec<std::collections::HashSet<&str>> = shards
+                .iter()
+                .map(|p| p.iter().map(String::as_str).collect())
+                .collect();
+            bound
+                .iter()
+                .filter(|(name, (_, node))| {
+                    let i: usize = name
+                        .rsplit('-')
+                        .next()
+                        .and_then(|n| n.parse().ok())
+                        .unwrap_or(0);
+                    !sets[i % opts.instances].contains(node.as_str())
+                })
+                .count() as u64
+        }
+        _ => 0,
+    };
     let mut report = E2eReport {
+        pods_outside_shard: outside,
         scenario: "e2e".into(),
         nodes: node_count,
         pods: opts.pods,
         workers: opts.workers,
+        instances: opts.instances,
+        sharding: opts.sharding.as_str().into(),
+        bound_per_instance,
         offered_rate: opts.rate,
         created: created.len(),
         bound: bound.len(),

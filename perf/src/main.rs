@@ -87,6 +87,18 @@ struct E2eArgs {
     /// No progress bar.
     #[arg(short, long)]
     quiet: bool,
+    /// Schedulers side by side, each on a disjoint NodeShard (needs --sharding soft|hard).
+    #[arg(long, default_value_t = 1)]
+    instances: usize,
+    /// Sharding mode of every scheduler: none, soft or hard.
+    #[arg(long, default_value = "none")]
+    sharding: magma_engine::ShardingMode,
+    /// Each scheduler's bind rate limit (upstream's --kube-api-qps, default 2000).
+    #[arg(long, default_value_t = 2000.0)]
+    kube_api_qps: f64,
+    /// Each scheduler's bind burst (upstream's --kube-api-burst, default 2000).
+    #[arg(long, default_value_t = 2000)]
+    kube_api_burst: u32,
 }
 
 #[derive(Debug, Args)]
@@ -360,7 +372,6 @@ fn sweep(a: SweepArgs) -> anyhow::Result<()> {
 }
 
 fn e2e(a: E2eArgs) -> anyhow::Result<()> {
-    anyhow::ensure!(a.workers > 0, "--workers must be greater than 0");
     anyhow::ensure!(a.rate.is_none_or(|r| r > 0.0), "--rate must be positive");
     let opts = magma_perf::e2e::E2eOptions {
         nodes: a.nodes,
@@ -372,8 +383,13 @@ fn e2e(a: E2eArgs) -> anyhow::Result<()> {
         namespace: a.namespace,
         timeout: Duration::from_secs(a.timeout),
         progress: !a.quiet,
+        instances: a.instances,
+        sharding: a.sharding,
+        kube_api_qps: a.kube_api_qps,
+        kube_api_burst: a.kube_api_burst,
         ..Default::default()
     };
+    opts.validate()?;
     let rt = tokio::runtime::Runtime::new()?;
     let report = rt.block_on(magma_perf::e2e::run(&opts))?;
     report.print();

@@ -251,6 +251,8 @@ pub fn run(plan: &Plan, opts: &RunOptions, mut profile: Profile) -> anyhow::Resu
                     reported.insert(s.uid.clone());
                 }
                 Intent::Error(e) => eprintln!("engine rejected input: {e}"),
+                // The in-process cluster runs unsharded engines.
+                Intent::ShardStatus(_) => {}
             }
             if handled < 4096 {
                 pending = engine.intents().try_recv().ok();

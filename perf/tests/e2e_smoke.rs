@@ -45,3 +45,37 @@ async fn bind_blaster_reports_a_rate() {
     let rate = blast(10, 200, 16).await.unwrap();
     assert!(rate > 0.0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sharded_instances_split_the_work_on_disjoint_shards() {
+    let opts = E2eOptions {
+        nodes: 40,
+        pods: 300,
+        rate: Some(2000.0),
+        creators: 16,
+        timeout: Duration::from_secs(60),
+        progress: false,
+        instances: 3,
+        sharding: magma_engine::ShardingMode::Hard,
+        ..E2eOptions::default()
+    };
+    let report = run(&opts).await.unwrap();
+    assert!(report.violations().is_empty(), "{:?}", report.violations());
+    assert_eq!(report.bound, 300);
+    assert_eq!(
+        report.bound_per_instance,
+        [100, 100, 100],
+        "round-robin pods, each bound by its own scheduler"
+    );
+    assert_eq!(report.binding_writes_per_pod, Some(1.0));
+}
+
+#[test]
+fn several_unsharded_instances_are_refused() {
+    let opts = E2eOptions {
+        instances: 2,
+        ..E2eOptions::default()
+    };
+    let e = opts.validate().unwrap_err().to_string();
+    assert!(e.contains("--sharding"), "{e}");
+}
