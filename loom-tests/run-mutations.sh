@@ -18,6 +18,9 @@ MUTATIONS=(
     "drain_without_unpop|shutdown|InFlight"
     "epoch_after_load|worker_epochs|still holds snapshot|reclaimed everything below"
     "publish_seq_first|worker_epochs|still holds snapshot|reclaimed everything below"
+    "shard_release_ignores_workers|sharding_worker_sync|succeeded after x was released|is not applied yet"
+    "shard_release_ignores_claims|sharding_worker_sync|is not applied yet"
+    "shard_release_ignores_binds|sharding_worker_sync|is still binding to it"
 )
 
 export RUSTFLAGS="--cfg loom"

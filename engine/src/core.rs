@@ -593,6 +593,9 @@ impl Core {
         self.was_leading = leading;
         if leading {
             let workers_current = self.shared.horizon() >= self.view_seq;
+            // Mutation (loom-tests/run-mutations.sh): a worker still on an older view is ignored.
+            #[cfg(magma_mutation = "shard_release_ignores_workers")]
+            let workers_current = workers_current || true;
             let (cache, versions) = (&self.cache, &self.shared.versions);
             // Nothing of ours can land on the node any more: every claim on it is applied
             // (counter = applied count) and every pod assumed there has finished binding.
@@ -601,6 +604,22 @@ impl Core {
                     cache.assumed_on(slot) == 0
                         && versions.current(slot as usize) == cache.applied(slot)
                 })
+            };
+            // Mutation (loom-tests/run-mutations.sh): a claim not applied yet does not hold it.
+            #[cfg(magma_mutation = "shard_release_ignores_claims")]
+            let drained = |name: &str| {
+                let _ = &drained;
+                cache
+                    .node_slot(name)
+                    .is_none_or(|slot| cache.assumed_on(slot) == 0)
+            };
+            // Mutation (loom-tests/run-mutations.sh): a pod still binding does not hold it.
+            #[cfg(magma_mutation = "shard_release_ignores_binds")]
+            let drained = |name: &str| {
+                let _ = &drained;
+                cache
+                    .node_slot(name)
+                    .is_none_or(|slot| versions.current(slot as usize) == cache.applied(slot))
             };
             if let Some(intent) = c.status_to_write(now, workers_current, drained) {
                 inc(&self.stats.driver.shard_status_intents, 1);

@@ -16,6 +16,7 @@ use magma_engine::conf::Profile;
 use magma_engine::core::{BindIntent, Core, Input, Intent};
 use magma_engine::model::{CPU, CompiledPod, ContainerInput, NodeInput, PodInput, compile_pod};
 use magma_engine::queue::{PodState, QueueOptions};
+use magma_engine::shard::{ShardStatusIntent, ShardingOptions};
 use magma_engine::snapshot::{CHUNK, Snapshot};
 use magma_engine::stats::Stats;
 use magma_engine::sync::HandOff;
@@ -119,11 +120,22 @@ pub struct Driver {
     intents: Receiver<Intent>,
     /// Every bind intent emitted so far.
     pub binds: Vec<BindIntent>,
+    /// Every NodeShard status intent emitted so far (sharding on).
+    pub shard_statuses: Vec<ShardStatusIntent>,
 }
 
 impl Driver {
     /// A driver for `workers` workers with a hand-off of `capacity` tasks.
     pub fn new(workers: usize, capacity: usize) -> Driver {
+        Driver::build(workers, capacity, None)
+    }
+
+    /// The same, scheduling within a NodeShard (`Core::with_sharding`).
+    pub fn sharded(workers: usize, capacity: usize, sharding: ShardingOptions) -> Driver {
+        Driver::build(workers, capacity, Some(sharding))
+    }
+
+    fn build(workers: usize, capacity: usize, sharding: Option<ShardingOptions>) -> Driver {
         let versions = Arc::new(BindVersions::default());
         let profile = Arc::new(Profile::default());
         let mut cache = Cache::new(versions.clone(), profile.clone());
@@ -142,6 +154,10 @@ impl Driver {
             itx,
             stats.clone(),
         );
+        let core = match sharding {
+            Some(opts) => core.with_sharding(opts),
+            None => core,
+        };
         Driver {
             core,
             shared,
@@ -150,6 +166,7 @@ impl Driver {
             clock: Arc::new(ManualClock::new(Nanos(1))),
             intents,
             binds: Vec::new(),
+            shard_statuses: Vec::new(),
         }
     }
 
@@ -168,8 +185,10 @@ impl Driver {
 
     fn collect(&mut self) {
         while let Ok(i) = self.intents.try_recv() {
-            if let Intent::Bind(b) = i {
-                self.binds.push(b);
+            match i {
+                Intent::Bind(b) => self.binds.push(b),
+                Intent::ShardStatus(s) => self.shard_statuses.push(s),
+                _ => {}
             }
         }
     }
@@ -248,10 +267,25 @@ pub fn worker_step(
     handoff: &HandOff<Task>,
     inbox: &HandOff<WorkerResult>,
 ) -> bool {
+    worker_step_observed(worker, shared, stats, clock, handoff, inbox, |_| {})
+}
+
+/// [`worker_step`], letting the model look at the result (e.g. record a claim in its ledger)
+/// after the cycle and before the result is sent, i.e. while the worker is still in its epoch.
+pub fn worker_step_observed(
+    worker: &mut Worker,
+    shared: &Shared,
+    stats: &Stats,
+    clock: &dyn Clock,
+    handoff: &HandOff<Task>,
+    inbox: &HandOff<WorkerResult>,
+    observe: impl FnOnce(&WorkerResult),
+) -> bool {
     let Some(task) = handoff.try_pop() else {
         return false;
     };
     let result = worker.cycle(shared, &stats.workers[worker.id], clock, task);
+    observe(&result);
     assert!(inbox.try_push(result).is_ok(), "model inbox too small");
     shared.leave(worker.id);
     true

@@ -14,8 +14,7 @@
 //!
 //! The sharding coordinator's worker-sync rule (DESIGN.md §3 "Sharding": NodeShard status is
 //! published only when no worker still schedules against an older node set) builds on these
-//! epochs; its model belongs beside this one as `sharding_worker_sync` in this file once the
-//! coordinator exists.
+//! epochs; its model, on the real `Core` and workers, is `sharding_worker_sync.rs`.
 #![cfg(loom)]
 
 use loom::sync::Mutex;
