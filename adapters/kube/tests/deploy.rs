@@ -437,18 +437,9 @@ fn bin(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_agent-scheduler")).with_file_name(name)
 }
 
-/// The shard-controller binary, once it exists in this crate.
-fn shard_controller() -> Option<PathBuf> {
-    let p = bin("shard-controller");
-    if p.exists() {
-        Some(p)
-    } else {
-        eprintln!(
-            "NOTE: no shard-controller binary yet (adapters/kube/src/bin/shard-controller.rs): \
-             its arguments, RBAC and metrics are checked once it exists"
-        );
-        None
-    }
+/// The shard-controller binary (built with the crate's binaries).
+fn shard_controller() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_shard-controller"))
 }
 
 fn kube_sim_bin() -> PathBuf {
@@ -606,12 +597,12 @@ fn write_scheduler_conf(dir: &Path, objs: &[Value], dep: &Value) -> PathBuf {
     p
 }
 
-fn binary_of(dep: &Value) -> Option<PathBuf> {
+fn binary_of(dep: &Value) -> PathBuf {
     let cmd = dep["spec"]["template"]["spec"]["containers"][0]["command"][0]
         .as_str()
         .unwrap();
     match cmd.rsplit('/').next().unwrap() {
-        "agent-scheduler" => Some(PathBuf::from(env!("CARGO_BIN_EXE_agent-scheduler"))),
+        "agent-scheduler" => PathBuf::from(env!("CARGO_BIN_EXE_agent-scheduler")),
         "shard-controller" => shard_controller(),
         other => panic!("{}: unknown binary {other}", id(dep)),
     }
@@ -632,9 +623,7 @@ fn every_rendered_argument_is_accepted_by_its_binary() {
     let mut checked = 0;
     for objs in &sets {
         for dep in of_kind(objs, "Deployment") {
-            let Some(binary) = binary_of(dep) else {
-                continue;
-            };
+            let binary = binary_of(dep);
             let conf = container_args(dep)
                 .iter()
                 .any(|a| a.starts_with("--scheduler-conf="))
@@ -1041,12 +1030,7 @@ fn rbac_and_dashboard_match_what_the_binaries_do() {
         std::thread::sleep(Duration::from_secs(2));
         let exited = p.0.try_wait().unwrap().is_some();
         let text = std::fs::read_to_string(&log).unwrap_or_default();
-        if exited && text.contains("not supported by this version") {
-            eprintln!(
-                "NOTE: agent-scheduler does not run --scheduler-sharding-mode=hard yet: the \
-                 sharded scheduler's RBAC (nodeshards, nodeshards/status) is checked once it does"
-            );
-        } else {
+        {
             assert!(!exited, "hard-mode agent-scheduler exited: {text}");
             let (ok, out) = sim.kubectl(
                 &["create", "-f", "-"],
@@ -1099,7 +1083,8 @@ fn rbac_and_dashboard_match_what_the_binaries_do() {
             pending.retain(|m| !m.starts_with("magma_shard_"));
         }
     }
-    if let Some(ctl_bin) = shard_controller() {
+    {
+        let ctl_bin = shard_controller();
         let ctl = of_kind(&sharded, "Deployment")
             .into_iter()
             .find(|d| d["metadata"]["name"] == "magma-a-shard-controller")
@@ -1158,11 +1143,10 @@ fn rbac_and_dashboard_match_what_the_binaries_do() {
             );
         }
     }
-    if !pending.is_empty() {
-        eprintln!(
-            "NOTE: dashboard metrics not checked yet (their binaries/modes are not built): {pending:?}"
-        );
-    }
+    assert!(
+        pending.is_empty(),
+        "the dashboard queries metrics no scenario served: {pending:?}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
