@@ -20,7 +20,7 @@ use crate::model::CompiledPod;
 use crate::plugins::nodeorder::{self, Raw, ScoreRows};
 use crate::plugins::predicates::{self, Failure, FitRows};
 use crate::queue::reason::{self, ReasonMask};
-use crate::shard::ShardingMode;
+use crate::shard::{NodeSet, ShardingMode};
 use crate::snapshot::{CHUNK, Snapshot};
 
 /// Reusable per-worker buffers.
@@ -113,61 +113,29 @@ pub fn allocate(
             shard_missing: false,
         });
     }
-    let (mut max_aff, mut max_taint) = (0i64, 0i64);
+    let mut maxima = (0i64, 0i64);
     // The sharding mode is a node-set view (DESIGN.md §3): a mask word per chunk, not a
     // per-node predicate.
     match (snap.sharding, snap.shard.as_deref()) {
         (ShardingMode::None, _) | (ShardingMode::Soft, None) => {
             let to_find = profile.sampling.nodes_to_find(snap.nodes);
-            scan(
-                snap,
-                pod,
-                s,
-                to_find,
-                |_| u64::MAX,
-                &mut max_aff,
-                &mut max_taint,
-            );
+            maxima = scan(snap, pod, s, to_find, Eligible::All, maxima);
         }
         (ShardingMode::Hard, None) => {
             return Decision::Unschedulable(explain_all(snap, pod));
         }
         (ShardingMode::Hard, Some(set)) => {
             let to_find = profile.sampling.nodes_to_find(set.count);
-            scan(
-                snap,
-                pod,
-                s,
-                to_find,
-                |c| set.mask(c),
-                &mut max_aff,
-                &mut max_taint,
-            );
+            maxima = scan(snap, pod, s, to_find, Eligible::In(set), maxima);
         }
         (ShardingMode::Soft, Some(set)) => {
             // Every shard node is considered before any other, so the preference is exact.
             let to_find = profile.sampling.nodes_to_find(set.count);
-            scan(
-                snap,
-                pod,
-                s,
-                to_find,
-                |c| set.mask(c),
-                &mut max_aff,
-                &mut max_taint,
-            );
+            maxima = scan(snap, pod, s, to_find, Eligible::In(set), maxima);
             if s.feasible.is_empty() {
                 let rest = snap.nodes.saturating_sub(set.count);
                 let to_find = profile.sampling.nodes_to_find(rest);
-                scan(
-                    snap,
-                    pod,
-                    s,
-                    to_find,
-                    |c| !set.mask(c),
-                    &mut max_aff,
-                    &mut max_taint,
-                );
+                maxima = scan(snap, pod, s, to_find, Eligible::Out(set), maxima);
             }
         }
     }
@@ -179,7 +147,7 @@ pub fn allocate(
     s.best.clear();
     for idx in 0..s.feasible.len() {
         let (slot, raw) = s.feasible[idx];
-        let score = nodeorder::finish(raw, weights, max_aff, max_taint);
+        let score = nodeorder::finish(raw, weights, maxima.0, maxima.1);
         let key = s.next_rand();
         if s.best.len() == keep {
             let (ls, lk, _) = s.best[keep - 1];
@@ -213,47 +181,86 @@ pub fn allocate(
     Decision::Candidates
 }
 
-/// Step 1 over the slots `eligible(chunk)` selects: from the worker's rotating cursor, filter
-/// and score until `to_find` feasible nodes are found or every slot was seen.
-#[inline]
+/// Which slots a scan visits.
+#[derive(Clone, Copy)]
+enum Eligible<'a> {
+    All,
+    /// The shard's nodes.
+    In(&'a NodeSet),
+    /// The nodes outside the shard (soft mode's fallback).
+    Out(&'a NodeSet),
+}
+
+impl Eligible<'_> {
+    /// Eligible slots of chunk `c`, one bit each.
+    #[inline]
+    fn mask(self, c: usize) -> u64 {
+        match self {
+            Eligible::All => u64::MAX,
+            Eligible::In(set) => set.mask(c),
+            Eligible::Out(set) => !set.mask(c),
+        }
+    }
+}
+
+/// Step 1 over the `eligible` slots: from the worker's rotating cursor, filter and score until
+/// `to_find` feasible nodes are found or every slot was seen. Returns the highest raw
+/// NodeAffinity and TaintToleration scores seen, folded into `maxima`. One instance, kept out
+/// of line: the filter and score functions inline into its loop (inlined into `allocate` three
+/// times over they did not, and every node cost a quarter more).
+#[inline(never)]
 fn scan(
     snap: &Snapshot,
     pod: &CompiledPod,
     s: &mut Scratch,
     to_find: usize,
-    eligible: impl Fn(usize) -> u64,
-    max_aff: &mut i64,
-    max_taint: &mut i64,
-) {
+    eligible: Eligible<'_>,
+    maxima: (i64, i64),
+) -> (i64, i64) {
     let profile = &*snap.profile;
     let (preds, weights, gpu_slot) = (profile.predicates, &profile.weights, snap.gpu_slot);
+    let (mut max_aff, mut max_taint) = maxima;
     let n_slots = snap.arena.slots();
     let start = s.cursor % n_slots;
     let mut slot = start;
     let mut scanned = 0;
+    // Filter and score node `$i` of `$chunk`; leave the scan once enough nodes are feasible.
+    macro_rules! visit {
+        ($scan:lifetime, $chunk:expr, $fit:expr, $score:expr, $ci:expr, $i0:expr, $i:expr) => {
+            if predicates::fits_with(pod, preds, $chunk, $fit, $i) {
+                let raw = nodeorder::score_with(pod, weights, $chunk, $score, $i, gpu_slot);
+                max_aff = max_aff.max(raw.affinity);
+                max_taint = max_taint.max(raw.taints);
+                s.feasible.push((($ci * CHUNK + $i) as u32, raw));
+                if s.feasible.len() >= to_find {
+                    scanned += $i + 1 - $i0;
+                    break $scan;
+                }
+            }
+        };
+    }
     'scan: while scanned < n_slots {
         let ci = slot / CHUNK;
         let i0 = slot % CHUNK;
         let end = CHUNK.min(i0 + (n_slots - scanned));
         // Bits i0..end of the chunk's eligible slots.
         let window = (u64::MAX << i0) & (u64::MAX >> (CHUNK - end));
-        let mut bits = eligible(ci) & window;
+        let mut bits = eligible.mask(ci) & window;
         if bits != 0 {
             let chunk = snap.arena.chunk(ci);
             let fit_rows = FitRows::new(pod, chunk);
             let score_rows = ScoreRows::new(chunk);
-            while bits != 0 {
-                let i = bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                if predicates::fits_with(pod, preds, chunk, &fit_rows, i) {
-                    let raw = nodeorder::score_with(pod, weights, chunk, &score_rows, i, gpu_slot);
-                    *max_aff = (*max_aff).max(raw.affinity);
-                    *max_taint = (*max_taint).max(raw.taints);
-                    s.feasible.push(((ci * CHUNK + i) as u32, raw));
-                    if s.feasible.len() >= to_find {
-                        scanned += i + 1 - i0;
-                        break 'scan;
-                    }
+            if bits == window {
+                // Every slot eligible (mode none, or a chunk wholly in the view): a plain
+                // counted loop.
+                for i in i0..end {
+                    visit!('scan, chunk, &fit_rows, &score_rows, ci, i0, i);
+                }
+            } else {
+                while bits != 0 {
+                    let i = bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    visit!('scan, chunk, &fit_rows, &score_rows, ci, i0, i);
                 }
             }
         }
@@ -261,6 +268,7 @@ fn scan(
         slot = (ci * CHUNK + end) % n_slots;
     }
     s.cursor = start + scanned;
+    (max_aff, max_taint)
 }
 
 /// Every live node's reasons for rejecting the pod. Runs only when nothing fits. In hard

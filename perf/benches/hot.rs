@@ -1,7 +1,8 @@
 //! Micro-benchmarks of the engine's hot paths (criterion; `cargo bench -p magma-perf`):
 //!
 //! - `allocate/*`: the allocate action (filter + score) for one pod on a 5k-node snapshot, as a
-//!   full scan and with the default sampling. Throughput is in nodes, so criterion's
+//!   full scan and with the default sampling, and in hard sharding mode on a 500-node shard
+//!   (every tenth node; full scan of the shard). Throughput is in nodes, so criterion's
 //!   "elements/s" is nodes filtered and scored per second; per-node cost = time / nodes.
 //! - `publish/*`: change 1 or 64 nodes of a 10k-node cache (a pod bound or removed on each,
 //!   spread over different chunks) and publish the next snapshot while the previous one is still
@@ -14,6 +15,7 @@ use magma_engine::binder::BindVersions;
 use magma_engine::cache::Cache;
 use magma_engine::conf::{Profile, Sampling};
 use magma_engine::model::{CompiledPod, compile_pod};
+use magma_engine::shard::{NodeSet, ShardingMode};
 use magma_perf::plan::{NodeShape, node, pod};
 use std::hint::black_box;
 use std::sync::Arc;
@@ -38,15 +40,14 @@ fn compiled(cache: &mut Cache, name: String, on: Option<&str>) -> CompiledPod {
 fn bench_allocate(c: &mut Criterion) {
     const NODES: usize = 5_000;
     let mut g = c.benchmark_group("allocate");
-    for (name, sampling) in [
-        (
-            "5k-nodes-full-scan",
-            Sampling {
-                percentage_nodes_to_find: 100,
-                ..Sampling::default()
-            },
-        ),
-        ("5k-nodes-default-sampling", Sampling::default()),
+    let full = Sampling {
+        percentage_nodes_to_find: 100,
+        ..Sampling::default()
+    };
+    for (name, sampling, shard) in [
+        ("5k-nodes-full-scan", full, None),
+        ("5k-nodes-default-sampling", Sampling::default(), None),
+        ("5k-nodes-hard-shard-500-full-scan", full, Some(10)),
     ] {
         let profile = Profile {
             sampling,
@@ -60,10 +61,22 @@ fn bench_allocate(c: &mut Criterion) {
                 cache.apply_bound_pod(&p, &format!("node-{i:05}"), false);
             }
         }
+        let mut scanned = NODES;
+        if let Some(every) = shard {
+            let slots: Vec<u32> = (0..NODES)
+                .step_by(every)
+                .filter_map(|i| cache.node_slot(&format!("node-{i:05}")))
+                .collect();
+            scanned = slots.len();
+            cache.set_shard(
+                ShardingMode::Hard,
+                Some(Arc::new(NodeSet::from_slots(slots))),
+            );
+        }
         let snap = cache.publish().expect("a first snapshot");
         let p = compiled(&mut cache, "probe".into(), None);
         let mut scratch = Scratch::new(1);
-        g.throughput(Throughput::Elements(sampling.nodes_to_find(NODES) as u64));
+        g.throughput(Throughput::Elements(sampling.nodes_to_find(scanned) as u64));
         g.bench_function(name, |b| {
             b.iter(|| {
                 let d = allocate(&snap, black_box(&p), &versions, &mut scratch);

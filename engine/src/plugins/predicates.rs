@@ -107,7 +107,8 @@ pub fn fits(pod: &CompiledPod, preds: PredicateSet, chunk: &Chunk, i: usize) -> 
 }
 
 /// The hot-path filter: `true` if the pod can go on node `i` of `chunk`.
-#[inline]
+// Always: the scan loop runs it per node (a call per node costs a quarter more).
+#[inline(always)]
 pub fn fits_with(
     pod: &CompiledPod,
     preds: PredicateSet,
