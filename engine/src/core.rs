@@ -65,6 +65,9 @@ pub enum Input {
     /// The outcome of an [`Intent::ShardStatus`]: the status as written, or `None` if the write
     /// failed (it is retried).
     ShardStatusWritten(Option<ShardStatusIntent>),
+    /// The answer to an [`Intent::ListNodePods`]: every pod of these nodes was listed afresh and
+    /// sent (as `PodApply`) before this input.
+    NodePodsListed(Vec<String>),
     /// Nothing happened, but look at the queue now (e.g. leadership was just acquired).
     Tick,
     BindOutcome {
@@ -130,6 +133,10 @@ pub enum Intent {
     Status(StatusIntent),
     /// Write our own NodeShard's status (`shard` module: only when the worker-sync rule allows).
     ShardStatus(ShardStatusIntent),
+    /// List the pods of these nodes afresh (a consistent read), send them as `PodApply`, then
+    /// answer with [`Input::NodePodsListed`]: the nodes were acquired from another shard
+    /// (`shard` module, rule 6). Retry until it succeeds.
+    ListNodePods(Vec<String>),
     /// Input the engine rejected (for the embedder's log); the engine keeps going.
     Error(CoreError),
 }
@@ -295,6 +302,11 @@ impl Core {
             Input::ShardStatusWritten(written) => {
                 if let Some(c) = &mut self.shard {
                     c.write_done(written.as_ref(), now);
+                }
+            }
+            Input::NodePodsListed(nodes) => {
+                if let Some(c) = &mut self.shard {
+                    c.pods_listed(&nodes);
                 }
             }
             Input::PodApply(p) => self.apply_pod(p, now),
@@ -562,6 +574,10 @@ impl Core {
     fn refresh_shard_view(&mut self) {
         let Some(c) = &mut self.shard else { return };
         let changed = c.refresh_view();
+        let lists = c.take_pod_lists();
+        if !lists.is_empty() {
+            let _ = self.intents.send(Intent::ListNodePods(lists));
+        }
         if changed.is_none() && !std::mem::take(&mut self.shard_slots_dirty) {
             return;
         }

@@ -28,7 +28,13 @@
 //! 5. **Hand-over hold.** When this replica starts leading, the nodes its shard's status already
 //!    lists as in use may carry binds of its predecessor (another replica, or this process before
 //!    a restart). They are not released before the hold (bind timeout + margin) has passed.
-//! 6. Own shard missing: no view. Hard mode then schedules nothing (the pods are reported
+//! 6. **Fresh pods before use.** A node acquired from another shard may carry pods its previous
+//!    owner bound moments ago that our pod watch has not delivered yet. Before a node that any
+//!    other shard listed as in use since we started enters the view, the driver asks the
+//!    adapter to list its pods afresh (a consistent read) and feed them in
+//!    ([`Coordinator::take_pod_lists`], [`Coordinator::pods_listed`]). Other nodes need no
+//!    list: scheduling starts only once every watch has delivered its first list.
+//! 7. Own shard missing: no view. Hard mode then schedules nothing (the pods are reported
 //!    unschedulable with the reason); soft mode schedules like `none`. Nothing is written.
 
 use crate::clock::Nanos;
@@ -200,6 +206,12 @@ pub struct Coordinator {
     /// Rule 5: set at a term's start, taken at its first status computation.
     hold_pending: bool,
     hold: Option<(BTreeSet<String>, Nanos)>,
+    /// Rule 6: nodes of our desired set that another shard listed in use since we started and
+    /// whose pods were not listed afresh since, the lists asked for and not answered yet, and
+    /// those still to ask for.
+    held_elsewhere: BTreeSet<String>,
+    listing: BTreeSet<String>,
+    to_list: Vec<String>,
     gauges: ShardGauges,
 }
 
@@ -216,6 +228,9 @@ impl Coordinator {
             retry_at: None,
             hold_pending: false,
             hold: None,
+            held_elsewhere: BTreeSet::new(),
+            listing: BTreeSet::new(),
+            to_list: Vec::new(),
             gauges: ShardGauges {
                 missing: true,
                 ..ShardGauges::default()
@@ -298,10 +313,29 @@ impl Coordinator {
         if !std::mem::take(&mut self.dirty) {
             return None;
         }
-        let view = self.available().map(|mut a| {
+        let candidates = self.available().map(|mut a| {
             let own = &self.shards[&self.opts.shard_name];
             a.retain(|n| own.status.in_use.contains(n));
             a
+        });
+        if let Some(own) = self.shards.get(&self.opts.shard_name) {
+            for (name, s) in &self.shards {
+                if *name != self.opts.shard_name {
+                    let held = s.status.in_use.iter().filter(|n| own.desired.contains(*n));
+                    self.held_elsewhere.extend(held.cloned());
+                }
+            }
+        }
+        let view = candidates.map(|c| {
+            // Rule 6.
+            self.listing.retain(|n| c.contains(n));
+            for n in c.iter().filter(|n| self.held_elsewhere.contains(*n)) {
+                if self.listing.insert(n.clone()) {
+                    self.to_list.push(n.clone());
+                }
+            }
+            let held = &self.held_elsewhere;
+            c.into_iter().filter(|n| !held.contains(n)).collect()
         });
         self.gauges.missing = view.is_none();
         self.gauges.desired = self
@@ -320,6 +354,21 @@ impl Coordinator {
         self.view = view;
         self.revision += 1;
         Some(grew)
+    }
+
+    /// Nodes whose pods the driver must have listed afresh before they can be used (rule 6).
+    pub fn take_pod_lists(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.to_list)
+    }
+
+    /// The pods of `nodes` were listed and fed in (before this call, in input order).
+    pub fn pods_listed(&mut self, nodes: &[String]) {
+        for n in nodes {
+            if self.listing.remove(n) {
+                self.held_elsewhere.remove(n);
+                self.dirty = true;
+            }
+        }
     }
 
     /// This replica started leading (rule 5).

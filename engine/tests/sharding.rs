@@ -227,6 +227,29 @@ fn nodes_in_use_by_another_shard_wait_for_their_release() {
 }
 
 #[test]
+fn an_acquired_node_is_used_only_after_its_pods_were_listed_afresh() {
+    let (e, mut c) = Cluster::start(opts(ShardingMode::Hard, 2));
+    upstream_nodes(&e, &mut c);
+    c.set_shard_in_use(&e, "other", &["n3"]);
+    c.set_shard(&e, "agent", &["n1", "n3"]);
+    assert!(c.run_until(&e, WAIT, |c| c.in_use("agent") == ["n1"]));
+    assert!(c.pod_lists.is_empty(), "nodes held at start need no list");
+    // The other scheduler bound a 16-CPU pod on n3 just before releasing it; our pod watch
+    // has not delivered it yet.
+    c.add_unseen_bound_pod(bound(mk_pod("theirs", "16", "1Gi"), "n3"));
+    c.set_shard_in_use(&e, "other", &[]);
+    assert!(c.run_until(&e, WAIT, |c| c.in_use("agent") == ["n1", "n3"]
+        && e.stats().shard.view == 2));
+    assert_eq!(c.pod_lists, [vec!["n3".to_string()]]);
+    // 11 CPU: n1 has 10, n3 has 4 left once "theirs" is counted (20 if it were not).
+    c.add_pod(&e, mk_pod("mine", "11", "1Gi"));
+    assert!(c.run_until(&e, WAIT, |c| !c.statuses.is_empty()));
+    assert_eq!(c.bound_count(), 1, "only theirs is bound");
+    assert!(c.overcommitted().is_empty());
+    e.shutdown();
+}
+
+#[test]
 fn a_node_moved_away_is_released_only_after_its_binds_finish() {
     let (e, mut c) = start(ShardingMode::Hard);
     c.hold_binds = true;

@@ -252,7 +252,7 @@ pub fn run(plan: &Plan, opts: &RunOptions, mut profile: Profile) -> anyhow::Resu
                 }
                 Intent::Error(e) => eprintln!("engine rejected input: {e}"),
                 // The in-process cluster runs unsharded engines.
-                Intent::ShardStatus(_) => {}
+                Intent::ShardStatus(_) | Intent::ListNodePods(_) => {}
             }
             if handled < 4096 {
                 pending = engine.intents().try_recv().ok();

@@ -62,6 +62,9 @@ pub struct Settings {
     pub config_path: Option<std::path::PathBuf>,
     pub healthz_addr: Option<std::net::SocketAddr>,
     pub metrics_addr: Option<std::net::SocketAddr>,
+    /// `--resource-sync-timeout`: scheduling starts once every watch delivered its first list,
+    /// or after this long (zero: at once), as upstream.
+    pub resource_sync_timeout: Duration,
     /// `--scheduler-sharding-mode` / `--scheduler-sharding-name`; the hand-over hold is the
     /// bind timeout plus a margin (see `magma_engine::shard`).
     pub sharding: ShardingOptions,
@@ -85,6 +88,7 @@ impl Settings {
             config_path: None,
             healthz_addr: None,
             metrics_addr: None,
+            resource_sync_timeout: Duration::from_secs(60),
             sharding: ShardingOptions::default(),
         }
     }
@@ -144,7 +148,8 @@ pub async fn run(
     )?;
     let sharded = settings.sharding.mode != ShardingMode::None;
     let (leading_tx, leading_rx) = tokio_watch::channel(settings.leader.is_none());
-    engine.set_leading(settings.leader.is_none());
+    // Not before the caches have synced (the leadership follower below).
+    engine.set_leading(false);
 
     // Watches: always on, so a standby's caches are warm when it takes over.
     let sync = Arc::new(SyncState::new(sharded));
@@ -167,7 +172,13 @@ pub async fn run(
 
     // Sharding: the NodeShard watch and our NodeShard's status writer (soft and hard mode).
     let (shard_tx, shard_rx) = mpsc::channel(16);
+    let (list_tx, list_rx) = mpsc::channel(64);
     let shard_writer = sharded.then(|| {
+        tokio::spawn(crate::shard::run_lister(
+            status_client.clone(),
+            engine.handle(),
+            list_rx,
+        ));
         let s = sync.clone();
         watches.push(tokio::spawn(crate::shard::watch(
             watch_client.clone(),
@@ -266,6 +277,11 @@ pub async fn run(
                             tracing::warn!("NodeShard status writer stopped");
                         }
                     }
+                    Intent::ListNodePods(nodes) => {
+                        if list_tx.blocking_send(nodes).is_err() {
+                            tracing::warn!("acquired-node pod lister stopped");
+                        }
+                    }
                     Intent::Error(e) => tracing::warn!(error = %e, "input rejected"),
                 }
             }
@@ -283,11 +299,19 @@ pub async fn run(
             }
         })
     });
-    // Follow leadership: claim only while leading.
+    // Follow leadership: claim only while leading, and only once the caches have synced, so
+    // no pod is placed on a node whose pods are not counted yet (upstream waits the same way).
     let follow = {
         let mut rx = leading_rx.clone();
         let handle_leading = engine.leading_setter();
+        let (sync, wait) = (sync.clone(), settings.resource_sync_timeout);
         tokio::spawn(async move {
+            if !wait.is_zero() && tokio::time::timeout(wait, sync.wait()).await.is_err() {
+                tracing::warn!(
+                    ?wait,
+                    "caches did not sync within --resource-sync-timeout; scheduling anyway"
+                );
+            }
             loop {
                 let leading = *rx.borrow_and_update();
                 handle_leading(leading);
@@ -485,6 +509,7 @@ pub async fn settings_from_options(o: &crate::flags::Options) -> anyhow::Result<
         event_qps: f64::from(o.event_qps),
         event_burst: o.event_burst,
         leader,
+        resource_sync_timeout: o.resource_sync_timeout,
         config_path: (!o.scheduler_conf.is_empty())
             .then(|| std::path::PathBuf::from(&o.scheduler_conf)),
         healthz_addr: if o.enable_healthz {

@@ -9,12 +9,18 @@
 //! read) and `lastUpdateTime = now`, conditional on the resourceVersion it read. A `409` means the
 //! object changed meanwhile (usually the controller rewrote the spec): it re-reads and retries.
 //! Every outcome goes back to the engine, which retries failures itself after a pause.
+//!
+//! The lister answers the engine's `ListNodePods`: before a node acquired from another shard
+//! is used, its pods are listed with a consistent read (`spec.nodeName=<node>`) and fed to the
+//! engine, so pods the previous owner bound moments ago count even if the pod watch lags.
 
+use crate::convert::pod_input;
 use crate::metrics::{Metrics, ShardWriteLabel};
 use crate::nodeshard::{NodeShard, status_for};
 use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::PostParams;
+use kube::api::{ListParams, PostParams};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client};
@@ -100,6 +106,34 @@ pub async fn run_writer(
     while let Some(intent) = rx.recv().await {
         let written = write_status(&api, &intent, &metrics).await;
         engine.send(Input::ShardStatusWritten(written));
+    }
+}
+
+/// Answer every `ListNodePods` request: list each node's pods, send them, then the
+/// `NodePodsListed` answer. A failed list is retried with backoff until it succeeds.
+pub async fn run_lister(client: Client, engine: EngineHandle, mut rx: mpsc::Receiver<Vec<String>>) {
+    let api: Api<Pod> = Api::all(client);
+    while let Some(nodes) = rx.recv().await {
+        for node in &nodes {
+            let lp = ListParams::default().fields(&format!("spec.nodeName={node}"));
+            let mut wait = Duration::from_millis(200);
+            let pods = loop {
+                match api.list(&lp).await {
+                    Ok(list) => break list.items,
+                    Err(e) => {
+                        tracing::warn!(%node, error = %e, "cannot list the pods of an acquired node; retrying");
+                        tokio::time::sleep(wait).await;
+                        wait = (wait * 2).min(Duration::from_secs(10));
+                    }
+                }
+            };
+            for p in &pods {
+                if let Some(i) = pod_input(p) {
+                    engine.send(Input::PodApply(i));
+                }
+            }
+        }
+        engine.send(Input::NodePodsListed(nodes));
     }
 }
 

@@ -127,7 +127,27 @@ fn nodes_in_use_elsewhere_are_excluded_and_listed_to_add() {
     c.write_done(Some(&w), LATER);
     c.apply(shard("a", &["n1", "n2"], &["n1", "n2"]));
     c.refresh_view();
+    // b held n2: its pods are listed afresh before we use it (rule 6).
+    assert_eq!(view(&c), Some(vec!["n1"]));
+    assert_eq!(c.take_pod_lists(), names(&["n2"]));
+    assert!(c.take_pod_lists().is_empty(), "asked once");
+    c.apply(shard("a", &["n1", "n2"], &["n1", "n2"]));
+    c.refresh_view();
+    assert!(
+        c.take_pod_lists().is_empty(),
+        "still asked once while the list runs"
+    );
+    c.pods_listed(&names(&["n2"]));
+    c.refresh_view();
     assert_eq!(view(&c), Some(vec!["n1", "n2"]));
+    // Lost to b and back again: listed again.
+    c.apply(shard("b", &["n3"], &["n2", "n3"]));
+    c.refresh_view();
+    assert_eq!(view(&c), Some(vec!["n1"]));
+    c.apply(shard("b", &["n3"], &["n3"]));
+    c.refresh_view();
+    assert_eq!(c.take_pod_lists(), names(&["n2"]));
+    assert_eq!(view(&c), Some(vec!["n1"]));
 }
 
 #[test]

@@ -90,6 +90,8 @@ pub struct Cluster {
     /// NodeShards by name; status writes are applied and echoed like a watch would.
     pub shards: HashMap<String, ShardInput>,
     pub shard_writes: Vec<ShardStatusIntent>,
+    /// Nodes whose pods the engine asked to list afresh.
+    pub pod_lists: Vec<Vec<String>>,
     /// Hold bind intents instead of answering them (see `release_binds`).
     pub hold_binds: bool,
     pub held: Vec<magma_engine::BindIntent>,
@@ -142,6 +144,11 @@ impl Cluster {
             });
         entry.nodes_in_use = in_use.iter().map(|s| s.to_string()).collect();
         e.handle().send(Input::ShardApply(entry.clone()));
+    }
+
+    /// A pod bound by someone else that the engine's watch has not delivered yet.
+    pub fn add_unseen_bound_pod(&mut self, p: PodInput) {
+        self.pods.insert(p.uid.clone(), p);
     }
 
     pub fn in_use(&self, shard: &str) -> Vec<String> {
@@ -203,6 +210,17 @@ impl Cluster {
                 Ok(Intent::Bind(b)) if self.hold_binds => self.held.push(b),
                 Ok(Intent::Bind(b)) => self.answer_bind(e, b),
                 Ok(Intent::Status(s)) => self.statuses.push(s),
+                Ok(Intent::ListNodePods(nodes)) => {
+                    // A consistent read: every pod the API server has on those nodes, including
+                    // any the engine's (simulated) watch has not delivered.
+                    for p in self.pods.values() {
+                        if p.node_name.as_ref().is_some_and(|n| nodes.contains(n)) {
+                            e.handle().send(Input::PodApply(p.clone()));
+                        }
+                    }
+                    self.pod_lists.push(nodes.clone());
+                    e.handle().send(Input::NodePodsListed(nodes));
+                }
                 Ok(Intent::ShardStatus(w)) => {
                     // The API server applies the status write; the watch echoes the object.
                     let written = match self.shards.get_mut(&*w.shard) {
