@@ -22,6 +22,63 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, watch as tokio_watch};
 
+/// The binaries' common `main`: `-v` logging to stderr, a two-thread runtime, `run`, and the
+/// error report and exit code (1 on error; flag errors are the caller's, exit 2).
+pub fn run_main<F>(name: &str, verbosity: u8, run: F) -> std::process::ExitCode
+where
+    F: Future<Output = anyhow::Result<()>>,
+{
+    init_logging(name, verbosity);
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("{name}: cannot start the runtime: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    match rt.block_on(run) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e:#}");
+            eprintln!("{name}: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// klog's `-v` as a `tracing` filter (0–1 info, 2–4 debug, 5+ trace); `RUST_LOG` overrides.
+fn init_logging(name: &str, v: u8) {
+    let level = match v {
+        0..=1 => "info",
+        2..=4 => "debug",
+        _ => "trace",
+    };
+    let bin = name.replace('-', "_");
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new(format!(
+            "warn,magma_kube={level},magma_engine={level},{bin}={level}"
+        ))
+    });
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+/// Resolves on SIGTERM or SIGINT.
+pub async fn shutdown_signal() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("SIGTERM handler");
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
+        _ = tokio::signal::ctrl_c() => tracing::info!("interrupt: shutting down"),
+    }
+}
+
 /// Monotonic system time for the engine.
 #[derive(Debug)]
 pub struct SystemClock(Instant);
@@ -346,36 +403,18 @@ pub async fn run(
 
     // Health, readiness and metrics.
     let readiness = Arc::new(crate::http::Readiness::new(settings.leader.is_some()));
-    let mut servers = Vec::new();
     let (http_stop_tx, http_stop_rx) = tokio_watch::channel(false);
-    let shared_addr =
-        settings.healthz_addr.is_some() && settings.healthz_addr == settings.metrics_addr;
-    let mut endpoints: Vec<(std::net::SocketAddr, bool, bool)> = Vec::new();
-    if shared_addr {
-        endpoints.push((settings.healthz_addr.expect("checked"), true, true));
-    } else {
-        if let Some(a) = settings.healthz_addr {
-            endpoints.push((a, true, false));
-        }
-        if let Some(a) = settings.metrics_addr {
-            endpoints.push((a, false, true));
-        }
-    }
-    for (addr, healthz, with_metrics) in endpoints {
-        let router = crate::http::router(
-            readiness.clone(),
-            with_metrics.then(|| metrics.clone()),
-            healthz,
-        );
-        let mut stop = http_stop_rx.clone();
-        let (bound, handle) = crate::http::serve(addr, router, async move {
-            let _ = stop.wait_for(|s| *s).await;
-        })
-        .await
-        .with_context(|| format!("serving HTTP on {addr}"))?;
-        tracing::info!(%bound, healthz, metrics = with_metrics, "HTTP endpoint listening");
-        servers.push(handle);
-    }
+    let encoder = {
+        let m = metrics.clone();
+        Arc::new(move || m.encode()) as crate::http::MetricsEncoder
+    };
+    let servers = crate::http::serve_admin(
+        settings.healthz_addr,
+        settings.metrics_addr.map(|a| (a, encoder)),
+        readiness.clone(),
+        http_stop_rx,
+    )
+    .await?;
     // Readiness follows cache sync and leadership; metrics follow leadership.
     let readiness_task = {
         let (sync, readiness, metrics, mut rx) = (

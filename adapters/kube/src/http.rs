@@ -128,6 +128,37 @@ async fn metrics_text(State(m): State<MetricsEncoder>) -> Response {
     ([(header::CONTENT_TYPE, CONTENT_TYPE)], m()).into_response()
 }
 
+/// Serve health on `healthz` and metrics on `metrics` (each when given; one server with both
+/// when the two addresses are equal) until `stop` turns true. Returns the server tasks.
+pub async fn serve_admin(
+    healthz: Option<SocketAddr>,
+    metrics: Option<(SocketAddr, MetricsEncoder)>,
+    readiness: Arc<Readiness>,
+    stop: tokio::sync::watch::Receiver<bool>,
+) -> anyhow::Result<Vec<JoinHandle<anyhow::Result<()>>>> {
+    let mut endpoints: Vec<(SocketAddr, bool, Option<MetricsEncoder>)> = Vec::new();
+    match (healthz, metrics) {
+        (Some(h), Some((m, enc))) if h == m => endpoints.push((h, true, Some(enc))),
+        (h, m) => {
+            endpoints.extend(h.map(|a| (a, true, None)));
+            endpoints.extend(m.map(|(a, enc)| (a, false, Some(enc))));
+        }
+    }
+    let mut servers = Vec::new();
+    for (addr, with_health, encoder) in endpoints {
+        let with_metrics = encoder.is_some();
+        let router = router_with(readiness.clone(), encoder, with_health);
+        let mut stop = stop.clone();
+        let (bound, task) = serve(addr, router, async move {
+            let _ = stop.wait_for(|s| *s).await;
+        })
+        .await?;
+        tracing::info!(%bound, healthz = with_health, metrics = with_metrics, "HTTP endpoint listening");
+        servers.push(task);
+    }
+    Ok(servers)
+}
+
 /// Binds `addr` (port 0 picks one) and serves `router` until `shutdown` resolves. Returns the
 /// bound address and the server task.
 pub async fn serve(

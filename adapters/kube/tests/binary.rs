@@ -406,7 +406,7 @@ fn invalid_flags_fail_at_start_with_a_clear_message() {
                 "--scheduler-sharding-mode=hard",
                 "--kubeconfig=/nonexistent",
             ],
-            "scheduler-sharding-mode",
+            "--kubeconfig /nonexistent",
         ),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_agent-scheduler"))

@@ -23,46 +23,13 @@ fn main() -> std::process::ExitCode {
         println!("agent-scheduler (magma) {}", env!("CARGO_PKG_VERSION"));
         return std::process::ExitCode::SUCCESS;
     }
-    init_logging(opts.verbosity);
-    for w in &opts.warnings {
-        tracing::warn!("{w}");
-    }
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("agent-scheduler: cannot start the runtime: {e}");
-            return std::process::ExitCode::FAILURE;
+    let verbosity = opts.verbosity;
+    app::run_main("agent-scheduler", verbosity, async move {
+        for w in &opts.warnings {
+            tracing::warn!("{w}");
         }
-    };
-    match rt.block_on(run(opts)) {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            tracing::error!("{e:#}");
-            eprintln!("agent-scheduler: {e:#}");
-            std::process::ExitCode::FAILURE
-        }
-    }
-}
-
-fn init_logging(v: u8) {
-    let level = match v {
-        0..=1 => "info",
-        2..=4 => "debug",
-        _ => "trace",
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        tracing_subscriber::EnvFilter::new(format!(
-            "warn,magma_kube={level},magma_engine={level},agent_scheduler={level}"
-        ))
-    });
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+        run(opts).await
+    })
 }
 
 async fn run(opts: flags::Options) -> anyhow::Result<()> {
@@ -88,15 +55,6 @@ async fn run(opts: flags::Options) -> anyhow::Result<()> {
         profile: loaded.profile,
         ..settings
     };
-    app::run(settings, shutdown_signal(), None).await?;
+    app::run(settings, app::shutdown_signal(), None).await?;
     Ok(())
-}
-
-async fn shutdown_signal() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .expect("SIGTERM handler");
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = tokio::signal::ctrl_c() => {}
-    }
 }

@@ -32,43 +32,8 @@ fn main() -> std::process::ExitCode {
         println!("shard-controller: flags and --scheduler-configs are valid (--dry-run)");
         return std::process::ExitCode::SUCCESS;
     }
-    init_logging(opts.verbosity);
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("shard-controller: cannot start the runtime: {e}");
-            return std::process::ExitCode::FAILURE;
-        }
-    };
-    match rt.block_on(run(opts)) {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            tracing::error!("{e:#}");
-            eprintln!("shard-controller: {e:#}");
-            std::process::ExitCode::FAILURE
-        }
-    }
-}
-
-fn init_logging(v: u8) {
-    let level = match v {
-        0..=1 => "info",
-        2..=4 => "debug",
-        _ => "trace",
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        tracing_subscriber::EnvFilter::new(format!(
-            "warn,magma_kube={level},shard_controller={level}"
-        ))
-    });
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+    let verbosity = opts.verbosity;
+    magma_kube::app::run_main("shard-controller", verbosity, run(opts))
 }
 
 async fn run(opts: ControllerOptions) -> anyhow::Result<()> {
@@ -102,42 +67,20 @@ async fn run(opts: ControllerOptions) -> anyhow::Result<()> {
         .enable_metrics
         .then(|| opts.listen_addr())
         .transpose()?;
-    let mut endpoints = Vec::new();
-    if healthz.is_some() && healthz == metrics_addr {
-        endpoints.extend(healthz.map(|a| (a, true, true)));
-    } else {
-        endpoints.extend(healthz.map(|a| (a, true, false)));
-        endpoints.extend(metrics_addr.map(|a| (a, false, true)));
-    }
-    let mut servers = Vec::new();
-    for (addr, with_health, with_metrics) in endpoints {
-        let m = settings.metrics.clone();
-        let encoder: Option<http::MetricsEncoder> =
-            with_metrics.then(|| Arc::new(move || m.encode()) as http::MetricsEncoder);
-        let router = http::router_with(settings.readiness.clone(), encoder, with_health);
-        let mut stop = stop_rx.clone();
-        let (bound, task) = http::serve(addr, router, async move {
-            let _ = stop.wait_for(|s| *s).await;
-        })
-        .await
-        .with_context(|| format!("serving HTTP on {addr}"))?;
-        tracing::info!(%bound, healthz = with_health, metrics = with_metrics, "HTTP endpoint listening");
-        servers.push(task);
-    }
+    let m = settings.metrics.clone();
+    let encoder = Arc::new(move || m.encode()) as http::MetricsEncoder;
+    let servers = http::serve_admin(
+        healthz,
+        metrics_addr.map(|a| (a, encoder)),
+        settings.readiness.clone(),
+        stop_rx,
+    )
+    .await?;
 
-    controller::run(settings, shutdown_signal()).await?;
+    controller::run(settings, magma_kube::app::shutdown_signal()).await?;
     stop_tx.send_replace(true);
     for s in servers {
         let _ = tokio::time::timeout(std::time::Duration::from_secs(2), s).await;
     }
     Ok(())
-}
-
-async fn shutdown_signal() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .expect("SIGTERM handler");
-    tokio::select! {
-        _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
-        _ = tokio::signal::ctrl_c() => tracing::info!("interrupt: shutting down"),
-    }
 }
