@@ -7,6 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod procs;
+use procs::{http_get_blocking, kubectl};
+
 fn bin(name: &str) -> PathBuf {
     // Cargo builds every binary of the package under test; kube-sim is built by this test on
     // first use (see `kube_sim_bin`).
@@ -90,7 +93,7 @@ fn start_scheduler(kc: &Path, extra: &[&str]) -> Proc {
 }
 
 fn kubectl_json(kc: &Path, args: &[&str]) -> serde_json::Value {
-    let out = Command::new(kc.parent().map(|_| "kubectl").unwrap())
+    let out = Command::new(kubectl())
         .arg(format!("--kubeconfig={}", kc.display()))
         .args(args)
         .args(["-o", "json"])
@@ -106,11 +109,8 @@ fn kubectl_json(kc: &Path, args: &[&str]) -> serde_json::Value {
 
 /// (binding records as (pod, node), via the simulator's admin endpoint)
 fn bindings(port: u16) -> Vec<(String, String)> {
-    let out = Command::new("curl")
-        .args(["-s", &format!("http://127.0.0.1:{port}/sim/bindings")])
-        .output()
-        .expect("curl");
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    let (_, body) = http_get_blocking(port, "/sim/bindings");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
     v.as_array()
         .map(|a| {
             a.iter()
@@ -133,22 +133,6 @@ fn create_pods(kc: &Path, prefix: &str, n: usize, cpu: &str) {
         ));
     }
     kubectl_stdin(kc, "create", &yaml);
-}
-
-fn kubectl_available() -> bool {
-    let ok = Command::new("kubectl")
-        .arg("version")
-        .arg("--client")
-        .output()
-        .is_ok_and(|o| o.status.success())
-        && Command::new("curl")
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("kubectl or curl not available: skipping the process-level end-to-end test");
-    }
-    ok
 }
 
 fn tmpdir(name: &str) -> PathBuf {
@@ -181,9 +165,6 @@ fn assert_each_bound_once(port: u16, expected: usize) {
 
 #[test]
 fn binary_schedules_and_reports_like_upstream() {
-    if !kubectl_available() {
-        return;
-    }
     let dir = tmpdir("basic");
     let (_sim, kc, port) = start_sim(&dir, 4);
     let (hz, mx) = (free_port(), free_port());
@@ -223,7 +204,7 @@ fn binary_schedules_and_reports_like_upstream() {
             })
         })
     });
-    let out = Command::new("kubectl")
+    let out = Command::new(kubectl())
         .arg(format!("--kubeconfig={}", kc.display()))
         .args(["label", "node", "node-00002", "disk=ssd"])
         .output()
@@ -250,17 +231,10 @@ fn binary_schedules_and_reports_like_upstream() {
     });
     assert_each_bound_once(port, 21);
     // Health, readiness and metrics on their flags' addresses.
+    // The body, then the status code on its own line.
     let get = |port: u16, path: &str| {
-        let out = Command::new("curl")
-            .args([
-                "-s",
-                "-w",
-                "\n%{http_code}",
-                &format!("http://127.0.0.1:{port}{path}"),
-            ])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        let (code, body) = http_get_blocking(port, path);
+        format!("{body}\n{code}")
     };
     assert!(get(hz, "/healthz").ends_with("200"), "healthz");
     assert!(get(hz, "/readyz").ends_with("200"), "readyz");
@@ -309,7 +283,7 @@ fn apply(kc: &Path, yaml: &str) {
 /// `kubectl <verb> -f -` with `yaml` on standard input; the command must succeed.
 fn kubectl_stdin(kc: &Path, verb: &str, yaml: &str) {
     use std::io::Write;
-    let mut child = Command::new("kubectl")
+    let mut child = Command::new(kubectl())
         .arg(format!("--kubeconfig={}", kc.display()))
         .args([verb, "-f", "-"])
         .stdin(Stdio::piped())
@@ -327,9 +301,6 @@ fn kubectl_stdin(kc: &Path, verb: &str, yaml: &str) {
 
 #[test]
 fn sigterm_releases_the_lease_and_exits_cleanly() {
-    if !kubectl_available() {
-        return;
-    }
     let dir = tmpdir("sigterm");
     let (_sim, kc, port) = start_sim(&dir, 2);
     let mut s = start_scheduler(
@@ -427,9 +398,6 @@ fn invalid_flags_fail_at_start_with_a_clear_message() {
 
 #[test]
 fn leader_failover_between_two_processes() {
-    if !kubectl_available() {
-        return;
-    }
     let dir = tmpdir("failover");
     let (_sim, kc, port) = start_sim(&dir, 4);
     let le = [
@@ -478,9 +446,6 @@ fn leader_failover_between_two_processes() {
 
 #[test]
 fn kill_9_mid_burst_then_restart_binds_every_pod_once() {
-    if !kubectl_available() {
-        return;
-    }
     let dir = tmpdir("restart");
     let (_sim, kc, port) = start_sim(&dir, 10);
     let mut s = start_scheduler(&kc, &["--leader-elect=false"]);

@@ -21,6 +21,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+mod procs;
+use procs::kubectl;
 use std::time::{Duration, Instant};
 
 // ---------------------------------------------------------------------------------------------
@@ -44,18 +46,6 @@ fn tool(name: &str) -> PathBuf {
         p.display()
     );
     p
-}
-
-fn kubectl() -> PathBuf {
-    let on_path = Command::new("kubectl")
-        .args(["version", "--client"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if on_path {
-        PathBuf::from("kubectl")
-    } else {
-        tool("kubectl")
-    }
 }
 
 fn run(cmd: &mut Command) -> String {

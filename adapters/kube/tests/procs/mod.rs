@@ -205,6 +205,30 @@ impl SimProc {
     }
 }
 
+/// kubectl: the one on `PATH`, else the pinned one `deploy/tools/install.sh` puts under
+/// `target/tools` (CI runs it). Panics with the install command when there is neither: a
+/// process-level test never passes by skipping.
+pub fn kubectl() -> PathBuf {
+    let on_path = Command::new("kubectl")
+        .args(["version", "--client"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if on_path {
+        return PathBuf::from("kubectl");
+    }
+    let tools = std::env::var_os("MAGMA_TOOLS_DIR").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/tools"),
+        PathBuf::from,
+    );
+    let p = tools.join("bin/kubectl");
+    assert!(
+        p.exists(),
+        "kubectl is neither on PATH nor at {}: run deploy/tools/install.sh",
+        p.display()
+    );
+    p
+}
+
 /// A plain HTTP/1.1 GET on 127.0.0.1 (`Connection: close`); returns the status and the body.
 pub async fn http_get(port: u16, path: &str) -> (u16, String) {
     let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
@@ -214,7 +238,22 @@ pub async fn http_get(port: u16, path: &str) -> (u16, String) {
     s.write_all(req.as_bytes()).await.expect("write");
     let mut buf = Vec::new();
     s.read_to_end(&mut buf).await.expect("read");
-    let text = String::from_utf8_lossy(&buf).into_owned();
+    parse_response(&buf)
+}
+
+/// [`http_get`] for tests without a runtime.
+pub fn http_get_blocking(port: u16, path: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    let req = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).expect("write");
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).expect("read");
+    parse_response(&buf)
+}
+
+fn parse_response(buf: &[u8]) -> (u16, String) {
+    let text = String::from_utf8_lossy(buf).into_owned();
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
     let code = head
         .split_whitespace()
