@@ -358,6 +358,23 @@ where
         ));
         o.leader_elect_resource_namespace = o.lock_object_namespace.clone();
     }
+    let tls_given = [&o.ca_cert_file, &o.tls_cert_file, &o.tls_private_key_file]
+        .iter()
+        .filter(|f| !f.is_empty())
+        .count();
+    if tls_given == 3 {
+        o.warnings.push(
+            "--ca-cert-file, --tls-cert-file and --tls-private-key-file are accepted but not used: \
+             Magma serves /healthz over plain HTTP (upstream serves it over TLS with them)"
+                .into(),
+        );
+    } else if tls_given > 0 {
+        o.warnings.push(
+            "only some of --ca-cert-file, --tls-cert-file and --tls-private-key-file are set: \
+             like upstream, they are ignored unless all three are"
+                .into(),
+        );
+    }
     if !o.feature_gates.is_empty() {
         o.warnings.push(format!(
             "--feature-gates={} recorded but has no effect: Magma has no feature gates",

@@ -162,7 +162,9 @@ fn upstream_flag_values_are_read() {
         (o.bind_concurrency, o.event_qps, o.event_burst),
         (64, 20.0, 40)
     );
-    assert!(o.warnings.is_empty(), "{:?}", o.warnings);
+    // The TLS files are read by upstream only for healthz over TLS, which Magma does not do.
+    assert_eq!(o.warnings.len(), 1, "{:?}", o.warnings);
+    assert!(o.warnings[0].contains("plain HTTP"), "{:?}", o.warnings);
 }
 
 #[test]
@@ -638,4 +640,27 @@ fn helm_chart_argv_parses() {
     assert_eq!(o.healthz_addr().unwrap(), "0.0.0.0:11251".parse().unwrap());
     assert_eq!(o.listen_addr().unwrap(), "0.0.0.0:8080".parse().unwrap());
     assert_eq!(o.warnings.len(), 4, "{:?}", o.warnings);
+}
+
+#[test]
+fn tls_flags_are_reported_not_silently_ignored() {
+    let all = ok(&[
+        "--ca-cert-file=/c",
+        "--tls-cert-file=/t",
+        "--tls-private-key-file=/k",
+    ]);
+    assert!(all.tls_enabled());
+    assert!(
+        all.warnings.iter().any(|w| w.contains("plain HTTP")),
+        "{:?}",
+        all.warnings
+    );
+    let some = ok(&["--tls-cert-file=/t"]);
+    assert!(!some.tls_enabled());
+    assert!(
+        some.warnings.iter().any(|w| w.contains("only some")),
+        "{:?}",
+        some.warnings
+    );
+    assert!(ok(&[]).warnings.is_empty());
 }
