@@ -51,6 +51,7 @@ struct Running {
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: JoinHandle<Result<(), controller::ControllerError>>,
     metrics: ControllerMetrics,
+    readiness: Arc<Readiness>,
 }
 
 fn start(client: &kube::Client, flag_config: ShardingConfig) -> Running {
@@ -59,6 +60,7 @@ fn start(client: &kube::Client, flag_config: ShardingConfig) -> Running {
     s.api_qps = 1000.0;
     let status = s.subscribe();
     let metrics = s.metrics.clone();
+    let readiness = s.readiness.clone();
     let (stop, rx) = tokio::sync::oneshot::channel();
     let task = tokio::spawn(controller::run(s, async move {
         let _ = rx.await;
@@ -68,6 +70,7 @@ fn start(client: &kube::Client, flag_config: ShardingConfig) -> Running {
         stop: Some(stop),
         task,
         metrics,
+        readiness,
     }
 }
 
@@ -525,11 +528,10 @@ async fn metrics_are_served() {
     let mut c = start(&client, flag_default());
     let m = c.metrics.clone();
     let encoder: MetricsEncoder = Arc::new(move || m.encode());
-    let readiness = Arc::new(Readiness::new(false));
     let (stop, rx) = tokio::sync::oneshot::channel::<()>();
     let (addr, server) = serve(
         "127.0.0.1:0".parse().expect("addr"),
-        router_with(readiness, Some(encoder), true),
+        router_with(c.readiness.clone(), Some(encoder), true),
         async move {
             let _ = rx.await;
         },
@@ -551,6 +553,9 @@ async fn metrics_are_served() {
     }
     let (code, _) = http_get(addr, "/healthz").await;
     assert_eq!(code, 200);
+    // Ready once the caches synced (the first sync needs them).
+    let (code, body) = http_get(addr, "/readyz").await;
+    assert_eq!((code, body.as_str()), (200, "ok"));
     let _ = stop.send(());
     server.await.expect("server task").expect("server");
     c.stop().await;
