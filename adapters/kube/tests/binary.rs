@@ -4,47 +4,11 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod procs;
-use procs::{http_get_blocking, kubectl};
-
-fn bin(name: &str) -> PathBuf {
-    // Cargo builds every binary of the package under test; kube-sim is built by this test on
-    // first use (see `kube_sim_bin`).
-    PathBuf::from(env!("CARGO_BIN_EXE_agent-scheduler")).with_file_name(name)
-}
-
-fn kube_sim_bin() -> PathBuf {
-    let p = bin("kube-sim");
-    if !p.exists() {
-        let status = Command::new(env!("CARGO"))
-            .args(["build", "-q", "-p", "kube-sim", "--bin", "kube-sim"])
-            .status()
-            .expect("cargo runs");
-        assert!(status.success(), "building kube-sim");
-    }
-    assert!(p.exists(), "kube-sim binary at {}", p.display());
-    p
-}
-
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use procs::{KillOnDrop as Proc, free_port, http_get_blocking, kube_sim_bin, kubectl, wait_until};
 
 fn start_sim(dir: &Path, nodes: usize) -> (Proc, PathBuf, u16) {
     let port = free_port();
@@ -135,24 +99,6 @@ fn create_pods(kc: &Path, prefix: &str, n: usize, cpu: &str) {
     kubectl_stdin(kc, "create", &yaml);
 }
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("magma-e2e-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
-    let end = Instant::now() + timeout;
-    while Instant::now() < end {
-        if f() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("timed out waiting for {what}");
-}
-
 fn assert_each_bound_once(port: u16, expected: usize) {
     let b = bindings(port);
     let mut names: Vec<&String> = b.iter().map(|(n, _)| n).collect();
@@ -165,7 +111,7 @@ fn assert_each_bound_once(port: u16, expected: usize) {
 
 #[test]
 fn binary_schedules_and_reports_like_upstream() {
-    let dir = tmpdir("basic");
+    let dir = procs::tmpdir("e2e-basic");
     let (_sim, kc, port) = start_sim(&dir, 4);
     let (hz, mx) = (free_port(), free_port());
     let hz_flag = format!("--healthz-address=127.0.0.1:{hz}");
@@ -301,7 +247,7 @@ fn kubectl_stdin(kc: &Path, verb: &str, yaml: &str) {
 
 #[test]
 fn sigterm_releases_the_lease_and_exits_cleanly() {
-    let dir = tmpdir("sigterm");
+    let dir = procs::tmpdir("e2e-sigterm");
     let (_sim, kc, port) = start_sim(&dir, 2);
     let mut s = start_scheduler(
         &kc,
@@ -398,7 +344,7 @@ fn invalid_flags_fail_at_start_with_a_clear_message() {
 
 #[test]
 fn leader_failover_between_two_processes() {
-    let dir = tmpdir("failover");
+    let dir = procs::tmpdir("e2e-failover");
     let (_sim, kc, port) = start_sim(&dir, 4);
     let le = [
         "--leader-elect=true",
@@ -446,7 +392,7 @@ fn leader_failover_between_two_processes() {
 
 #[test]
 fn kill_9_mid_burst_then_restart_binds_every_pod_once() {
-    let dir = tmpdir("restart");
+    let dir = procs::tmpdir("e2e-restart");
     let (_sim, kc, port) = start_sim(&dir, 10);
     let mut s = start_scheduler(&kc, &["--leader-elect=false"]);
     create_pods(&kc, "p", 300, "500m");

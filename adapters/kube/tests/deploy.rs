@@ -20,10 +20,10 @@ use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 mod procs;
-use procs::kubectl;
-use std::time::{Duration, Instant};
+use procs::{KillOnDrop as Proc, free_port, kube_sim_bin, kubectl, wait_until};
+use std::time::Duration;
 
 // ---------------------------------------------------------------------------------------------
 // Tools and rendering
@@ -160,7 +160,7 @@ fn of_kind<'a>(objs: &'a [Value], kind: &str) -> Vec<&'a Value> {
 // Rendering, schemas, structure
 
 fn validate(name: &str, objs: &[Value]) {
-    let dir = tmpdir(&format!("validate-{name}"));
+    let dir = procs::tmpdir(&format!("deploy-validate-{name}"));
     let file = dir.join("objects.yaml");
     let stream: String = objs
         .iter()
@@ -423,60 +423,9 @@ fn overlays_equal_the_chart() {
 // ---------------------------------------------------------------------------------------------
 // Processes
 
-fn bin(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_agent-scheduler")).with_file_name(name)
-}
-
 /// The shard-controller binary (built with the crate's binaries).
 fn shard_controller() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_shard-controller"))
-}
-
-fn kube_sim_bin() -> PathBuf {
-    let p = bin("kube-sim");
-    if !p.exists() {
-        let status = Command::new(env!("CARGO"))
-            .args(["build", "-q", "-p", "kube-sim", "--bin", "kube-sim"])
-            .status()
-            .expect("cargo runs");
-        assert!(status.success(), "building kube-sim");
-    }
-    p
-}
-
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("magma-deploy-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
-    let end = Instant::now() + timeout;
-    while Instant::now() < end {
-        if f() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("timed out waiting for {what}");
 }
 
 struct SimProc {
@@ -600,7 +549,7 @@ fn binary_of(dep: &Value) -> PathBuf {
 
 #[test]
 fn every_rendered_argument_is_accepted_by_its_binary() {
-    let dir = tmpdir("args");
+    let dir = procs::tmpdir("deploy-args");
     let kc = dir.join("kubeconfig-unused");
     let mut sets = vec![
         default_chart(),
@@ -642,7 +591,7 @@ fn every_rendered_argument_is_accepted_by_its_binary() {
 
 #[test]
 fn rendered_objects_load_into_the_simulator() {
-    let dir = tmpdir("load");
+    let dir = procs::tmpdir("deploy-load");
     let sim = start_sim(&dir, 2);
     let supported = ["Namespace", "CustomResourceDefinition", "ConfigMap"];
     for objs in [sharded_chart(), objects(&kustomize("overlays/ha"))] {
@@ -903,7 +852,7 @@ fn rbac_and_dashboard_match_what_the_binaries_do() {
         .as_str()
         .unwrap()
         .to_string();
-    let dir = tmpdir("rbac");
+    let dir = procs::tmpdir("deploy-rbac");
     let sim = start_sim(&dir, 4);
     let load: Vec<&Value> = objs
         .iter()
@@ -995,7 +944,7 @@ fn rbac_and_dashboard_match_what_the_binaries_do() {
         .unwrap()
         .clone();
     {
-        let dir = tmpdir("rbac-hard");
+        let dir = procs::tmpdir("deploy-rbac-hard");
         let sim = start_sim(&dir, 4);
         let load: Vec<&Value> = sharded
             .iter()
@@ -1080,7 +1029,7 @@ fn rbac_and_dashboard_match_what_the_binaries_do() {
             .find(|d| d["metadata"]["name"] == "magma-a-shard-controller")
             .unwrap()
             .clone();
-        let dir = tmpdir("rbac-ctl");
+        let dir = procs::tmpdir("deploy-rbac-ctl");
         let sim = start_sim(&dir, 6);
         let load: Vec<&Value> = sharded
             .iter()

@@ -77,6 +77,10 @@ pub fn bound(mut p: PodInput, node: &str) -> PodInput {
     p
 }
 
+fn strings(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
 /// What the fake API server saw.
 #[derive(Default)]
 pub struct Cluster {

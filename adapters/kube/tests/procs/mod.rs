@@ -36,6 +36,36 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// A fresh scratch directory `<tmp>/magma-<name>-<pid>` (kept after the test, for its logs).
+pub fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("magma-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+/// Poll `f` every 100 ms until it holds; panic naming `what` after `timeout`.
+pub fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+    let end = Instant::now() + timeout;
+    while Instant::now() < end {
+        if f() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("timed out waiting for {what}");
+}
+
+/// A child process killed (and reaped) when dropped.
+pub struct KillOnDrop(pub Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// A test's scratch directory, removed when the test passes (kept, with the logs, when it fails).
 pub struct TempDir(pub PathBuf);
 
