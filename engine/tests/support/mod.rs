@@ -126,19 +126,16 @@ impl Cluster {
 
     /// Create or replace a NodeShard's spec (as the shard controller would), keeping its status.
     pub fn set_shard(&mut self, e: &Engine, name: &str, desired: &[&str]) {
-        let entry = self
-            .shards
-            .entry(name.to_owned())
-            .or_insert_with(|| ShardInput {
-                name: name.to_owned(),
-                ..Default::default()
-            });
-        entry.nodes_desired = desired.iter().map(|s| s.to_string()).collect();
-        e.handle().send(Input::ShardApply(entry.clone()));
+        self.change_shard(e, name, |s| s.nodes_desired = strings(desired));
     }
 
     /// Write another scheduler's status (as that scheduler would).
     pub fn set_shard_in_use(&mut self, e: &Engine, name: &str, in_use: &[&str]) {
+        self.change_shard(e, name, |s| s.nodes_in_use = strings(in_use));
+    }
+
+    /// Change a NodeShard (created empty if missing) and show the engine the result.
+    fn change_shard(&mut self, e: &Engine, name: &str, f: impl FnOnce(&mut ShardInput)) {
         let entry = self
             .shards
             .entry(name.to_owned())
@@ -146,7 +143,7 @@ impl Cluster {
                 name: name.to_owned(),
                 ..Default::default()
             });
-        entry.nodes_in_use = in_use.iter().map(|s| s.to_string()).collect();
+        f(entry);
         e.handle().send(Input::ShardApply(entry.clone()));
     }
 
