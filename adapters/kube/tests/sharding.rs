@@ -86,16 +86,25 @@ async fn start(sim: &SimHandle, mode: ShardingMode) -> Sched {
     .await
 }
 
+/// Waits until our NodeShard's status lists exactly `nodes` and the scheduler schedules with
+/// them. It uses a node only once its own status, as its NodeShard watch shows it, lists it
+/// (write before use), so the API server can hold the status a moment before the scheduler's
+/// view does; a pod created in that moment would see no shard node yet.
+async fn claimed(sim: &SimHandle, s: &Sched, nodes: &[String]) {
+    eventually("claimed and in the scheduling view", WAIT, || {
+        in_use(sim, "agent-scheduler") == nodes
+            && s.running.stats.snapshot().shard.view == nodes.len()
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hard_mode_schedules_only_on_shard_nodes_and_publishes_status() {
     let sim = Sim::start(cfg(4)).await.unwrap();
     create_shard(&sim, "agent-scheduler", &[node(0), node(1)]);
     create_shard(&sim, "volcano", &[node(2), node(3)]);
     let s = start(&sim, ShardingMode::Hard).await;
-    eventually("status lists the shard nodes", WAIT, || {
-        in_use(&sim, "agent-scheduler") == [node(0), node(1)]
-    })
-    .await;
+    claimed(&sim, &s, &[node(0), node(1)]).await;
     let st = shard(&sim, "agent-scheduler").unwrap();
     assert!(
         st["status"]["lastUpdateTime"].as_str().is_some(),
@@ -139,10 +148,7 @@ async fn hard_mode_full_shard_leaves_the_pod_unschedulable_with_the_reason() {
     let sim = Sim::start(cfg(3)).await.unwrap();
     create_shard(&sim, "agent-scheduler", &[node(0)]);
     let s = start(&sim, ShardingMode::Hard).await;
-    eventually("claimed", WAIT, || {
-        in_use(&sim, "agent-scheduler") == [node(0)]
-    })
-    .await;
+    claimed(&sim, &s, &[node(0)]).await;
     sim.create_pod("default", "fill", "agent-scheduler", "30", "1Gi")
         .unwrap();
     eventually("fill bound", WAIT, || node_of(&sim, "fill").is_some()).await;
@@ -168,10 +174,7 @@ async fn soft_mode_prefers_the_shard_and_falls_back_when_it_is_full() {
     let sim = Sim::start(cfg(3)).await.unwrap();
     create_shard(&sim, "agent-scheduler", &[node(1)]);
     let s = start(&sim, ShardingMode::Soft).await;
-    eventually("claimed", WAIT, || {
-        in_use(&sim, "agent-scheduler") == [node(1)]
-    })
-    .await;
+    claimed(&sim, &s, &[node(1)]).await;
     sim.create_pod("default", "first", "agent-scheduler", "20", "1Gi")
         .unwrap();
     eventually("first bound", WAIT, || node_of(&sim, "first").is_some()).await;

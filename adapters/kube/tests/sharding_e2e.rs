@@ -42,7 +42,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 mod procs;
-use procs::{Proc, SimProc, TempDir, eventually, start_controller, start_scheduler};
+use procs::{
+    Proc, SimProc, TempDir, eventually, free_port, http_get, start_controller, start_scheduler,
+};
 
 const NS: &str = "volcano-system";
 const CM: &str = "volcano-sharding-configmap";
@@ -230,6 +232,7 @@ enableNodeEventTrigger: true
 /// pinned ConfigMap, and one `agent-scheduler` in `mode`.
 struct Pinned {
     sched: Proc,
+    metrics_port: u16,
     _ctl: Proc,
     sim: SimProc,
     client: kube::Client,
@@ -268,9 +271,17 @@ impl Pinned {
         );
         ctl.assert_running();
         let mode_flag = format!("--scheduler-sharding-mode={mode}");
-        let sched = start_scheduler(dir.path(), &sim, "agent-scheduler", &[&mode_flag]);
+        let metrics_port = free_port();
+        let listen = format!("--listen-address=127.0.0.1:{metrics_port}");
+        let sched = start_scheduler(
+            dir.path(),
+            &sim,
+            "agent-scheduler",
+            &[&mode_flag, "--enable-metrics", &listen],
+        );
         Pinned {
             sched,
+            metrics_port,
             _ctl: ctl,
             sim,
             client,
@@ -279,8 +290,11 @@ impl Pinned {
         }
     }
 
-    /// Waits until the scheduler has claimed its node in its NodeShard's status, and checks the
-    /// status as upstream's e2e and Volcano's tools read it.
+    /// Waits until the scheduler has claimed its node in its NodeShard's status and schedules
+    /// with it, and checks the status as upstream's e2e and Volcano's tools read it. The
+    /// scheduler uses a node only once its own status, as its NodeShard watch shows it, lists it
+    /// (write before use), so the API server can hold the status a moment before the
+    /// scheduler's view does; its `in_view` gauge says when the view has it.
     async fn wait_status_written(&self) {
         let want = set([self.shard_node.clone()]);
         let s = eventually(
@@ -291,6 +305,31 @@ impl Pinned {
                 match s.get("agent-scheduler") {
                     Some(a) if in_use(a) == want => Ok(s),
                     _ => Err(describe(&s)),
+                }
+            },
+        )
+        .await;
+        eventually(
+            "the scheduler's view holds the shard node",
+            WAIT,
+            || async {
+                let port = self.metrics_port;
+                if tokio::net::TcpStream::connect(("127.0.0.1", port))
+                    .await
+                    .is_err()
+                {
+                    return Err("metrics not served yet".to_owned());
+                }
+                let (code, body) = http_get(port, "/metrics").await;
+                let line = body
+                    .lines()
+                    .find(|l| l.starts_with("magma_shard_nodes{state=\"in_view\"}"))
+                    .unwrap_or_default()
+                    .to_owned();
+                if code == 200 && line.ends_with(" 1") {
+                    Ok(())
+                } else {
+                    Err(format!("{code}: {line:?}"))
                 }
             },
         )
