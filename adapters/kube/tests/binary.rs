@@ -3,40 +3,16 @@
 //! (kill -9 mid-burst, start again: every pod bound exactly once, no node over allocatable).
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod procs;
-use procs::{KillOnDrop as Proc, free_port, http_get_blocking, kube_sim_bin, kubectl, wait_until};
+use procs::{KillOnDrop as Proc, SimProc, free_port, http_get_blocking, wait_until};
 
-fn start_sim(dir: &Path, nodes: usize) -> (Proc, PathBuf, u16) {
-    let port = free_port();
-    let kc = dir.join("kubeconfig");
-    let child = Command::new(kube_sim_bin())
-        .args([
-            "--port",
-            &port.to_string(),
-            "--nodes",
-            &nodes.to_string(),
-            "--kubeconfig-out",
-        ])
-        .arg(&kc)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("kube-sim starts");
-    let end = Instant::now() + Duration::from_secs(20);
-    while !kc.exists() || std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < end, "kube-sim did not come up");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    (Proc(child), kc, port)
-}
-
-fn start_scheduler(kc: &Path, extra: &[&str]) -> Proc {
+fn start_scheduler(sim: &SimProc, extra: &[&str]) -> Proc {
     let child = Command::new(env!("CARGO_BIN_EXE_agent-scheduler"))
-        .arg(format!("--kubeconfig={}", kc.display()))
+        .arg(sim.kubeconfig_flag())
         .args(["--scheduler-worker-count=2", "-v=2"])
         .args(extra)
         .stdout(Stdio::null())
@@ -56,26 +32,10 @@ fn start_scheduler(kc: &Path, extra: &[&str]) -> Proc {
     p
 }
 
-fn kubectl_json(kc: &Path, args: &[&str]) -> serde_json::Value {
-    let out = Command::new(kubectl())
-        .arg(format!("--kubeconfig={}", kc.display()))
-        .args(args)
-        .args(["-o", "json"])
-        .output()
-        .expect("kubectl runs");
-    assert!(
-        out.status.success(),
-        "kubectl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
 /// (binding records as (pod, node), via the simulator's admin endpoint)
-fn bindings(port: u16) -> Vec<(String, String)> {
-    let (_, body) = http_get_blocking(port, "/sim/bindings");
-    let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
-    v.as_array()
+fn bindings(sim: &SimProc) -> Vec<(String, String)> {
+    sim.records_blocking("bindings")
+        .as_array()
         .map(|a| {
             a.iter()
                 .map(|b| {
@@ -89,18 +49,18 @@ fn bindings(port: u16) -> Vec<(String, String)> {
         .unwrap_or_default()
 }
 
-fn create_pods(kc: &Path, prefix: &str, n: usize, cpu: &str) {
+fn create_pods(sim: &SimProc, prefix: &str, n: usize, cpu: &str) {
     let mut yaml = String::new();
     for i in 0..n {
         yaml.push_str(&format!(
             "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: {prefix}-{i}\n  namespace: default\nspec:\n  schedulerName: agent-scheduler\n  containers:\n  - name: c\n    image: sandbox\n    resources:\n      requests:\n        cpu: {cpu}\n        memory: 64Mi\n"
         ));
     }
-    kubectl_stdin(kc, "create", &yaml);
+    kubectl_stdin(sim, "create", &yaml);
 }
 
-fn assert_each_bound_once(port: u16, expected: usize) {
-    let b = bindings(port);
+fn assert_each_bound_once(sim: &SimProc, expected: usize) {
+    let b = bindings(sim);
     let mut names: Vec<&String> = b.iter().map(|(n, _)| n).collect();
     names.sort();
     let total = names.len();
@@ -112,12 +72,12 @@ fn assert_each_bound_once(port: u16, expected: usize) {
 #[test]
 fn binary_schedules_and_reports_like_upstream() {
     let dir = procs::tmpdir("e2e-basic");
-    let (_sim, kc, port) = start_sim(&dir, 4);
+    let sim = SimProc::start(&dir, 4, &[]);
     let (hz, mx) = (free_port(), free_port());
     let hz_flag = format!("--healthz-address=127.0.0.1:{hz}");
     let mx_flag = format!("--listen-address=127.0.0.1:{mx}");
     let _s = start_scheduler(
-        &kc,
+        &sim,
         &[
             "--leader-elect=false",
             "--enable-healthz=true",
@@ -126,22 +86,22 @@ fn binary_schedules_and_reports_like_upstream() {
             &mx_flag,
         ],
     );
-    create_pods(&kc, "p", 20, "100m");
-    create_pods(&kc, "huge", 1, "100");
+    create_pods(&sim, "p", 20, "100m");
+    create_pods(&sim, "huge", 1, "100");
     // A pod of another scheduler, and one whose nodeSelector matches no node yet.
     apply(
-        &kc,
+        &sim,
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: theirs\n  namespace: default\nspec:\n  schedulerName: volcano\n  containers:\n  - name: c\n    image: x\n",
     );
     apply(
-        &kc,
+        &sim,
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: picky\n  namespace: default\nspec:\n  schedulerName: agent-scheduler\n  nodeSelector:\n    disk: ssd\n  containers:\n  - name: c\n    image: x\n",
     );
     wait_until("20 bound", Duration::from_secs(30), || {
-        bindings(port).len() >= 20
+        bindings(&sim).len() >= 20
     });
     wait_until("picky unschedulable", Duration::from_secs(30), || {
-        let p = kubectl_json(&kc, &["get", "pod", "picky"]);
+        let p = sim.kubectl_json(&["get", "pod", "picky"]);
         p["status"]["conditions"].as_array().is_some_and(|cs| {
             cs.iter().any(|c| {
                 c["type"] == "PodScheduled"
@@ -150,23 +110,15 @@ fn binary_schedules_and_reports_like_upstream() {
             })
         })
     });
-    let out = Command::new(kubectl())
-        .arg(format!("--kubeconfig={}", kc.display()))
-        .args(["label", "node", "node-00002", "disk=ssd"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (ok, out) = sim.kubectl(&["label", "node", "node-00002", "disk=ssd"], None);
+    assert!(ok, "{out}");
     wait_until(
         "picky scheduled after labelling",
         Duration::from_secs(30),
-        || kubectl_json(&kc, &["get", "pod", "picky"])["spec"]["nodeName"] == "node-00002",
+        || sim.kubectl_json(&["get", "pod", "picky"])["spec"]["nodeName"] == "node-00002",
     );
     wait_until("huge unschedulable", Duration::from_secs(30), || {
-        let p = kubectl_json(&kc, &["get", "pod", "huge-0"]);
+        let p = sim.kubectl_json(&["get", "pod", "huge-0"]);
         p["status"]["conditions"].as_array().is_some_and(|cs| {
             cs.iter().any(|c| {
                 c["type"] == "PodScheduled"
@@ -175,7 +127,7 @@ fn binary_schedules_and_reports_like_upstream() {
             })
         })
     });
-    assert_each_bound_once(port, 21);
+    assert_each_bound_once(&sim, 21);
     // Health, readiness and metrics on their flags' addresses.
     // The body, then the status code on its own line.
     let get = |port: u16, path: &str| {
@@ -210,7 +162,7 @@ fn binary_schedules_and_reports_like_upstream() {
         bound_latencies >= 21.0,
         "volcano_task_scheduling_latency_milliseconds{{stage=Bound}} count {bound_latencies}"
     );
-    let theirs = kubectl_json(&kc, &["get", "pod", "theirs"]);
+    let theirs = sim.kubectl_json(&["get", "pod", "theirs"]);
     assert!(
         theirs["spec"]["nodeName"].is_null(),
         "another scheduler's pod is untouched"
@@ -222,35 +174,22 @@ fn binary_schedules_and_reports_like_upstream() {
     );
 }
 
-fn apply(kc: &Path, yaml: &str) {
-    kubectl_stdin(kc, "apply", yaml);
+fn apply(sim: &SimProc, yaml: &str) {
+    kubectl_stdin(sim, "apply", yaml);
 }
 
 /// `kubectl <verb> -f -` with `yaml` on standard input; the command must succeed.
-fn kubectl_stdin(kc: &Path, verb: &str, yaml: &str) {
-    use std::io::Write;
-    let mut child = Command::new(kubectl())
-        .arg(format!("--kubeconfig={}", kc.display()))
-        .args([verb, "-f", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("kubectl");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(yaml.as_bytes())
-        .unwrap();
-    assert!(child.wait().unwrap().success(), "kubectl {verb}");
+fn kubectl_stdin(sim: &SimProc, verb: &str, yaml: &str) {
+    let (ok, out) = sim.kubectl(&[verb, "-f", "-"], Some(yaml));
+    assert!(ok, "kubectl {verb}: {out}");
 }
 
 #[test]
 fn sigterm_releases_the_lease_and_exits_cleanly() {
     let dir = procs::tmpdir("e2e-sigterm");
-    let (_sim, kc, port) = start_sim(&dir, 2);
+    let sim = SimProc::start(&dir, 2, &[]);
     let mut s = start_scheduler(
-        &kc,
+        &sim,
         &[
             "--leader-elect=true",
             "--leader-elect-lease-duration=15s",
@@ -259,16 +198,14 @@ fn sigterm_releases_the_lease_and_exits_cleanly() {
         ],
     );
     wait_until("leading", Duration::from_secs(20), || {
-        kubectl_json(
-            &kc,
-            &["get", "lease", "agent-scheduler", "-n", "volcano-system"],
+        sim.kubectl_json(&["get", "lease", "agent-scheduler", "-n", "volcano-system"],
         )["spec"]["holderIdentity"]
             .as_str()
             .is_some_and(|h| !h.is_empty())
     });
-    create_pods(&kc, "p", 5, "100m");
+    create_pods(&sim, "p", 5, "100m");
     wait_until("bound", Duration::from_secs(30), || {
-        bindings(port).len() >= 5
+        bindings(&sim).len() >= 5
     });
     let pid = s.0.id().to_string();
     assert!(
@@ -290,16 +227,13 @@ fn sigterm_releases_the_lease_and_exits_cleanly() {
         std::thread::sleep(Duration::from_millis(50));
     };
     assert!(status.success(), "clean exit: {status:?}");
-    let lease = kubectl_json(
-        &kc,
-        &["get", "lease", "agent-scheduler", "-n", "volcano-system"],
-    );
+    let lease = sim.kubectl_json(&["get", "lease", "agent-scheduler", "-n", "volcano-system"]);
     assert_eq!(
         lease["spec"]["holderIdentity"].as_str().unwrap_or(""),
         "",
         "the lease is released for a fast takeover"
     );
-    assert_each_bound_once(port, 5);
+    assert_each_bound_once(&sim, 5);
 }
 
 #[test]
@@ -345,70 +279,63 @@ fn invalid_flags_fail_at_start_with_a_clear_message() {
 #[test]
 fn leader_failover_between_two_processes() {
     let dir = procs::tmpdir("e2e-failover");
-    let (_sim, kc, port) = start_sim(&dir, 4);
+    let sim = SimProc::start(&dir, 4, &[]);
     let le = [
         "--leader-elect=true",
         "--leader-elect-lease-duration=2s",
         "--leader-elect-renew-deadline=1500ms",
         "--leader-elect-retry-period=500ms",
     ];
-    let mut first = start_scheduler(&kc, &le);
+    let mut first = start_scheduler(&sim, &le);
     wait_until("a lease holder", Duration::from_secs(20), || {
-        let l = kubectl_json(
-            &kc,
-            &["get", "lease", "agent-scheduler", "-n", "volcano-system"],
-        );
+        let l = sim.kubectl_json(&["get", "lease", "agent-scheduler", "-n", "volcano-system"]);
         l["spec"]["holderIdentity"]
             .as_str()
             .is_some_and(|h| !h.is_empty())
     });
-    let holder1 = kubectl_json(
-        &kc,
-        &["get", "lease", "agent-scheduler", "-n", "volcano-system"],
+    let holder1 = sim.kubectl_json(&["get", "lease", "agent-scheduler", "-n", "volcano-system"],
     )["spec"]["holderIdentity"]
         .clone();
-    let _second = start_scheduler(&kc, &le);
-    create_pods(&kc, "a", 10, "100m");
+    let _second = start_scheduler(&sim, &le);
+    create_pods(&sim, "a", 10, "100m");
     wait_until("first batch bound", Duration::from_secs(30), || {
-        bindings(port).len() >= 10
+        bindings(&sim).len() >= 10
     });
     // Kill the leader without letting it release: the standby takes over after the lease expires.
     let _ = first.0.kill();
     let _ = first.0.wait();
-    create_pods(&kc, "b", 10, "100m");
+    create_pods(&sim, "b", 10, "100m");
     wait_until(
         "second batch bound by the new leader",
         Duration::from_secs(30),
-        || bindings(port).len() >= 20,
+        || bindings(&sim).len() >= 20,
     );
-    let holder2 = kubectl_json(
-        &kc,
-        &["get", "lease", "agent-scheduler", "-n", "volcano-system"],
+    let holder2 = sim.kubectl_json(&["get", "lease", "agent-scheduler", "-n", "volcano-system"],
     )["spec"]["holderIdentity"]
         .clone();
     assert_ne!(holder1, holder2, "the standby took the lease");
-    assert_each_bound_once(port, 20);
+    assert_each_bound_once(&sim, 20);
 }
 
 #[test]
 fn kill_9_mid_burst_then_restart_binds_every_pod_once() {
     let dir = procs::tmpdir("e2e-restart");
-    let (_sim, kc, port) = start_sim(&dir, 10);
-    let mut s = start_scheduler(&kc, &["--leader-elect=false"]);
-    create_pods(&kc, "p", 300, "500m");
+    let sim = SimProc::start(&dir, 10, &[]);
+    let mut s = start_scheduler(&sim, &["--leader-elect=false"]);
+    create_pods(&sim, "p", 300, "500m");
     wait_until("some bound", Duration::from_secs(30), || {
-        !bindings(port).is_empty()
+        !bindings(&sim).is_empty()
     });
     let _ = s.0.kill(); // SIGKILL
     let _ = s.0.wait();
-    let _s2 = start_scheduler(&kc, &["--leader-elect=false"]);
+    let _s2 = start_scheduler(&sim, &["--leader-elect=false"]);
     wait_until("all bound", Duration::from_secs(60), || {
-        bindings(port).len() >= 300
+        bindings(&sim).len() >= 300
     });
     std::thread::sleep(Duration::from_millis(500));
-    assert_each_bound_once(port, 300);
+    assert_each_bound_once(&sim, 300);
     // 10 nodes × 32 CPU; 300 × 500m = 150 CPU: no node may exceed 32 CPU.
-    let pods = kubectl_json(&kc, &["get", "pods", "-n", "default"]);
+    let pods = sim.kubectl_json(&["get", "pods", "-n", "default"]);
     let mut per_node = std::collections::HashMap::<String, i64>::new();
     for p in pods["items"].as_array().unwrap() {
         if let Some(n) = p["spec"]["nodeName"].as_str() {

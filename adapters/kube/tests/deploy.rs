@@ -18,11 +18,12 @@
 
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 mod procs;
-use procs::{KillOnDrop as Proc, free_port, kube_sim_bin, kubectl, wait_until};
+use procs::{
+    KillOnDrop as Proc, SimProc, free_port, http_get_blocking, kubectl, run_with_stdin, wait_until,
+};
 use std::time::Duration;
 
 // ---------------------------------------------------------------------------------------------
@@ -59,28 +60,6 @@ fn run(cmd: &mut Command) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-fn run_stdin(cmd: &mut Command, input: &str) -> (bool, String) {
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
-}
-
 /// `helm template --include-crds RELEASE deploy/helm/magma -n volcano-system -f ... --set ...`
 fn helm(release: &str, values: &[&str], sets: &[&str]) -> String {
     let mut c = Command::new(tool("helm-render"));
@@ -108,7 +87,7 @@ fn kustomize(dir: &str) -> String {
 
 /// A YAML stream as JSON objects (PyYAML from the tools directory: YAML 1.1 like kubectl).
 fn objects(yaml: &str) -> Vec<Value> {
-    let (ok, out) = run_stdin(
+    let (ok, out) = run_with_stdin(
         Command::new("python3")
             .env("PYTHONPATH", tools().join("python"))
             .args([
@@ -428,74 +407,37 @@ fn shard_controller() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_shard-controller"))
 }
 
-struct SimProc {
-    _p: Proc,
-    kc: PathBuf,
-    port: u16,
+/// `kubectl apply` of `objs`, which must succeed.
+fn apply(sim: &SimProc, objs: &[&Value]) {
+    let stream: String = objs
+        .iter()
+        .map(|o| format!("---\n{}\n", serde_json::to_string(o).unwrap()))
+        .collect();
+    let (ok, out) = sim.kubectl(&["apply", "-f", "-"], Some(&stream));
+    assert!(ok, "kubectl apply: {out}");
 }
 
-fn start_sim(dir: &Path, nodes: usize) -> SimProc {
-    let port = free_port();
-    let kc = dir.join("kubeconfig");
-    let child = Command::new(kube_sim_bin())
-        .args(["--port", &port.to_string(), "--nodes", &nodes.to_string()])
-        .arg("--kubeconfig-out")
-        .arg(&kc)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("kube-sim starts");
-    wait_until("kube-sim", Duration::from_secs(20), || {
-        kc.exists() && std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-    });
-    SimProc {
-        _p: Proc(child),
-        kc,
-        port,
-    }
+/// A simulator with `nodes` nodes, holding the rendered CRDs and ConfigMaps (what the binaries
+/// read besides nodes and pods).
+fn sim_with_crds_and_configmaps(dir: &Path, nodes: usize, objs: &[Value]) -> SimProc {
+    let sim = SimProc::start(dir, nodes, &[]);
+    let load: Vec<&Value> = objs
+        .iter()
+        .filter(|o| {
+            ["CustomResourceDefinition", "ConfigMap"].contains(&o["kind"].as_str().unwrap())
+        })
+        .collect();
+    apply(&sim, &load);
+    sim
 }
 
-impl SimProc {
-    fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> (bool, String) {
-        let mut c = Command::new(kubectl());
-        c.arg(format!("--kubeconfig={}", self.kc.display()))
-            .args(args);
-        match stdin {
-            Some(s) => run_stdin(&mut c, s),
-            None => {
-                let o = c.output().unwrap();
-                (
-                    o.status.success(),
-                    String::from_utf8_lossy(&o.stdout).to_string()
-                        + &String::from_utf8_lossy(&o.stderr),
-                )
-            }
-        }
-    }
-
-    fn apply(&self, objs: &[&Value]) {
-        let stream: String = objs
-            .iter()
-            .map(|o| format!("---\n{}\n", serde_json::to_string(o).unwrap()))
-            .collect();
-        let (ok, out) = self.kubectl(&["apply", "-f", "-"], Some(&stream));
-        assert!(ok, "kubectl apply: {out}");
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let mut a = args.to_vec();
-        a.extend(["-o", "json"]);
-        let (ok, out) = self.kubectl(&a, None);
-        assert!(ok, "kubectl {args:?}: {out}");
-        serde_json::from_str(&out).unwrap()
-    }
-
-    fn http(&self, path: &str) -> Value {
-        let out =
-            run(Command::new("curl")
-                .args(["-sf", &format!("http://127.0.0.1:{}{path}", self.port)]));
-        serde_json::from_str(&out).unwrap()
-    }
+/// The rendered Deployment called `name`.
+fn deployment(objs: &[Value], name: &str) -> Value {
+    of_kind(objs, "Deployment")
+        .into_iter()
+        .find(|d| d["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("no Deployment {name}"))
+        .clone()
 }
 
 /// The rendered args made runnable here: the simulator's kubeconfig, loopback ports, the
@@ -592,7 +534,7 @@ fn every_rendered_argument_is_accepted_by_its_binary() {
 #[test]
 fn rendered_objects_load_into_the_simulator() {
     let dir = procs::tmpdir("deploy-load");
-    let sim = start_sim(&dir, 2);
+    let sim = SimProc::start(&dir, 2, &[]);
     let supported = ["Namespace", "CustomResourceDefinition", "ConfigMap"];
     for objs in [sharded_chart(), objects(&kustomize("overlays/ha"))] {
         let load: Vec<&Value> = objs
@@ -600,13 +542,13 @@ fn rendered_objects_load_into_the_simulator() {
             .filter(|o| supported.contains(&o["kind"].as_str().unwrap()))
             .collect();
         assert!(load.len() >= 3);
-        sim.apply(&load);
+        apply(&sim, &load);
         for o in &load {
             let kind = o["kind"].as_str().unwrap().to_lowercase();
             let name = o["metadata"]["name"].as_str().unwrap();
             let got = match o["metadata"]["namespace"].as_str() {
-                Some(ns) => sim.json(&["get", &kind, name, "-n", ns]),
-                None => sim.json(&["get", &kind, name]),
+                Some(ns) => sim.kubectl_json(&["get", &kind, name, "-n", ns]),
+                None => sim.kubectl_json(&["get", &kind, name]),
             };
             assert_eq!(got["metadata"]["name"], name);
             if o["kind"] == "ConfigMap" {
@@ -620,7 +562,7 @@ fn rendered_objects_load_into_the_simulator() {
         Some("apiVersion: shard.volcano.sh/v1alpha1\nkind: NodeShard\nmetadata:\n  name: agent-scheduler-a\nspec:\n  nodesDesired: [node-00000]\n"),
     );
     assert!(ok, "{out}");
-    let ns = sim.json(&["get", "nodeshards.shard.volcano.sh", "agent-scheduler-a"]);
+    let ns = sim.kubectl_json(&["get", "nodeshards.shard.volcano.sh", "agent-scheduler-a"]);
     assert_eq!(ns["spec"]["nodesDesired"][0], "node-00000");
 }
 
@@ -631,7 +573,7 @@ fn rendered_objects_load_into_the_simulator() {
 type Req = (String, String, String, String);
 
 fn requests(sim: &SimProc) -> BTreeSet<Req> {
-    sim.http("/sim/requests")
+    sim.records_blocking("requests")
         .as_array()
         .unwrap()
         .iter()
@@ -736,11 +678,9 @@ fn assert_rbac(what: &str, used: &BTreeSet<Req>, granted: &BTreeSet<Grant>) {
 }
 
 fn scrape(port: u16) -> String {
-    let out = Command::new("curl")
-        .args(["-sf", &format!("http://127.0.0.1:{port}/metrics")])
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout).to_string()
+    let (code, body) = http_get_blocking(port, "/metrics");
+    assert_eq!(code, 200, "GET /metrics on port {port}: {body}");
+    body
 }
 
 /// Metric family names served in a Prometheus text exposition.
@@ -836,7 +776,7 @@ fn pods_yaml(prefix: &str, scheduler: &str, n: usize, cpu: &str) -> String {
 }
 
 fn bound(sim: &SimProc, prefix: &str) -> usize {
-    sim.http("/sim/bindings")
+    sim.records_blocking("bindings")
         .as_array()
         .unwrap()
         .iter()
@@ -853,20 +793,13 @@ fn rbac_and_dashboard_match_what_the_binaries_do() {
         .unwrap()
         .to_string();
     let dir = procs::tmpdir("deploy-rbac");
-    let sim = start_sim(&dir, 4);
-    let load: Vec<&Value> = objs
-        .iter()
-        .filter(|o| {
-            ["CustomResourceDefinition", "ConfigMap"].contains(&o["kind"].as_str().unwrap())
-        })
-        .collect();
-    sim.apply(&load);
+    let sim = sim_with_crds_and_configmaps(&dir, 4, &objs);
     let conf = write_scheduler_conf(&dir, &objs, &dep);
     // Both replicas of the Deployment, with its exact arguments: one leads, one stands by.
     let mut procs = Vec::new();
     let mut metrics_ports = Vec::new();
     for i in 0..2 {
-        let (args, m) = local_args(&container_args(&dep), &sim.kc, Some(&conf));
+        let (args, m) = local_args(&container_args(&dep), &sim.kubeconfig, Some(&conf));
         procs.push(spawn(
             Path::new(env!("CARGO_BIN_EXE_agent-scheduler")),
             &args,
@@ -892,7 +825,7 @@ fn rbac_and_dashboard_match_what_the_binaries_do() {
         "the unschedulable pod's condition",
         Duration::from_secs(30),
         || {
-            let p = sim.json(&["get", "pod", "huge-0", "-n", "default"]);
+            let p = sim.kubectl_json(&["get", "pod", "huge-0", "-n", "default"]);
             p["status"]["conditions"].as_array().is_some_and(|c| {
                 c.iter()
                     .any(|c| c["type"] == "PodScheduled" && c["status"] == "False")
@@ -938,28 +871,17 @@ fn rbac_and_dashboard_match_what_the_binaries_do() {
     // the requests are told apart.
     let sharded = sharded_chart();
     let mut sharded_served = BTreeSet::new();
-    let hard = of_kind(&sharded, "Deployment")
-        .into_iter()
-        .find(|d| d["metadata"]["name"] == "magma-a-agent-scheduler")
-        .unwrap()
-        .clone();
+    let hard = deployment(&sharded, "magma-a-agent-scheduler");
     {
         let dir = procs::tmpdir("deploy-rbac-hard");
-        let sim = start_sim(&dir, 4);
-        let load: Vec<&Value> = sharded
-            .iter()
-            .filter(|o| {
-                ["CustomResourceDefinition", "ConfigMap"].contains(&o["kind"].as_str().unwrap())
-            })
-            .collect();
-        sim.apply(&load);
+        let sim = sim_with_crds_and_configmaps(&dir, 4, &sharded);
         let (ok, out) = sim.kubectl(
             &["apply", "-f", "-"],
             Some("apiVersion: shard.volcano.sh/v1alpha1\nkind: NodeShard\nmetadata:\n  name: agent-scheduler-a\nspec:\n  nodesDesired: [node-00000, node-00001]\n"),
         );
         assert!(ok, "{out}");
         let conf = write_scheduler_conf(&dir, &sharded, &hard);
-        let (args, m) = local_args(&container_args(&hard), &sim.kc, Some(&conf));
+        let (args, m) = local_args(&container_args(&hard), &sim.kubeconfig, Some(&conf));
         let log = dir.join("hard.log");
         let mut p = spawn(
             Path::new(env!("CARGO_BIN_EXE_agent-scheduler")),
@@ -988,7 +910,7 @@ fn rbac_and_dashboard_match_what_the_binaries_do() {
                 "the unschedulable pod's condition",
                 Duration::from_secs(30),
                 || {
-                    let p = sim.json(&["get", "pod", "huge-0", "-n", "default"]);
+                    let p = sim.kubectl_json(&["get", "pod", "huge-0", "-n", "default"]);
                     p["status"]["conditions"].as_array().is_some_and(|c| {
                         c.iter()
                             .any(|c| c["type"] == "PodScheduled" && c["status"] == "False")
@@ -996,7 +918,7 @@ fn rbac_and_dashboard_match_what_the_binaries_do() {
                 },
             );
             let on_shard = sim
-                .http("/sim/bindings")
+                .records_blocking("bindings")
                 .as_array()
                 .unwrap()
                 .iter()
@@ -1024,20 +946,9 @@ fn rbac_and_dashboard_match_what_the_binaries_do() {
     }
     {
         let ctl_bin = shard_controller();
-        let ctl = of_kind(&sharded, "Deployment")
-            .into_iter()
-            .find(|d| d["metadata"]["name"] == "magma-a-shard-controller")
-            .unwrap()
-            .clone();
+        let ctl = deployment(&sharded, "magma-a-shard-controller");
         let dir = procs::tmpdir("deploy-rbac-ctl");
-        let sim = start_sim(&dir, 6);
-        let load: Vec<&Value> = sharded
-            .iter()
-            .filter(|o| {
-                ["CustomResourceDefinition", "ConfigMap"].contains(&o["kind"].as_str().unwrap())
-            })
-            .collect();
-        sim.apply(&load);
+        let sim = sim_with_crds_and_configmaps(&dir, 6, &sharded);
         // A stale shard for the controller to delete, one to update (agent-scheduler-a takes
         // every node: it comes first and its node limit is 500), one to create (b).
         let (ok, out) = sim.kubectl(
@@ -1045,13 +956,13 @@ fn rbac_and_dashboard_match_what_the_binaries_do() {
             Some("apiVersion: shard.volcano.sh/v1alpha1\nkind: NodeShard\nmetadata:\n  name: stale\nspec:\n  nodesDesired: [node-00000]\n---\napiVersion: shard.volcano.sh/v1alpha1\nkind: NodeShard\nmetadata:\n  name: agent-scheduler-a\nspec:\n  nodesDesired: [node-00001]\n"),
         );
         assert!(ok, "{out}");
-        let (args, m) = local_args(&container_args(&ctl), &sim.kc, None);
+        let (args, m) = local_args(&container_args(&ctl), &sim.kubeconfig, None);
         let _p = spawn(&ctl_bin, &args, &dir.join("ctl.log"));
         wait_until(
             "the controller updates, creates and deletes NodeShards",
             Duration::from_secs(60),
             || {
-                let l = sim.json(&["get", "nodeshards.shard.volcano.sh"]);
+                let l = sim.kubectl_json(&["get", "nodeshards.shard.volcano.sh"]);
                 let shards: BTreeMap<String, usize> = l["items"]
                     .as_array()
                     .unwrap()

@@ -4,7 +4,6 @@
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube_sim::{Sim, SimConfig, SimHandle};
 use magma_kube::http::{MetricsEncoder, Readiness, router_with, serve};
 use magma_kube::nodeshard::NodeShard;
@@ -14,10 +13,13 @@ use magma_kube::shardctl::metrics::ControllerMetrics;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
+
+mod common;
+mod procs;
+use procs::http_get;
 
 const NS: &str = "volcano-system";
 const CM: &str = "volcano-sharding-configmap";
@@ -31,10 +33,7 @@ async fn sim(nodes: usize) -> (SimHandle, kube::Client) {
     })
     .await
     .expect("simulator starts");
-    let kc = Kubeconfig::from_yaml(&sim.kubeconfig_yaml()).expect("kubeconfig");
-    let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
-        .await
-        .expect("config");
+    let config = common::client_config(&sim).await;
     (sim, kube::Client::try_from(config).expect("client"))
 }
 
@@ -501,22 +500,6 @@ async fn an_in_transit_node_is_not_moved_again() {
     c.stop().await;
 }
 
-async fn http_get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
-    let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").as_bytes())
-        .await
-        .expect("write");
-    let mut raw = String::new();
-    s.read_to_string(&mut raw).await.expect("read");
-    let (head, body) = raw.split_once("\r\n\r\n").expect("head");
-    let code = head
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .expect("status");
-    (code, body.to_owned())
-}
-
 #[tokio::test]
 async fn metrics_are_served() {
     let (_sim, client) = sim(2).await;
@@ -539,7 +522,7 @@ async fn metrics_are_served() {
     .await
     .expect("serve");
     c.wait("first sync", |s| s.syncs_ok >= 1).await;
-    let (code, body) = http_get(addr, "/metrics").await;
+    let (code, body) = http_get(addr.port(), "/metrics").await;
     assert_eq!(code, 200);
     for line in [
         "magma_shardctl_syncs_total{result=\"ok\"} 1",
@@ -551,10 +534,10 @@ async fn metrics_are_served() {
     ] {
         assert!(body.contains(line), "missing {line:?} in\n{body}");
     }
-    let (code, _) = http_get(addr, "/healthz").await;
+    let (code, _) = http_get(addr.port(), "/healthz").await;
     assert_eq!(code, 200);
     // Ready once the caches synced (the first sync needs them).
-    let (code, body) = http_get(addr, "/readyz").await;
+    let (code, body) = http_get(addr.port(), "/readyz").await;
     assert_eq!((code, body.as_str()), (200, "ok"));
     let _ = stop.send(());
     server.await.expect("server task").expect("server");
@@ -564,82 +547,12 @@ async fn metrics_are_served() {
 // ---- The real binaries ---------------------------------------------------------------------
 
 /// Upstream's `example/sharding/sharding-config-configmap.yaml`, verbatim (deprecated scalars).
-const UPSTREAM_CM: &str = r#"# Example ConfigMap for Volcano Sharding Controller configuration.
-#
-# The ShardingController watches this ConfigMap at runtime and reloads
-# the scheduler shard specifications whenever the data changes, without
-# requiring a controller restart.
-#
-# Deploy with:
-#   kubectl apply -f sharding-config-configmap.yaml
-#
-# The controller is told which ConfigMap to watch via:
-#   --sharding-configmap=<name>
-#   --sharding-configmap-namespace=<namespace>
-#
-# When deployed with Helm the ConfigMap name is {{ .Release.Name }}-sharding-configmap
-# and is automatically wired via values.yaml (sharding_configmap_enable: true).
-apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: volcano-sharding-configmap
-  namespace: volcano-system
-data:
-  sharding.yaml: |
-    schedulerConfigs:
-      - name: agent-scheduler
-        type: agent
-        cpuUtilizationMin: 0.7
-        cpuUtilizationMax: 1.0
-        preferWarmupNodes: true
-        minNodes: 1
-        maxNodes: 100
-      - name: volcano
-        type: volcano
-        cpuUtilizationMin: 0.0
-        cpuUtilizationMax: 0.69
-        preferWarmupNodes: false
-        minNodes: 1
-        maxNodes: 100
-    shardSyncPeriod: "60s"
-    enableNodeEventTrigger: true
-"#;
+const UPSTREAM_CM: &str = include_str!("data/upstream-sharding-config-configmap.yaml");
 
 mod process {
     use super::*;
-    use std::path::PathBuf;
-    use std::process::{Child, Command, Stdio};
-
-    const BIN: &str = env!("CARGO_BIN_EXE_shard-controller");
-
-    struct Proc(Child);
-
-    impl Drop for Proc {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-
-    fn kube_sim_bin() -> PathBuf {
-        let p = PathBuf::from(BIN).with_file_name("kube-sim");
-        if !p.exists() {
-            let status = Command::new(env!("CARGO"))
-                .args(["build", "-q", "-p", "kube-sim", "--bin", "kube-sim"])
-                .status()
-                .expect("cargo runs");
-            assert!(status.success(), "building kube-sim");
-        }
-        p
-    }
-
-    fn free_port() -> u16 {
-        std::net::TcpListener::bind("127.0.0.1:0")
-            .expect("bind")
-            .local_addr()
-            .expect("addr")
-            .port()
-    }
+    use procs::{Proc, SHARD_CONTROLLER as BIN, SimProc, TempDir, free_port};
+    use std::process::Command;
 
     #[test]
     fn dry_run_and_bad_flags() {
@@ -677,39 +590,9 @@ mod process {
 
     #[tokio::test]
     async fn upstream_example_configmap_then_sigterm_releases_the_lease() {
-        let dir = std::env::temp_dir().join(format!("magma-shardctl-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("tmp dir");
-        let kc = dir.join("kubeconfig");
-        let port = free_port();
-        let _sim = Proc(
-            Command::new(kube_sim_bin())
-                .args([
-                    "--port",
-                    &port.to_string(),
-                    "--nodes",
-                    "4",
-                    "--install-nodeshard-crd",
-                ])
-                .arg("--kubeconfig-out")
-                .arg(&kc)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("kube-sim starts"),
-        );
-        let end = Instant::now() + WAIT;
-        while !kc.exists() || std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < end, "kube-sim did not come up");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        let yaml = std::fs::read_to_string(&kc).expect("kubeconfig");
-        let config = kube::Config::from_custom_kubeconfig(
-            Kubeconfig::from_yaml(&yaml).expect("kubeconfig"),
-            &KubeConfigOptions::default(),
-        )
-        .await
-        .expect("config");
-        let client = kube::Client::try_from(config).expect("client");
+        let dir = TempDir::new("shardctl-upstream-example");
+        let sim = SimProc::start(dir.path(), 4, &["--install-nodeshard-crd"]);
+        let client = sim.client().await;
         let cm: ConfigMap = serde_saphyr::from_str(UPSTREAM_CM).expect("upstream example");
         Api::<ConfigMap>::namespaced(client.clone(), NS)
             .create(&PostParams::default(), &cm)
@@ -717,22 +600,16 @@ mod process {
             .expect("apply the example");
 
         let metrics_port = free_port();
-        let mut ctl = Proc(
-            Command::new(BIN)
-                .arg(format!("--kubeconfig={}", kc.display()))
-                .args([
-                    "-v=2",
-                    "--enable-metrics",
-                    &format!("--listen-address=127.0.0.1:{metrics_port}"),
-                ])
-                .stdout(Stdio::null())
-                .stderr(if std::env::var_os("MAGMA_TEST_LOG").is_some() {
-                    Stdio::inherit()
-                } else {
-                    Stdio::null()
-                })
-                .spawn()
-                .expect("shard-controller starts"),
+        let mut ctl = Proc::spawn(
+            dir.path(),
+            "shard-controller",
+            BIN,
+            &[
+                sim.kubeconfig_flag(),
+                "-v=2".to_owned(),
+                "--enable-metrics".to_owned(),
+                format!("--listen-address=127.0.0.1:{metrics_port}"),
+            ],
         );
         // Idle nodes: volcano (0–0.69) takes all four; agent-scheduler (0.7–1) none.
         let s = until_shards(&client, "NodeShards from the example", |s| {
@@ -750,30 +627,11 @@ mod process {
         };
         let lease = leases.get("magma-shard-controller").await.expect("lease");
         assert!(!holder(&lease).is_empty(), "the controller leads");
-        let (code, body) = http_get(
-            format!("127.0.0.1:{metrics_port}").parse().expect("addr"),
-            "/metrics",
-        )
-        .await;
+        let (code, body) = http_get(metrics_port, "/metrics").await;
         assert_eq!(code, 200);
         assert!(body.contains("magma_shardctl_leader 1"), "{body}");
 
-        let status = Command::new("kill")
-            .args(["-TERM", &ctl.0.id().to_string()])
-            .status()
-            .expect("kill");
-        assert!(status.success());
-        let end = Instant::now() + Duration::from_secs(10);
-        let exit = loop {
-            if let Some(s) = ctl.0.try_wait().expect("wait") {
-                break s;
-            }
-            assert!(
-                Instant::now() < end,
-                "shard-controller did not exit after SIGTERM"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        };
+        let exit = ctl.terminate(Duration::from_secs(10));
         assert!(exit.success(), "{exit:?}");
         let lease = leases.get("magma-shard-controller").await.expect("lease");
         assert_eq!(
@@ -781,6 +639,5 @@ mod process {
             "",
             "the lease is released for a fast takeover"
         );
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

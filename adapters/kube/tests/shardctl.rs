@@ -2,6 +2,7 @@
 //! synthesis, and the assignment pipeline (filter AND, weighted scores, node-limit, exclusivity,
 //! global `maxNodes`, anti-flap).
 
+use k8s_openapi::api::core::v1::ConfigMap;
 use magma_kube::shardctl::config::{DEFAULT_UTIL_CHANGE_THRESHOLD, FALLBACK_SYNC_PERIOD};
 use magma_kube::shardctl::policy::{AllocationRate, NodeLimit, Warmup};
 use magma_kube::shardctl::{
@@ -12,25 +13,15 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// The `sharding.yaml` value of upstream's `example/sharding/sharding-config-configmap.yaml`
-/// (deprecated scalar fields), verbatim.
-const UPSTREAM_EXAMPLE: &str = r#"schedulerConfigs:
-  - name: agent-scheduler
-    type: agent
-    cpuUtilizationMin: 0.7
-    cpuUtilizationMax: 1.0
-    preferWarmupNodes: true
-    minNodes: 1
-    maxNodes: 100
-  - name: volcano
-    type: volcano
-    cpuUtilizationMin: 0.0
-    cpuUtilizationMax: 0.69
-    preferWarmupNodes: false
-    minNodes: 1
-    maxNodes: 100
-shardSyncPeriod: "60s"
-enableNodeEventTrigger: true
-"#;
+/// (deprecated scalar fields), read from the verbatim copy.
+fn upstream_example() -> String {
+    let cm: ConfigMap =
+        serde_saphyr::from_str(include_str!("data/upstream-sharding-config-configmap.yaml"))
+            .expect("upstream example ConfigMap parses");
+    cm.data
+        .and_then(|mut d| d.remove("sharding.yaml"))
+        .expect("the example has sharding.yaml")
+}
 
 const WARM: &str = "node.volcano.sh/warmup";
 
@@ -72,7 +63,7 @@ fn desired<'a>(out: &'a [ShardAssignment], scheduler: &str) -> Vec<&'a str> {
 
 #[test]
 fn upstream_example_parses_with_legacy_synthesis() {
-    let c = parse(UPSTREAM_EXAMPLE);
+    let c = parse(&upstream_example());
     assert_eq!(c.shard_sync_period, Duration::from_secs(60));
     assert!(c.enable_node_event_trigger);
     assert_eq!(
@@ -117,7 +108,7 @@ fn upstream_example_parses_with_legacy_synthesis() {
 
 #[test]
 fn upstream_example_assigns_by_rounded_utilisation() {
-    let c = parse(UPSTREAM_EXAMPLE);
+    let c = parse(&upstream_example());
     let nodes = [
         node("busy", 900),
         node("edge", 695), // rounds to 0.70 → agent
@@ -615,7 +606,7 @@ fn max_nodes_is_global_on_large_clusters() {
 
 #[test]
 fn empty_cluster() {
-    let c = parse(UPSTREAM_EXAMPLE);
+    let c = parse(&upstream_example());
     let out = fresh(&[], &c);
     assert_eq!(out.len(), 2);
     for a in &out {

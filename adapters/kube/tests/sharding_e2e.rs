@@ -244,7 +244,7 @@ struct Pinned {
 impl Pinned {
     async fn start(name: &str, mode: &str) -> Pinned {
         let dir = TempDir::new(name);
-        let sim = SimProc::start(dir.path(), 4, &[]);
+        let sim = SimProc::start(dir.path(), 4, &["--install-nodeshard-crd"]);
         let client = sim.client().await;
         let shard_node = node(2);
         label_node(&client, &shard_node, PIN_LABEL, "true").await;
@@ -350,6 +350,20 @@ impl Pinned {
         );
     }
 
+    /// Upstream's placement case: a single pod (100m CPU), then a batch of 10 (30m): every one
+    /// must be bound to the shard node (`failure` says what it means when one is not).
+    async fn single_and_batch_land_on_the_shard_node(&self, failure: &str) {
+        create_pod(&self.client, "single", "agent-scheduler", "100m").await;
+        let mut all: Vec<String> = (0..10).map(|i| format!("batch-{i}")).collect();
+        for n in &all {
+            create_pod(&self.client, n, "agent-scheduler", "30m").await;
+        }
+        all.push("single".into());
+        for (pod, n) in all.iter().zip(bound(&self.client, &all).await) {
+            assert_eq!(n, self.shard_node, "{pod}: {failure}");
+        }
+    }
+
     /// Only our own NodeShard's status subresource is written, by the scheduler (the controller
     /// writes specs only).
     async fn assert_status_writes_only_own(&self) {
@@ -375,16 +389,8 @@ async fn hard_mode_schedules_in_the_shard_and_leaves_a_pod_unschedulable_when_it
     let mut t = Pinned::start("shard-hard", "hard").await;
     t.wait_status_written().await;
     // A single pod, then a batch of 10 (30m CPU): all on the shard node, and Running.
-    create_pod(&t.client, "single", "agent-scheduler", "100m").await;
-    let batch: Vec<String> = (0..10).map(|i| format!("batch-{i}")).collect();
-    for n in &batch {
-        create_pod(&t.client, n, "agent-scheduler", "30m").await;
-    }
-    let mut all = batch.clone();
-    all.push("single".into());
-    for (pod, n) in all.iter().zip(bound(&t.client, &all).await) {
-        assert_eq!(n, t.shard_node, "{pod} outside the hard shard");
-    }
+    t.single_and_batch_land_on_the_shard_node("outside the hard shard")
+        .await;
     eventually("single Running", WAIT, || async {
         let p = get_pod(&t.client, "single").await;
         let phase = p.status.and_then(|s| s.phase).unwrap_or_default();
@@ -446,16 +452,8 @@ async fn soft_mode_prefers_the_shard_and_falls_back_outside_when_it_is_full() {
     t.wait_status_written().await;
     // Least-requested scoring would spread these over the four nodes; soft mode keeps every one
     // on the shard node while it fits.
-    create_pod(&t.client, "single", "agent-scheduler", "100m").await;
-    let batch: Vec<String> = (0..10).map(|i| format!("batch-{i}")).collect();
-    for n in &batch {
-        create_pod(&t.client, n, "agent-scheduler", "30m").await;
-    }
-    let mut all = batch.clone();
-    all.push("single".into());
-    for (pod, n) in all.iter().zip(bound(&t.client, &all).await) {
-        assert_eq!(n, t.shard_node, "{pod}: soft mode did not prefer the shard");
-    }
+    t.single_and_batch_land_on_the_shard_node("soft mode did not prefer the shard")
+        .await;
 
     create_bound_pod(&t.client, "placeholder", &t.shard_node, "31").await;
     tokio::time::sleep(Duration::from_millis(1500)).await; // see the hard-mode case
@@ -1017,6 +1015,7 @@ async fn live_rebalance_hands_nodes_over_without_sharing_or_overcommitting_them(
         dir.path(),
         REBALANCE_NODES,
         &[
+            "--install-nodeshard-crd",
             "--node-cpu",
             "4",
             "--node-memory",

@@ -185,7 +185,7 @@ pub struct SimProc {
 }
 
 impl SimProc {
-    /// Starts `kube-sim --nodes N --install-nodeshard-crd <extra>` and waits until it serves.
+    /// Starts `kube-sim --nodes N <extra>` and waits until it serves.
     pub fn start(dir: &Path, nodes: usize, extra: &[&str]) -> SimProc {
         let port = free_port();
         let kubeconfig = dir.join("kubeconfig");
@@ -194,7 +194,6 @@ impl SimProc {
             port.to_string(),
             "--nodes".to_owned(),
             nodes.to_string(),
-            "--install-nodeshard-crd".to_owned(),
             "--kubeconfig-out".to_owned(),
             kubeconfig.display().to_string(),
         ];
@@ -230,9 +229,61 @@ impl SimProc {
     /// `GET /sim/<what>` (`bindings`, `writes`, `requests`) as JSON.
     pub async fn records(&self, what: &str) -> serde_json::Value {
         let (code, body) = http_get(self.port, &format!("/sim/{what}")).await;
-        assert_eq!(code, 200, "/sim/{what}: {body}");
-        serde_json::from_str(&body).unwrap_or_else(|e| panic!("/sim/{what}: {e}"))
+        Self::records_json(what, code, &body)
     }
+
+    /// [`SimProc::records`] for tests without a runtime.
+    pub fn records_blocking(&self, what: &str) -> serde_json::Value {
+        let (code, body) = http_get_blocking(self.port, &format!("/sim/{what}"));
+        Self::records_json(what, code, &body)
+    }
+
+    fn records_json(what: &str, code: u16, body: &str) -> serde_json::Value {
+        assert_eq!(code, 200, "/sim/{what}: {body}");
+        serde_json::from_str(body).unwrap_or_else(|e| panic!("/sim/{what}: {e}"))
+    }
+
+    /// `kubectl <args>` against the simulator, with `stdin` piped in when given. Returns whether
+    /// it succeeded, and its stdout followed by its stderr.
+    pub fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> (bool, String) {
+        let mut c = Command::new(kubectl());
+        c.arg(self.kubeconfig_flag()).args(args);
+        run_with_stdin(&mut c, stdin.unwrap_or(""))
+    }
+
+    /// `kubectl <args> -o json`, which must succeed.
+    pub fn kubectl_json(&self, args: &[&str]) -> serde_json::Value {
+        let mut a = args.to_vec();
+        a.extend(["-o", "json"]);
+        let (ok, out) = self.kubectl(&a, None);
+        assert!(ok, "kubectl {args:?}: {out}");
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("kubectl {args:?}: {e}: {out}"))
+    }
+}
+
+/// Runs `cmd` with `input` on its standard input; returns whether it succeeded, and its stdout
+/// followed by its stderr.
+pub fn run_with_stdin(cmd: &mut Command, input: &str) -> (bool, String) {
+    use std::io::Write;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    child
+        .stdin
+        .take()
+        .expect("stdin piped")
+        .write_all(input.as_bytes())
+        .unwrap_or_else(|e| panic!("{cmd:?}: writing stdin: {e}"));
+    let out = child.wait_with_output().expect("wait");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
 }
 
 /// kubectl: the one on `PATH`, else the pinned one `deploy/tools/install.sh` puts under
