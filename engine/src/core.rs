@@ -643,7 +643,7 @@ impl Core {
             }
         }
         self.stats.set_shard_gauges(c.gauges());
-        c.next_deadline()
+        c.next_deadline(now)
     }
 
     fn pump(&mut self, now: Nanos) {

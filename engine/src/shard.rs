@@ -206,8 +206,8 @@ pub struct Coordinator {
     /// Rule 5: set at a term's start, taken at its first status computation.
     hold_pending: bool,
     hold: Option<(BTreeSet<String>, Nanos)>,
-    /// Rule 6: nodes of our desired set that another shard listed in use since we started and
-    /// whose pods were not listed afresh since, the lists asked for and not answered yet, and
+    /// Rule 6: nodes another shard listed in use since we started and whose pods were not
+    /// listed afresh since, the lists asked for and not answered yet, and
     /// those still to ask for.
     held_elsewhere: BTreeSet<String>,
     listing: BTreeSet<String>,
@@ -250,6 +250,11 @@ impl Coordinator {
         if s.name == self.opts.shard_name {
             // Our own object changed (often the echo of our write): compare with it from now on.
             self.written = None;
+        } else {
+            // Rule 6: every node another shard lists as in use, as each status arrives (a later
+            // status in the same batch may already have dropped it, and our desired set may
+            // gain it only after that).
+            self.held_elsewhere.extend(s.nodes_in_use.iter().cloned());
         }
         self.shards.insert(
             s.name,
@@ -318,14 +323,6 @@ impl Coordinator {
             a.retain(|n| own.status.in_use.contains(n));
             a
         });
-        if let Some(own) = self.shards.get(&self.opts.shard_name) {
-            for (name, s) in &self.shards {
-                if *name != self.opts.shard_name {
-                    let held = s.status.in_use.iter().filter(|n| own.desired.contains(*n));
-                    self.held_elsewhere.extend(held.cloned());
-                }
-            }
-        }
         let view = candidates.map(|c| {
             // Rule 6.
             self.listing.retain(|n| c.contains(n));
@@ -456,13 +453,18 @@ impl Coordinator {
         }
     }
 
-    /// When the coordinator next needs a look without any input (retry, end of the hold).
-    pub fn next_deadline(&self) -> Option<Nanos> {
-        let hold = self.hold.as_ref().map(|(_, t)| *t);
-        match (self.retry_at, hold) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+    /// When the coordinator next needs a look without any input (retry, end of the hold), if
+    /// that is after `now`. A retry time or hold end at or before `now` is no deadline any more:
+    /// it only gates [`Coordinator::status_to_write`], which this flush already asked at `now`
+    /// (or, while not leading, has nothing to do until the next term resets both). Reporting it
+    /// would make the driver spin until the next write or term.
+    pub fn next_deadline(&self, now: Nanos) -> Option<Nanos> {
+        let hold_end = self.hold.as_ref().map(|(_, t)| *t);
+        [self.retry_at, hold_end]
+            .into_iter()
+            .flatten()
+            .filter(|&t| t > now)
+            .min()
     }
 }
 

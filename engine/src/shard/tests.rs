@@ -243,11 +243,14 @@ fn handover_hold_keeps_inherited_nodes_until_it_ends() {
     });
     let before_end = Nanos(t.0 + 14_000_000_000);
     assert!(c.status_to_write(before_end, true, |_| true).is_none());
-    assert_eq!(c.next_deadline(), Some(Nanos(t.0 + 15_000_000_000)));
+    assert_eq!(
+        c.next_deadline(before_end),
+        Some(Nanos(t.0 + 15_000_000_000))
+    );
     let after = Nanos(t.0 + 15_000_000_000);
     let w = c.status_to_write(after, true, |_| true).expect("released");
     assert_eq!(w.nodes_in_use, names(&["n1"]));
-    assert_eq!(c.next_deadline(), None);
+    assert_eq!(c.next_deadline(after), None);
 }
 
 #[test]
@@ -275,10 +278,51 @@ fn failed_writes_are_retried_after_a_pause() {
     let w = c.status_to_write(LATER, true, |_| true).expect("claim");
     c.write_done(None, LATER);
     assert!(c.status_to_write(LATER, true, |_| true).is_none(), "paused");
-    let retry = c.next_deadline().expect("retry time");
+    let retry = c.next_deadline(LATER).expect("retry time");
     assert_eq!(retry, Nanos(LATER.0 + RETRY_AFTER.as_nanos() as u64));
     let again = c.status_to_write(retry, true, |_| true).expect("retried");
     assert_eq!(again.nodes_in_use, w.nodes_in_use);
+}
+
+#[test]
+fn deadlines_that_have_passed_are_not_reported() {
+    // A write that looked failed but landed: its echo makes the status right before the retry.
+    let mut c = settled(ShardingMode::Hard);
+    c.apply(shard("a", &["n1"], &[]));
+    c.refresh_view();
+    let w = c.status_to_write(LATER, true, |_| true).expect("claim");
+    c.write_done(None, LATER);
+    c.apply(shard("a", &["n1"], &["n1"]));
+    c.refresh_view();
+    let retry = c.next_deadline(LATER).expect("retry time");
+    assert!(c.status_to_write(retry, true, |_| true).is_none(), "{w:?}");
+    assert_eq!(c.next_deadline(retry), None, "nothing left to retry");
+    // A hold that ends while this replica does not lead: nothing to wake up for.
+    let mut c = Coordinator::new(opts(ShardingMode::Hard));
+    c.apply(shard("a", &["n1"], &["n1"]));
+    c.refresh_view();
+    c.term_started();
+    assert!(c.status_to_write(T0, true, |_| true).is_none());
+    let end = c.next_deadline(T0).expect("end of the hold");
+    assert_eq!(c.next_deadline(end), None);
+}
+
+#[test]
+fn a_node_held_elsewhere_is_listed_even_when_the_holder_let_go_in_the_same_batch() {
+    let mut c = settled(ShardingMode::Hard);
+    c.apply(shard("a", &["n1"], &["n1"]));
+    c.refresh_view();
+    // b held n2 (not ours yet) and released it; both statuses arrive before one flush.
+    c.apply(shard("b", &["n2"], &["n2"]));
+    c.apply(shard("b", &[], &[]));
+    // The controller then gives n2 to us; we claim it, and the echo arrives.
+    c.apply(shard("a", &["n1", "n2"], &["n1", "n2"]));
+    c.refresh_view();
+    assert_eq!(view(&c), Some(vec!["n1"]), "n2 waits for its pods");
+    assert_eq!(c.take_pod_lists(), names(&["n2"]));
+    c.pods_listed(&names(&["n2"]));
+    c.refresh_view();
+    assert_eq!(view(&c), Some(vec!["n1", "n2"]));
 }
 
 #[test]
@@ -317,6 +361,11 @@ fn deleted_and_reset_shards() {
     assert_eq!(view(&c), None);
     assert!(c.gauges().missing);
     c.reset(vec![shard("a", &["n1", "n2"], &["n1", "n2"])]);
+    c.refresh_view();
+    // b is gone after the relist; it held n2, so n2's pods are listed before we use it.
+    assert_eq!(view(&c), Some(vec!["n1"]));
+    assert_eq!(c.take_pod_lists(), names(&["n2"]));
+    c.pods_listed(&names(&["n2"]));
     c.refresh_view();
     assert_eq!(
         view(&c),
