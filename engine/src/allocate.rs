@@ -113,32 +113,34 @@ pub fn allocate(
             shard_missing: false,
         });
     }
-    let mut maxima = (0i64, 0i64);
     // The sharding mode is a node-set view (DESIGN.md §3): a mask word per chunk, not a
     // per-node predicate.
-    match (snap.sharding, snap.shard.as_deref()) {
+    let maxima = match (snap.sharding, snap.shard.as_deref()) {
         (ShardingMode::None, _) | (ShardingMode::Soft, None) => {
             let to_find = profile.sampling.nodes_to_find(snap.nodes);
-            maxima = scan(snap, pod, s, to_find, Eligible::All, maxima);
+            scan(snap, pod, s, to_find, Eligible::All)
         }
         (ShardingMode::Hard, None) => {
             return Decision::Unschedulable(explain_all(snap, pod));
         }
         (ShardingMode::Hard, Some(set)) => {
             let to_find = profile.sampling.nodes_to_find(set.count);
-            maxima = scan(snap, pod, s, to_find, Eligible::In(set), maxima);
+            scan(snap, pod, s, to_find, Eligible::In(set))
         }
         (ShardingMode::Soft, Some(set)) => {
             // Every shard node is considered before any other, so the preference is exact.
             let to_find = profile.sampling.nodes_to_find(set.count);
-            maxima = scan(snap, pod, s, to_find, Eligible::In(set), maxima);
+            let maxima = scan(snap, pod, s, to_find, Eligible::In(set));
             if s.feasible.is_empty() {
+                // Nothing was feasible, so nothing was scored: the fallback starts afresh.
                 let rest = snap.nodes.saturating_sub(set.count);
                 let to_find = profile.sampling.nodes_to_find(rest);
-                maxima = scan(snap, pod, s, to_find, Eligible::Out(set), maxima);
+                scan(snap, pod, s, to_find, Eligible::Out(set))
+            } else {
+                maxima
             }
         }
-    }
+    };
     if s.feasible.is_empty() {
         return Decision::Unschedulable(explain_all(snap, pod));
     }
@@ -205,7 +207,7 @@ impl Eligible<'_> {
 
 /// Step 1 over the `eligible` slots: from the worker's rotating cursor, filter and score until
 /// `to_find` feasible nodes are found or every slot was seen. Returns the highest raw
-/// NodeAffinity and TaintToleration scores seen, folded into `maxima`. One instance, kept out
+/// NodeAffinity and TaintToleration scores of the feasible nodes it found. One instance, kept out
 /// of line: the filter and score functions inline into its loop (inlined into `allocate` three
 /// times over they did not, and every node cost a quarter more).
 #[inline(never)]
@@ -215,11 +217,10 @@ fn scan(
     s: &mut Scratch,
     to_find: usize,
     eligible: Eligible<'_>,
-    maxima: (i64, i64),
 ) -> (i64, i64) {
     let profile = &*snap.profile;
     let (preds, weights, gpu_slot) = (profile.predicates, &profile.weights, snap.gpu_slot);
-    let (mut max_aff, mut max_taint) = maxima;
+    let (mut max_aff, mut max_taint) = (0i64, 0i64);
     let n_slots = snap.arena.slots();
     let start = s.cursor % n_slots;
     let mut slot = start;
@@ -278,6 +279,15 @@ pub fn explain_all(snap: &Snapshot, pod: &CompiledPod) -> FailureSummary {
     let mut summary = FailureSummary::default();
     let hard = snap.sharding == ShardingMode::Hard;
     summary.shard_missing = hard && snap.shard.is_none();
+    if summary.shard_missing && snap.nodes > 0 {
+        // No shard: every node fails for the same reason, without looking at it.
+        summary.nodes = snap.nodes;
+        summary.mask = reason::SHARD;
+        summary
+            .reasons
+            .push((Failure::NotInShard, snap.nodes as u32));
+        return summary;
+    }
     for ci in 0..snap.arena.num_chunks() {
         let chunk = snap.arena.chunk(ci);
         let in_shard = snap.shard.as_ref().map_or(0, |set| set.mask(ci));

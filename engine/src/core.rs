@@ -564,10 +564,10 @@ impl Core {
         self.pump(now);
         self.stats.set_queue_depths(self.queue.depths());
         let shard_deadline = self.shard_status(now);
-        match (self.queue.next_deadline(), shard_deadline) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [self.queue.next_deadline(), shard_deadline]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// Recompute the shard view and its slot set; the next publication carries it.
@@ -578,10 +578,10 @@ impl Core {
         if !lists.is_empty() {
             let _ = self.intents.send(Intent::ListNodePods(lists));
         }
-        if changed.is_none() && !std::mem::take(&mut self.shard_slots_dirty) {
+        let slots_dirty = std::mem::take(&mut self.shard_slots_dirty);
+        if changed.is_none() && !slots_dirty {
             return;
         }
-        self.shard_slots_dirty = false;
         let set = c.view().map(|names| {
             Arc::new(NodeSet::from_slots(
                 names.iter().filter_map(|n| self.cache.node_slot(n)),
@@ -608,34 +608,21 @@ impl Core {
         }
         self.was_leading = leading;
         if leading {
-            let workers_current = self.shared.horizon() >= self.view_seq;
-            // Mutation (loom-tests/run-mutations.sh): a worker still on an older view is ignored.
-            #[cfg(magma_mutation = "shard_release_ignores_workers")]
-            let workers_current = workers_current || true;
+            // Each `cfg!(magma_mutation = …)` below is a mutation loom-tests/run-mutations.sh
+            // must catch; all are false in real builds.
+            // A worker still on an older view holds the write back.
+            let workers_current = self.shared.horizon() >= self.view_seq
+                || cfg!(magma_mutation = "shard_release_ignores_workers");
             let (cache, versions) = (&self.cache, &self.shared.versions);
-            // Nothing of ours can land on the node any more: every claim on it is applied
-            // (counter = applied count) and every pod assumed there has finished binding.
+            // Nothing of ours can land on the node any more: every pod assumed there has
+            // finished binding, and every claim on it is applied (counter = applied count).
             let drained = |name: &str| {
                 cache.node_slot(name).is_none_or(|slot| {
-                    cache.assumed_on(slot) == 0
-                        && versions.current(slot as usize) == cache.applied(slot)
+                    (cache.assumed_on(slot) == 0
+                        || cfg!(magma_mutation = "shard_release_ignores_binds"))
+                        && (versions.current(slot as usize) == cache.applied(slot)
+                            || cfg!(magma_mutation = "shard_release_ignores_claims"))
                 })
-            };
-            // Mutation (loom-tests/run-mutations.sh): a claim not applied yet does not hold it.
-            #[cfg(magma_mutation = "shard_release_ignores_claims")]
-            let drained = |name: &str| {
-                let _ = &drained;
-                cache
-                    .node_slot(name)
-                    .is_none_or(|slot| cache.assumed_on(slot) == 0)
-            };
-            // Mutation (loom-tests/run-mutations.sh): a pod still binding does not hold it.
-            #[cfg(magma_mutation = "shard_release_ignores_binds")]
-            let drained = |name: &str| {
-                let _ = &drained;
-                cache
-                    .node_slot(name)
-                    .is_none_or(|slot| versions.current(slot as usize) == cache.applied(slot))
             };
             if let Some(intent) = c.status_to_write(now, workers_current, drained) {
                 inc(&self.stats.driver.shard_status_intents, 1);
