@@ -146,7 +146,10 @@ impl Settings {
             healthz_addr: None,
             metrics_addr: None,
             resource_sync_timeout: Duration::from_secs(60),
-            sharding: ShardingOptions::default(),
+            sharding: ShardingOptions {
+                handover_hold: handover_hold(BindConfig::default().timeout),
+                ..ShardingOptions::default()
+            },
         }
     }
 }
@@ -176,19 +179,25 @@ fn client_for(cfg: &kube::Config) -> anyhow::Result<Client> {
     Client::try_from(cfg.clone()).context("building the Kubernetes client")
 }
 
+/// A client for `cfg`, once API discovery answered: upstream's binaries refuse to start when
+/// it fails; so do ours, with the reason.
+pub async fn connect(cfg: &kube::Config) -> anyhow::Result<Client> {
+    let client = client_for(cfg)?;
+    let version = client
+        .apiserver_version()
+        .await
+        .context("API server discovery failed")?;
+    tracing::info!(server = %version.git_version, "connected to the API server");
+    Ok(client)
+}
+
 /// Run the scheduler until `shutdown` resolves. `started` receives handles once it is running.
 pub async fn run(
     settings: Settings,
     shutdown: impl Future<Output = ()> + Send,
     started: Option<tokio::sync::oneshot::Sender<Running>>,
 ) -> anyhow::Result<RunSummary> {
-    let watch_client = client_for(&settings.client_config)?;
-    // Upstream refuses to start when discovery fails; so do we, with the reason.
-    let version = watch_client
-        .apiserver_version()
-        .await
-        .context("API server discovery failed")?;
-    tracing::info!(server = %version.git_version, "connected to the API server");
+    let watch_client = connect(&settings.client_config).await?;
     let bind_client = client_for(&settings.client_config)?;
     let status_client = client_for(&settings.client_config)?;
 
@@ -526,7 +535,7 @@ pub async fn settings_from_options(o: &crate::flags::Options) -> anyhow::Result<
         renew_deadline: o.leader_elect_renew_deadline,
         retry_period: o.leader_elect_retry_period,
     });
-    let bind_timeout = Duration::from_secs(10);
+    let bind_timeout = BindConfig::default().timeout;
     Ok(Settings {
         sharding: ShardingOptions {
             mode: o.scheduler_sharding_mode,

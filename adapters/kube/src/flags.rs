@@ -582,7 +582,7 @@ pub(crate) fn validate_leader_election(
     Ok(())
 }
 
-fn named_address_error(flag: &str, value: &str, e: FlagError) -> FlagError {
+pub(crate) fn named_address_error(flag: &str, value: &str, e: FlagError) -> FlagError {
     match e {
         FlagError::Address { reason, .. } => invalid(flag, value, &reason),
         other => other,

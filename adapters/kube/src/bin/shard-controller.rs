@@ -42,12 +42,7 @@ async fn run(opts: ControllerOptions) -> anyhow::Result<()> {
         .clone()
         .context("the flag configuration is built while parsing")?;
     let client_config = magma_kube::app::kube_config(&opts.kubeconfig, &opts.master).await?;
-    let client = kube::Client::try_from(client_config).context("building the Kubernetes client")?;
-    let version = client
-        .apiserver_version()
-        .await
-        .context("API server discovery failed")?;
-    tracing::info!(server = %version.git_version, "connected to the API server");
+    let client = magma_kube::app::connect(&client_config).await?;
 
     let mut settings = ControllerSettings::new(client, flag_config);
     settings.configmap_name = opts.sharding_configmap.clone();

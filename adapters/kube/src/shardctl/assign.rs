@@ -154,7 +154,7 @@ pub fn assign(
         }
         out.push(ShardAssignment {
             scheduler: spec.name.clone(),
-            write: cur != Some(&nodes_desired),
+            write: cur.is_none_or(|c| !same_set(c, &nodes_desired)),
             kept_current: keep,
             min_nodes_unmet: min_nodes_unmet(spec, nodes_desired.len()),
             nodes_desired,
@@ -271,6 +271,15 @@ pub fn significant_usage_change(
         }
         _ => true,
     }
+}
+
+/// Whether two node lists hold the same nodes (order and duplicates ignored): rewriting a
+/// NodeShard with its own nodes in another order is a pointless write.
+pub fn same_set(a: &[String], b: &[String]) -> bool {
+    fn set(v: &[String]) -> BTreeSet<&str> {
+        v.iter().map(String::as_str).collect()
+    }
+    set(a) == set(b)
 }
 
 #[cfg(test)]

@@ -681,8 +681,11 @@ impl Controller {
         let config = self.config.clone().ok_or(ControllerError::NoConfig)?;
         let mut backoff = BACKOFF_START;
         let mut last = String::new();
+        // No watch event is handled during a sync: the nodes stay as they are, only the
+        // NodeShards re-read after a conflict change.
+        let nodes = self.index.shard_nodes();
         for attempt in 1..=MAX_ATTEMPTS {
-            let plan = plan_sync(&self.index.shard_nodes(), &config, &self.observed());
+            let plan = plan_sync(&nodes, &config, &self.observed());
             match self.execute(&plan).await {
                 Ok(()) => return Ok(plan),
                 Err(WriteFailure::Fatal(e)) => return Err(e),

@@ -8,9 +8,9 @@
 //! `--scheduler-configs` entry (parsed into a [`ShardingConfig`] so `--dry-run` checks it too).
 
 use crate::flags::{
-    FlagError, KlogFlags, Options as SchedulerOptions, from_clap, invalid, normalise,
-    parse_duration_flag, parse_go_bool, parse_go_f32, parse_go_u8, parse_go_u32, positive_f32,
-    positive_u32, validate_leader_election,
+    FlagError, KlogFlags, Options as SchedulerOptions, from_clap, invalid, named_address_error,
+    normalise, parse_duration_flag, parse_go_bool, parse_go_f32, parse_go_u8, parse_go_u32,
+    positive_f32, positive_u32, validate_leader_election,
 };
 use crate::leader::LeaseConfig;
 use crate::shardctl::ShardingConfig;
@@ -212,13 +212,13 @@ impl ControllerOptions {
     /// `--listen-address` as a socket address.
     pub fn listen_addr(&self) -> Result<SocketAddr, FlagError> {
         SchedulerOptions::http_addr(&self.listen_address)
-            .map_err(|e| address_error("listen-address", &self.listen_address, e))
+            .map_err(|e| named_address_error("listen-address", &self.listen_address, e))
     }
 
     /// `--healthz-address` as a socket address.
     pub fn healthz_addr(&self) -> Result<SocketAddr, FlagError> {
         SchedulerOptions::http_addr(&self.healthz_address)
-            .map_err(|e| address_error("healthz-address", &self.healthz_address, e))
+            .map_err(|e| named_address_error("healthz-address", &self.healthz_address, e))
     }
 
     /// The Lease to elect on, `None` with `--leader-elect=false`.
@@ -231,13 +231,6 @@ impl ControllerOptions {
             retry_period: self.leader_elect_retry_period,
             ..LeaseConfig::default()
         })
-    }
-}
-
-fn address_error(flag: &str, value: &str, e: FlagError) -> FlagError {
-    match e {
-        FlagError::Address { reason, .. } => invalid(flag, value, &reason),
-        other => other,
     }
 }
 
@@ -288,14 +281,8 @@ mod tests {
         let names: Vec<&str> = c.schedulers.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["volcano", "agent-scheduler"]);
         assert_eq!(c.shard_sync_period, Duration::from_secs(60));
-        let lease = o.lease_for_test();
+        let lease = o.lease().expect("leader election is on by default");
         assert_eq!(lease.name, "magma-shard-controller");
-    }
-
-    impl ControllerOptions {
-        fn lease_for_test(&self) -> LeaseConfig {
-            self.lease().expect("leader election is on by default")
-        }
     }
 
     #[test]

@@ -19,7 +19,7 @@
 //! first move, and the receiving scheduler still waits for `A`'s release (the schedulers'
 //! `available = desired − ⋃ other.nodesInUse` rule).
 
-use super::assign::ShardAssignment;
+use super::assign::{ShardAssignment, same_set};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// What the controller observed of one NodeShard.
@@ -100,15 +100,6 @@ pub fn pin_in_transit(
             .is_none_or(|o| !same_set(&o.nodes_desired, &a.nodes_desired));
     }
     moving
-}
-
-/// Whether two node lists hold the same nodes (order and duplicates ignored): rewriting a
-/// NodeShard with its own nodes in another order is a pointless write.
-pub fn same_set(a: &[String], b: &[String]) -> bool {
-    fn set(v: &[String]) -> BTreeSet<&str> {
-        v.iter().map(String::as_str).collect()
-    }
-    set(a) == set(b)
 }
 
 #[cfg(test)]

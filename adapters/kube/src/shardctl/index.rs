@@ -95,10 +95,6 @@ impl ClusterIndex {
         self.nodes.len()
     }
 
-    pub fn has_node(&self, name: &str) -> bool {
-        self.nodes.contains_key(name)
-    }
-
     /// A node was added or changed. Returns why it matters for the shards, if it does;
     /// `threshold` is the configuration's utilisation-change threshold.
     pub fn apply_node(&mut self, node: &Node, threshold: f64) -> Option<NodeChange> {
@@ -129,13 +125,14 @@ impl ClusterIndex {
 
     /// A relist of the nodes. Returns whether the set or any node's metadata or capacity
     /// changed.
+    #[cfg(test)]
     pub fn reset_nodes(&mut self, nodes: &[Node]) -> bool {
         let mut r = NodeRelist::default();
         nodes.iter().for_each(|n| r.apply(n));
         self.finish_node_relist(r)
     }
 
-    /// Install a relist collected with [`NodeRelist::apply`] (see [`ClusterIndex::reset_nodes`]).
+    /// Install a relist collected with [`NodeRelist::apply`] (the watch delivers it as `Init … InitDone`).
     pub fn finish_node_relist(&mut self, relist: NodeRelist) -> bool {
         let new = relist.0;
         let changed = new != self.nodes;
@@ -180,13 +177,14 @@ impl ClusterIndex {
     }
 
     /// A relist of the pods: rebuilds the sums.
+    #[cfg(test)]
     pub fn reset_pods(&mut self, pods: &[Pod]) {
         let mut r = PodRelist::default();
         pods.iter().for_each(|p| r.apply(p));
         self.finish_pod_relist(r);
     }
 
-    /// Install a relist collected with [`PodRelist::apply`] (see [`ClusterIndex::reset_pods`]).
+    /// Install a relist collected with [`PodRelist::apply`] (the watch delivers it as `Init … InitDone`).
     pub fn finish_pod_relist(&mut self, relist: PodRelist) {
         self.pods = relist.0;
         self.requested.clear();
