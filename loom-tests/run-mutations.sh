@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Proves each loom model can fail: builds the engine with one deliberate bug
-# (`cfg(magma_mutation = "...")`, see README.md) and asserts that the model meant to catch it
+# Proves each loom model can fail: runs the model meant to catch each deliberate bug
+# (`engine/src/mutation.rs`, switched on by MAGMA_MUTATION in a loom build) and asserts that it
 # fails with the expected violation, and that the same model passes without the mutation.
+# One loom build serves every mutation (the same target directory as run.sh).
 #
 # Usage: loom-tests/run-mutations.sh [mutation...]   (default: all)
-# Env: LOOM_MAX_PREEMPTIONS (default 2), CARGO_TARGET_DIR (default target-loom-mutations).
+# Env: LOOM_MAX_PREEMPTIONS (default 2), CARGO_TARGET_DIR (default target-loom).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,9 +26,8 @@ MUTATIONS=(
 
 export RUSTFLAGS="--cfg loom"
 export LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target-loom-mutations}"
-export RUSTC_WRAPPER="$PWD/loom-tests/mutate-rustc.sh"
-# Fast-building release: models need optimised code, not LTO.
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target-loom}"
+# As run.sh: models need optimised code, not LTO (so both scripts share one build).
 export CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_DEBUG=0
 export CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
 
@@ -39,12 +39,6 @@ selected() {
     return 1
 }
 
-# Build the engine with MAGMA_MUTATION as set (only it and this crate are rebuilt).
-build() {
-    cargo clean -q -p magma-engine -p magma-loom-tests --release
-    cargo test -q -p magma-loom-tests --release --no-run
-}
-
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 runs=()
@@ -53,9 +47,10 @@ for entry in "${MUTATIONS[@]}"; do
     selected "$mutation" && runs+=("$entry")
 done
 
+cargo test -q -p magma-loom-tests --release --no-run
+
 # Without mutations, every model concerned passes.
 export MAGMA_MUTATION=""
-build
 for entry in "${runs[@]}"; do
     IFS='|' read -r mutation model expect <<<"$entry"
     if ! cargo test -q -p magma-loom-tests --release --test "$model" >"$log" 2>&1; then
@@ -69,7 +64,6 @@ failed=0
 for entry in "${runs[@]}"; do
     IFS='|' read -r mutation model expect <<<"$entry"
     export MAGMA_MUTATION="$mutation"
-    build
     if cargo test -p magma-loom-tests --release --test "$model" >"$log" 2>&1; then
         echo "FAIL  $mutation: model $model still passes"
         failed=1

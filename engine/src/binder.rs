@@ -22,6 +22,7 @@
 //! Orderings: the CAS is `AcqRel`; the claim itself is delivered to the cache through a channel
 //! (happens-before), and snapshots are published with release/acquire (`sync::Published`).
 
+use crate::mutation;
 use crate::sync::{AtomicU64, Ordering};
 use crossbeam_utils::CachePadded;
 use std::sync::OnceLock;
@@ -96,8 +97,7 @@ impl BindVersions {
     /// Claim `slot` if its counter still equals `seen` (step 2 of the protocol).
     #[inline]
     pub fn try_claim(&self, slot: usize, seen: u64) -> bool {
-        if cfg!(magma_mutation = "split_claim") {
-            // Mutation (loom-tests/run-mutations.sh): check-then-store instead of one CAS.
+        if mutation::split_claim() {
             let c = self.counter(slot);
             if c.load(Ordering::Acquire) != seen {
                 return false;

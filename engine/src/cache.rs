@@ -14,8 +14,9 @@ use crate::binder::{BindVersions, Candidate, MAX_SLOTS};
 use crate::conf::Profile;
 use crate::model::{
     CPU, CompiledNode, CompiledPod, HostPort, Interner, MEMORY, ModelError, NodeInput, NodeMeta,
-    ResourceList, ResourceRegistry, TaintEffect, compile_node,
+    PodInput, ResourceList, ResourceRegistry, TaintEffect, compile_node, compile_pod,
 };
+use crate::mutation;
 use crate::queue::reason::{self, ReasonMask};
 use crate::shard::{NodeSet, ShardingMode};
 use crate::snapshot::{Arena, CHUNK, Snapshot, flags};
@@ -57,8 +58,9 @@ pub struct PlacedPod<'a> {
 }
 
 pub struct Cache {
-    pub interner: Interner,
-    pub registry: ResourceRegistry,
+    /// Only the cache interns (compiling nodes and pods); everyone else resolves.
+    interner: Interner,
+    registry: ResourceRegistry,
     versions: Arc<BindVersions>,
     arena: Arena,
     by_name: HashMap<Arc<str>, u32>,
@@ -112,6 +114,22 @@ impl Cache {
             sharding: ShardingMode::None,
             shard: None,
         }
+    }
+
+    /// Label, taint and node-name strings by id.
+    pub fn interner(&self) -> &Interner {
+        &self.interner
+    }
+
+    /// Resource names by slot.
+    pub fn registry(&self) -> &ResourceRegistry {
+        &self.registry
+    }
+
+    /// Compile a pod with this cache's interner and registry (the only ones its snapshots'
+    /// ids and slots mean anything in).
+    pub fn compile_pod(&mut self, input: &PodInput) -> Result<CompiledPod, ModelError> {
+        compile_pod(input, &mut self.interner, &mut self.registry)
     }
 
     pub fn versions(&self) -> &Arc<BindVersions> {
@@ -340,8 +358,9 @@ impl Cache {
         let mut mask = self.remove_pod(&pod.uid);
         if let Some(&slot) = self.by_name.get(&*placement.node) {
             // Someone else's placement (or a changed one) reduces what the node can take.
-            #[cfg(not(magma_mutation = "skip_external_bump"))]
-            self.bump(slot);
+            if !mutation::skip_external_bump() {
+                self.bump(slot);
+            }
             self.account(slot, &placement, 1);
             self.write_slot(slot);
         } else {
@@ -385,10 +404,9 @@ impl Cache {
         st.applied += 1;
         let same_node = st.incarnation == cand.incarnation && st.node.is_some();
         let name = st.node.as_ref().map(|n| n.meta.name.clone());
-        // Mutation (loom-tests/run-mutations.sh): the claim's version reaches the arena before
-        // the claimed pod does, so a snapshot can be complete by version but not by contents.
-        #[cfg(magma_mutation = "version_before_contents")]
-        self.write_slot(slot);
+        if mutation::version_before_contents() {
+            self.write_slot(slot);
+        }
         let result = match (pod, same_node, name) {
             (Some(pod), true, Some(name)) => {
                 let placement = Placement {
@@ -405,17 +423,16 @@ impl Cache {
             }
             _ => None,
         };
-        #[cfg(not(magma_mutation = "version_before_contents"))]
-        self.write_slot(slot);
+        if !mutation::version_before_contents() {
+            self.write_slot(slot);
+        }
         result
     }
 
     /// Drop an assumption after a failed bind. Freed capacity needs no version bump.
     pub fn forget(&mut self, uid: &str) -> ReasonMask {
         match self.pods.get(uid) {
-            Some(p) if p.assumed && cfg!(magma_mutation = "forget_leaks") => {
-                // Mutation (loom-tests/run-mutations.sh): the assumption is dropped from the
-                // books but its requests stay counted on the node (a phantom allocation).
+            Some(p) if p.assumed && mutation::forget_leaks() => {
                 self.pods.remove(uid);
                 reason::CAPACITY_FREED
             }

@@ -14,7 +14,8 @@ use crate::allocate::failure_message;
 use crate::cache::{Cache, CacheError};
 use crate::clock::Nanos;
 use crate::conf::Profile;
-use crate::model::{CompiledPod, NodeInput, PodInput, compile_pod};
+use crate::model::{CompiledPod, NodeInput, PodInput};
+use crate::mutation;
 use crate::queue::{PodState, QueueDepths, QueueOptions, SchedulingQueue, reason};
 use crate::shard::{
     Coordinator, NodeSet, ShardInput, ShardStatusIntent, ShardingMode, ShardingOptions,
@@ -68,7 +69,11 @@ pub enum Input {
     /// The answer to an [`Intent::ListNodePods`]: every pod of these nodes was listed afresh and
     /// sent (as `PodApply`) before this input.
     NodePodsListed(Vec<String>),
-    /// Nothing happened, but look at the queue now (e.g. leadership was just acquired).
+    /// Leadership changed (`Engine::set_leading`): while not leading nothing is handed off or
+    /// written. Ordered with the other inputs, so a lost-and-regained lease is a new term
+    /// (`shard` rule 5) however quickly it flips.
+    Leadership(bool),
+    /// Nothing happened, but look at the queue now.
     Tick,
     BindOutcome {
         uid: String,
@@ -188,7 +193,8 @@ pub struct Core {
     view_seq: u64,
     /// A node got or lost a slot: the view's slot set must be rebuilt.
     shard_slots_dirty: bool,
-    was_leading: bool,
+    /// As the last `Input::Leadership` said (initially: as `Shared` says at construction).
+    leading: bool,
 }
 
 /// Wake-ups remembered for stale unschedulable decisions.
@@ -204,6 +210,7 @@ impl Core {
         stats: Arc<Stats>,
     ) -> Core {
         Core {
+            leading: shared.leading(),
             cache,
             queue: SchedulingQueue::new(queue_opts),
             handoff,
@@ -215,7 +222,6 @@ impl Core {
             shard: None,
             view_seq: 0,
             shard_slots_dirty: false,
-            was_leading: false,
         }
     }
 
@@ -223,6 +229,11 @@ impl Core {
     pub fn with_sharding(mut self, opts: ShardingOptions) -> Core {
         self.cache.set_shard(opts.mode, None);
         self.shard = (opts.mode != ShardingMode::None).then(|| Coordinator::new(opts));
+        if self.leading
+            && let Some(c) = &mut self.shard
+        {
+            c.term_started();
+        }
         self
     }
 
@@ -246,11 +257,8 @@ impl Core {
 
     fn report(&mut self, pod: &Arc<CompiledPod>, reason: StatusReason, message: String) {
         let message: Arc<str> = Arc::from(message);
-        if let Some(e) = self.queue.get_mut(&pod.uid) {
-            if e.last_message.as_deref() == Some(&*message) {
-                return;
-            }
-            e.last_message = Some(message.clone());
+        if self.queue.get(&pod.uid).is_some() && !self.queue.note_message(&pod.uid, &message) {
+            return;
         }
         inc(&self.stats.driver.status_intents, 1);
         self.emit(Intent::Status(StatusIntent {
@@ -315,7 +323,7 @@ impl Core {
                 if self
                     .queue
                     .get(&uid)
-                    .is_some_and(|e| e.state != PodState::Binding)
+                    .is_some_and(|e| e.state() != PodState::Binding)
                 {
                     self.queue.remove(&uid);
                 }
@@ -325,7 +333,7 @@ impl Core {
                 let gone: Vec<Arc<str>> = self
                     .queue
                     .iter()
-                    .filter(|(u, e)| e.state != PodState::Binding && !keep.contains(&***u))
+                    .filter(|(u, e)| e.state() != PodState::Binding && !keep.contains(&***u))
                     .map(|(u, _)| u.clone())
                     .collect();
                 for uid in gone {
@@ -354,6 +362,15 @@ impl Core {
                 }
             }
             Input::Profile(p) => self.cache.set_profile(p),
+            Input::Leadership(leading) => {
+                if leading
+                    && !self.leading
+                    && let Some(c) = &mut self.shard
+                {
+                    c.term_started();
+                }
+                self.leading = leading;
+            }
             Input::Tick => {}
             Input::BindOutcome { uid, result } => self.bind_outcome(&uid, result, now),
             Input::Worker(r) => self.worker_result(r, now),
@@ -361,7 +378,7 @@ impl Core {
     }
 
     fn apply_pod(&mut self, p: PodInput, now: Nanos) {
-        let compiled = match compile_pod(&p, &mut self.cache.interner, &mut self.cache.registry) {
+        let compiled = match self.cache.compile_pod(&p) {
             Ok(c) => Arc::new(c),
             Err(error) => {
                 inc(&self.stats.driver.rejected_pods, 1);
@@ -390,7 +407,7 @@ impl Core {
             Some(node) => {
                 // Bound (by us or anyone): it leaves the queue; the cache counts it.
                 if let Some(e) = self.queue.remove(&compiled.uid)
-                    && e.state == PodState::Binding
+                    && e.state() == PodState::Binding
                 {
                     inc(&self.stats.driver.binds_confirmed, 1);
                 }
@@ -428,9 +445,9 @@ impl Core {
             BindResult::Abandoned => {
                 self.pending_events |= self.cache.forget(uid);
                 if let Some(e) = self.queue.get(uid)
-                    && e.state == PodState::Binding
+                    && e.state() == PodState::Binding
                 {
-                    let uid = e.pod.uid.clone();
+                    let uid = e.pod().uid.clone();
                     self.queue.requeue_active(&uid);
                 }
             }
@@ -443,10 +460,10 @@ impl Core {
                 let node = self.cache.placement(uid).map(|p| p.node.to_owned());
                 self.pending_events |= self.cache.forget(uid);
                 let Some(e) = self.queue.get(uid) else { return };
-                if e.state != PodState::Binding {
+                if e.state() != PodState::Binding {
                     return;
                 }
-                let pod = e.pod.clone();
+                let pod = e.pod().clone();
                 let node = node.unwrap_or_default();
                 self.report(
                     &pod,
@@ -460,16 +477,10 @@ impl Core {
 
     fn worker_result(&mut self, r: WorkerResult, now: Nanos) {
         let uid = r.task.pod.uid.clone();
-        let live = self
-            .queue
-            .get(&uid)
-            .is_some_and(|e| e.generation == r.task.generation && e.state == PodState::InFlight);
-        // Mutation (loom-tests/run-mutations.sh): a result is matched to the pod by uid only.
-        #[cfg(magma_mutation = "no_generation_check")]
-        let live = self
-            .queue
-            .get(&uid)
-            .is_some_and(|e| e.state == PodState::InFlight);
+        let live = self.queue.get(&uid).is_some_and(|e| {
+            (e.generation() == r.task.generation || mutation::no_generation_check())
+                && e.state() == PodState::InFlight
+        });
         if let Outcome::Claimed { candidate } = &r.outcome {
             // The CAS happened: the cache must count it whatever became of the pod.
             let pod = live.then_some(&*r.task.pod);
@@ -502,8 +513,8 @@ impl Core {
                 let cache = &self.cache;
                 let mut message = failure_message(
                     &summary,
-                    |s| cache.registry.name(s).to_owned(),
-                    |id| cache.interner.resolve(id).to_owned(),
+                    |s| cache.registry().name(s).to_owned(),
+                    |id| cache.interner().resolve(id).to_owned(),
                 );
                 if summary.shard_missing
                     && let Some(c) = &self.shard
@@ -553,7 +564,7 @@ impl Core {
         }
         if self.pending_events != 0 {
             self.queue.on_cluster_event(self.pending_events, now);
-            let seq = self.shared.latest_seq.load(crate::sync::Ordering::Acquire);
+            let seq = self.shared.latest_seq();
             self.wakes.push_back((seq, self.pending_events));
             if self.wakes.len() > WAKE_HISTORY {
                 self.wakes.pop_front();
@@ -602,26 +613,18 @@ impl Core {
     /// Returns when the coordinator next needs a look.
     fn shard_status(&mut self, now: Nanos) -> Option<Nanos> {
         let c = self.shard.as_mut()?;
-        let leading = self.shared.leading.load(crate::sync::Ordering::Acquire);
-        if leading && !self.was_leading {
-            c.term_started();
-        }
-        self.was_leading = leading;
-        if leading {
-            // Each `cfg!(magma_mutation = …)` below is a mutation loom-tests/run-mutations.sh
-            // must catch; all are false in real builds.
+        if self.leading {
             // A worker still on an older view holds the write back.
-            let workers_current = self.shared.horizon() >= self.view_seq
-                || cfg!(magma_mutation = "shard_release_ignores_workers");
-            let (cache, versions) = (&self.cache, &self.shared.versions);
+            let workers_current =
+                self.shared.horizon() >= self.view_seq || mutation::shard_release_ignores_workers();
+            let (cache, versions) = (&self.cache, self.shared.versions());
             // Nothing of ours can land on the node any more: every pod assumed there has
             // finished binding, and every claim on it is applied (counter = applied count).
             let drained = |name: &str| {
                 cache.node_slot(name).is_none_or(|slot| {
-                    (cache.assumed_on(slot) == 0
-                        || cfg!(magma_mutation = "shard_release_ignores_binds"))
+                    (cache.assumed_on(slot) == 0 || mutation::shard_release_ignores_binds())
                         && (versions.current(slot as usize) == cache.applied(slot)
-                            || cfg!(magma_mutation = "shard_release_ignores_claims"))
+                            || mutation::shard_release_ignores_claims())
                 })
             };
             if let Some(intent) = c.status_to_write(now, workers_current, drained) {
@@ -634,14 +637,14 @@ impl Core {
     }
 
     fn pump(&mut self, now: Nanos) {
-        if !self.shared.leading.load(crate::sync::Ordering::Acquire) {
+        if !self.leading {
             return;
         }
         while self.handoff.len() < self.handoff.capacity() {
             let Some((pod, generation)) = self.queue.pop(now) else {
                 break;
             };
-            let arrived = self.queue.get(&pod.uid).map_or(now, |e| e.arrived);
+            let arrived = self.queue.get(&pod.uid).map_or(now, |e| e.arrived());
             let uid = pod.uid.clone();
             if self
                 .handoff
@@ -661,11 +664,9 @@ impl Core {
     /// Take back every pod still waiting in the hand-off (shutdown, lost leadership).
     pub fn drain_handoff(&mut self) {
         while let Some(t) = self.handoff.try_pop() {
-            // Mutation (loom-tests/run-mutations.sh): drained tasks are dropped, not returned.
-            #[cfg(magma_mutation = "drain_without_unpop")]
-            let _ = t;
-            #[cfg(not(magma_mutation = "drain_without_unpop"))]
-            self.queue.unpop(&t.pod.uid);
+            if !mutation::drain_without_unpop() {
+                self.queue.unpop(&t.pod.uid);
+            }
         }
     }
 
@@ -682,7 +683,7 @@ impl Core {
                 if u > a {
                     out.push(AuditError::Overcommitted {
                         node: name.to_string(),
-                        resource: self.cache.registry.name(s).to_owned(),
+                        resource: self.cache.registry().name(s).to_owned(),
                         used: u,
                         allocatable: a,
                     });
@@ -691,7 +692,7 @@ impl Core {
         }
         let mut counted = QueueDepths::default();
         for (_, e) in self.queue.iter() {
-            match e.state {
+            match e.state() {
                 PodState::Gated => counted.gated += 1,
                 PodState::Active => counted.active += 1,
                 PodState::Backoff { .. } => counted.backoff += 1,
@@ -711,11 +712,13 @@ impl Core {
 
     /// The snapshot workers currently see.
     pub fn current_snapshot(&self) -> Arc<Snapshot> {
-        self.shared.published.load()
+        self.shared.snapshot()
     }
 
     /// Time a pod of the queue waited since it arrived.
     pub fn waited(&self, uid: &str, now: Nanos) -> Option<Duration> {
-        self.queue.get(uid).map(|e| now.saturating_since(e.arrived))
+        self.queue
+            .get(uid)
+            .map(|e| now.saturating_since(e.arrived()))
     }
 }

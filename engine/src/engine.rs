@@ -15,7 +15,7 @@ use crate::core::{Core, Input, Intent};
 use crate::queue::QueueOptions;
 use crate::snapshot::Snapshot;
 use crate::stats::{Stats, StatsSnapshot};
-use crate::sync::{HandOff, Ordering};
+use crate::sync::HandOff;
 use crate::worker::{Shared, Worker};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
@@ -142,13 +142,13 @@ impl Engine {
                     }
                     let mut w = Worker::new(id);
                     let counters = &stats.workers[id];
-                    while !shared.stop.load(Ordering::Acquire) {
+                    while !shared.stopping() {
                         let Some(task) = handoff.pop_timeout(Duration::from_millis(20)) else {
                             continue;
                         };
-                        let result = w.cycle(&shared, counters, &*clock, task);
-                        let _ = tx.send(Msg::Input(Input::Worker(result)));
-                        shared.leave(id);
+                        w.turn(&shared, counters, &*clock, task, |r| {
+                            let _ = tx.send(Msg::Input(Input::Worker(r)));
+                        });
                     }
                 })
                 .map_err(|e| EngineError::Spawn(e.to_string()))?;
@@ -195,7 +195,7 @@ impl Engine {
 
     /// The snapshot workers currently schedule against.
     pub fn snapshot(&self) -> Arc<Snapshot> {
-        self.shared.published.load()
+        self.shared.snapshot()
     }
 
     /// Leading: workers claim. Not leading: in-flight pods go back untouched, nothing is
@@ -209,15 +209,16 @@ impl Engine {
         let shared = self.shared.clone();
         let tx = self.tx.clone();
         move |leading| {
-            shared.leading.store(leading, Ordering::Release);
-            // Wake the driver so it refills (or stops refilling) the hand-off at once.
-            let _ = tx.send(Msg::Input(Input::Tick));
+            // Workers stop claiming at once; the driver learns of it in order with its other
+            // inputs (a true → false → true flip is two inputs, so no term start is lost).
+            shared.set_leading(leading);
+            let _ = tx.send(Msg::Input(Input::Leadership(leading)));
         }
     }
 
     /// Stop the workers, let the driver account for every result, return the `Core`.
     pub fn shutdown(mut self) -> Core {
-        self.shared.stop.store(true, Ordering::Release);
+        self.shared.stop();
         for w in self.workers.drain(..) {
             let _ = w.join();
         }
@@ -232,7 +233,7 @@ impl Engine {
 
 impl Drop for Engine {
     fn drop(&mut self) {
-        self.shared.stop.store(true, Ordering::Release);
+        self.shared.stop();
         let _ = self.tx.send(Msg::Stop);
     }
 }

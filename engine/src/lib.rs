@@ -21,12 +21,15 @@ pub mod core;
 #[cfg(not(loom))]
 pub mod engine;
 pub mod model;
+pub mod mutation;
 pub mod plugins;
 pub mod queue;
 pub mod shard;
 pub mod snapshot;
 pub mod stats;
 pub mod sync;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod worker;
 
 pub use crate::clock::{Clock, ManualClock, Nanos};

@@ -78,22 +78,51 @@ pub enum PodState {
     Binding,
 }
 
+/// One pod the queue owns. Read-only outside the queue: every move goes through the queue's
+/// methods, which keep the heaps and the depth counters in step with `state`.
 #[derive(Debug)]
 pub struct Entry {
-    pub pod: Arc<CompiledPod>,
-    pub state: PodState,
+    pod: Arc<CompiledPod>,
+    state: PodState,
     /// Bumped on every move or update; heap entries with an older generation are stale.
-    pub generation: u64,
-    pub urgent: bool,
+    generation: u64,
+    urgent: bool,
     /// Unschedulable attempts (drives the backoff).
-    pub attempts: u32,
+    attempts: u32,
     /// First time the queue saw the pod (arrival, for latency).
-    pub arrived: Nanos,
+    arrived: Nanos,
     /// Last message reported for this pod (status intents are emitted only on change).
-    pub last_message: Option<Arc<str>>,
-    /// The pod was updated while a worker held it.
-    pub updated_in_flight: bool,
+    last_message: Option<Arc<str>>,
     seq: u64,
+}
+
+impl Entry {
+    /// The pod as last applied (an update while in flight replaces it here).
+    pub fn pod(&self) -> &Arc<CompiledPod> {
+        &self.pod
+    }
+
+    pub fn state(&self) -> PodState {
+        self.state
+    }
+
+    /// Generation of the current state; a worker result carries the one it was handed off with.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Sent back because every candidate conflicted: ahead of non-urgent pods.
+    pub fn urgent(&self) -> bool {
+        self.urgent
+    }
+
+    pub fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    pub fn arrived(&self) -> Nanos {
+        self.arrived
+    }
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -163,8 +192,17 @@ impl SchedulingQueue {
         self.entries.get(uid)
     }
 
-    pub fn get_mut(&mut self, uid: &str) -> Option<&mut Entry> {
-        self.entries.get_mut(uid)
+    /// Record `message` as the last one reported for `uid`. `false` when it is the same as
+    /// the last (status intents are emitted only on change) or the pod is not queued.
+    pub fn note_message(&mut self, uid: &str, message: &Arc<str>) -> bool {
+        match self.entries.get_mut(uid) {
+            Some(e) if e.last_message.as_deref() == Some(&**message) => false,
+            Some(e) => {
+                e.last_message = Some(message.clone());
+                true
+            }
+            None => false,
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -242,8 +280,8 @@ impl SchedulingQueue {
             let was_gated = e.state == PodState::Gated;
             e.pod = pod.clone();
             match e.state {
-                PodState::InFlight => e.updated_in_flight = true,
-                PodState::Binding => {}
+                // The worker's result carries the spec it decided on; the driver compares.
+                PodState::InFlight | PodState::Binding => {}
                 _ if pod.gated => {
                     if !was_gated {
                         self.set_state(&uid, PodState::Gated);
@@ -273,7 +311,6 @@ impl SchedulingQueue {
                 attempts: 0,
                 arrived: now,
                 last_message: None,
-                updated_in_flight: false,
                 seq: 0,
             },
         );
@@ -454,7 +491,6 @@ impl SchedulingQueue {
     pub fn mark_binding(&mut self, uid: &Arc<str>) {
         if let Some(e) = self.entries.get_mut(uid) {
             e.urgent = false;
-            e.updated_in_flight = false;
             self.set_state(uid, PodState::Binding);
         }
     }

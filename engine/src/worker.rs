@@ -17,6 +17,7 @@ use crate::allocate::{Decision, FailureSummary, Scratch, allocate};
 use crate::binder::{BindVersions, Candidate};
 use crate::clock::{Clock, Nanos};
 use crate::model::CompiledPod;
+use crate::mutation;
 use crate::snapshot::Snapshot;
 use crate::stats::{WorkerCounters, inc};
 use crate::sync::{AtomicBool, AtomicU64, Ordering, Published};
@@ -58,16 +59,17 @@ pub struct WorkerResult {
     pub snapshot_seq: u64,
 }
 
-/// What a worker shares with the driver.
+/// What a worker shares with the driver. Every field is part of a protocol (the module doc,
+/// `binder`, `shard`), so each is reached through the method that states its role.
 pub struct Shared {
-    pub published: Published<Snapshot>,
+    published: Published<Snapshot>,
     /// Sequence of the latest published snapshot (stored after the snapshot itself).
-    pub latest_seq: AtomicU64,
-    pub versions: Arc<BindVersions>,
-    pub epochs: Box<[CachePadded<AtomicU64>]>,
+    latest_seq: AtomicU64,
+    versions: Arc<BindVersions>,
+    epochs: Box<[CachePadded<AtomicU64>]>,
     /// `false` while not leading: workers stop claiming at once.
-    pub leading: AtomicBool,
-    pub stop: AtomicBool,
+    leading: AtomicBool,
+    stop: AtomicBool,
 }
 
 impl Shared {
@@ -84,14 +86,35 @@ impl Shared {
         }
     }
 
+    /// Workers sharing this state.
+    pub fn workers(&self) -> usize {
+        self.epochs.len()
+    }
+
+    /// The per-node bind-version counters (`binder`).
+    pub fn versions(&self) -> &Arc<BindVersions> {
+        &self.versions
+    }
+
+    /// The snapshot workers currently see (one atomic load; not an epoch announcement, so not
+    /// for scheduling: workers use [`Shared::enter`]).
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.published.load()
+    }
+
+    /// Sequence of the latest published snapshot.
+    pub fn latest_seq(&self) -> u64 {
+        self.latest_seq.load(Ordering::SeqCst)
+    }
+
     /// Publish a snapshot (driver only).
     pub fn publish(&self, snap: Arc<Snapshot>) {
         let seq = snap.seq;
-        // Mutation (loom-tests/run-mutations.sh): the sequence is announced before the snapshot.
-        #[cfg(magma_mutation = "publish_seq_first")]
-        self.latest_seq.store(seq, Ordering::SeqCst);
+        // Mutation `publish_seq_first`: the sequence is announced before the snapshot.
+        if mutation::publish_seq_first() {
+            self.latest_seq.store(seq, Ordering::SeqCst);
+        }
         self.published.store(snap);
-        #[cfg(not(magma_mutation = "publish_seq_first"))]
         self.latest_seq.store(seq, Ordering::SeqCst);
     }
 
@@ -106,21 +129,37 @@ impl Shared {
 
     /// Worker: announce and load (see the module doc).
     pub fn enter(&self, worker: usize) -> Arc<Snapshot> {
-        // Mutation (loom-tests/run-mutations.sh): load the snapshot before announcing the epoch.
-        #[cfg(magma_mutation = "epoch_after_load")]
-        let snap = self.published.load();
+        // Mutation `epoch_after_load`: the snapshot is loaded before the epoch is announced.
+        let early = mutation::epoch_after_load().then(|| self.published.load());
         let announced = self.latest_seq.load(Ordering::SeqCst);
         self.epochs[worker].store(announced, Ordering::SeqCst);
-        #[cfg(not(magma_mutation = "epoch_after_load"))]
-        let snap = self.published.load();
-        #[cfg(not(magma_mutation = "epoch_after_load"))]
-        debug_assert!(snap.seq >= announced);
+        let snap = early.unwrap_or_else(|| self.published.load());
+        debug_assert!(mutation::epoch_after_load() || snap.seq >= announced);
         snap
     }
 
     /// Worker: done with its snapshot.
     pub fn leave(&self, worker: usize) {
         self.epochs[worker].store(IDLE, Ordering::SeqCst);
+    }
+
+    /// Whether workers may claim. The driver learns of a change through an ordered
+    /// `Input::Leadership` as well; this flag is what stops the workers at once.
+    pub fn leading(&self) -> bool {
+        self.leading.load(Ordering::Acquire)
+    }
+
+    pub fn set_leading(&self, leading: bool) {
+        self.leading.store(leading, Ordering::Release);
+    }
+
+    /// Ask the worker loops to exit.
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Release);
+    }
+
+    pub fn stopping(&self) -> bool {
+        self.stop.load(Ordering::Acquire)
     }
 }
 
@@ -138,7 +177,25 @@ impl Worker {
         }
     }
 
-    /// One scheduling cycle for `task`. The caller sends the result and then calls `leave`.
+    /// One turn of the worker loop, for `task`: the scheduling cycle, the result handed to
+    /// `send`, and only then the epoch left (the module doc: a result may name a node slot the
+    /// driver must not reuse before it has the result). Every worker thread runs exactly this
+    /// (`engine::Engine`), as do the deterministic harness (`testing`) and the loom models.
+    pub fn turn(
+        &mut self,
+        shared: &Shared,
+        counters: &WorkerCounters,
+        clock: &dyn Clock,
+        task: Task,
+        send: impl FnOnce(WorkerResult),
+    ) {
+        let result = self.cycle(shared, counters, clock, task);
+        send(result);
+        shared.leave(self.id);
+    }
+
+    /// One scheduling cycle for `task`, inside the worker's epoch ([`Worker::turn`] sends the
+    /// result and leaves it).
     pub fn cycle(
         &mut self,
         shared: &Shared,
@@ -148,7 +205,7 @@ impl Worker {
     ) -> WorkerResult {
         let popped = clock.now();
         let snap = shared.enter(self.id);
-        let outcome = if !shared.leading.load(Ordering::Acquire) {
+        let outcome = if !shared.leading() {
             Outcome::Paused
         } else {
             inc(&counters.attempts, 1);

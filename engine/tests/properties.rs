@@ -1,25 +1,37 @@
-//! Property tests: random interleavings of pod arrivals, deletions and node changes against
-//! several real worker threads. After every run: no node over its allocatable, every pod bound
-//! exactly once or reported unschedulable, nothing lost or duplicated.
+//! Property tests on the deterministic harness: random pod arrivals, deletions and node changes,
+//! interleaved with random scheduling steps (a worker's turn, the driver taking results,
+//! flushing, the API server answering, time passing), so the interleaving itself is part of the
+//! generated case and a failure replays exactly. After every run: no node over its allocatable,
+//! every pod bound exactly once or reported unschedulable, nothing lost or duplicated.
 
-mod support;
-
-use magma_engine::EngineOptions;
 use magma_engine::core::Input;
 use magma_engine::queue::{PodState, QueueOptions};
+use magma_engine::testing::{HarnessOptions, Sim, mk_node, mk_pod, with_labels};
 use proptest::prelude::*;
 use std::time::Duration;
-use support::*;
 
 #[derive(Debug, Clone)]
 enum Op {
-    AddPod { cpu_milli: u32, mem_mi: u32 },
+    AddPod {
+        cpu_milli: u32,
+        mem_mi: u32,
+    },
     DeletePod(usize),
-    AddNode { cpu: u32 },
+    AddNode {
+        cpu: u32,
+    },
     LabelNode(usize),
     Cordon(usize, bool),
     GrowNode(usize),
-    Pause(u8),
+    /// One worker's turn (mod the worker count).
+    Step(usize),
+    /// The driver takes the waiting worker results.
+    Results,
+    Flush,
+    /// The API server answers what the engine asked.
+    Answer,
+    /// Time passes (milliseconds).
+    Advance(u8),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -30,26 +42,28 @@ fn op() -> impl Strategy<Value = Op> {
         1 => any::<usize>().prop_map(Op::LabelNode),
         1 => (any::<usize>(), any::<bool>()).prop_map(|(i, b)| Op::Cordon(i, b)),
         1 => any::<usize>().prop_map(Op::GrowNode),
-        1 => (0u8..3).prop_map(Op::Pause),
+        4 => any::<usize>().prop_map(Op::Step),
+        2 => Just(Op::Results),
+        2 => Just(Op::Flush),
+        2 => Just(Op::Answer),
+        1 => any::<u8>().prop_map(Op::Advance),
     ]
 }
 
 fn run(workers: usize, initial_nodes: usize, ops: Vec<Op>) -> Result<(), TestCaseError> {
-    let opts = EngineOptions {
-        workers,
+    let mut c = Sim::new(HarnessOptions {
         queue: QueueOptions {
             initial_backoff: Duration::from_millis(1),
             max_backoff: Duration::from_millis(5),
             max_unschedulable: Duration::from_secs(300),
         },
-        ..Default::default()
-    };
-    let (e, mut c) = Cluster::start(opts);
+        ..HarnessOptions::workers(workers)
+    });
     let mut node_names = Vec::new();
     let mut node_cpu = Vec::new();
     for i in 0..initial_nodes {
         let name = format!("n{i}");
-        c.add_node(&e, mk_node(&name, "4", "8Gi", 8));
+        c.add_node(mk_node(&name, "4", "8Gi", 8));
         node_names.push(name);
         node_cpu.push(4u32);
     }
@@ -65,15 +79,15 @@ fn run(workers: usize, initial_nodes: usize, ops: Vec<Op>) -> Result<(), TestCas
                 );
                 next += 1;
                 pod_uids.push(p.uid.clone());
-                c.add_pod(&e, p);
+                c.add_pod(p);
             }
             Op::DeletePod(i) if !pod_uids.is_empty() => {
                 let uid = pod_uids.swap_remove(i % pod_uids.len());
-                c.delete_pod(&e, &uid);
+                c.delete_pod(&uid);
             }
             Op::AddNode { cpu } => {
                 let name = format!("n{}", node_names.len());
-                c.add_node(&e, mk_node(&name, &cpu.to_string(), "8Gi", 8));
+                c.add_node(mk_node(&name, &cpu.to_string(), "8Gi", 8));
                 node_names.push(name);
                 node_cpu.push(cpu);
             }
@@ -83,37 +97,43 @@ fn run(workers: usize, initial_nodes: usize, ops: Vec<Op>) -> Result<(), TestCas
                     mk_node(&node_names[i], &node_cpu[i].to_string(), "8Gi", 8),
                     &[("touched", "yes")],
                 );
-                c.add_node(&e, n);
+                c.add_node(n);
             }
             Op::Cordon(i, on) if !node_names.is_empty() => {
                 let i = i % node_names.len();
                 let mut n = mk_node(&node_names[i], &node_cpu[i].to_string(), "8Gi", 8);
                 n.unschedulable = on;
-                c.add_node(&e, n);
+                c.add_node(n);
             }
             Op::GrowNode(i) if !node_names.is_empty() => {
                 let i = i % node_names.len();
                 node_cpu[i] += 1;
-                c.add_node(
-                    &e,
-                    mk_node(&node_names[i], &node_cpu[i].to_string(), "8Gi", 8),
-                );
+                c.add_node(mk_node(&node_names[i], &node_cpu[i].to_string(), "8Gi", 8));
             }
-            Op::Pause(ms) => {
-                c.run_until(&e, Duration::from_millis(ms as u64), |_| false);
+            Op::Step(w) => {
+                c.h.step(w % workers);
             }
+            Op::Results => {
+                c.h.results();
+            }
+            Op::Flush => c.h.flush(),
+            Op::Answer => {
+                c.answer();
+            }
+            Op::Advance(ms) => c.h.advance(Duration::from_millis(u64::from(ms))),
             _ => {}
         }
     }
-    // Let it settle: every live pod bound or reported, and no new intents for a while.
-    let settled = |c: &Cluster| {
+    // Let it settle, with time passing for the backoffs: every live pod bound or reported.
+    let settled = |c: &Sim| {
         c.pods
             .values()
             .all(|p| p.node_name.is_some() || c.statuses.iter().any(|s| *s.uid == p.uid))
     };
-    c.run_until(&e, Duration::from_secs(10), settled);
-    c.run_until(&e, Duration::from_millis(100), |_| false);
-    let core = e.shutdown();
+    c.run_until(Duration::from_secs(10), settled);
+    c.run_for(Duration::from_millis(100));
+    c.h.stop();
+    let core = c.h.core();
     prop_assert!(c.errors.is_empty(), "engine errors: {:?}", c.errors);
     prop_assert_eq!(c.duplicate_bindings(), 0);
     prop_assert!(
@@ -132,7 +152,7 @@ fn run(workers: usize, initial_nodes: usize, ops: Vec<Op>) -> Result<(), TestCas
             "pod {} neither bound nor queued: lost",
             p.uid
         );
-        let state = entry.unwrap().state;
+        let state = entry.unwrap().state();
         prop_assert!(
             matches!(
                 state,
@@ -159,13 +179,13 @@ fn run(workers: usize, initial_nodes: usize, ops: Vec<Op>) -> Result<(), TestCas
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, max_shrink_iters: 64, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 64, max_shrink_iters: 256, ..ProptestConfig::default() })]
 
     #[test]
     fn random_interleavings_keep_the_invariants(
         workers in 1usize..5,
         nodes in 0usize..6,
-        ops in prop::collection::vec(op(), 1..120),
+        ops in prop::collection::vec(op(), 1..160),
     ) {
         run(workers, nodes, ops)?;
     }
@@ -184,27 +204,34 @@ fn many_workers_on_a_nearly_full_cluster() {
 
 #[test]
 fn relist_resets_keep_every_pod() {
-    let (e, mut c) = Cluster::start(EngineOptions {
-        workers: 2,
-        ..Default::default()
-    });
+    let mut c = Sim::workers(2);
     for i in 0..4 {
-        c.add_node(&e, mk_node(&format!("n{i}"), "4", "8Gi", 110));
+        c.add_node(mk_node(&format!("n{i}"), "4", "8Gi", 110));
     }
     for i in 0..20 {
-        c.add_pod(&e, mk_pod(&format!("p{i}"), "500m", "1Gi"));
+        c.add_pod(mk_pod(&format!("p{i}"), "500m", "1Gi"));
     }
-    c.run_until(&e, Duration::from_millis(50), |_| false);
-    // A relist that still has every pod: nothing is lost or bound twice.
+    // Part of the way: some pods bound, some binding, the rest queued.
+    for _ in 0..3 {
+        c.round();
+    }
+    c.hold_binds = true;
+    for _ in 0..3 {
+        c.round();
+    }
+    c.hold_binds = false;
+    assert!(c.bound_count() > 0 && !c.held.is_empty() && c.bound_count() + c.held.len() < 20);
     let (bound, pending): (Vec<_>, Vec<_>) = c
         .pods
         .values()
         .cloned()
         .partition(|p| p.node_name.is_some());
-    e.handle().send(Input::BoundPodReset(bound));
-    e.handle().send(Input::PendingPodReset(pending));
-    assert!(c.run_until(&e, Duration::from_secs(5), |c| c.bound_count() == 20));
+    // A relist that still has every pod: nothing is lost or bound twice.
+    c.h.input(Input::BoundPodReset(bound));
+    c.h.input(Input::PendingPodReset(pending));
+    c.release_binds();
+    c.settle();
+    assert_eq!(c.bound_count(), 20);
     assert_eq!(c.duplicate_bindings(), 0);
     assert!(c.overcommitted().is_empty());
-    e.shutdown();
 }

@@ -1,38 +1,32 @@
-//! Scenario tests on the engine API with real worker threads. The allocate cases are ported
-//! from Volcano's `pkg/agentscheduler/actions/allocate/allocate_test.go` (Apache-2.0,
+//! Scenario tests on the engine API, run on the deterministic harness (`magma_engine::testing`):
+//! workers are stepped by the test, time is a manual clock. The allocate cases are ported from
+//! Volcano's `pkg/agentscheduler/actions/allocate/allocate_test.go` (Apache-2.0,
 //! volcano-sh/volcano): 4 workers × 5 pods on 20 nodes, 10 workers × 100 pods on 50 nodes
 //! (10 CPU / 20 Gi / 100 pods each), every pod placed.
 
-mod support;
-
-use magma_engine::core::{Input, StatusReason};
-use magma_engine::{EngineOptions, Profile};
+use magma_engine::Profile;
+use magma_engine::core::{BindResult, Input, StatusReason};
+use magma_engine::testing::{Sim, mk_node, mk_pod, with_labels};
+use std::sync::Arc;
 use std::time::Duration;
-use support::*;
 
-fn opts(workers: usize) -> EngineOptions {
-    EngineOptions {
-        workers,
-        ..Default::default()
-    }
-}
+/// Long enough for any backoff (1 s → 10 s) to pass, well short of the 5 min pool flush.
+const BACKOFFS: Duration = Duration::from_secs(30);
 
 fn place_all(workers: usize, pods: usize, nodes: usize) {
-    let (e, mut c) = Cluster::start(opts(workers));
+    let mut c = Sim::workers(workers);
     for i in 0..nodes {
-        c.add_node(&e, mk_node(&format!("n{i}"), "10", "20Gi", 100));
+        c.add_node(mk_node(&format!("n{i}"), "10", "20Gi", 100));
     }
     for i in 0..pods {
-        c.add_pod(&e, mk_pod(&format!("p{i}"), "100m", "128Mi"));
+        c.add_pod(mk_pod(&format!("p{i}"), "100m", "128Mi"));
     }
-    assert!(
-        c.run_until(&e, Duration::from_secs(10), |c| c.bound_count() == pods),
-        "bound {}",
-        c.bound_count()
-    );
+    c.settle();
+    assert_eq!(c.bound_count(), pods);
     assert_eq!(c.duplicate_bindings(), 0);
     assert!(c.overcommitted().is_empty());
-    let core = e.shutdown();
+    c.h.stop();
+    let core = c.h.core();
     assert!(core.audit().is_empty(), "{:?}", core.audit());
     assert!(core.queue().is_empty());
 }
@@ -50,28 +44,16 @@ fn upstream_10_workers_100_pods_50_nodes() {
 #[test]
 fn full_cluster_never_overcommits_and_reports_the_rest() {
     // 10 nodes × 4 CPU; 60 pods of 1 CPU: exactly 40 fit.
-    let (e, mut c) = Cluster::start(opts(4));
+    let mut c = Sim::workers(4);
     for i in 0..10 {
-        c.add_node(&e, mk_node(&format!("n{i}"), "4", "64Gi", 110));
+        c.add_node(mk_node(&format!("n{i}"), "4", "64Gi", 110));
     }
     for i in 0..60 {
-        c.add_pod(&e, mk_pod(&format!("p{i}"), "1", "1Gi"));
+        c.add_pod(mk_pod(&format!("p{i}"), "1", "1Gi"));
     }
-    let done = c.run_until(&e, Duration::from_secs(10), |c| {
-        c.bound_count() == 40
-            && c.statuses
-                .iter()
-                .map(|s| s.uid.clone())
-                .collect::<std::collections::HashSet<_>>()
-                .len()
-                == 20
-    });
-    assert!(
-        done,
-        "bound {} statuses {}",
-        c.bound_count(),
-        c.statuses.len()
-    );
+    c.settle();
+    assert_eq!(c.bound_count(), 40);
+    assert_eq!(c.reported().len(), 20);
     assert!(c.overcommitted().is_empty());
     assert_eq!(c.duplicate_bindings(), 0);
     let s = c
@@ -83,121 +65,156 @@ fn full_cluster_never_overcommits_and_reports_the_rest() {
         &*s.message,
         "0/10 nodes are unavailable: 10 Insufficient cpu."
     );
-    let core = e.shutdown();
-    assert_eq!(core.queue().depths().unschedulable, 20);
+    c.h.stop();
+    assert_eq!(c.h.core().queue().depths().unschedulable, 20);
 }
 
 #[test]
 fn deleting_a_bound_pod_wakes_an_unschedulable_one() {
-    let (e, mut c) = Cluster::start(opts(2));
-    c.add_node(&e, mk_node("n0", "1", "4Gi", 110));
-    c.add_pod(&e, mk_pod("a", "1", "1Gi"));
-    assert!(c.run_until(&e, Duration::from_secs(5), |c| c.bound_count() == 1));
-    c.add_pod(&e, mk_pod("b", "1", "1Gi"));
-    assert!(c.run_until(&e, Duration::from_secs(5), |c| !c.statuses.is_empty()));
+    let mut c = Sim::workers(2);
+    c.add_node(mk_node("n0", "1", "4Gi", 110));
+    c.add_pod(mk_pod("a", "1", "1Gi"));
+    c.settle();
     assert_eq!(c.bound_count(), 1);
-    c.delete_pod(&e, "uid-a");
+    c.add_pod(mk_pod("b", "1", "1Gi"));
+    c.settle();
+    assert!(!c.statuses.is_empty());
+    assert_eq!(c.bound_count(), 1);
+    let failed_at = c.h.now();
+    c.delete_pod("uid-a");
+    c.settle();
+    assert_eq!(c.node_of("uid-b"), None, "b still backs off");
     // Woken by the event, after its 1 s backoff: well before the 5 min flush.
-    assert!(
-        c.run_until(&e, Duration::from_secs(5), |c| c.bound_count() == 1
-            && c.pods["uid-b"].node_name.is_some())
+    assert!(c.run_until(BACKOFFS, |c| c.node_of("uid-b").is_some()));
+    assert_eq!(
+        c.h.now().saturating_since(failed_at),
+        Duration::from_secs(1)
     );
-    e.shutdown();
+    c.h.stop();
 }
 
 #[test]
 fn labelling_a_node_schedules_a_pod_waiting_on_its_selector() {
-    let (e, mut c) = Cluster::start(opts(1));
-    c.add_node(&e, mk_node("n0", "4", "4Gi", 110));
+    let mut c = Sim::workers(1);
+    c.add_node(mk_node("n0", "4", "4Gi", 110));
     let mut p = mk_pod("p", "1", "1Gi");
     p.node_selector = vec![("disk".into(), "ssd".into())];
-    c.add_pod(&e, p);
-    assert!(c.run_until(&e, Duration::from_secs(5), |c| !c.statuses.is_empty()));
+    c.add_pod(p);
+    c.settle();
     assert_eq!(
         &*c.statuses[0].message,
         "0/1 nodes are unavailable: 1 node(s) didn't match Pod's node affinity/selector."
     );
-    c.add_node(
-        &e,
-        with_labels(mk_node("n0", "4", "4Gi", 110), &[("disk", "ssd")]),
-    );
-    assert!(c.run_until(&e, Duration::from_secs(5), |c| c.bound_count() == 1));
-    e.shutdown();
+    c.add_node(with_labels(
+        mk_node("n0", "4", "4Gi", 110),
+        &[("disk", "ssd")],
+    ));
+    assert!(c.run_until(BACKOFFS, |c| c.bound_count() == 1));
+    c.h.stop();
 }
 
 #[test]
 fn gated_pods_wait_until_their_gates_are_removed() {
-    let (e, mut c) = Cluster::start(opts(1));
-    c.add_node(&e, mk_node("n0", "4", "4Gi", 110));
+    let mut c = Sim::workers(1);
+    c.add_node(mk_node("n0", "4", "4Gi", 110));
     let mut p = mk_pod("p", "1", "1Gi");
     p.scheduling_gates = vec!["example.com/wait".into()];
-    c.add_pod(&e, p.clone());
-    assert!(!c.run_until(&e, Duration::from_millis(300), |c| c.bound_count() == 1));
+    c.add_pod(p.clone());
+    c.run_for(Duration::from_secs(600));
+    assert_eq!(c.bound_count(), 0, "gated for ten minutes, never scheduled");
+    assert!(c.statuses.is_empty(), "and never reported");
     p.scheduling_gates.clear();
-    c.add_pod(&e, p);
-    assert!(c.run_until(&e, Duration::from_secs(5), |c| c.bound_count() == 1));
-    e.shutdown();
+    c.add_pod(p);
+    c.settle();
+    assert_eq!(c.bound_count(), 1);
+    c.h.stop();
 }
 
 #[test]
 fn invalid_pods_are_reported_not_dropped() {
-    let (e, mut c) = Cluster::start(opts(1));
-    c.add_node(&e, mk_node("n0", "4", "4Gi", 110));
-    c.add_pod(&e, mk_pod("bad", "-1", "1Gi"));
-    assert!(c.run_until(&e, Duration::from_secs(5), |c| !c.statuses.is_empty()));
+    let mut c = Sim::workers(1);
+    c.add_node(mk_node("n0", "4", "4Gi", 110));
+    c.add_pod(mk_pod("bad", "-1", "1Gi"));
+    c.settle();
     assert_eq!(c.statuses[0].reason, StatusReason::SchedulerError);
     assert!(
         c.statuses[0].message.contains("negative"),
         "{}",
         c.statuses[0].message
     );
-    e.shutdown();
+    c.h.stop();
 }
 
 #[test]
 fn config_reload_takes_effect_for_the_next_pod() {
     // Binpack (mostrequested) vs spread (leastrequested) decides where the second pod goes.
-    let (e, mut c) = Cluster::start(opts(1));
-    c.add_node(&e, mk_node("n0", "8", "8Gi", 110));
-    c.add_node(&e, mk_node("n1", "8", "8Gi", 110));
-    c.add_pod(&e, mk_pod("a", "2", "2Gi"));
-    assert!(c.run_until(&e, Duration::from_secs(5), |c| c.bound_count() == 1));
-    let first = c.pods["uid-a"].node_name.clone().unwrap();
+    let mut c = Sim::workers(1);
+    c.add_node(mk_node("n0", "8", "8Gi", 110));
+    c.add_node(mk_node("n1", "8", "8Gi", 110));
+    c.add_pod(mk_pod("a", "2", "2Gi"));
+    c.settle();
+    let first = c.node_of("uid-a").unwrap().to_owned();
     let binpack = Profile::parse(
         "actions: allocate\ntiers:\n- plugins:\n  - name: predicates\n  - name: nodeorder\n    arguments:\n      leastrequested.weight: 0\n      balancedresource.weight: 0\n      mostrequested.weight: 10\n",
         Default::default(),
     )
     .unwrap();
-    e.handle()
-        .send(Input::Profile(std::sync::Arc::new(binpack)));
-    c.add_pod(&e, mk_pod("b", "1", "1Gi"));
-    assert!(c.run_until(&e, Duration::from_secs(5), |c| c.bound_count() == 2));
-    assert_eq!(
-        c.pods["uid-b"].node_name.as_ref().unwrap(),
-        &first,
-        "binpack puts b beside a"
-    );
-    e.shutdown();
+    c.h.input(Input::Profile(Arc::new(binpack)));
+    c.add_pod(mk_pod("b", "1", "1Gi"));
+    c.settle();
+    assert_eq!(c.node_of("uid-b"), Some(&*first), "binpack puts b beside a");
+    c.h.stop();
 }
 
 #[test]
 fn not_leading_claims_nothing_then_resumes() {
-    let (e, mut c) = Cluster::start(opts(2));
-    e.set_leading(false);
-    c.add_node(&e, mk_node("n0", "4", "4Gi", 110));
-    c.add_pod(&e, mk_pod("p", "1", "1Gi"));
-    assert!(!c.run_until(&e, Duration::from_millis(300), |c| c.bound_count() == 1));
-    e.set_leading(true);
-    // The driver pumps the hand-off again at its next wake-up.
-    e.handle()
-        .send(Input::NodeApply(mk_node("n1", "4", "4Gi", 110)));
-    assert!(c.run_until(&e, Duration::from_secs(5), |c| c.bound_count() == 1));
-    e.shutdown();
+    let mut c = Sim::workers(2);
+    c.h.set_leading(false);
+    c.add_node(mk_node("n0", "4", "4Gi", 110));
+    c.add_pod(mk_pod("p", "1", "1Gi"));
+    c.run_for(Duration::from_secs(60));
+    assert_eq!(c.bound_count(), 0);
+    assert_eq!(
+        c.h.handoff().len(),
+        0,
+        "nothing is handed off while not leading"
+    );
+    // The leadership input alone makes the driver pump again.
+    c.h.set_leading(true);
+    c.settle();
+    assert_eq!(c.bound_count(), 1);
+    c.h.stop();
+}
+
+#[test]
+fn a_pod_popped_before_leadership_is_lost_goes_back_untouched() {
+    let mut c = Sim::workers(1);
+    c.add_node(mk_node("n0", "4", "4Gi", 110));
+    c.add_pod(mk_pod("p", "1", "1Gi"));
+    c.h.flush();
+    assert_eq!(c.h.handoff().len(), 1, "handed off");
+    c.h.set_leading(false);
+    assert!(c.h.step(0));
+    c.h.results();
+    assert_eq!(c.h.binds.len(), 0, "not claimed");
+    c.h.set_leading(true);
+    c.settle();
+    assert_eq!(c.bound_count(), 1);
 }
 
 #[test]
 fn zero_workers_is_rejected_with_upstreams_message() {
-    let err = magma_engine::Engine::start(opts(0), RealClock::new())
+    struct Frozen;
+    impl magma_engine::Clock for Frozen {
+        fn now(&self) -> magma_engine::Nanos {
+            magma_engine::Nanos(0)
+        }
+    }
+    let opts = magma_engine::EngineOptions {
+        workers: 0,
+        ..Default::default()
+    };
+    let err = magma_engine::Engine::start(opts, Arc::new(Frozen))
         .err()
         .unwrap();
     assert_eq!(
@@ -208,29 +225,49 @@ fn zero_workers_is_rejected_with_upstreams_message() {
 
 #[test]
 fn abandoned_binds_are_requeued_without_a_status_write() {
-    use magma_engine::core::{BindResult, Intent};
-    let (e, mut c) = Cluster::start(opts(1));
-    c.add_node(&e, mk_node("n0", "4", "4Gi", 110));
-    e.handle().send(Input::PodApply(mk_pod("p", "1", "1Gi")));
-    let first = e
-        .intents()
-        .recv_timeout(Duration::from_secs(5))
-        .expect("a bind intent");
-    let Intent::Bind(b) = first else {
-        panic!("expected a bind, got {first:?}")
-    };
-    e.handle().send(Input::BindOutcome {
-        uid: b.pod.uid.to_string(),
-        result: BindResult::Abandoned,
-    });
-    let again = e
-        .intents()
-        .recv_timeout(Duration::from_secs(5))
-        .expect("the pod is scheduled again");
+    let mut c = Sim::workers(1);
+    c.hold_binds = true;
+    c.add_node(mk_node("n0", "4", "4Gi", 110));
+    c.add_pod(mk_pod("p", "1", "1Gi"));
+    c.settle();
+    assert_eq!(c.held.len(), 1, "a bind intent");
+    let b = c.held.pop().unwrap();
+    c.answer_bind_with(&b, BindResult::Abandoned);
+    c.settle();
+    assert_eq!(c.held.len(), 1, "the pod is scheduled again at once");
+    assert_eq!(c.held[0].pod.uid, b.pod.uid);
     assert!(
-        matches!(again, Intent::Bind(ref b2) if b2.pod.uid == b.pod.uid),
-        "{again:?}"
+        c.statuses.is_empty(),
+        "no status written for an abandoned bind"
     );
-    let core = e.shutdown();
-    assert!(core.audit().is_empty());
+    c.hold_binds = false;
+    c.release_binds();
+    c.settle();
+    assert_eq!(c.bound_count(), 1);
+    c.h.stop();
+    assert!(c.h.core().audit().is_empty());
+}
+
+#[test]
+fn failed_binds_back_off_and_retry() {
+    let mut c = Sim::workers(1);
+    c.hold_binds = true;
+    c.add_node(mk_node("n0", "4", "4Gi", 110));
+    c.add_pod(mk_pod("p", "1", "1Gi"));
+    c.settle();
+    let b = c.held.pop().unwrap();
+    c.answer_bind_with(&b, BindResult::Failed("etcd timeout".into()));
+    c.settle();
+    assert_eq!(c.statuses.len(), 1);
+    assert_eq!(c.statuses[0].reason, StatusReason::SchedulerError);
+    assert_eq!(
+        &*c.statuses[0].message,
+        "failed to bind to node n0: etcd timeout"
+    );
+    assert!(c.held.is_empty(), "backing off, not retried at once");
+    c.run_for(Duration::from_millis(999));
+    assert!(c.held.is_empty(), "the first backoff is 1 s");
+    c.run_for(Duration::from_millis(1));
+    assert_eq!(c.held.len(), 1, "retried when the backoff expires");
+    assert!(c.errors.is_empty(), "{:?}", c.errors);
 }

@@ -1,103 +1,95 @@
-//! Sharding scenarios on the engine API with real worker threads: the none/soft/hard modes as
-//! node-set views, the NodeShard status the coordinator writes, and the hand-off rules. The
-//! mode cases are ported from Volcano's
-//! `pkg/agentscheduler/actions/allocate/allocate_shard_test.go` (Apache-2.0, volcano-sh/volcano):
-//! nodes n1 (10 CPU), n2 (2), n3 (20), n4 (5), shard {n1, n4}; hard → n1, soft → n1.
-
-#![allow(clippy::disallowed_methods)] // a wall-clock bound on the hold in one test
-
-mod support;
+//! Sharding scenarios on the deterministic harness: the none/soft/hard modes as node-set views,
+//! the NodeShard status the coordinator writes, and the hand-off rules. The mode cases are
+//! ported from Volcano's `pkg/agentscheduler/actions/allocate/allocate_shard_test.go`
+//! (Apache-2.0, volcano-sh/volcano): nodes n1 (10 CPU), n2 (2), n3 (20), n4 (5), shard {n1, n4};
+//! hard → n1, soft → n1.
 
 use magma_engine::core::StatusReason;
-use magma_engine::{EngineOptions, ShardingMode, ShardingOptions};
+use magma_engine::testing::{HarnessOptions, Sim, bound, mk_node, mk_pod};
+use magma_engine::{ShardingMode, ShardingOptions};
 use std::time::Duration;
-use support::*;
 
-const WAIT: Duration = Duration::from_secs(10);
+/// Long enough for any backoff to pass, well short of the 5 min pool flush.
+const BACKOFFS: Duration = Duration::from_secs(30);
 
-fn opts(mode: ShardingMode, workers: usize) -> EngineOptions {
-    EngineOptions {
-        workers,
-        sharding: ShardingOptions {
+fn sim_with(mode: ShardingMode, workers: usize, hold: Duration) -> Sim {
+    Sim::new(HarnessOptions {
+        sharding: Some(ShardingOptions {
             mode,
             shard_name: "agent".into(),
-            handover_hold: Duration::ZERO,
-        },
-        ..Default::default()
-    }
+            handover_hold: hold,
+        }),
+        ..HarnessOptions::workers(workers)
+    })
 }
 
-fn upstream_nodes(e: &magma_engine::Engine, c: &mut Cluster) {
+fn sim(mode: ShardingMode, workers: usize) -> Sim {
+    sim_with(mode, workers, Duration::ZERO)
+}
+
+fn upstream_nodes(c: &mut Sim) {
     for (n, cpu) in [("n1", "10"), ("n2", "2"), ("n3", "20"), ("n4", "5")] {
-        c.add_node(e, mk_node(n, cpu, "64Gi", 110));
+        c.add_node(mk_node(n, cpu, "64Gi", 110));
     }
 }
 
-/// Start an engine with the upstream nodes and shard {n1, n4}, and wait until it uses them.
-fn start(mode: ShardingMode) -> (magma_engine::Engine, Cluster) {
-    let (e, mut c) = Cluster::start(opts(mode, 2));
-    upstream_nodes(&e, &mut c);
-    c.set_shard(&e, "agent", &["n1", "n4"]);
-    assert!(
-        c.run_until(&e, WAIT, |c| c.in_use("agent") == ["n1", "n4"]),
-        "the shard's status lists its nodes: {:?}",
-        c.in_use("agent")
+/// A sim with the upstream nodes and shard {n1, n4}, settled so the scheduler uses them.
+fn start(mode: ShardingMode) -> Sim {
+    let mut c = sim(mode, 2);
+    upstream_nodes(&mut c);
+    c.set_shard("agent", &["n1", "n4"]);
+    c.settle();
+    assert_eq!(
+        c.in_use("agent"),
+        ["n1", "n4"],
+        "the shard's status lists its nodes"
     );
-    (e, c)
-}
-
-fn node_of(c: &Cluster, uid: &str) -> Option<String> {
-    c.pods.get(uid).and_then(|p| p.node_name.clone())
+    c
 }
 
 #[test]
 fn upstream_hard_and_soft_pick_the_shard_node() {
     for mode in [ShardingMode::Hard, ShardingMode::Soft] {
-        let (e, mut c) = start(mode);
-        c.add_pod(&e, mk_pod("p", "4", "1Gi"));
-        assert!(c.run_until(&e, WAIT, |c| c.bound_count() == 1));
+        let mut c = start(mode);
+        c.add_pod(mk_pod("p", "4", "1Gi"));
+        c.settle();
         // n3 scores best on free capacity, but it is outside the shard; n4 is too small.
-        assert_eq!(node_of(&c, "uid-p").as_deref(), Some("n1"), "{mode:?}");
-        e.shutdown();
+        assert_eq!(c.node_of("uid-p"), Some("n1"), "{mode:?}");
     }
 }
 
 #[test]
 fn none_ignores_the_shard_and_writes_nothing() {
-    let (e, mut c) = Cluster::start(opts(ShardingMode::None, 2));
-    upstream_nodes(&e, &mut c);
-    c.set_shard(&e, "agent", &["n2"]);
+    let mut c = sim(ShardingMode::None, 2);
+    upstream_nodes(&mut c);
+    c.set_shard("agent", &["n2"]);
     for i in 0..6 {
-        c.add_pod(&e, mk_pod(&format!("p{i}"), "1", "1Gi"));
+        c.add_pod(mk_pod(&format!("p{i}"), "1", "1Gi"));
     }
-    assert!(c.run_until(&e, WAIT, |c| c.bound_count() == 6));
+    c.settle();
+    assert_eq!(c.bound_count(), 6);
     // Least-allocated scoring spreads them; none goes to the tiny shard node only.
     let on_n2 = (0..6)
-        .filter(|i| node_of(&c, &format!("uid-p{i}")).as_deref() == Some("n2"))
+        .filter(|i| c.node_of(&format!("uid-p{i}")) == Some("n2"))
         .count();
     assert!(on_n2 < 6);
     assert!(c.shard_writes.is_empty(), "mode none writes no status");
-    e.shutdown();
 }
 
 #[test]
 fn hard_leaves_pods_unschedulable_outside_a_full_shard_and_wakes_when_it_grows() {
-    let (e, mut c) = start(ShardingMode::Hard);
+    let mut c = start(ShardingMode::Hard);
     // 15 CPU in the shard: three 5-CPU pods fit, the fourth does not.
     for i in 0..4 {
-        c.add_pod(&e, mk_pod(&format!("p{i}"), "5", "1Gi"));
+        c.add_pod(mk_pod(&format!("p{i}"), "5", "1Gi"));
     }
-    assert!(c.run_until(&e, WAIT, |c| {
-        c.bound_count() == 3
-            && c.statuses
-                .iter()
-                .any(|s| s.reason == StatusReason::Unschedulable)
-    }));
+    c.settle();
+    assert_eq!(c.bound_count(), 3);
     let s = c
         .statuses
         .iter()
         .find(|s| s.reason == StatusReason::Unschedulable)
-        .unwrap();
+        .expect("the fourth pod is reported");
     assert!(
         s.message.starts_with(
             "0/4 nodes are unavailable: 2 Insufficient cpu, 2 node isn't in scheduler node shard."
@@ -114,26 +106,26 @@ fn hard_leaves_pods_unschedulable_outside_a_full_shard_and_wakes_when_it_grows()
         );
     }
     // The shard grows: the waiting pod is woken and placed on the new node.
-    c.set_shard(&e, "agent", &["n1", "n3", "n4"]);
-    assert!(c.run_until(&e, WAIT, |c| c.bound_count() == 4));
-    let last = c
-        .pods
-        .values()
-        .find(|p| p.node_name.as_deref() == Some("n3"))
-        .map(|p| p.name.clone());
-    assert!(last.is_some(), "the fourth pod went to n3");
+    c.set_shard("agent", &["n1", "n3", "n4"]);
+    assert!(c.run_until(BACKOFFS, |c| c.bound_count() == 4));
+    assert!(
+        c.pods
+            .values()
+            .any(|p| p.node_name.as_deref() == Some("n3")),
+        "the fourth pod went to n3"
+    );
     assert!(c.overcommitted().is_empty());
     assert_eq!(c.duplicate_bindings(), 0);
-    e.shutdown();
 }
 
 #[test]
 fn soft_falls_back_outside_when_the_shard_is_full() {
-    let (e, mut c) = start(ShardingMode::Soft);
+    let mut c = start(ShardingMode::Soft);
     for i in 0..4 {
-        c.add_pod(&e, mk_pod(&format!("p{i}"), "5", "1Gi"));
+        c.add_pod(mk_pod(&format!("p{i}"), "5", "1Gi"));
     }
-    assert!(c.run_until(&e, WAIT, |c| c.bound_count() == 4));
+    c.settle();
+    assert_eq!(c.bound_count(), 4);
     let outside: Vec<String> = c
         .pods
         .values()
@@ -145,36 +137,35 @@ fn soft_falls_back_outside_when_the_shard_is_full() {
         ["n3"],
         "exactly one pod overflows, onto the only node that fits"
     );
-    e.shutdown();
 }
 
 #[test]
 fn soft_prefers_any_fitting_shard_node_over_a_better_scored_outside_one() {
     // 300 nodes, one of them in the shard: the scan samples ~100 nodes per pod, but the shard
     // node must still win every time while it fits (exact preference, not sampled).
-    let (e, mut c) = Cluster::start(opts(ShardingMode::Soft, 2));
+    let mut c = sim(ShardingMode::Soft, 2);
     for i in 0..300 {
-        c.add_node(&e, mk_node(&format!("m{i:03}"), "64", "256Gi", 110));
+        c.add_node(mk_node(&format!("m{i:03}"), "64", "256Gi", 110));
     }
-    c.add_node(&e, mk_node("small", "4", "8Gi", 110));
-    c.set_shard(&e, "agent", &["small"]);
-    assert!(c.run_until(&e, WAIT, |c| c.in_use("agent") == ["small"]));
+    c.add_node(mk_node("small", "4", "8Gi", 110));
+    c.set_shard("agent", &["small"]);
+    c.settle();
+    assert_eq!(c.in_use("agent"), ["small"]);
     for i in 0..4 {
-        c.add_pod(&e, mk_pod(&format!("p{i}"), "1", "1Gi"));
+        c.add_pod(mk_pod(&format!("p{i}"), "1", "1Gi"));
     }
-    assert!(c.run_until(&e, WAIT, |c| c.bound_count() == 4));
+    c.settle();
     for i in 0..4 {
-        assert_eq!(node_of(&c, &format!("uid-p{i}")).as_deref(), Some("small"));
+        assert_eq!(c.node_of(&format!("uid-p{i}")), Some("small"));
     }
-    e.shutdown();
 }
 
 #[test]
 fn hard_without_its_nodeshard_schedules_nothing_and_says_why() {
-    let (e, mut c) = Cluster::start(opts(ShardingMode::Hard, 1));
-    upstream_nodes(&e, &mut c);
-    c.add_pod(&e, mk_pod("p", "1", "1Gi"));
-    assert!(c.run_until(&e, WAIT, |c| !c.statuses.is_empty()));
+    let mut c = sim(ShardingMode::Hard, 1);
+    upstream_nodes(&mut c);
+    c.add_pod(mk_pod("p", "1", "1Gi"));
+    c.settle();
     let m = &c.statuses[0].message;
     assert!(
         m.contains("4 node isn't in scheduler node shard")
@@ -186,138 +177,159 @@ fn hard_without_its_nodeshard_schedules_nothing_and_says_why() {
         c.shard_writes.is_empty(),
         "nothing to write without the object"
     );
-    assert!(e.stats().shard.missing);
-    c.set_shard(&e, "agent", &["n3"]);
-    assert!(c.run_until(&e, WAIT, |c| c.bound_count() == 1));
-    assert_eq!(node_of(&c, "uid-p").as_deref(), Some("n3"));
-    assert!(!e.stats().shard.missing);
-    e.shutdown();
+    assert!(c.h.stats().snapshot().shard.missing);
+    c.set_shard("agent", &["n3"]);
+    assert!(c.run_until(BACKOFFS, |c| c.bound_count() == 1));
+    assert_eq!(c.node_of("uid-p"), Some("n3"));
+    assert!(!c.h.stats().snapshot().shard.missing);
 }
 
 #[test]
 fn soft_without_its_nodeshard_keeps_scheduling() {
-    let (e, mut c) = Cluster::start(opts(ShardingMode::Soft, 1));
-    upstream_nodes(&e, &mut c);
-    c.add_pod(&e, mk_pod("p", "1", "1Gi"));
-    assert!(c.run_until(&e, WAIT, |c| c.bound_count() == 1));
-    e.shutdown();
+    let mut c = sim(ShardingMode::Soft, 1);
+    upstream_nodes(&mut c);
+    c.add_pod(mk_pod("p", "1", "1Gi"));
+    c.settle();
+    assert_eq!(c.bound_count(), 1);
 }
 
 #[test]
 fn nodes_in_use_by_another_shard_wait_for_their_release() {
-    let (e, mut c) = Cluster::start(opts(ShardingMode::Hard, 2));
-    upstream_nodes(&e, &mut c);
-    c.set_shard_in_use(&e, "other", &["n3"]);
+    let mut c = sim(ShardingMode::Hard, 2);
+    upstream_nodes(&mut c);
+    c.set_shard_in_use("other", &["n3"]);
     // The controller gave n3 to us, but the other scheduler has not released it yet.
-    c.set_shard(&e, "agent", &["n1", "n3"]);
-    assert!(c.run_until(&e, WAIT, |c| c.in_use("agent") == ["n1"]
-        && c.shards["agent"].nodes_to_add == ["n3"]));
-    c.add_pod(&e, mk_pod("big", "15", "1Gi"));
-    assert!(c.run_until(&e, WAIT, |c| !c.statuses.is_empty()));
+    c.set_shard("agent", &["n1", "n3"]);
+    c.settle();
+    assert_eq!(c.in_use("agent"), ["n1"]);
+    assert_eq!(c.shards["agent"].nodes_to_add, ["n3"]);
+    c.add_pod(mk_pod("big", "15", "1Gi"));
+    c.settle();
+    assert!(!c.statuses.is_empty());
     assert_eq!(
         c.bound_count(),
         0,
         "n3 must not be used while the other shard holds it"
     );
-    c.set_shard_in_use(&e, "other", &[]);
-    assert!(c.run_until(&e, WAIT, |c| c.bound_count() == 1));
-    assert_eq!(node_of(&c, "uid-big").as_deref(), Some("n3"));
+    c.set_shard_in_use("other", &[]);
+    assert!(c.run_until(BACKOFFS, |c| c.bound_count() == 1));
+    assert_eq!(c.node_of("uid-big"), Some("n3"));
     assert_eq!(c.in_use("agent"), ["n1", "n3"]);
-    e.shutdown();
 }
 
 #[test]
 fn an_acquired_node_is_used_only_after_its_pods_were_listed_afresh() {
-    let (e, mut c) = Cluster::start(opts(ShardingMode::Hard, 2));
-    upstream_nodes(&e, &mut c);
-    c.set_shard_in_use(&e, "other", &["n3"]);
-    c.set_shard(&e, "agent", &["n1", "n3"]);
-    assert!(c.run_until(&e, WAIT, |c| c.in_use("agent") == ["n1"]));
+    let mut c = sim(ShardingMode::Hard, 2);
+    upstream_nodes(&mut c);
+    c.set_shard_in_use("other", &["n3"]);
+    c.set_shard("agent", &["n1", "n3"]);
+    c.settle();
+    assert_eq!(c.in_use("agent"), ["n1"]);
     assert!(c.pod_lists.is_empty(), "nodes held at start need no list");
     // The other scheduler bound a 16-CPU pod on n3 just before releasing it; our pod watch
     // has not delivered it yet.
     c.add_unseen_bound_pod(bound(mk_pod("theirs", "16", "1Gi"), "n3"));
-    c.set_shard_in_use(&e, "other", &[]);
-    assert!(c.run_until(&e, WAIT, |c| c.in_use("agent") == ["n1", "n3"]
-        && e.stats().shard.view == 2));
+    c.set_shard_in_use("other", &[]);
+    c.settle();
+    assert_eq!(c.in_use("agent"), ["n1", "n3"]);
+    assert_eq!(c.h.stats().snapshot().shard.view, 2);
     assert_eq!(c.pod_lists, [vec!["n3".to_string()]]);
     // 11 CPU: n1 has 10, n3 has 4 left once "theirs" is counted (20 if it were not).
-    c.add_pod(&e, mk_pod("mine", "11", "1Gi"));
-    assert!(c.run_until(&e, WAIT, |c| !c.statuses.is_empty()));
+    c.add_pod(mk_pod("mine", "11", "1Gi"));
+    c.settle();
+    assert!(!c.statuses.is_empty());
     assert_eq!(c.bound_count(), 1, "only theirs is bound");
     assert!(c.overcommitted().is_empty());
-    e.shutdown();
 }
 
 #[test]
 fn a_node_moved_away_is_released_only_after_its_binds_finish() {
-    let (e, mut c) = start(ShardingMode::Hard);
+    let mut c = start(ShardingMode::Hard);
     c.hold_binds = true;
-    c.add_pod(&e, mk_pod("p", "8", "1Gi"));
-    assert!(c.run_until(&e, WAIT, |c| c.held.len() == 1));
+    c.add_pod(mk_pod("p", "8", "1Gi"));
+    c.settle();
+    assert_eq!(c.held.len(), 1);
     assert_eq!(&*c.held[0].node, "n1");
     // The controller moves n1 to another shard while the bind is in flight.
-    c.set_shard(&e, "agent", &["n4"]);
-    assert!(c.run_until(&e, WAIT, |c| c.shards["agent"].nodes_to_remove == ["n1"]));
+    c.set_shard("agent", &["n4"]);
+    c.settle();
+    assert_eq!(c.shards["agent"].nodes_to_remove, ["n1"]);
     assert_eq!(c.in_use("agent"), ["n1", "n4"], "n1 still carries our bind");
-    assert_eq!(e.stats().shard.draining, 1);
+    assert_eq!(c.h.stats().snapshot().shard.draining, 1);
     c.hold_binds = false;
-    c.release_binds(&e);
-    assert!(
-        c.run_until(&e, WAIT, |c| c.in_use("agent") == ["n4"]),
-        "released once the bind is done: {:?}",
-        c.in_use("agent")
-    );
+    c.release_binds();
+    c.settle();
+    assert_eq!(c.in_use("agent"), ["n4"], "released once the bind is done");
     assert!(c.shards["agent"].nodes_to_remove.is_empty());
-    e.shutdown();
 }
 
 #[test]
 fn a_new_term_holds_inherited_nodes() {
-    let (e, mut c) = Cluster::start(EngineOptions {
-        sharding: ShardingOptions {
-            handover_hold: Duration::from_millis(600),
-            ..opts(ShardingMode::Hard, 1).sharding
-        },
-        ..opts(ShardingMode::Hard, 1)
-    });
-    upstream_nodes(&e, &mut c);
+    let hold = Duration::from_millis(600);
+    let mut c = sim_with(ShardingMode::Hard, 1, hold);
+    upstream_nodes(&mut c);
     // A predecessor left n2 in use although the shard no longer desires it.
-    c.set_shard_in_use(&e, "agent", &["n1", "n2"]);
-    c.set_shard(&e, "agent", &["n1"]);
-    let t0 = std::time::Instant::now();
-    assert!(c.run_until(&e, WAIT, |c| c.shards["agent"].nodes_to_remove == ["n2"]));
-    assert!(c.run_until(&e, WAIT, |c| c.in_use("agent") == ["n1"]));
-    assert!(
-        t0.elapsed() >= Duration::from_millis(600),
-        "released after the hold, not before ({:?})",
-        t0.elapsed()
+    c.set_shard_in_use("agent", &["n1", "n2"]);
+    c.set_shard("agent", &["n1"]);
+    let t0 = c.h.now();
+    c.settle();
+    assert_eq!(c.shards["agent"].nodes_to_remove, ["n2"]);
+    c.run_for(hold - Duration::from_millis(1));
+    assert_eq!(c.in_use("agent"), ["n1", "n2"], "held until the hold ends");
+    assert!(c.run_until(BACKOFFS, |c| c.in_use("agent") == ["n1"]));
+    assert_eq!(
+        c.h.now().saturating_since(t0),
+        hold,
+        "released when the hold ends"
     );
-    e.shutdown();
+}
+
+#[test]
+fn losing_and_regaining_the_lease_starts_a_new_term() {
+    // The term's hold is taken at its start; a true → false → true flip between two flushes
+    // must still start a new term (leadership reaches the driver as ordered inputs).
+    let hold = Duration::from_millis(600);
+    let mut c = sim_with(ShardingMode::Hard, 1, hold);
+    upstream_nodes(&mut c);
+    c.set_shard("agent", &["n1", "n2"]);
+    c.settle();
+    assert!(c.run_until(BACKOFFS, |c| c.in_use("agent") == ["n1", "n2"]));
+    c.run_for(hold);
+    // The controller takes n2 away; in the same instant the lease is lost and won back.
+    c.set_shard("agent", &["n1"]);
+    c.h.set_leading(false);
+    c.h.set_leading(true);
+    let t0 = c.h.now();
+    c.settle();
+    assert_eq!(c.in_use("agent"), ["n1", "n2"], "the new term holds n2");
+    assert!(c.run_until(BACKOFFS, |c| c.in_use("agent") == ["n1"]));
+    assert_eq!(c.h.now().saturating_since(t0), hold);
 }
 
 #[test]
 fn burst_in_hard_mode_stays_in_the_shard_without_overcommit() {
-    let (e, mut c) = Cluster::start(opts(ShardingMode::Hard, 4));
+    let mut c = sim(ShardingMode::Hard, 4);
     for i in 0..40 {
-        c.add_node(&e, mk_node(&format!("n{i:02}"), "4", "16Gi", 110));
+        c.add_node(mk_node(&format!("n{i:02}"), "4", "16Gi", 110));
     }
     let shard: Vec<String> = (0..40).step_by(2).map(|i| format!("n{i:02}")).collect();
     let refs: Vec<&str> = shard.iter().map(String::as_str).collect();
-    c.set_shard(&e, "agent", &refs);
-    assert!(c.run_until(&e, WAIT, |c| c.in_use("agent").len() == 20));
+    c.set_shard("agent", &refs);
+    c.settle();
+    assert_eq!(c.in_use("agent").len(), 20);
     // 20 nodes × 4 CPU = 80 pods of 1 CPU fit; 100 are offered.
     for i in 0..100 {
-        c.add_pod(&e, mk_pod(&format!("p{i}"), "1", "1Gi"));
+        c.add_pod(mk_pod(&format!("p{i}"), "1", "1Gi"));
     }
-    assert!(c.run_until(&e, WAIT, |c| {
-        c.bound_count() == 80
-            && c.statuses
-                .iter()
-                .filter(|s| s.reason == StatusReason::Unschedulable)
-                .count()
-                >= 20
-    }));
+    c.settle();
+    assert_eq!(c.bound_count(), 80);
+    assert_eq!(
+        c.statuses
+            .iter()
+            .filter(|s| s.reason == StatusReason::Unschedulable)
+            .count(),
+        20
+    );
     assert!(c.overcommitted().is_empty());
     assert_eq!(c.duplicate_bindings(), 0);
     for p in c.pods.values() {
@@ -325,6 +337,6 @@ fn burst_in_hard_mode_stays_in_the_shard_without_overcommit() {
             assert!(shard.contains(n), "{n} is outside the shard");
         }
     }
-    let core = e.shutdown();
-    assert!(core.audit().is_empty(), "{:?}", core.audit());
+    c.h.stop();
+    assert!(c.h.core().audit().is_empty(), "{:?}", c.h.core().audit());
 }

@@ -1,63 +1,46 @@
 //! Fixtures shared by the loom models (`tests/*.rs`, built only with `RUSTFLAGS="--cfg loom"`)
 //! and the real-thread stress test (`tests/stress.rs`, built only without it).
 //!
-//! Everything here drives real engine code: the [`Cache`], [`Shared`], [`BindVersions`] and
-//! [`Core`] the engine runs, with their sync primitives swapped for loom's by `engine/src/sync.rs`.
-//! The only code mirrored rather than called is the worker thread's loop ([`worker_step`]),
-//! because `engine::Engine` spawns OS threads and is not built under loom.
+//! Everything here drives real engine code: the [`Cache`], [`Shared`] and [`BindVersions`] the
+//! engine runs, with their sync primitives swapped for loom's by `engine/src/sync.rs`. Models of
+//! the driver use the engine's own deterministic harness (`magma_engine::testing::Harness`: the
+//! real `Core`, and workers running `Worker::turn`, the loop body every worker thread runs), so
+//! nothing of the engine is mirrored here.
 //!
-//! [`BindVersions`]: magma_engine::binder::BindVersions
+//! [`Shared`]: magma_engine::worker::Shared
 
-use crossbeam_channel::Receiver;
 use magma_engine::binder::BindVersions;
 use magma_engine::cache::Cache;
-use magma_engine::clock::{Clock, ManualClock, Nanos};
-use magma_engine::conf::Profile;
-use magma_engine::core::{BindIntent, Core, Input, Intent};
-use magma_engine::model::{CPU, CompiledPod, ContainerInput, NodeInput, PodInput, compile_pod};
-use magma_engine::queue::{PodState, QueueOptions};
-use magma_engine::shard::{ShardStatusIntent, ShardingOptions};
+use magma_engine::model::{CPU, CompiledPod, NodeInput, PodInput};
 use magma_engine::snapshot::{CHUNK, Snapshot};
-use magma_engine::stats::Stats;
-use magma_engine::sync::HandOff;
-use magma_engine::worker::{Shared, Task, Worker, WorkerResult};
-use std::collections::{BTreeSet, HashMap};
+use magma_engine::testing::{HarnessOptions, mk_node, mk_pod};
 use std::sync::Arc;
+
+pub use magma_engine::testing::Harness;
 
 /// A ready node with `cpu_millis` of CPU, plenty of memory and pods.
 pub fn node(name: &str, cpu_millis: i64) -> NodeInput {
-    NodeInput {
-        name: name.into(),
-        allocatable: vec![
-            ("cpu".into(), format!("{cpu_millis}m")),
-            ("memory".into(), "64Gi".into()),
-            ("pods".into(), "110".into()),
-        ],
-        ready: true,
-        ..Default::default()
-    }
+    mk_node(name, &format!("{cpu_millis}m"), "64Gi", 110)
 }
 
 /// A pending pod `name` (uid `uid-<name>`) requesting `cpu_millis` of CPU.
 pub fn pod(name: &str, cpu_millis: i64) -> PodInput {
-    PodInput {
-        uid: format!("uid-{name}"),
-        namespace: "default".into(),
-        name: name.into(),
-        containers: vec![ContainerInput {
-            requests: vec![
-                ("cpu".into(), format!("{cpu_millis}m")),
-                ("memory".into(), "1Mi".into()),
-            ],
-            ..Default::default()
-        }],
-        ..Default::default()
-    }
+    mk_pod(name, &format!("{cpu_millis}m"), "1Mi")
 }
 
 /// Compile a pod with the cache's interner and registry, as the driver does.
 pub fn compile(cache: &mut Cache, p: &PodInput) -> Arc<CompiledPod> {
-    Arc::new(compile_pod(p, &mut cache.interner, &mut cache.registry).expect("valid test pod"))
+    Arc::new(cache.compile_pod(p).expect("valid test pod"))
+}
+
+/// A harness for `workers` workers with a hand-off of `capacity` tasks (loom's coroutines
+/// explore every interleaving of a few pods; small queues keep the models finite).
+pub fn harness(workers: usize, capacity: usize) -> Harness {
+    Harness::new(HarnessOptions {
+        workers,
+        handoff_capacity: capacity,
+        ..HarnessOptions::default()
+    })
 }
 
 /// The pod's CPU request, in the engine's internal unit.
@@ -107,188 +90,6 @@ pub fn check_version_invariant(
             snap.seq
         );
     }
-}
-
-/// The driver side of a model: the real [`Core`] (cache + queue + hand-off pump) with the
-/// [`Shared`] state its workers use, a manual clock, and the intents it emitted.
-pub struct Driver {
-    pub core: Core,
-    pub shared: Arc<Shared>,
-    pub handoff: HandOff<Task>,
-    pub stats: Arc<Stats>,
-    pub clock: Arc<ManualClock>,
-    intents: Receiver<Intent>,
-    /// Every bind intent emitted so far.
-    pub binds: Vec<BindIntent>,
-    /// Every NodeShard status intent emitted so far (sharding on).
-    pub shard_statuses: Vec<ShardStatusIntent>,
-}
-
-impl Driver {
-    /// A driver for `workers` workers with a hand-off of `capacity` tasks.
-    pub fn new(workers: usize, capacity: usize) -> Driver {
-        Driver::build(workers, capacity, None)
-    }
-
-    /// The same, scheduling within a NodeShard (`Core::with_sharding`).
-    pub fn sharded(workers: usize, capacity: usize, sharding: ShardingOptions) -> Driver {
-        Driver::build(workers, capacity, Some(sharding))
-    }
-
-    fn build(workers: usize, capacity: usize, sharding: Option<ShardingOptions>) -> Driver {
-        let versions = Arc::new(BindVersions::default());
-        let profile = Arc::new(Profile::default());
-        let mut cache = Cache::new(versions.clone(), profile.clone());
-        let first = cache
-            .publish()
-            .unwrap_or_else(|| Arc::new(Snapshot::empty(profile)));
-        let shared = Arc::new(Shared::new(workers, first, versions));
-        let stats = Arc::new(Stats::new(workers));
-        let handoff = HandOff::new(capacity);
-        let (itx, intents) = crossbeam_channel::unbounded();
-        let core = Core::new(
-            cache,
-            QueueOptions::default(),
-            handoff.clone(),
-            shared.clone(),
-            itx,
-            stats.clone(),
-        );
-        let core = match sharding {
-            Some(opts) => core.with_sharding(opts),
-            None => core,
-        };
-        Driver {
-            core,
-            shared,
-            handoff,
-            stats,
-            clock: Arc::new(ManualClock::new(Nanos(1))),
-            intents,
-            binds: Vec::new(),
-            shard_statuses: Vec::new(),
-        }
-    }
-
-    pub fn input(&mut self, input: Input) {
-        let now = self.clock.now();
-        self.core.handle(input, now);
-        self.collect();
-    }
-
-    /// Publish, move due pods, refill the hand-off (what the driver does after every batch).
-    pub fn flush(&mut self) {
-        let now = self.clock.now();
-        self.core.flush(now, || 0);
-        self.collect();
-    }
-
-    fn collect(&mut self) {
-        while let Ok(i) = self.intents.try_recv() {
-            match i {
-                Intent::Bind(b) => self.binds.push(b),
-                Intent::ShardStatus(s) => self.shard_statuses.push(s),
-                _ => {}
-            }
-        }
-    }
-
-    /// Handle every worker result waiting in `inbox`; returns how many there were.
-    pub fn handle_results(&mut self, inbox: &HandOff<WorkerResult>) -> usize {
-        let mut n = 0;
-        while let Some(r) = inbox.try_pop() {
-            self.input(Input::Worker(r));
-            n += 1;
-        }
-        n
-    }
-
-    /// The engine's stop path (`engine::drive` on `Msg::Stop`), after every worker has exited.
-    pub fn stop(&mut self, inbox: &HandOff<WorkerResult>) {
-        self.handle_results(inbox);
-        self.core.drain_handoff();
-        self.flush();
-        self.core.drain_handoff();
-    }
-
-    /// Everything settled (no worker running, every result handled): check that each pod is in
-    /// exactly one defined state and that the books balance. DESIGN.md §3 "No lost pod",
-    /// "No double booking", "Bind versions".
-    pub fn check_settled(&self) {
-        let core = &self.core;
-        assert_eq!(core.audit(), vec![], "audit");
-        // No pod lost in flight: with every worker gone and the hand-off drained, nothing may
-        // still be marked as handed off.
-        for (uid, e) in core.queue().iter() {
-            assert_ne!(e.state, PodState::InFlight, "pod {uid} lost in flight");
-        }
-        // No pod delivered twice.
-        let mut per_uid: HashMap<&str, usize> = HashMap::new();
-        for b in &self.binds {
-            *per_uid.entry(&b.pod.uid).or_default() += 1;
-        }
-        for (uid, n) in per_uid {
-            assert_eq!(n, 1, "pod {uid} got {n} bind intents");
-        }
-        // No phantom allocation: the cache assumes exactly the pods that are binding.
-        let binding: BTreeSet<String> = core
-            .queue()
-            .iter()
-            .filter(|(_, e)| e.state == PodState::Binding)
-            .map(|(u, _)| u.to_string())
-            .collect();
-        let placed: BTreeSet<String> = core.cache().placed_uids().into_iter().collect();
-        assert_eq!(placed, binding, "assumed pods vs binding pods");
-        for uid in &placed {
-            assert!(core.cache().placement(uid).is_some_and(|p| p.assumed));
-        }
-        // No claim lost: the last snapshot has counted every increment of every counter.
-        let snap = core.current_snapshot();
-        let versions = core.cache().versions();
-        for name in core.cache().node_names() {
-            let slot = core.cache().node_slot(name).expect("named node") as usize;
-            assert_eq!(
-                snap.version(slot),
-                versions.current(slot),
-                "node {name}: snapshot version vs counter after the final publication"
-            );
-        }
-    }
-}
-
-/// One turn of a worker thread, as `engine::Engine::start` runs it: take a task if one is
-/// ready, run the real scheduling cycle, send the result, and only then leave the epoch.
-/// Returns whether there was a task.
-pub fn worker_step(
-    worker: &mut Worker,
-    shared: &Shared,
-    stats: &Stats,
-    clock: &dyn Clock,
-    handoff: &HandOff<Task>,
-    inbox: &HandOff<WorkerResult>,
-) -> bool {
-    worker_step_observed(worker, shared, stats, clock, handoff, inbox, |_| {})
-}
-
-/// [`worker_step`], letting the model look at the result (e.g. record a claim in its ledger)
-/// after the cycle and before the result is sent, i.e. while the worker is still in its epoch.
-pub fn worker_step_observed(
-    worker: &mut Worker,
-    shared: &Shared,
-    stats: &Stats,
-    clock: &dyn Clock,
-    handoff: &HandOff<Task>,
-    inbox: &HandOff<WorkerResult>,
-    observe: impl FnOnce(&WorkerResult),
-) -> bool {
-    let Some(task) = handoff.try_pop() else {
-        return false;
-    };
-    let result = worker.cycle(shared, &stats.workers[worker.id], clock, task);
-    observe(&result);
-    assert!(inbox.try_push(result).is_ok(), "model inbox too small");
-    shared.leave(worker.id);
-    true
 }
 
 /// Stack of every model thread. Loom runs threads as coroutines with 32 KiB stacks by default;

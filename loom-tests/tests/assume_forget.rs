@@ -15,9 +15,7 @@
 
 use magma_engine::core::{BindResult, Input};
 use magma_engine::queue::PodState;
-use magma_engine::sync::HandOff;
-use magma_engine::worker::{Worker, WorkerResult};
-use magma_loom_tests::{Driver, alloc_cpu, free_cpu, node, pod, worker_step};
+use magma_loom_tests::{alloc_cpu, free_cpu, harness, node, pod};
 
 #[test]
 fn assume_confirm_forget() {
@@ -36,28 +34,23 @@ fn assume_forget_wakes_unschedulable() {
 
 fn scenario(check_wakeup: bool) {
     {
-        let mut d = Driver::new(1, 1);
-        let inbox: HandOff<WorkerResult> = HandOff::new(4);
+        let mut d = harness(1, 1);
         d.input(Input::NodeApply(node("n0", 1000)));
-        let slot = d.core.cache().node_slot("n0").unwrap() as usize;
+        let slot = d.core().cache().node_slot("n0").unwrap() as usize;
         // Before the race: a is scheduled and assumed, its bind goes out.
         d.input(Input::PodApply(pod("a", 1000)));
         d.flush();
-        let mut w0 = Worker::new(0);
-        assert!(worker_step(
-            &mut w0, &d.shared, &d.stats, &*d.clock, &d.handoff, &inbox
-        ));
-        d.handle_results(&inbox);
+        assert!(d.step(0));
+        d.results();
         assert_eq!(d.binds.len(), 1, "a is bound");
         // b is handed off against the snapshot that shows a assumed.
         d.input(Input::PodApply(pod("b", 1000)));
         d.flush();
 
         let worker = {
-            let (shared, stats, clock) = (d.shared.clone(), d.stats.clone(), d.clock.clone());
-            let (handoff, inbox) = (d.handoff.clone(), inbox.clone());
+            let mut w0 = d.worker(0);
             magma_loom_tests::spawn(move || {
-                worker_step(&mut w0, &shared, &stats, &*clock, &handoff, &inbox);
+                w0.step();
             })
         };
 
@@ -67,7 +60,7 @@ fn scenario(check_wakeup: bool) {
             result: BindResult::Failed("etcd timeout".into()),
         });
         d.flush();
-        let snap = d.core.current_snapshot();
+        let snap = d.core().current_snapshot();
         // b requests the whole node: free is all of it unless b's claim was applied already.
         let b_applied = d.binds.len() > 1;
         let expect = if b_applied { 0 } else { alloc_cpu(&snap, slot) };
@@ -78,21 +71,21 @@ fn scenario(check_wakeup: bool) {
         );
 
         worker.join().unwrap();
-        d.handle_results(&inbox);
+        d.results();
         d.flush();
-        let a = d.core.queue().get("uid-a").expect("a is still ours");
-        assert!(matches!(a.state, PodState::Backoff { .. }), "a backs off");
+        let a = d.core().queue().get("uid-a").expect("a is still ours");
+        assert!(matches!(a.state(), PodState::Backoff { .. }), "a backs off");
         assert!(
-            d.core.cache().placement("uid-a").is_none(),
+            d.core().cache().placement("uid-a").is_none(),
             "a's assumption is gone"
         );
         d.check_settled();
         if check_wakeup {
-            let b = d.core.queue().get("uid-b").expect("b is still ours");
-            let free = free_cpu(&d.core.current_snapshot(), slot);
+            let b = d.core().queue().get("uid-b").expect("b is still ours");
+            let free = free_cpu(&d.core().current_snapshot(), slot);
             assert!(
-                !(matches!(b.state, PodState::Unschedulable { .. })
-                    && free >= alloc_cpu(&d.core.current_snapshot(), slot)),
+                !(matches!(b.state(), PodState::Unschedulable { .. })
+                    && free >= alloc_cpu(&d.core().current_snapshot(), slot)),
                 "b waits in the unschedulable pool while n0 is free"
             );
         }

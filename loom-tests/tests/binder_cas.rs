@@ -116,7 +116,7 @@ fn binder_cas() {
             let c = Candidate {
                 slot,
                 version,
-                incarnation: shared.published.load().incarnation(slot as usize),
+                incarnation: shared.snapshot().incarnation(slot as usize),
             };
             cache.apply_claim(c, None);
         }

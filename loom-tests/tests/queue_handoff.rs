@@ -4,7 +4,7 @@
 //! through the hand-off (capacity 2; `c` waits in activeQ). Racing the workers' pops, the pod
 //! `a` is deleted and the watch delivers it again with a different spec (same uid, a new queue
 //! entry), and the driver pumps again. The workers run the real scheduling cycle
-//! (`worker::Worker::cycle`) on a node that fits two pods.
+//! (`worker::Worker::turn`) on a node that fits two pods.
 //!
 //! Checks, in every interleaving: a result computed for the deleted entry is recognised as
 //! stale (no bind carries the old spec); no pod is bound twice or lost in flight; the cache
@@ -17,28 +17,23 @@
 
 use magma_engine::core::Input;
 use magma_engine::queue::PodState;
-use magma_engine::sync::HandOff;
-use magma_engine::worker::{Worker, WorkerResult};
-use magma_loom_tests::{Driver, cpu_request, node, pod, worker_step};
+use magma_loom_tests::{cpu_request, harness, node, pod};
 
 #[test]
 fn queue_handoff() {
     magma_loom_tests::model(|| {
-        let mut d = Driver::new(2, 2);
+        let mut d = harness(2, 2);
         d.input(Input::NodeApply(node("n0", 2000)));
         for p in ["a", "b", "c"] {
             d.input(Input::PodApply(pod(p, 1000)));
         }
         d.flush(); // hands off a and b
-        let inbox: HandOff<WorkerResult> = HandOff::new(8);
 
         let workers: Vec<_> = (0..2)
             .map(|w| {
-                let (shared, stats, clock) = (d.shared.clone(), d.stats.clone(), d.clock.clone());
-                let (handoff, inbox) = (d.handoff.clone(), inbox.clone());
+                let mut worker = d.worker(w);
                 magma_loom_tests::spawn(move || {
-                    let mut worker = Worker::new(w);
-                    worker_step(&mut worker, &shared, &stats, &*clock, &handoff, &inbox);
+                    worker.step();
                 })
             })
             .collect();
@@ -49,21 +44,21 @@ fn queue_handoff() {
         });
         d.input(Input::PodApply(pod("a", 500)));
         d.flush();
-        d.handle_results(&inbox);
+        d.results();
         for w in workers {
             w.join().unwrap();
         }
-        d.handle_results(&inbox);
-        d.core.drain_handoff();
+        d.results();
+        d.drain_handoff();
         d.flush();
 
         // The first task handed off now: an urgent pod if there is one.
-        let next = d.handoff.try_pop();
+        let next = d.handoff().try_pop();
         let urgent: Vec<String> = d
-            .core
+            .core()
             .queue()
             .iter()
-            .filter(|(_, e)| e.urgent && e.state != PodState::Binding)
+            .filter(|(_, e)| e.urgent() && e.state() != PodState::Binding)
             .map(|(u, _)| u.to_string())
             .collect();
         if !urgent.is_empty() {
@@ -75,15 +70,15 @@ fn queue_handoff() {
             );
         }
         if let Some(task) = next {
-            assert!(d.handoff.try_push(task).is_ok());
+            assert!(d.handoff().try_push(task).is_ok());
         }
-        d.core.drain_handoff();
+        d.drain_handoff();
 
         for b in &d.binds {
             if &*b.pod.uid == "uid-a" {
                 assert_eq!(
                     cpu_request(&b.pod),
-                    cpu_request(&d.core.queue().get("uid-a").unwrap().pod),
+                    cpu_request(d.core().queue().get("uid-a").unwrap().pod()),
                     "a result for the deleted entry of uid-a was applied to the new one"
                 );
             }

@@ -3,7 +3,7 @@
 //!
 //! Hard sharding mode. Our NodeShard desires nodes `x` and `y`, and its status already lists
 //! both in use, so both are in the view. Pods `p0` and `p1` are handed off to two workers, which
-//! run the real scheduling cycle (`worker::Worker::cycle`): on a snapshot with the old view they
+//! run the real scheduling cycle (`worker::Worker::turn`): on a snapshot with the old view they
 //! prefer `x` (more free CPU) and claim it (one may conflict and be retried). Racing them, the
 //! driver (the real `Core`) applies the shard controller's move of `x` away
 //! (`nodesDesired = [y]`), flushes (publishes the new view and runs the status decision),
@@ -34,13 +34,11 @@
 #![cfg(loom)]
 
 use loom::sync::Mutex;
-use magma_engine::clock::ManualClock;
 use magma_engine::core::{BindResult, Input};
 use magma_engine::shard::{ShardInput, ShardingMode, ShardingOptions};
-use magma_engine::stats::Stats;
-use magma_engine::sync::HandOff;
-use magma_engine::worker::{Outcome, Shared, Task, Worker, WorkerResult};
-use magma_loom_tests::{Driver, node, pod, worker_step_observed};
+use magma_engine::testing::{Harness, HarnessOptions, WorkerHandle};
+use magma_engine::worker::Outcome;
+use magma_loom_tests::{node, pod};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -69,8 +67,7 @@ fn names(v: &[&str]) -> Vec<String> {
 
 /// The driver, the API server's answers, and what the model knows independently of the engine.
 struct Model {
-    d: Driver,
-    inbox: HandOff<WorkerResult>,
+    d: Harness,
     ledger: Arc<Mutex<Ledger>>,
     x_slot: u32,
     /// Our NodeShard as the API server holds it (spec from the controller, status from us).
@@ -83,13 +80,9 @@ struct Model {
     statuses_answered: usize,
 }
 
-/// What a worker thread holds: the engine's shared state, and the model's ledger.
+/// What a worker thread holds: a worker of the harness, and the model's ledger.
 struct WorkerCtx {
-    shared: Arc<Shared>,
-    stats: Arc<Stats>,
-    clock: Arc<ManualClock>,
-    handoff: HandOff<Task>,
-    inbox: HandOff<WorkerResult>,
+    worker: WorkerHandle,
     ledger: Arc<Mutex<Ledger>>,
     x_slot: u32,
 }
@@ -97,58 +90,44 @@ struct WorkerCtx {
 impl WorkerCtx {
     /// One turn of the worker loop; a successful claim on `x` is recorded right after the CAS,
     /// before the result is sent and the worker leaves its epoch.
-    fn step(&self, worker: &mut Worker) -> bool {
-        worker_step_observed(
-            worker,
-            &self.shared,
-            &self.stats,
-            &*self.clock,
-            &self.handoff,
-            &self.inbox,
-            |r| {
-                if let Outcome::Claimed { candidate } = &r.outcome
-                    && candidate.slot == self.x_slot
-                {
-                    let mut l = self.ledger.lock().unwrap();
-                    assert!(
-                        !l.released,
-                        "the claim of {} on x succeeded after x was released",
-                        r.task.pod.uid
-                    );
-                    l.claimed_x.push(r.task.pod.uid.to_string());
-                    CLAIMS_ON_X.fetch_add(1, Ordering::Relaxed);
-                }
-            },
-        )
+    fn step(&mut self) -> bool {
+        let (ledger, x_slot) = (&self.ledger, self.x_slot);
+        self.worker.step_observed(|r| {
+            if let Outcome::Claimed { candidate } = &r.outcome
+                && candidate.slot == x_slot
+            {
+                let mut l = ledger.lock().unwrap();
+                assert!(
+                    !l.released,
+                    "the claim of {} on x succeeded after x was released",
+                    r.task.pod.uid
+                );
+                l.claimed_x.push(r.task.pod.uid.to_string());
+                CLAIMS_ON_X.fetch_add(1, Ordering::Relaxed);
+            }
+        })
     }
 }
 
 impl Model {
-    fn worker_ctx(&self) -> WorkerCtx {
+    fn worker_ctx(&mut self, w: usize) -> WorkerCtx {
         WorkerCtx {
-            shared: self.d.shared.clone(),
-            stats: self.d.stats.clone(),
-            clock: self.d.clock.clone(),
-            handoff: self.d.handoff.clone(),
-            inbox: self.inbox.clone(),
+            worker: self.d.worker(w),
             ledger: self.ledger.clone(),
             x_slot: self.x_slot,
         }
     }
 
-    /// Handle every worker result waiting in the inbox.
+    /// Handle every waiting worker result.
     fn results(&mut self) -> usize {
-        let mut n = 0;
-        while let Some(r) = self.inbox.try_pop() {
+        let (applied_x, x_slot) = (&mut self.applied_x, self.x_slot);
+        self.d.results_observed(|r| {
             if let Outcome::Claimed { candidate } = &r.outcome
-                && candidate.slot == self.x_slot
+                && candidate.slot == x_slot
             {
-                self.applied_x.insert(r.task.pod.uid.to_string());
+                applied_x.insert(r.task.pod.uid.to_string());
             }
-            self.d.input(Input::Worker(r));
-            n += 1;
-        }
-        n
+        })
     }
 
     /// Answer the bind intents: bound, and the watch shows the pod on its node.
@@ -207,16 +186,17 @@ impl Model {
 #[test]
 fn sharding_worker_sync() {
     magma_loom_tests::model(|| {
-        let mut d = Driver::sharded(
-            WORKERS,
-            WORKERS,
-            ShardingOptions {
+        let mut d = Harness::new(HarnessOptions {
+            workers: WORKERS,
+            handoff_capacity: WORKERS,
+            sharding: Some(ShardingOptions {
                 mode: ShardingMode::Hard,
                 shard_name: SHARD.into(),
                 // No predecessor: nothing inherited to hold (rule 5 is not modelled).
                 handover_hold: Duration::ZERO,
-            },
-        );
+            }),
+            ..HarnessOptions::default()
+        });
         d.input(Input::NodeApply(node("x", 4000)));
         d.input(Input::NodeApply(node("y", 2000)));
         let own = ShardInput {
@@ -231,10 +211,9 @@ fn sharding_worker_sync() {
         }
         d.flush(); // view {x, y}; hands off every pod
         assert!(d.shard_statuses.is_empty(), "the status is already right");
-        let x_slot = d.core.cache().node_slot("x").expect("x has a slot");
+        let x_slot = d.core().cache().node_slot("x").expect("x has a slot");
         let mut m = Model {
             d,
-            inbox: HandOff::new(4),
             ledger: Arc::new(Mutex::new(Ledger::default())),
             x_slot,
             own,
@@ -246,8 +225,11 @@ fn sharding_worker_sync() {
 
         let workers: Vec<_> = (0..WORKERS)
             .map(|w| {
-                let ctx = m.worker_ctx();
-                magma_loom_tests::spawn(move || ctx.step(&mut Worker::new(w)))
+                let mut ctx = m.worker_ctx(w);
+                magma_loom_tests::spawn(move || {
+                    let had = ctx.step();
+                    (ctx.worker, had)
+                })
             })
             .collect();
 
@@ -261,12 +243,14 @@ fn sharding_worker_sync() {
         m.flush();
 
         for w in workers {
-            assert!(w.join().unwrap(), "every worker had a pod to schedule");
+            let (worker, had) = w.join().unwrap();
+            assert!(had, "every worker had a pod to schedule");
+            m.d.give_back(worker);
         }
         // Settle: the workers are gone; handle, answer and flush until nothing changes. A pod
         // whose claim conflicted is handed off again: a later worker (on this thread) takes it.
-        let (late, mut worker) = (m.worker_ctx(), Worker::new(0));
-        while usize::from(late.step(&mut worker)) + m.results() + m.binds() + m.flush() > 0 {}
+        let mut late = m.worker_ctx(0);
+        while usize::from(late.step()) + m.results() + m.binds() + m.flush() > 0 {}
 
         // Liveness: nothing of ours can land on x any more, so the last status released it.
         assert_eq!(
@@ -278,7 +262,7 @@ fn sharding_worker_sync() {
         m.bound.sort();
         let pods: Vec<String> = (0..WORKERS).map(|w| format!("uid-p{w}")).collect();
         assert_eq!(m.bound, pods, "every pod bound exactly once");
-        let core = &m.d.core;
+        let core = m.d.core();
         assert_eq!(core.audit(), vec![], "audit");
         assert!(
             core.queue().iter().next().is_none(),

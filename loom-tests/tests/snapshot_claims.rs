@@ -87,7 +87,7 @@ fn snapshot_publication_vs_claims() {
             "double booking: {claimed} claimed on a node of {alloc}"
         );
         assert!(claimed > 0, "the node fits one pod: someone must claim it");
-        let last = shared.published.load();
+        let last = shared.snapshot();
         assert_eq!(
             last.version(slot),
             versions.current(slot),

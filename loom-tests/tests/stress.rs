@@ -90,7 +90,7 @@ fn claims_publications_and_bumps_at_scale() {
                     if won_one.is_none() {
                         // Everything this snapshot offered is taken: wait for the next one
                         // rather than spin against the cache thread for the cores.
-                        while shared.latest_seq.load(Ordering::Acquire) == snap.seq {
+                        while shared.latest_seq() == snap.seq {
                             std::thread::sleep(Duration::from_micros(20));
                         }
                     }
@@ -177,7 +177,7 @@ fn claims_publications_and_bumps_at_scale() {
         if let Some(snap) = cache.publish() {
             shared.publish(snap);
         }
-        let last = shared.published.load();
+        let last = shared.snapshot();
         for &slot in &slots {
             assert_eq!(
                 last.version(slot),

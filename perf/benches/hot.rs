@@ -14,7 +14,7 @@ use magma_engine::allocate::{Decision, Scratch, allocate};
 use magma_engine::binder::BindVersions;
 use magma_engine::cache::Cache;
 use magma_engine::conf::{Profile, Sampling};
-use magma_engine::model::{CompiledPod, compile_pod};
+use magma_engine::model::CompiledPod;
 use magma_engine::shard::{NodeSet, ShardingMode};
 use magma_perf::plan::{NodeShape, node, pod};
 use std::hint::black_box;
@@ -34,7 +34,7 @@ fn cache_with(nodes: usize, profile: Profile) -> (Cache, Arc<BindVersions>) {
 fn compiled(cache: &mut Cache, name: String, on: Option<&str>) -> CompiledPod {
     let mut input = pod(name, 250, 512 << 20);
     input.node_name = on.map(str::to_owned);
-    compile_pod(&input, &mut cache.interner, &mut cache.registry).expect("valid pod")
+    cache.compile_pod(&input).expect("valid pod")
 }
 
 fn bench_allocate(c: &mut Criterion) {

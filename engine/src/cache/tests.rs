@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::binder::Candidate;
-use crate::model::{ContainerInput, NodeInput, PodInput, compile_pod};
+use crate::model::{ContainerInput, NodeInput, PodInput};
 use crate::snapshot::CHUNK;
 
 fn mk_node(name: &str, cpu: &str) -> NodeInput {
@@ -30,7 +30,7 @@ fn mk_pod(cache: &mut Cache, name: &str, cpu: &str) -> CompiledPod {
         }],
         ..Default::default()
     };
-    compile_pod(&input, &mut cache.interner, &mut cache.registry).unwrap()
+    cache.compile_pod(&input).unwrap()
 }
 
 fn cache() -> Cache {
@@ -333,7 +333,7 @@ fn new_resources_extend_rows_without_touching_other_chunks() {
     c.apply_node(&gpu, 0).unwrap();
     let s2 = c.publish().unwrap();
     assert_eq!(s2.arena.shared_chunks(&s1.arena), 1);
-    let slot = c.registry.lookup("nvidia.com/gpu").unwrap();
+    let slot = c.registry().lookup("nvidia.com/gpu").unwrap();
     assert_eq!(s2.arena.chunk(0).free(slot, 0), 8);
     assert_eq!(
         s2.arena.chunk(1).free(slot, 0),

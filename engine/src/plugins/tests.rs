@@ -36,7 +36,7 @@ impl World {
         self
     }
     fn compile(&mut self, p: &PodInput) -> CompiledPod {
-        compile_pod(p, &mut self.cache.interner, &mut self.cache.registry).unwrap()
+        self.cache.compile_pod(p).unwrap()
     }
     fn bind(&mut self, p: &PodInput, node: &str) {
         let c = self.compile(p);
@@ -79,8 +79,8 @@ impl World {
                 .collect()),
             Decision::Unschedulable(sum) => Err(failure_message(
                 &sum,
-                |r| self.cache.registry.name(r).to_owned(),
-                |id| self.cache.interner.resolve(id).to_owned(),
+                |r| self.cache.registry().name(r).to_owned(),
+                |id| self.cache.interner().resolve(id).to_owned(),
             )),
         }
     }
@@ -203,7 +203,7 @@ fn extended_resources_and_pod_count() {
         .push(("nvidia.com/gpu".into(), "2".into()));
     assert!(w.fits(&p, 0));
     assert!(!w.fits(&p, 1), "a node without the resource has none");
-    let gpu_slot = w.cache.registry.lookup("nvidia.com/gpu").unwrap();
+    let gpu_slot = w.cache.registry().lookup("nvidia.com/gpu").unwrap();
     assert_eq!(w.reasons(&p, 1), [Failure::Insufficient(gpu_slot)]);
     p.containers[0].requests[2].1 = "3".into();
     assert!(!w.fits(&p, 0));
@@ -304,8 +304,8 @@ fn taint_effects() {
     assert_eq!(
         w.reasons(&p, 0),
         [Failure::Taint {
-            key: w.cache.interner.get("dedicated").unwrap(),
-            value: w.cache.interner.get("gpu").unwrap()
+            key: w.cache.interner().get("dedicated").unwrap(),
+            value: w.cache.interner().get("gpu").unwrap()
         }]
     );
     let p = tolerate(p, "dedicated", "Equal", "gpu", "NoSchedule");

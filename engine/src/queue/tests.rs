@@ -208,8 +208,10 @@ fn updates_apply_in_place_and_unblock() {
     assert!(q.pop(t(0.5)).is_none());
     assert!(q.pop(t(1.0)).is_some());
     // An update while in flight is recorded, not queued twice.
-    q.upsert(a.clone(), t(1.0));
-    assert!(q.get(&a.uid).unwrap().updated_in_flight);
+    let a2 = pod("a", 5, None);
+    q.upsert(a2.clone(), t(1.0));
+    let e = q.get(&a.uid).unwrap();
+    assert!(Arc::ptr_eq(e.pod(), &a2) && e.state() == PodState::InFlight);
     assert!(q.pop(t(1.0)).is_none());
 }
 
