@@ -1,27 +1,30 @@
 //! The allocate action: for one pod and one snapshot, find up to `candidateNodeCount` nodes,
 //! best first, or explain why none fits.
 //!
-//! 1. Scan node slots from the worker's rotating start until upstream's sample size of feasible
-//!    nodes is found (`Sampling::nodes_to_find`) or every node was seen, filtering each with
-//!    `predicates::fits` and scoring the feasible ones on the spot.
-//! 2. Normalise NodeAffinity/TaintToleration over the feasible set and keep the best `2K` by
+//! 1. PreFilter and PreScore the plugins once for the pod (`plugins::Filters`, `Scores`).
+//! 2. Scan the node slots the snapshot's sharding [`View`] admits, from the worker's rotating
+//!    start, until upstream's sample size of feasible nodes is found
+//!    (`Sampling::nodes_to_find`) or every admitted node was seen, filtering each with
+//!    `Filters::fits` and scoring the feasible ones on the spot. The view is one mask word per
+//!    64-node chunk; soft mode scans the shard's nodes first and the rest only if none fits.
+//! 3. Normalise the normalised scorers over the feasible set and keep the best `2K` by
 //!    (score, random tie-break): the per-worker random key makes concurrent workers spread over
 //!    equally good nodes instead of colliding on the first one.
-//! 3. Of those, nodes whose bind version moved since the snapshot (claimed by an in-flight
+//! 4. Of those, nodes whose bind version moved since the snapshot (claimed by an in-flight
 //!    result not yet published) are tried last; the first `K` become the candidates.
-//! 4. No feasible node: every node is explained (`predicates::explain`) and the reasons are
+//! 5. No feasible node: every node is explained (`Filters::explain`) and the reasons are
 //!    counted for upstream's `0/N nodes are unavailable: ...` message.
 //!
 //! Runs on worker threads: no locks, no hashing, and no allocation in steady state (all buffers
 //! live in [`Scratch`]); the only shared writes are the worker's own counters.
 
 use crate::binder::{BindVersions, Candidate};
+use crate::event::{self, Events};
 use crate::model::CompiledPod;
-use crate::plugins::nodeorder::{self, Raw, ScoreRows};
-use crate::plugins::predicates::{self, Failure, FitRows};
-use crate::queue::reason::{self, ReasonMask};
-use crate::shard::{NodeSet, ShardingMode};
+use crate::plugins::{Cycle, Failure, Filters, Names, Node, Ranges, Raw, Scores};
+use crate::shard::{self, NodeSet, View};
 use crate::snapshot::{CHUNK, Snapshot};
+use std::sync::Arc;
 
 /// Reusable per-worker buffers.
 pub struct Scratch {
@@ -60,23 +63,15 @@ impl Scratch {
 pub struct FailureSummary {
     pub nodes: usize,
     pub reasons: Vec<(Failure, u32)>,
-    pub mask: ReasonMask,
-    /// Hard sharding mode and the scheduler's own NodeShard does not exist.
-    pub shard_missing: bool,
+    /// The cluster events that can make the pod fit (the union of its reasons' wake-ups).
+    pub wake: Events,
+    /// Hard sharding mode and this NodeShard does not exist (its name, for the message).
+    pub missing_shard: Option<Arc<str>>,
 }
 
 impl FailureSummary {
     fn add(&mut self, f: Failure) {
-        self.mask |= match f {
-            Failure::Insufficient(_) => reason::RESOURCES,
-            Failure::TooManyPods => reason::PODS,
-            Failure::Unschedulable => reason::UNSCHEDULABLE,
-            Failure::NodeName => reason::NODE_NAME,
-            Failure::Affinity => reason::AFFINITY,
-            Failure::Taint { .. } => reason::TAINT,
-            Failure::Ports => reason::PORTS,
-            Failure::NotInShard => reason::SHARD,
-        };
+        self.wake |= f.wake();
         match self.reasons.iter_mut().find(|(r, _)| *r == f) {
             Some((_, n)) => *n += 1,
             None => self.reasons.push((f, 1)),
@@ -100,47 +95,73 @@ pub fn allocate(
     s: &mut Scratch,
 ) -> Decision {
     let profile = &*snap.profile;
-    let weights = &profile.weights;
     let k = profile.candidate_node_count.max(1);
-    let n_slots = snap.arena.slots();
     s.feasible.clear();
     s.candidates.clear();
-    if snap.nodes == 0 || n_slots == 0 {
+    if snap.nodes == 0 || snap.arena.slots() == 0 {
         return Decision::Unschedulable(FailureSummary {
-            nodes: 0,
-            reasons: Vec::new(),
-            mask: reason::NO_NODES,
-            shard_missing: false,
+            wake: event::NODE_ADDED,
+            ..FailureSummary::default()
         });
     }
-    // The sharding mode is a node-set view (DESIGN.md §3): a mask word per chunk, not a
-    // per-node predicate.
-    let maxima = match (snap.sharding, snap.shard.as_deref()) {
-        (ShardingMode::None, _) | (ShardingMode::Soft, None) => {
-            let to_find = profile.sampling.nodes_to_find(snap.nodes);
-            scan(snap, pod, s, to_find, Eligible::All)
+    let cx = Cycle { pod, snap };
+    let mut filters = Filters::new(cx);
+    let mut scores = Scores::new(cx);
+    let mut ranges = Ranges::default();
+    let sample = |n: usize| profile.sampling.nodes_to_find(n);
+    // The sharding view is a mask word per chunk (DESIGN.md §3), never a per-node predicate.
+    match &snap.view {
+        View::All => {
+            let to_find = sample(snap.nodes);
+            scan(
+                snap,
+                &mut filters,
+                &mut scores,
+                &mut ranges,
+                s,
+                to_find,
+                Eligible::All,
+            );
         }
-        (ShardingMode::Hard, None) => {
-            return Decision::Unschedulable(explain_all(snap, pod));
+        View::Only(set) => {
+            let to_find = sample(set.count);
+            scan(
+                snap,
+                &mut filters,
+                &mut scores,
+                &mut ranges,
+                s,
+                to_find,
+                Eligible::In(set),
+            );
         }
-        (ShardingMode::Hard, Some(set)) => {
-            let to_find = profile.sampling.nodes_to_find(set.count);
-            scan(snap, pod, s, to_find, Eligible::In(set))
-        }
-        (ShardingMode::Soft, Some(set)) => {
+        View::First(set) => {
             // Every shard node is considered before any other, so the preference is exact.
-            let to_find = profile.sampling.nodes_to_find(set.count);
-            let maxima = scan(snap, pod, s, to_find, Eligible::In(set));
+            let to_find = sample(set.count);
+            scan(
+                snap,
+                &mut filters,
+                &mut scores,
+                &mut ranges,
+                s,
+                to_find,
+                Eligible::In(set),
+            );
             if s.feasible.is_empty() {
-                // Nothing was feasible, so nothing was scored: the fallback starts afresh.
-                let rest = snap.nodes.saturating_sub(set.count);
-                let to_find = profile.sampling.nodes_to_find(rest);
-                scan(snap, pod, s, to_find, Eligible::Out(set))
-            } else {
-                maxima
+                let to_find = sample(snap.nodes.saturating_sub(set.count));
+                scan(
+                    snap,
+                    &mut filters,
+                    &mut scores,
+                    &mut ranges,
+                    s,
+                    to_find,
+                    Eligible::Out(set),
+                );
             }
         }
-    };
+        View::Missing(_) => {}
+    }
     if s.feasible.is_empty() {
         return Decision::Unschedulable(explain_all(snap, pod));
     }
@@ -149,7 +170,7 @@ pub fn allocate(
     s.best.clear();
     for idx in 0..s.feasible.len() {
         let (slot, raw) = s.feasible[idx];
-        let score = nodeorder::finish(raw, weights, maxima.0, maxima.1);
+        let score = scores.finish(&raw, &ranges);
         let key = s.next_rand();
         if s.best.len() == keep {
             let (ls, lk, _) = s.best[keep - 1];
@@ -205,33 +226,31 @@ impl Eligible<'_> {
     }
 }
 
-/// Step 1 over the `eligible` slots: from the worker's rotating cursor, filter and score until
-/// `to_find` feasible nodes are found or every slot was seen. Returns the highest raw
-/// NodeAffinity and TaintToleration scores of the feasible nodes it found. One instance, kept out
-/// of line: the filter and score functions inline into its loop (inlined into `allocate` three
-/// times over they did not, and every node cost a quarter more).
+/// Step 2 over the `eligible` slots: from the worker's rotating cursor, filter and score until
+/// `to_find` feasible nodes are found or every slot was seen, widening `ranges` by the
+/// normalised scores of the feasible nodes it finds. One instance, kept out of line: the
+/// filter and score chains inline into its loop (inlined into `allocate` three times over they
+/// did not, and every node cost a quarter more).
 #[inline(never)]
-fn scan(
-    snap: &Snapshot,
-    pod: &CompiledPod,
+fn scan<'a>(
+    snap: &'a Snapshot,
+    filters: &mut Filters<'a>,
+    scores: &mut Scores<'a>,
+    ranges: &mut Ranges,
     s: &mut Scratch,
     to_find: usize,
     eligible: Eligible<'_>,
-) -> (i64, i64) {
-    let profile = &*snap.profile;
-    let (preds, weights, gpu_slot) = (profile.predicates, &profile.weights, snap.gpu_slot);
-    let (mut max_aff, mut max_taint) = (0i64, 0i64);
+) {
     let n_slots = snap.arena.slots();
     let start = s.cursor % n_slots;
     let mut slot = start;
     let mut scanned = 0;
     // Filter and score node `$i` of `$chunk`; leave the scan once enough nodes are feasible.
     macro_rules! visit {
-        ($scan:lifetime, $chunk:expr, $fit:expr, $score:expr, $ci:expr, $i0:expr, $i:expr) => {
-            if predicates::fits_with(pod, preds, $chunk, $fit, $i) {
-                let raw = nodeorder::score_with(pod, weights, $chunk, $score, $i, gpu_slot);
-                max_aff = max_aff.max(raw.affinity);
-                max_taint = max_taint.max(raw.taints);
+        ($scan:lifetime, $chunk:expr, $ci:expr, $i0:expr, $i:expr) => {
+            let node = Node::new($chunk, $i);
+            if filters.fits(node) {
+                let raw = scores.score(node, ranges);
                 s.feasible.push((($ci * CHUNK + $i) as u32, raw));
                 if s.feasible.len() >= to_find {
                     scanned += $i + 1 - $i0;
@@ -249,19 +268,19 @@ fn scan(
         let mut bits = eligible.mask(ci) & window;
         if bits != 0 {
             let chunk = snap.arena.chunk(ci);
-            let fit_rows = FitRows::new(pod, chunk);
-            let score_rows = ScoreRows::new(chunk);
+            filters.enter_chunk(chunk);
+            scores.enter_chunk(chunk);
             if bits == window {
                 // Every slot eligible (mode none, or a chunk wholly in the view): a plain
                 // counted loop.
                 for i in i0..end {
-                    visit!('scan, chunk, &fit_rows, &score_rows, ci, i0, i);
+                    visit!('scan, chunk, ci, i0, i);
                 }
             } else {
                 while bits != 0 {
                     let i = bits.trailing_zeros() as usize;
                     bits &= bits - 1;
-                    visit!('scan, chunk, &fit_rows, &score_rows, ci, i0, i);
+                    visit!('scan, chunk, ci, i0, i);
                 }
             }
         }
@@ -269,90 +288,74 @@ fn scan(
         slot = (ci * CHUNK + end) % n_slots;
     }
     s.cursor = start + scanned;
-    (max_aff, max_taint)
 }
 
-/// Every live node's reasons for rejecting the pod. Runs only when nothing fits. In hard
-/// sharding mode a node outside the shard fails with upstream's "not in shard" reason only.
+/// Every live node's reasons for rejecting the pod. Runs only when nothing fits. Nodes the
+/// sharding view does not admit (hard mode) fail with upstream's "not in shard" reason only.
 pub fn explain_all(snap: &Snapshot, pod: &CompiledPod) -> FailureSummary {
-    let preds = snap.profile.predicates;
     let mut summary = FailureSummary::default();
-    let hard = snap.sharding == ShardingMode::Hard;
-    summary.shard_missing = hard && snap.shard.is_none();
-    if summary.shard_missing && snap.nodes > 0 {
+    if let View::Missing(shard) = &snap.view {
         // No shard: every node fails for the same reason, without looking at it.
-        summary.nodes = snap.nodes;
-        summary.mask = reason::SHARD;
-        summary
-            .reasons
-            .push((Failure::NotInShard, snap.nodes as u32));
-        return summary;
+        summary.missing_shard = Some(shard.clone());
+        if snap.nodes > 0 {
+            summary.nodes = snap.nodes;
+            summary.wake = shard::NOT_IN_SHARD_WAKE;
+            summary
+                .reasons
+                .push((Failure::NotInShard, snap.nodes as u32));
+            return summary;
+        }
     }
+    let mut filters = Filters::new(Cycle { pod, snap });
     for ci in 0..snap.arena.num_chunks() {
         let chunk = snap.arena.chunk(ci);
-        let in_shard = snap.shard.as_ref().map_or(0, |set| set.mask(ci));
+        let admitted = snap.view.admits(ci);
+        filters.enter_chunk(chunk);
         for i in 0..CHUNK {
             if chunk.meta[i].is_none() {
                 continue;
             }
             summary.nodes += 1;
-            if hard && in_shard & (1 << i) == 0 {
+            if admitted & (1 << i) == 0 {
                 summary.add(Failure::NotInShard);
                 continue;
             }
-            predicates::explain(pod, preds, chunk, i, &mut |f| summary.add(f));
+            filters.explain(Node::new(chunk, i), &mut |f| summary.add(f));
         }
     }
     if summary.nodes == 0 {
-        summary.mask |= reason::NO_NODES;
+        summary.wake |= event::NODE_ADDED;
     }
     summary
 }
 
 /// Upstream's `FitErrors.Error()`: `0/N nodes are unavailable: <count> <reason>, ....` with the
-/// "count reason" strings sorted, or `all nodes are unavailable` when there are no nodes.
-pub fn failure_message(
-    summary: &FailureSummary,
-    resource_name: impl Fn(u8) -> String,
-    string: impl Fn(u32) -> String,
-) -> String {
-    if summary.nodes == 0 {
-        return "0/0 nodes are unavailable".to_owned();
+/// "count reason" strings sorted, then, while this scheduler's NodeShard is missing in hard
+/// mode, a sentence saying so.
+pub fn failure_message(summary: &FailureSummary, names: &Names<'_>) -> String {
+    let mut message = if summary.nodes == 0 {
+        "0/0 nodes are unavailable".to_owned()
+    } else {
+        let mut parts: Vec<String> = summary
+            .reasons
+            .iter()
+            .map(|(f, n)| format!("{n} {}", f.message(names)))
+            .collect();
+        parts.sort();
+        // Taint reasons with different keys are distinct reasons; identical strings merge.
+        parts.dedup();
+        if parts.is_empty() {
+            format!("0/{} nodes are unavailable", summary.nodes)
+        } else {
+            format!(
+                "0/{} nodes are unavailable: {}.",
+                summary.nodes,
+                parts.join(", ")
+            )
+        }
+    };
+    if let Some(shard) = &summary.missing_shard {
+        message.push_str(&shard::missing_shard_note(shard));
     }
-    let mut parts: Vec<String> = summary
-        .reasons
-        .iter()
-        .map(|(f, n)| {
-            let text = match f {
-                Failure::Insufficient(s) => format!("Insufficient {}", resource_name(*s)),
-                Failure::TooManyPods => "node(s) pod number exceeded".to_owned(),
-                Failure::Unschedulable => "node(s) were unschedulable".to_owned(),
-                Failure::NodeName => "node(s) didn't match the requested node name".to_owned(),
-                Failure::Affinity => "node(s) didn't match Pod's node affinity/selector".to_owned(),
-                Failure::Taint { key, value } => {
-                    format!(
-                        "node(s) had untolerated taint {{{}: {}}}",
-                        string(*key),
-                        string(*value)
-                    )
-                }
-                Failure::Ports => {
-                    "node(s) didn't have free ports for the requested pod ports".to_owned()
-                }
-                Failure::NotInShard => "node isn't in scheduler node shard".to_owned(),
-            };
-            format!("{n} {text}")
-        })
-        .collect();
-    parts.sort();
-    // Taint reasons with different keys are distinct reasons; identical strings merge.
-    parts.dedup();
-    if parts.is_empty() {
-        return format!("0/{} nodes are unavailable", summary.nodes);
-    }
-    format!(
-        "0/{} nodes are unavailable: {}.",
-        summary.nodes,
-        parts.join(", ")
-    )
+    message
 }

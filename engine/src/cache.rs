@@ -6,20 +6,21 @@
 //! anyone, or assumed by us after a claim), the per-node applied bind-version counts, and the
 //! working snapshot arena. It may touch the shared [`BindVersions`] counters (bumps for
 //! capacity-reducing changes, see `binder`) and nothing else; it never talks to the queue — it
-//! returns [`reason`] masks describing what a change could help, and the caller moves pods.
+//! returns the cluster [`event`]s each change amounts to, and the caller moves pods.
 //!
 //! Completed pods (Succeeded/Failed) stop counting the moment the cache hears of it.
 
 use crate::binder::{BindVersions, Candidate, MAX_SLOTS};
 use crate::conf::Profile;
+use crate::event::{self, Events};
 use crate::model::{
     CPU, CompiledNode, CompiledPod, HostPort, Interner, MEMORY, ModelError, NodeInput, NodeMeta,
-    PodInput, ResourceList, ResourceRegistry, TaintEffect, compile_node, compile_pod,
+    PodInput, ResourceList, ResourceRegistry, compile_node, compile_pod,
 };
 use crate::mutation;
-use crate::queue::reason::{self, ReasonMask};
-use crate::shard::{NodeSet, ShardingMode};
-use crate::snapshot::{Arena, CHUNK, Snapshot, flags};
+use crate::plugins::{self, Names, NodeFacts};
+use crate::shard::{NodeBook, View};
+use crate::snapshot::{Arena, CHUNK, Snapshot};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
@@ -74,8 +75,7 @@ pub struct Cache {
     dirty: bool,
     seq: u64,
     profile: Arc<Profile>,
-    sharding: ShardingMode,
-    shard: Option<Arc<NodeSet>>,
+    view: View,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -111,8 +111,7 @@ impl Cache {
             dirty: true,
             seq: 0,
             profile,
-            sharding: ShardingMode::None,
-            shard: None,
+            view: View::All,
         }
     }
 
@@ -124,6 +123,14 @@ impl Cache {
     /// Resource names by slot.
     pub fn registry(&self) -> &ResourceRegistry {
         &self.registry
+    }
+
+    /// Both, to render failure reasons with.
+    pub fn names(&self) -> Names<'_> {
+        Names {
+            resources: &self.registry,
+            strings: &self.interner,
+        }
     }
 
     /// Compile a pod with this cache's interner and registry (the only ones its snapshots'
@@ -172,11 +179,9 @@ impl Cache {
         &self.profile
     }
 
-    /// The sharding mode and the current node-set view, carried by every snapshot from the next
-    /// publication on.
-    pub fn set_shard(&mut self, mode: ShardingMode, view: Option<Arc<NodeSet>>) {
-        self.sharding = mode;
-        self.shard = view;
+    /// The sharding view, carried by every snapshot from the next publication on.
+    pub fn set_view(&mut self, view: View) {
+        self.view = view;
         self.dirty = true;
     }
 
@@ -200,18 +205,18 @@ impl Cache {
     // Nodes
     // -----------------------------------------------------------------------------------------
 
-    /// Add or update a node. Returns what the change may help unschedulable pods with.
+    /// Add or update a node. Returns the events the change amounts to.
     pub fn apply_node(
         &mut self,
         input: &NodeInput,
         reuse_horizon: u64,
-    ) -> Result<ReasonMask, CacheError> {
+    ) -> Result<Events, CacheError> {
         let compiled = compile_node(input, &mut self.interner, &mut self.registry)?;
         if let Some(&slot) = self.by_name.get(input.name.as_str()) {
             let st = &mut self.slots[slot as usize];
             let old = st.node.as_ref().expect("named slot holds a node");
-            let (mask, restricts) = diff_nodes(old, &compiled);
-            if mask == 0
+            let (events, restricts) = diff_nodes(old, &compiled);
+            if events == 0
                 && !restricts
                 && old.meta == compiled.meta
                 && old.allocatable == compiled.allocatable
@@ -223,7 +228,7 @@ impl Cache {
                 self.bump(slot);
             }
             self.write_slot(slot);
-            return Ok(mask);
+            return Ok(events);
         }
         let slot = self.allocate_slot(&input.name, reuse_horizon)?;
         let name = compiled.meta.name.clone();
@@ -248,7 +253,7 @@ impl Cache {
             }
         }
         self.write_slot(slot);
-        Ok(reason::ALL)
+        Ok(event::NODE_ADDED)
     }
 
     fn allocate_slot(&mut self, name: &str, reuse_horizon: u64) -> Result<u32, CacheError> {
@@ -269,7 +274,7 @@ impl Cache {
 
     /// Remove a node. Pods still recorded on it wait as orphans until they are deleted or the
     /// node comes back.
-    pub fn delete_node(&mut self, name: &str) -> ReasonMask {
+    pub fn delete_node(&mut self, name: &str) -> Events {
         let Some(slot) = self.by_name.remove(name) else {
             return 0;
         };
@@ -303,7 +308,7 @@ impl Cache {
         &mut self,
         nodes: &[NodeInput],
         reuse_horizon: u64,
-    ) -> (ReasonMask, Vec<CacheError>) {
+    ) -> (Events, Vec<CacheError>) {
         let keep: std::collections::HashSet<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
         let gone: Vec<Arc<str>> = self
             .by_name
@@ -330,7 +335,7 @@ impl Cache {
     // -----------------------------------------------------------------------------------------
 
     /// A pod bound to `node` (by anyone), as the watch reports it. Terminal pods are removed.
-    pub fn apply_bound_pod(&mut self, pod: &CompiledPod, node: &str, terminal: bool) -> ReasonMask {
+    pub fn apply_bound_pod(&mut self, pod: &CompiledPod, node: &str, terminal: bool) -> Events {
         if terminal {
             return self.remove_pod(&pod.uid);
         }
@@ -355,7 +360,7 @@ impl Cache {
             }
             return 0;
         }
-        let mut mask = self.remove_pod(&pod.uid);
+        let mask = self.remove_pod(&pod.uid);
         if let Some(&slot) = self.by_name.get(&*placement.node) {
             // Someone else's placement (or a changed one) reduces what the node can take.
             if !mutation::skip_external_bump() {
@@ -370,20 +375,19 @@ impl Cache {
                 .push(pod.uid.clone());
         }
         self.pods.insert(pod.uid.clone(), placement);
-        // Moving a pod off another node frees capacity there, but the new placement helps no one.
-        mask &= !reason::ALL_NEW_NODE;
+        // Moving a pod off another node frees capacity there; the new placement helps no one.
         mask
     }
 
     /// A pod is gone (deleted, completed, or its assumption forgotten): free its resources.
-    pub fn remove_pod(&mut self, uid: &str) -> ReasonMask {
+    pub fn remove_pod(&mut self, uid: &str) -> Events {
         let Some(p) = self.pods.remove(uid) else {
             return 0;
         };
         if let Some(&slot) = self.by_name.get(&*p.node) {
             self.account(slot, &p, -1);
             self.write_slot(slot);
-            reason::CAPACITY_FREED
+            event::POD_REMOVED
         } else {
             if let Some(list) = self.orphans.get_mut(&p.node) {
                 list.retain(|u| &**u != uid);
@@ -430,11 +434,11 @@ impl Cache {
     }
 
     /// Drop an assumption after a failed bind. Freed capacity needs no version bump.
-    pub fn forget(&mut self, uid: &str) -> ReasonMask {
+    pub fn forget(&mut self, uid: &str) -> Events {
         match self.pods.get(uid) {
             Some(p) if p.assumed && mutation::forget_leaks() => {
                 self.pods.remove(uid);
-                reason::CAPACITY_FREED
+                event::POD_REMOVED
             }
             Some(p) if p.assumed => self.remove_pod(uid),
             _ => 0,
@@ -513,26 +517,11 @@ impl Cache {
         chunk.nonzero_used[0][i] = st.nonzero[0];
         chunk.nonzero_used[1][i] = st.nonzero[1];
         let meta: &Arc<NodeMeta> = &node.meta;
-        let mut f = flags::PRESENT;
-        if meta.unschedulable {
-            f |= flags::UNSCHEDULABLE;
-        }
-        if meta
-            .taints
-            .iter()
-            .any(|t| t.effect != TaintEffect::PreferNoSchedule)
-        {
-            f |= flags::HARD_TAINTS;
-        }
-        if meta
-            .taints
-            .iter()
-            .any(|t| t.effect == TaintEffect::PreferNoSchedule)
-        {
-            f |= flags::SOFT_TAINTS;
-        }
+        let f = plugins::node_flags(&NodeFacts {
+            meta,
+            ports: &st.ports,
+        });
         if !st.ports.is_empty() {
-            f |= flags::PORTS;
             let same = chunk.ports[i].as_deref().is_some_and(|p| *p == *st.ports);
             if !same {
                 Arc::make_mut(&mut chunk.ports)[i] = Some(Arc::from(st.ports.as_slice()));
@@ -559,8 +548,7 @@ impl Cache {
             nodes: self.live_nodes,
             profile: self.profile.clone(),
             gpu_slot: self.registry.lookup("nvidia.com/gpu"),
-            sharding: self.sharding,
-            shard: self.shard.clone(),
+            view: self.view.clone(),
         }))
     }
 
@@ -578,20 +566,39 @@ impl Cache {
     }
 }
 
-/// What changed between two versions of a node: which unschedulable reasons it may help, and
-/// whether it restricts the node (so stale decisions must be invalidated by a version bump).
-fn diff_nodes(old: &CompiledNode, new: &CompiledNode) -> (ReasonMask, bool) {
-    let mut mask = 0;
+impl NodeBook for Cache {
+    fn slot(&self, node: &str) -> Option<u32> {
+        self.node_slot(node)
+    }
+
+    fn applied(&self, slot: u32) -> u64 {
+        Cache::applied(self, slot)
+    }
+
+    fn counter(&self, slot: u32) -> u64 {
+        self.versions.current(slot as usize)
+    }
+
+    fn binding(&self, slot: u32) -> u32 {
+        self.assumed_on(slot)
+    }
+}
+
+/// What changed between two versions of a node: the events it amounts to, and whether it
+/// restricts the node (so stale decisions must be invalidated by a version bump: any change a
+/// filter could read that can only make fewer pods fit).
+fn diff_nodes(old: &CompiledNode, new: &CompiledNode) -> (Events, bool) {
+    let mut events = 0;
     let mut restricts = false;
     if old.meta.labels != new.meta.labels {
-        mask |= reason::AFFINITY;
+        events |= event::NODE_LABELS_CHANGED;
         restricts = true;
     }
     if old.meta.taints != new.meta.taints {
         let removed = old.meta.taints.iter().any(|t| !new.meta.taints.contains(t));
         let added = new.meta.taints.iter().any(|t| !old.meta.taints.contains(t));
         if removed {
-            mask |= reason::TAINT;
+            events |= event::NODE_TAINT_REMOVED;
         }
         restricts |= added;
     }
@@ -599,13 +606,13 @@ fn diff_nodes(old: &CompiledNode, new: &CompiledNode) -> (ReasonMask, bool) {
         if new.meta.unschedulable {
             restricts = true;
         } else {
-            mask |= reason::UNSCHEDULABLE;
+            events |= event::NODE_SCHEDULABLE;
         }
     }
     let get = |l: &ResourceList, s| l.iter().find(|&&(x, _)| x == s).map_or(0, |&(_, a)| a);
     for &(s, a) in &new.allocatable {
         if a > get(&old.allocatable, s) {
-            mask |= reason::RESOURCES;
+            events |= event::NODE_ALLOCATABLE_GREW;
         }
     }
     for &(s, a) in &old.allocatable {
@@ -613,7 +620,7 @@ fn diff_nodes(old: &CompiledNode, new: &CompiledNode) -> (ReasonMask, bool) {
             restricts = true;
         }
     }
-    (mask, restricts)
+    (events, restricts)
 }
 
 #[cfg(test)]

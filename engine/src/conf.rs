@@ -5,6 +5,7 @@
 //!
 //! Owns parsing and validation only; the adapter reads files and watches for changes.
 
+use crate::plugins::{FilterSwitches, ScoreWeights};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -111,53 +112,6 @@ pub struct SchedulerConf {
     pub metrics: BTreeMap<String, ArgValue>,
 }
 
-/// Which filters run. Resource fit and NodeUnschedulable always run (as upstream).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PredicateSet {
-    pub node_affinity: bool,
-    pub node_ports: bool,
-    pub taint_toleration: bool,
-}
-
-impl PredicateSet {
-    pub const NONE: PredicateSet = PredicateSet {
-        node_affinity: false,
-        node_ports: false,
-        taint_toleration: false,
-    };
-}
-
-/// Node-order weights, upstream keys and defaults. Zero disables a scorer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Weights {
-    pub least_requested: i64,
-    pub most_requested: i64,
-    pub balanced_resource: i64,
-    pub node_affinity: i64,
-    pub taint_toleration: i64,
-}
-
-impl Weights {
-    pub const DEFAULT: Weights = Weights {
-        least_requested: 1,
-        most_requested: 0,
-        balanced_resource: 1,
-        node_affinity: 2,
-        taint_toleration: 3,
-    };
-    pub const NONE: Weights = Weights {
-        least_requested: 0,
-        most_requested: 0,
-        balanced_resource: 0,
-        node_affinity: 0,
-        taint_toleration: 0,
-    };
-
-    pub fn any(&self) -> bool {
-        *self != Weights::NONE
-    }
-}
-
 /// Feasible-node sampling (flags `--minimum-feasible-nodes`, `--minimum-percentage-nodes-to-find`,
 /// `--percentage-nodes-to-find`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -230,8 +184,10 @@ impl Sampling {
 /// The compiled configuration the workers use.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Profile {
-    pub predicates: PredicateSet,
-    pub weights: Weights,
+    /// Which filters are on (each plugin declares its `predicates` switch and default).
+    pub filters: FilterSwitches,
+    /// Scorer weights (each plugin declares its `nodeorder` key and default).
+    pub weights: ScoreWeights,
     /// `configurations[allocate].candidateNodeCount`, default 3, must be > 0.
     pub candidate_node_count: usize,
     pub sampling: Sampling,
@@ -246,13 +202,8 @@ impl Default for Profile {
     }
 }
 
-/// Predicate arguments that upstream honours and Magma implements.
-const PREDICATE_KEYS: &[&str] = &[
-    "predicate.NodeAffinityEnable",
-    "predicate.NodePortsEnable",
-    "predicate.TaintTolerationEnable",
-];
-/// Predicate arguments for upstream filters Magma does not implement. Accepted and ignored: the
+/// Predicate arguments for upstream filters Magma does not implement (the ones it implements
+/// are declared by the plugins, `plugins::FilterSwitches`). Accepted and ignored: the
 /// agent workloads Magma targets do not use pod affinity, topology spread, volumes or DRA.
 const UNSUPPORTED_PREDICATE_KEYS: &[&str] = &[
     "predicate.PodAffinityEnable",
@@ -267,6 +218,7 @@ const UNSUPPORTED_PREDICATE_KEYS: &[&str] = &[
     "volumebinding.shape",
     "dynamicresources.filterTimeoutSeconds",
 ];
+/// Upstream scorer weights Magma does not implement (see `plugins::ScoreWeights` for the rest).
 const UNSUPPORTED_WEIGHT_KEYS: &[&str] = &[
     "podaffinity.weight",
     "imagelocality.weight",
@@ -354,8 +306,8 @@ impl Profile {
                 return Err(ConfError::UnknownAction((*a).to_owned()));
             }
         }
-        let mut predicates = PredicateSet::NONE;
-        let mut weights = Weights::NONE;
+        let mut filters = FilterSwitches::OFF;
+        let mut weights = ScoreWeights::NONE;
         for (ti, tier) in conf.tiers.iter().enumerate() {
             for p in &tier.plugins {
                 if p.name.is_empty() {
@@ -364,55 +316,36 @@ impl Profile {
                 let owner = format!("plugin {:?}", p.name);
                 let enable_predicate = p.enable_predicate.unwrap_or(true);
                 let enable_node_order = p.enable_node_order.unwrap_or(true);
+                let a = &p.arguments;
                 match p.name.as_str() {
                     "predicates" => {
-                        for key in p.arguments.keys() {
+                        for key in a.keys() {
                             if UNSUPPORTED_PREDICATE_KEYS.contains(&key.as_str()) {
                                 warnings.push(format!("{owner}: argument {key:?} is accepted but Magma does not implement that filter"));
-                            } else if !PREDICATE_KEYS.contains(&key.as_str()) {
+                            } else if !FilterSwitches::keys().any(|k| k == key) {
                                 warnings.push(format!("{owner}: unknown argument {key:?} ignored"));
                             }
                         }
-                        let a = &p.arguments;
-                        let set = PredicateSet {
-                            node_affinity: get_bool(&owner, a, "predicate.NodeAffinityEnable", true)?,
-                            node_ports: get_bool(&owner, a, "predicate.NodePortsEnable", true)?,
-                            taint_toleration: get_bool(&owner, a, "predicate.TaintTolerationEnable", true)?,
-                        };
+                        let set = FilterSwitches::read(|key, default| get_bool(&owner, a, key, default))?;
                         for key in UNSUPPORTED_PREDICATE_KEYS.iter().filter(|k| k.ends_with("Enable")) {
                             get_bool(&owner, a, key, true)?;
                         }
                         if enable_predicate {
-                            predicates = set;
+                            filters = set;
                         }
                     }
                     "nodeorder" => {
-                        let a = &p.arguments;
                         for key in a.keys() {
                             if UNSUPPORTED_WEIGHT_KEYS.contains(&key.as_str()) {
                                 warnings.push(format!("{owner}: {key:?} is accepted but Magma does not implement that scorer"));
-                            } else if !key.ends_with(".weight") || ![
-                                "leastrequested.weight",
-                                "mostrequested.weight",
-                                "balancedresource.weight",
-                                "nodeaffinity.weight",
-                                "tainttoleration.weight",
-                            ]
-                            .contains(&key.as_str())
-                            {
+                            } else if !ScoreWeights::KEYS.contains(&key.as_str()) {
                                 warnings.push(format!("{owner}: unknown argument {key:?} ignored"));
                             }
                         }
                         for key in UNSUPPORTED_WEIGHT_KEYS {
                             weight(&owner, a, key, 0)?;
                         }
-                        let w = Weights {
-                            least_requested: weight(&owner, a, "leastrequested.weight", 1)?,
-                            most_requested: weight(&owner, a, "mostrequested.weight", 0)?,
-                            balanced_resource: weight(&owner, a, "balancedresource.weight", 1)?,
-                            node_affinity: weight(&owner, a, "nodeaffinity.weight", 2)?,
-                            taint_toleration: weight(&owner, a, "tainttoleration.weight", 3)?,
-                        };
+                        let w = ScoreWeights::read(|key, default| weight(&owner, a, key, default))?;
                         if enable_node_order {
                             weights = w;
                         }
@@ -450,7 +383,7 @@ impl Profile {
             get_bool(owner, &c.arguments, "predicateErrorCacheEnable", true)?;
         }
         Ok(Profile {
-            predicates,
+            filters,
             weights,
             candidate_node_count,
             sampling,
@@ -470,15 +403,22 @@ mod tests {
     #[test]
     fn default_config_enables_everything_with_upstream_weights() {
         let p = Profile::default();
-        assert_eq!(p.weights, Weights::DEFAULT);
+        assert_eq!(p.weights, ScoreWeights::DEFAULT);
         assert_eq!(
-            p.predicates,
-            PredicateSet {
-                node_affinity: true,
-                node_ports: true,
-                taint_toleration: true
-            }
+            (p.weights.least_allocated, p.weights.most_allocated),
+            (1, 0)
         );
+        assert_eq!(
+            (
+                p.weights.balanced_allocation,
+                p.weights.node_affinity,
+                p.weights.taint_toleration
+            ),
+            (1, 2, 3)
+        );
+        assert_eq!(p.filters, FilterSwitches::DEFAULT);
+        let f = p.filters;
+        assert!(f.node_affinity && f.node_ports && f.taint_toleration);
         assert_eq!(p.candidate_node_count, 3);
         assert!(p.warnings.is_empty());
     }
@@ -505,13 +445,9 @@ configurations:
 "#,
         )
         .unwrap();
-        assert!(
-            !p.predicates.node_ports
-                && !p.predicates.taint_toleration
-                && p.predicates.node_affinity
-        );
-        assert_eq!(p.weights.most_requested, 10);
-        assert_eq!(p.weights.least_requested, 0);
+        assert!(!p.filters.node_ports && !p.filters.taint_toleration && p.filters.node_affinity);
+        assert_eq!(p.weights.most_allocated, 10);
+        assert_eq!(p.weights.least_allocated, 0);
         assert_eq!(p.weights.taint_toleration, 3);
         assert_eq!(p.candidate_node_count, 5);
     }
@@ -522,8 +458,10 @@ configurations:
             "actions: allocate\ntiers:\n- plugins:\n  - name: predicates\n    enablePredicate: false\n  - name: nodeorder\n    enableNodeOrder: false\n",
         )
         .unwrap();
-        assert_eq!(p.predicates, PredicateSet::NONE);
-        assert_eq!(p.weights, Weights::NONE);
+        assert_eq!(p.filters, FilterSwitches::OFF);
+        assert!(!p.filters.node_affinity && !p.filters.node_ports && !p.filters.taint_toleration);
+        assert!(p.filters.fit && p.filters.node_unschedulable && p.filters.node_name);
+        assert_eq!(p.weights, ScoreWeights::NONE);
     }
 
     #[test]

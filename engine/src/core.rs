@@ -14,12 +14,11 @@ use crate::allocate::failure_message;
 use crate::cache::{Cache, CacheError};
 use crate::clock::Nanos;
 use crate::conf::Profile;
+use crate::event::{self, Events};
 use crate::model::{CompiledPod, NodeInput, PodInput};
 use crate::mutation;
-use crate::queue::{PodState, QueueDepths, QueueOptions, SchedulingQueue, reason};
-use crate::shard::{
-    Coordinator, NodeSet, ShardInput, ShardStatusIntent, ShardingMode, ShardingOptions,
-};
+use crate::queue::{PodState, QueueDepths, QueueOptions, SchedulingQueue};
+use crate::shard::{ShardInput, ShardStatusIntent, Sharding, ShardingMode, ShardingOptions};
 use crate::snapshot::Snapshot;
 use crate::stats::{Stats, inc};
 use crate::sync::HandOff;
@@ -182,17 +181,13 @@ pub struct Core {
     intents: Sender<Intent>,
     stats: Arc<Stats>,
     /// Reasons accumulated since the last flush, applied to the pool once per flush.
-    pending_events: reason::ReasonMask,
+    pending_events: Events,
     /// Recent wake-ups: (first snapshot sequence containing the change, reasons it helps).
     /// A worker that decided "unschedulable" on an older snapshot missed them (the pool was
     /// woken before its pod entered it), so its pod is retried instead of parked.
-    wakes: std::collections::VecDeque<(u64, reason::ReasonMask)>,
+    wakes: std::collections::VecDeque<(u64, Events)>,
     /// Sharding (`shard` module); `None` in mode `none`.
-    shard: Option<Coordinator>,
-    /// First snapshot sequence carrying the current shard view.
-    view_seq: u64,
-    /// A node got or lost a slot: the view's slot set must be rebuilt.
-    shard_slots_dirty: bool,
+    shard: Option<Sharding>,
     /// As the last `Input::Leadership` said (initially: as `Shared` says at construction).
     leading: bool,
 }
@@ -220,25 +215,21 @@ impl Core {
             pending_events: 0,
             wakes: std::collections::VecDeque::new(),
             shard: None,
-            view_seq: 0,
-            shard_slots_dirty: false,
         }
     }
 
     /// Schedule within a NodeShard (`--scheduler-sharding-mode` soft or hard).
     pub fn with_sharding(mut self, opts: ShardingOptions) -> Core {
-        self.cache.set_shard(opts.mode, None);
-        self.shard = (opts.mode != ShardingMode::None).then(|| Coordinator::new(opts));
-        if self.leading
-            && let Some(c) = &mut self.shard
-        {
-            c.term_started();
+        if opts.mode != ShardingMode::None {
+            let (sharding, view) = Sharding::new(opts, self.leading);
+            self.cache.set_view(view);
+            self.shard = Some(sharding);
         }
         self
     }
 
-    /// The sharding coordinator, if sharding is on.
-    pub fn shard(&self) -> Option<&Coordinator> {
+    /// Sharding, if it is on.
+    pub fn shard(&self) -> Option<&Sharding> {
         self.shard.as_ref()
     }
 
@@ -275,19 +266,23 @@ impl Core {
             Input::NodeApply(n) => {
                 let before = self.cache.node_slot(&n.name);
                 match self.cache.apply_node(&n, self.shared.horizon()) {
-                    Ok(mask) => self.pending_events |= mask,
+                    Ok(events) => self.pending_events |= events,
                     Err(e) => self.emit(Intent::Error(e.into())),
                 }
-                self.shard_slots_dirty |= before != self.cache.node_slot(&n.name);
+                if before != self.cache.node_slot(&n.name) {
+                    self.nodes_changed();
+                }
             }
             Input::NodeDelete(name) => {
-                self.shard_slots_dirty |= self.cache.node_slot(&name).is_some();
+                if self.cache.node_slot(&name).is_some() {
+                    self.nodes_changed();
+                }
                 self.pending_events |= self.cache.delete_node(&name);
             }
             Input::NodeReset(nodes) => {
-                let (mask, errors) = self.cache.reset_nodes(&nodes, self.shared.horizon());
-                self.pending_events |= mask;
-                self.shard_slots_dirty = true;
+                let (events, errors) = self.cache.reset_nodes(&nodes, self.shared.horizon());
+                self.pending_events |= events;
+                self.nodes_changed();
                 for e in errors {
                     self.emit(Intent::Error(e.into()));
                 }
@@ -363,13 +358,10 @@ impl Core {
             }
             Input::Profile(p) => self.cache.set_profile(p),
             Input::Leadership(leading) => {
-                if leading
-                    && !self.leading
-                    && let Some(c) = &mut self.shard
-                {
-                    c.term_started();
-                }
                 self.leading = leading;
+                if let Some(c) = &mut self.shard {
+                    c.set_leading(leading);
+                }
             }
             Input::Tick => {}
             Input::BindOutcome { uid, result } => self.bind_outcome(&uid, result, now),
@@ -510,23 +502,9 @@ impl Core {
             Outcome::Conflict => self.queue.requeue_urgent(&uid),
             Outcome::Paused => self.queue.requeue_active(&uid),
             Outcome::Unschedulable(summary) => {
-                let cache = &self.cache;
-                let mut message = failure_message(
-                    &summary,
-                    |s| cache.registry().name(s).to_owned(),
-                    |id| cache.interner().resolve(id).to_owned(),
-                );
-                if summary.shard_missing
-                    && let Some(c) = &self.shard
-                {
-                    message.push_str(&format!(
-                        " NodeShard {:?} does not exist: in hard sharding mode no pod is \
-                         scheduled until it does.",
-                        c.shard_name()
-                    ));
-                }
+                let message = failure_message(&summary, &self.cache.names());
                 let pod = r.task.pod.clone();
-                self.queue.mark_unschedulable(&uid, summary.mask, now);
+                self.queue.mark_unschedulable(&uid, summary.wake, now);
                 // Decided on a snapshot older than a wake-up that could help: retry it.
                 let history_covers = self
                     .wakes
@@ -539,9 +517,9 @@ impl Core {
                         .filter(|&&(s, _)| s > r.snapshot_seq)
                         .fold(0, |a, &(_, m)| a | m)
                 } else {
-                    reason::ALL
+                    event::ALL
                 };
-                if missed & summary.mask != 0 {
+                if missed & summary.wake != 0 {
                     self.queue.retry(&uid, now);
                 }
                 self.report(&pod, StatusReason::Unschedulable, message);
@@ -581,56 +559,35 @@ impl Core {
             .min()
     }
 
-    /// Recompute the shard view and its slot set; the next publication carries it.
-    fn refresh_shard_view(&mut self) {
-        let Some(c) = &mut self.shard else { return };
-        let changed = c.refresh_view();
-        let lists = c.take_pod_lists();
-        if !lists.is_empty() {
-            let _ = self.intents.send(Intent::ListNodePods(lists));
-        }
-        let slots_dirty = std::mem::take(&mut self.shard_slots_dirty);
-        if changed.is_none() && !slots_dirty {
-            return;
-        }
-        let set = c.view().map(|names| {
-            Arc::new(NodeSet::from_slots(
-                names.iter().filter_map(|n| self.cache.node_slot(n)),
-            ))
-        });
-        self.cache.set_shard(c.mode(), set);
-        if changed.is_some() {
-            // Workers on an older snapshot may still use the old view (worker-sync rule).
-            self.view_seq = self.cache.next_seq();
-        }
-        if changed == Some(true) {
-            // New shard nodes can help any unschedulable pod.
-            self.pending_events |= reason::ALL;
+    /// A node got or lost a slot: the shard view's slot set must be rebuilt.
+    fn nodes_changed(&mut self) {
+        if let Some(c) = &mut self.shard {
+            c.nodes_changed();
         }
     }
 
-    /// Emit our NodeShard's status when it is due and allowed (`shard` module, rules 3–5).
-    /// Returns when the coordinator next needs a look.
+    /// Recompute the shard view; the next publication carries it.
+    fn refresh_shard_view(&mut self) {
+        let Some(c) = &mut self.shard else { return };
+        let (change, lists) = c.refresh(&self.cache, self.cache.next_seq());
+        if !lists.is_empty() {
+            self.emit(Intent::ListNodePods(lists));
+        }
+        if let Some(change) = change {
+            self.cache.set_view(change.view);
+            if change.grew {
+                self.pending_events |= event::NODE_ADDED;
+            }
+        }
+    }
+
+    /// Emit our NodeShard's status when it is due and allowed (`shard` rules 3–5). Returns when
+    /// sharding next needs a look.
     fn shard_status(&mut self, now: Nanos) -> Option<Nanos> {
         let c = self.shard.as_mut()?;
-        if self.leading {
-            // A worker still on an older view holds the write back.
-            let workers_current =
-                self.shared.horizon() >= self.view_seq || mutation::shard_release_ignores_workers();
-            let (cache, versions) = (&self.cache, self.shared.versions());
-            // Nothing of ours can land on the node any more: every pod assumed there has
-            // finished binding, and every claim on it is applied (counter = applied count).
-            let drained = |name: &str| {
-                cache.node_slot(name).is_none_or(|slot| {
-                    (cache.assumed_on(slot) == 0 || mutation::shard_release_ignores_binds())
-                        && (versions.current(slot as usize) == cache.applied(slot)
-                            || mutation::shard_release_ignores_claims())
-                })
-            };
-            if let Some(intent) = c.status_to_write(now, workers_current, drained) {
-                inc(&self.stats.driver.shard_status_intents, 1);
-                let _ = self.intents.send(Intent::ShardStatus(intent));
-            }
+        if let Some(intent) = c.status(now, self.shared.horizon(), &self.cache) {
+            inc(&self.stats.driver.shard_status_intents, 1);
+            let _ = self.intents.send(Intent::ShardStatus(intent));
         }
         self.stats.set_shard_gauges(c.gauges());
         c.next_deadline(now)

@@ -100,7 +100,9 @@ impl Engine {
         let versions = Arc::new(BindVersions::default());
         let profile = Arc::new(opts.profile.clone());
         let mut cache = Cache::new(versions.clone(), profile.clone());
-        cache.set_shard(opts.sharding.mode, None);
+        // The first snapshot already carries the view sharding starts with (hard: no node).
+        let s = &opts.sharding;
+        cache.set_view(crate::shard::View::new(s.mode, &s.shard_name, None));
         let first = cache
             .publish()
             .unwrap_or_else(|| Arc::new(Snapshot::empty(profile)));

@@ -20,6 +20,7 @@ pub mod core;
 // the protocol pieces (`worker::Shared`, `binder`, `cache`, `sync::HandOff`) directly.
 #[cfg(not(loom))]
 pub mod engine;
+pub mod event;
 pub mod model;
 pub mod mutation;
 pub mod plugins;

@@ -7,9 +7,9 @@
 //!   100), then `volcano.sh/scheduling-priority`, then `spec.priority`, then FIFO by enqueue time.
 //! - backoffQ: per-pod exponential backoff after an unschedulable attempt, `initial << (n-1)`
 //!   capped at `max` (1 s → 10 s by default).
-//! - unschedulable pool: pods that fit nowhere, with the reasons recorded as a [`reason`] mask.
-//!   A cluster event whose mask intersects a pod's reasons moves it back (to activeQ if its
-//!   backoff has expired, else to backoffQ). Pods are flushed back after `max_unschedulable`.
+//! - unschedulable pool: pods that fit nowhere, each with the cluster [`event`](crate::event)s
+//!   that can make it fit (its failures' wake-ups). Such an event moves it back (to activeQ if
+//!   its backoff has expired, else to backoffQ). Pods are flushed back after `max_unschedulable`.
 //! - Updates and deletes apply wherever the pod is; heaps use lazy deletion by generation.
 //!
 //! Priority inversion is bounded by the hand-off capacity: a pod that becomes the most urgent
@@ -22,26 +22,7 @@ use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Why pods are unschedulable, and which cluster events can help them.
-pub mod reason {
-    pub type ReasonMask = u32;
-    pub const RESOURCES: ReasonMask = 1;
-    pub const PODS: ReasonMask = 1 << 1;
-    pub const AFFINITY: ReasonMask = 1 << 2;
-    pub const TAINT: ReasonMask = 1 << 3;
-    pub const UNSCHEDULABLE: ReasonMask = 1 << 4;
-    pub const PORTS: ReasonMask = 1 << 5;
-    pub const NO_NODES: ReasonMask = 1 << 6;
-    pub const NODE_NAME: ReasonMask = 1 << 7;
-    pub const SHARD: ReasonMask = 1 << 8;
-    pub const ALL: ReasonMask = u32::MAX;
-    /// What capacity freed on a node (a pod deleted, completed or forgotten) can help.
-    pub const CAPACITY_FREED: ReasonMask = RESOURCES | PODS | PORTS;
-    /// Bits only a new node can help.
-    pub const ALL_NEW_NODE: ReasonMask = NO_NODES | NODE_NAME;
-}
-
-use reason::ReasonMask;
+use crate::event::Events;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QueueOptions {
@@ -70,7 +51,8 @@ pub enum PodState {
     },
     Unschedulable {
         since: Nanos,
-        reasons: ReasonMask,
+        /// The cluster events that can make it fit (the union of its failures' wake-ups).
+        wake: Events,
     },
     /// Handed to a worker.
     InFlight,
@@ -431,15 +413,15 @@ impl SchedulingQueue {
         }
     }
 
-    /// A cluster event happened that may help pods failing for `mask` reasons.
-    pub fn on_cluster_event(&mut self, mask: ReasonMask, now: Nanos) -> usize {
-        if mask == 0 || self.depths.unschedulable == 0 {
+    /// Cluster `events` happened: move back every pod one of them may help.
+    pub fn on_cluster_event(&mut self, events: Events, now: Nanos) -> usize {
+        if events == 0 || self.depths.unschedulable == 0 {
             return 0;
         }
         let movable: Vec<Arc<str>> = self
             .entries
             .iter()
-            .filter(|(_, e)| matches!(e.state, PodState::Unschedulable { reasons, .. } if reasons & mask != 0))
+            .filter(|(_, e)| matches!(e.state, PodState::Unschedulable { wake, .. } if wake & events != 0))
             .map(|(u, _)| u.clone())
             .collect();
         for uid in &movable {
@@ -448,18 +430,12 @@ impl SchedulingQueue {
         movable.len()
     }
 
-    /// The worker found no fitting node.
-    pub fn mark_unschedulable(&mut self, uid: &Arc<str>, reasons: ReasonMask, now: Nanos) {
+    /// The worker found no fitting node; `wake`: the events that can make the pod fit.
+    pub fn mark_unschedulable(&mut self, uid: &Arc<str>, wake: Events, now: Nanos) {
         if let Some(e) = self.entries.get_mut(uid) {
             e.attempts = e.attempts.saturating_add(1);
             e.urgent = false;
-            self.set_state(
-                uid,
-                PodState::Unschedulable {
-                    since: now,
-                    reasons,
-                },
-            );
+            self.set_state(uid, PodState::Unschedulable { since: now, wake });
         }
     }
 

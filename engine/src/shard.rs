@@ -1,12 +1,20 @@
 //! Sharding: the NodeShard coordinator and the node-set view workers schedule against.
 //!
 //! Owns the scheduler's knowledge of every `NodeShard` (desired nodes, nodes in use as last
-//! reported by each scheduler), the set of nodes this scheduler may use ([`Coordinator::view`]),
-//! and the decision of what to write to its own shard's status and when. It is a pure state
-//! machine run by the driver (`core`); it touches nothing else. The driver turns the view into a
-//! [`NodeSet`] of slots carried by every snapshot, and answers the coordinator's one question
-//! about the outside world: is a node *drained* (no worker on an older view, no claim not yet
-//! applied, no claimed pod still binding to it).
+//! reported by each scheduler), the set of nodes this scheduler may use, the [`View`] every
+//! snapshot carries of it, and the decision of what to write to its own shard's status and when.
+//!
+//! - [`Coordinator`] is the pure state machine of the rules below (unit-tested on its own).
+//! - [`Sharding`] is what the driver (`core`) runs: the coordinator, turned into the snapshot's
+//!   [`View`] (node names to slot masks), the leadership edge (a new term, rule 5), and the drain
+//!   rule that gates every status write. It sees the cache and the bind versions only through
+//!   [`NodeBook`], and the workers only through the horizon (the lowest snapshot sequence any
+//!   worker may still hold, `worker::Shared::horizon`).
+//! - The view is applied in one place, the scan in `allocate`: [`View::All`] scans every node,
+//!   [`View::Only`] the shard's, [`View::First`] the shard's and then, if none fits, the rest;
+//!   [`View::Missing`] schedules nothing and says why.
+//! - [`status_lists`] is the one place the three status lists are computed (the coordinator
+//!   for what to write, the adapter again against the spec it writes over).
 //!
 //! Rules (`docs/sharding.md` has the full story; upstream is `volcano-agent-scheduler.md` §7.2):
 //!
@@ -38,6 +46,8 @@
 //!    unschedulable with the reason); soft mode schedules like `none`. Nothing is written.
 
 use crate::clock::Nanos;
+use crate::event::{self, Events};
+use crate::mutation;
 use crate::snapshot::CHUNK;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -166,6 +176,95 @@ impl NodeSet {
     }
 }
 
+/// Upstream's reason for a node outside the shard in hard mode.
+pub const NOT_IN_SHARD: &str = "node isn't in scheduler node shard";
+
+/// What can make a pod rejected for [`NOT_IN_SHARD`] fit: a node entering the view.
+pub const NOT_IN_SHARD_WAKE: Events = event::NODE_ADDED;
+
+/// The sentence added to the unschedulable message while our NodeShard does not exist.
+pub fn missing_shard_note(shard: &str) -> String {
+    format!(
+        " NodeShard {shard:?} does not exist: in hard sharding mode no pod is scheduled until it \
+         does."
+    )
+}
+
+/// The nodes a snapshot lets workers use (DESIGN.md §3: a node-set filter on the worker's view,
+/// not a per-node predicate). Applied by the scan in `allocate`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum View {
+    /// Every node: mode `none`, or `soft` while our NodeShard does not exist.
+    #[default]
+    All,
+    /// Hard mode: the shard's nodes only; the others fail with [`NOT_IN_SHARD`].
+    Only(Arc<NodeSet>),
+    /// Soft mode: the shard's nodes first, the others only when none of those fits.
+    First(Arc<NodeSet>),
+    /// Hard mode while our NodeShard (named) does not exist: no node.
+    Missing(Arc<str>),
+}
+
+impl View {
+    /// The view of `mode` for a shard view of `slots` (`None`: our NodeShard does not exist).
+    pub fn new(mode: ShardingMode, shard: &str, slots: Option<NodeSet>) -> View {
+        match (mode, slots) {
+            (ShardingMode::None, _) | (ShardingMode::Soft, None) => View::All,
+            (ShardingMode::Hard, None) => View::Missing(Arc::from(shard)),
+            (ShardingMode::Hard, Some(s)) => View::Only(Arc::new(s)),
+            (ShardingMode::Soft, Some(s)) => View::First(Arc::new(s)),
+        }
+    }
+
+    /// Node slots of chunk `c` a pod may use at all (one bit each); the rest fail with
+    /// [`NOT_IN_SHARD`].
+    #[inline]
+    pub fn admits(&self, c: usize) -> u64 {
+        match self {
+            View::All | View::First(_) => u64::MAX,
+            View::Only(set) => set.mask(c),
+            View::Missing(_) => 0,
+        }
+    }
+
+    /// Nodes in the shard's view (for the scan's sample size), or `None` when every node is.
+    pub fn shard_nodes(&self) -> Option<usize> {
+        match self {
+            View::All => None,
+            View::Only(set) | View::First(set) => Some(set.count),
+            View::Missing(_) => Some(0),
+        }
+    }
+}
+
+/// A NodeShard's three status lists, sorted and without duplicates.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StatusLists {
+    pub nodes_in_use: Vec<String>,
+    pub nodes_to_add: Vec<String>,
+    pub nodes_to_remove: Vec<String>,
+}
+
+/// The status a scheduler reports when it uses `in_use` and its shard desires `desired`:
+/// `nodesInUse` as given, `nodesToAdd = desired − inUse`, `nodesToRemove = inUse − desired`
+/// (upstream's arithmetic, §7.2). The one place these lists are computed.
+pub fn status_lists<A, B>(
+    in_use: impl IntoIterator<Item = A>,
+    desired: impl IntoIterator<Item = B>,
+) -> StatusLists
+where
+    A: AsRef<str>,
+    B: AsRef<str>,
+{
+    let in_use: BTreeSet<String> = in_use.into_iter().map(|s| s.as_ref().to_owned()).collect();
+    let desired: BTreeSet<String> = desired.into_iter().map(|s| s.as_ref().to_owned()).collect();
+    StatusLists {
+        nodes_to_add: desired.difference(&in_use).cloned().collect(),
+        nodes_to_remove: in_use.difference(&desired).cloned().collect(),
+        nodes_in_use: in_use.into_iter().collect(),
+    }
+}
+
 /// Gauges the coordinator exposes (for metrics).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ShardGauges {
@@ -176,18 +275,23 @@ pub struct ShardGauges {
     pub missing: bool,
 }
 
-/// The three status lists, as sets.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-struct Status {
-    in_use: BTreeSet<String>,
-    to_add: BTreeSet<String>,
-    to_remove: BTreeSet<String>,
+/// `v` sorted, without duplicates.
+fn sorted(mut v: Vec<String>) -> Vec<String> {
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// Whether sorted `list` holds `node`.
+fn has(list: &[String], node: &str) -> bool {
+    list.binary_search_by(|n| n.as_str().cmp(node)).is_ok()
 }
 
 #[derive(Debug, Default)]
 struct Known {
     desired: BTreeSet<String>,
-    status: Status,
+    /// As the watch shows it, normalised (sorted, no duplicates) so it compares as sets.
+    status: StatusLists,
 }
 
 /// The coordinator (see the module doc).
@@ -201,7 +305,7 @@ pub struct Coordinator {
     /// A write is in flight.
     in_flight: bool,
     /// The last write that succeeded, until our own shard's next watch event.
-    written: Option<Status>,
+    written: Option<StatusLists>,
     retry_at: Option<Nanos>,
     /// Rule 5: set at a term's start, taken at its first status computation.
     hold_pending: bool,
@@ -260,10 +364,10 @@ impl Coordinator {
             s.name,
             Known {
                 desired: s.nodes_desired.into_iter().collect(),
-                status: Status {
-                    in_use: s.nodes_in_use.into_iter().collect(),
-                    to_add: s.nodes_to_add.into_iter().collect(),
-                    to_remove: s.nodes_to_remove.into_iter().collect(),
+                status: StatusLists {
+                    nodes_in_use: sorted(s.nodes_in_use),
+                    nodes_to_add: sorted(s.nodes_to_add),
+                    nodes_to_remove: sorted(s.nodes_to_remove),
                 },
             },
         );
@@ -306,7 +410,7 @@ impl Coordinator {
         let mut available = own.desired.clone();
         for (name, s) in &self.shards {
             if *name != self.opts.shard_name {
-                available.retain(|n| !s.status.in_use.contains(n));
+                available.retain(|n| !has(&s.status.nodes_in_use, n));
             }
         }
         Some(available)
@@ -320,7 +424,7 @@ impl Coordinator {
         }
         let candidates = self.available().map(|mut a| {
             let own = &self.shards[&self.opts.shard_name];
-            a.retain(|n| own.status.in_use.contains(n));
+            a.retain(|n| has(&own.status.nodes_in_use, n));
             a
         });
         let view = candidates.map(|c| {
@@ -392,27 +496,22 @@ impl Coordinator {
                 now.0
                     .saturating_add(self.opts.handover_hold.as_nanos() as u64),
             );
-            self.hold = Some((own.status.in_use.clone(), until));
+            let inherited = own.status.nodes_in_use.iter().cloned().collect();
+            self.hold = Some((inherited, until));
         }
         if self.hold.as_ref().is_some_and(|(_, until)| now >= *until) {
             self.hold = None;
         }
         let held = |n: &str| self.hold.as_ref().is_some_and(|(h, _)| h.contains(n));
-        let draining: BTreeSet<String> = own
+        let draining: BTreeSet<&String> = own
             .status
-            .in_use
+            .nodes_in_use
             .iter()
             .filter(|n| !available.contains(*n) && (held(n) || !drained(n)))
-            .cloned()
             .collect();
         self.gauges.draining = draining.len();
-        let in_use: BTreeSet<String> = available.union(&draining).cloned().collect();
-        self.gauges.in_use = own.status.in_use.len();
-        let want = Status {
-            to_add: own.desired.difference(&in_use).cloned().collect(),
-            to_remove: in_use.difference(&own.desired).cloned().collect(),
-            in_use,
-        };
+        self.gauges.in_use = own.status.nodes_in_use.len();
+        let want = status_lists(available.iter().chain(draining), &own.desired);
         if *self.written.as_ref().unwrap_or(&own.status) == want
             || self.in_flight
             || !workers_current
@@ -423,12 +522,11 @@ impl Coordinator {
         self.retry_at = None;
         self.in_flight = true;
         self.written = None;
-        let list = |s: &BTreeSet<String>| s.iter().cloned().collect();
         Some(ShardStatusIntent {
             shard: Arc::from(self.opts.shard_name.as_str()),
-            nodes_in_use: list(&want.in_use),
-            nodes_to_add: list(&want.to_add),
-            nodes_to_remove: list(&want.to_remove),
+            nodes_in_use: want.nodes_in_use,
+            nodes_to_add: want.nodes_to_add,
+            nodes_to_remove: want.nodes_to_remove,
             revision: self.revision,
         })
     }
@@ -440,11 +538,10 @@ impl Coordinator {
         self.in_flight = false;
         match written {
             Some(w) => {
-                let set = |v: &[String]| v.iter().cloned().collect();
-                self.written = Some(Status {
-                    in_use: set(&w.nodes_in_use),
-                    to_add: set(&w.nodes_to_add),
-                    to_remove: set(&w.nodes_to_remove),
+                self.written = Some(StatusLists {
+                    nodes_in_use: sorted(w.nodes_in_use.clone()),
+                    nodes_to_add: sorted(w.nodes_to_add.clone()),
+                    nodes_to_remove: sorted(w.nodes_to_remove.clone()),
                 });
             }
             None => {
@@ -465,6 +562,167 @@ impl Coordinator {
             .flatten()
             .filter(|&t| t > now)
             .min()
+    }
+}
+
+/// What the shard driving logic needs of the cache and the bind versions (implemented by
+/// `cache::Cache`, which holds both).
+pub trait NodeBook {
+    /// The slot a node lives in.
+    fn slot(&self, node: &str) -> Option<u32>;
+    /// Increments of the slot's bind version the cache has accounted for (claims and bumps).
+    fn applied(&self, slot: u32) -> u64;
+    /// The slot's bind-version counter now (`binder`).
+    fn counter(&self, slot: u32) -> u64;
+    /// Pods assumed on the slot whose binding is not confirmed yet.
+    fn binding(&self, slot: u32) -> u32;
+}
+
+/// The drain rule (rule 3): nothing of ours can land on `node` any more. Every claim on it has
+/// reached the driver (counter = applied) and no pod assumed there is still binding. Each
+/// `mutation::shard_release_*` is a deliberate bug the loom model `sharding_worker_sync` catches.
+fn drained(book: &impl NodeBook, node: &str) -> bool {
+    book.slot(node).is_none_or(|slot| {
+        (book.binding(slot) == 0 || mutation::shard_release_ignores_binds())
+            && (book.counter(slot) == book.applied(slot)
+                || mutation::shard_release_ignores_claims())
+    })
+}
+
+/// A change of the view the next snapshot must carry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ViewChange {
+    pub view: View,
+    /// A node (or the whole view) appeared: unschedulable pods may fit now.
+    pub grew: bool,
+}
+
+/// Sharding as the driver runs it (see the module doc): the coordinator, the view it puts in
+/// snapshots, the leadership edge, and the drain and worker-sync gates on every status write.
+///
+/// The driver calls, for each flush: [`Sharding::refresh`] before publishing (the view the
+/// publication carries, and the nodes whose pods must be listed afresh), then
+/// [`Sharding::status`] after it (the status to write, if due). Inputs (NodeShard events, write
+/// outcomes, pod lists, leadership) go to the methods of the same name, in order.
+#[derive(Debug)]
+pub struct Sharding {
+    coord: Coordinator,
+    /// First snapshot sequence carrying the current view.
+    view_seq: u64,
+    /// A node got or lost a slot: the view's slot set must be rebuilt.
+    slots_dirty: bool,
+    leading: bool,
+}
+
+impl Sharding {
+    /// Sharding for `opts.mode` (not `none`), leading or not; and the view snapshots carry
+    /// until the first refresh (hard mode: nothing, until our NodeShard is seen).
+    pub fn new(opts: ShardingOptions, leading: bool) -> (Sharding, View) {
+        let view = View::new(opts.mode, &opts.shard_name, None);
+        let mut coord = Coordinator::new(opts);
+        if leading {
+            coord.term_started();
+        }
+        let s = Sharding {
+            coord,
+            view_seq: 0,
+            slots_dirty: false,
+            leading,
+        };
+        (s, view)
+    }
+
+    pub fn coordinator(&self) -> &Coordinator {
+        &self.coord
+    }
+
+    pub fn apply(&mut self, s: ShardInput) {
+        self.coord.apply(s);
+    }
+
+    pub fn delete(&mut self, name: &str) {
+        self.coord.delete(name);
+    }
+
+    pub fn reset(&mut self, all: Vec<ShardInput>) {
+        self.coord.reset(all);
+    }
+
+    pub fn write_done(&mut self, written: Option<&ShardStatusIntent>, now: Nanos) {
+        self.coord.write_done(written, now);
+    }
+
+    pub fn pods_listed(&mut self, nodes: &[String]) {
+        self.coord.pods_listed(nodes);
+    }
+
+    /// A node got or lost a slot.
+    pub fn nodes_changed(&mut self) {
+        self.slots_dirty = true;
+    }
+
+    /// Leadership as the driver's inputs tell it; gaining it starts a term (rule 5).
+    pub fn set_leading(&mut self, leading: bool) {
+        if leading && !self.leading {
+            self.coord.term_started();
+        }
+        self.leading = leading;
+    }
+
+    /// Before a publication with sequence `next_seq`: the view it must carry, if it changed,
+    /// and the nodes whose pods must be listed afresh before use (rule 6).
+    pub fn refresh(
+        &mut self,
+        book: &impl NodeBook,
+        next_seq: u64,
+    ) -> (Option<ViewChange>, Vec<String>) {
+        let changed = self.coord.refresh_view();
+        let lists = self.coord.take_pod_lists();
+        let slots_dirty = std::mem::take(&mut self.slots_dirty);
+        if changed.is_none() && !slots_dirty {
+            return (None, lists);
+        }
+        let slots = self
+            .coord
+            .view()
+            .map(|names| NodeSet::from_slots(names.iter().filter_map(|n| book.slot(n))));
+        let view = View::new(self.coord.mode(), self.coord.shard_name(), slots);
+        if changed.is_some() {
+            // Workers on an older snapshot may still use the old view (worker-sync rule).
+            self.view_seq = next_seq;
+        }
+        let grew = changed == Some(true);
+        (Some(ViewChange { view, grew }), lists)
+    }
+
+    /// After a publication: our NodeShard's status to write now, if it is due and allowed
+    /// (rules 3–5). `horizon`: the lowest snapshot sequence a worker may still hold.
+    pub fn status(
+        &mut self,
+        now: Nanos,
+        horizon: u64,
+        book: &impl NodeBook,
+    ) -> Option<ShardStatusIntent> {
+        if !self.leading {
+            return None;
+        }
+        // A worker still on an older view holds the write back (rule 4).
+        let workers_current = horizon >= self.view_seq || mutation::shard_release_ignores_workers();
+        self.coord
+            .status_to_write(now, workers_current, |n| drained(book, n))
+    }
+
+    /// When sharding next needs a look without any input.
+    pub fn next_deadline(&self, now: Nanos) -> Option<Nanos> {
+        self.coord.next_deadline(now)
+    }
+
+    pub fn gauges(&self) -> ShardGauges {
+        self.coord.gauges()
+    }
+
+    pub fn shard_name(&self) -> &str {
+        self.coord.shard_name()
     }
 }
 

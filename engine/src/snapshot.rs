@@ -15,7 +15,7 @@
 
 use crate::conf::Profile;
 use crate::model::{HostPort, NodeMeta, Slot};
-use crate::shard::{NodeSet, ShardingMode};
+use crate::shard::View;
 use std::sync::Arc;
 
 /// Node slots per chunk.
@@ -25,18 +25,11 @@ pub const SEGMENT: usize = 64;
 /// Slots per segment.
 pub const SEGMENT_SLOTS: usize = CHUNK * SEGMENT;
 
-/// Per-slot flags.
+/// Per-slot flags. Apart from `PRESENT`, each bit belongs to the plugin that reads it (its
+/// `FLAG`, computed by `plugins::node_flags`; the chain checks the bits are distinct).
 pub mod flags {
     /// The slot holds a live node.
     pub const PRESENT: u8 = 1;
-    /// `spec.unschedulable` (cordoned).
-    pub const UNSCHEDULABLE: u8 = 2;
-    /// Has NoSchedule or NoExecute taints.
-    pub const HARD_TAINTS: u8 = 4;
-    /// Has PreferNoSchedule taints.
-    pub const SOFT_TAINTS: u8 = 8;
-    /// Some pod on the node uses host ports.
-    pub const PORTS: u8 = 16;
 }
 
 /// One row: a value per node slot in a chunk.
@@ -62,7 +55,7 @@ pub struct Chunk {
     /// Node descriptions, shared between versions of the chunk: copying a chunk for a claim
     /// does not touch 64 reference counts, and only a node change copies this array.
     pub meta: Arc<[Option<Arc<NodeMeta>>; CHUNK]>,
-    /// Host ports in use on the node (only when `flags::PORTS`), shared likewise.
+    /// Host ports in use on the node (only where some pod uses them), shared likewise.
     pub ports: Arc<[Option<Arc<[HostPort]>>; CHUNK]>,
 }
 
@@ -184,10 +177,8 @@ pub struct Snapshot {
     pub profile: Arc<Profile>,
     /// Slot of `nvidia.com/gpu` (BalancedAllocation considers it when a pod requests it).
     pub gpu_slot: Option<Slot>,
-    pub sharding: ShardingMode,
-    /// The shard's node-set view (`shard` module); `None` in mode `none` and while the own
-    /// NodeShard does not exist.
-    pub shard: Option<Arc<NodeSet>>,
+    /// The nodes workers may use (`shard::View`; `All` without sharding).
+    pub view: View,
 }
 
 impl Snapshot {
@@ -198,8 +189,7 @@ impl Snapshot {
             nodes: 0,
             profile,
             gpu_slot: None,
-            sharding: ShardingMode::None,
-            shard: None,
+            view: View::All,
         }
     }
 

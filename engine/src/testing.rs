@@ -102,6 +102,9 @@ impl Harness {
         let versions = Arc::new(BindVersions::default());
         let profile = Arc::new(opts.profile);
         let mut cache = Cache::new(versions.clone(), profile.clone());
+        if let Some(s) = &opts.sharding {
+            cache.set_view(crate::shard::View::new(s.mode, &s.shard_name, None));
+        }
         let first = cache
             .publish()
             .unwrap_or_else(|| Arc::new(Snapshot::empty(profile)));

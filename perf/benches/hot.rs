@@ -15,7 +15,7 @@ use magma_engine::binder::BindVersions;
 use magma_engine::cache::Cache;
 use magma_engine::conf::{Profile, Sampling};
 use magma_engine::model::CompiledPod;
-use magma_engine::shard::{NodeSet, ShardingMode};
+use magma_engine::shard::{NodeSet, View};
 use magma_perf::plan::{NodeShape, node, pod};
 use std::hint::black_box;
 use std::sync::Arc;
@@ -68,10 +68,7 @@ fn bench_allocate(c: &mut Criterion) {
                 .filter_map(|i| cache.node_slot(&format!("node-{i:05}")))
                 .collect();
             scanned = slots.len();
-            cache.set_shard(
-                ShardingMode::Hard,
-                Some(Arc::new(NodeSet::from_slots(slots))),
-            );
+            cache.set_view(View::Only(Arc::new(NodeSet::from_slots(slots))));
         }
         let snap = cache.publish().expect("a first snapshot");
         let p = compiled(&mut cache, "probe".into(), None);

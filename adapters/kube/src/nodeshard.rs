@@ -11,6 +11,7 @@ use std::collections::BTreeSet;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kube::core::ClusterResourceScope;
+use magma_engine::shard::status_lists;
 use serde::{Deserialize, Deserializer, Serialize};
 
 /// API group.
@@ -120,8 +121,8 @@ impl NodeShard {
 }
 
 /// The status a scheduler publishes when it uses `nodes_in_use` and its shard desires `desired`:
-/// `nodesInUse` as given, `nodesToRemove = inUse − desired`, `nodesToAdd = desired − inUse`; all
-/// three sorted and deduplicated, `lastUpdateTime` unset (as upstream).
+/// the engine's [`status_lists`] (`nodesInUse` as given, `nodesToRemove = inUse − desired`,
+/// `nodesToAdd = desired − inUse`; sorted, deduplicated), `lastUpdateTime` unset (as upstream).
 pub fn status_for<A, B>(
     nodes_in_use: impl IntoIterator<Item = A>,
     desired: impl IntoIterator<Item = B>,
@@ -130,16 +131,12 @@ where
     A: AsRef<str>,
     B: AsRef<str>,
 {
-    let in_use: BTreeSet<String> = nodes_in_use
-        .into_iter()
-        .map(|s| s.as_ref().to_owned())
-        .collect();
-    let desired: BTreeSet<String> = desired.into_iter().map(|s| s.as_ref().to_owned()).collect();
+    let lists = status_lists(nodes_in_use, desired);
     NodeShardStatus {
         last_update_time: None,
-        nodes_to_remove: in_use.difference(&desired).cloned().collect(),
-        nodes_to_add: desired.difference(&in_use).cloned().collect(),
-        nodes_in_use: in_use.into_iter().collect(),
+        nodes_in_use: lists.nodes_in_use,
+        nodes_to_add: lists.nodes_to_add,
+        nodes_to_remove: lists.nodes_to_remove,
     }
 }
 

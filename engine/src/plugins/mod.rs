@@ -1,17 +1,613 @@
-//! Filter and score plugins, with upstream's names, switches and weights.
+//! Filter and score plugins: one file per plugin, one line per filter or scorer in the chain
+//! below.
 //!
-//! - [`predicates`]: NodeUnschedulable, resource fit (including pod count and extended
-//!   resources), NodeName, nodeSelector + required node affinity, TaintToleration
-//!   (NoSchedule/NoExecute), NodePorts. Each reads one node slot of a snapshot chunk.
-//! - [`nodeorder`]: LeastAllocated, MostAllocated, BalancedAllocation, NodeAffinity (preferred
-//!   terms) and TaintToleration (PreferNoSchedule), combined with the configured weights.
+//! # Where a plugin lives
 //!
-//! Upstream filters Magma does not implement (InterPodAffinity, PodTopologySpread, volume
-//! filters, DRA) are accepted in the configuration and reported as warnings (see `conf`).
-//! The plugins own no state; they read snapshots and compiled pods only.
+//! Everything about a plugin is in its own file, as kube-scheduler keeps each plugin in one
+//! folder (`pkg/scheduler/framework/plugins/<name>/`):
+//!
+//! - its **switch** (`Filter::SWITCH`: the `predicates` argument that turns it off, with its
+//!   default) or **weight** (`Scorer::WEIGHT`: the `nodeorder` argument and its default);
+//! - its **filter** (`Filter::filter`), written once for both uses: the fast check that stops at
+//!   the first failure, and the explanation of a rejected node that reports every reason;
+//! - its **failure reasons** ([`Reason`]): upstream's message text, and the cluster
+//!   [`event`](crate::event)s that can make a rejected pod fit (its wake-ups);
+//! - its **score** (`Scorer::score`) and, where kube-scheduler normalises it, its
+//!   normalisation ([`Normalize`]);
+//! - any **node flag** it wants precomputed per node slot (`FLAG`/`flag`), so the scan can skip
+//!   it on nodes where it cannot matter without reading the node's description.
+//!
+//! [`conf`](crate::conf) reads switches and weights from this declaration (unknown-key warnings
+//! included), the cache asks [`node_flags`] when it writes a slot, and `allocate` runs
+//! [`Filters`] and [`Scores`]: none of them names a plugin.
+//!
+//! # The chain
+//!
+//! [`Filters`] runs the filters in the order declared below, which is Volcano's predicate order
+//! (`volcano-agent-scheduler.md` §5.1): resource fit (the allocate action's own check), the pod
+//! count, then NodeUnschedulable, NodeName, NodeAffinity, TaintToleration, NodePorts. The fast
+//! check ([`Filters::fits`]) and the explanation ([`Filters::explain`]) are two
+//! monomorphisations of the same chain and the same filter bodies ([`Check`] and [`Explain`]), so
+//! they cannot disagree (a property test checks `fits == explain().is_empty()`). A filter whose
+//! `ON_FAILURE` is [`OnFailure::Stop`] ends the explanation of a node it rejects, as upstream's
+//! chain returns at the first hard failure; the pod count records its reason and goes on.
+//!
+//! A filter's `pre_filter` runs once per scheduling cycle and returns `None` when it cannot
+//! reject any node for this pod (switched off, or the pod does not use the feature): the scan
+//! then skips it on every node, so pods that do not use a feature do not pay for it. Scorers
+//! likewise: weight 0 or nothing to score is `None`.
+//!
+//! # Adding a plugin (a worked example)
+//!
+//! Say a filter is to keep pods off nodes whose `Ready` condition is not `True` (kube-scheduler
+//! leaves that to the `not-ready` taint; this is only an example). Its file, `node_ready.rs`:
+//!
+//! ```ignore
+//! use super::{Cycle, Filter, Names, Node, NodeFacts, OnFailure, Reason, Switch, Verdict};
+//! use crate::event::{self, Events};
+//!
+//! pub struct NodeReady;
+//!
+//! /// Flag of a node that is not Ready (a free bit: the chain checks they are distinct).
+//! pub const NOT_READY: u8 = 1 << 6;
+//!
+//! #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+//! pub struct NotReady;
+//!
+//! impl Reason for NotReady {
+//!     fn wake(self) -> Events {
+//!         event::NODE_ADDED | event::NODE_READY // a new event in `event`, sent by the cache
+//!     }
+//!     fn message(self, _: &Names<'_>) -> String {
+//!         "node(s) were not ready".to_owned()
+//!     }
+//! }
+//!
+//! impl Filter for NodeReady {
+//!     const NAME: &'static str = "NodeReady";
+//!     const SWITCH: Option<Switch> =
+//!         Some(Switch { key: "predicate.NodeReadyEnable", default: true });
+//!     const ON_FAILURE: OnFailure = OnFailure::Stop;
+//!     const FLAG: u8 = NOT_READY;
+//!     type Reason = NotReady;
+//!     type State<'a> = ();
+//!
+//!     fn flag(node: &NodeFacts<'_>) -> bool {
+//!         !node.meta.ready
+//!     }
+//!
+//!     fn pre_filter<'a>(_: Cycle<'a>) -> Option<()> {
+//!         Some(()) // `None` would skip it for this pod on every node
+//!     }
+//!
+//!     #[inline(always)]
+//!     fn filter<V: Verdict<NotReady>>(_: &(), node: Node<'_>, v: &mut V) -> bool {
+//!         if node.has(NOT_READY) {
+//!             v.fail(NotReady);
+//!             return false;
+//!         }
+//!         true
+//!     }
+//! }
+//! ```
+//!
+//! then `pub mod node_ready;` and one line in the `filters` list at the bottom of this file, at
+//! its place in upstream's order: `node_ready: NodeReady(node_ready::NodeReady),`. That line
+//! gives it a switch in `Profile::filters` (read by `conf` with its default, and its key known
+//! to the unknown-argument check), a variant `Failure::NodeReady` whose message and wake-ups
+//! are the ones above, its flag in [`node_flags`], and its place in both forms of the chain. A
+//! scorer is the same with [`Scorer`] (and [`Normalize`] when kube-scheduler normalises it) and
+//! a line under `scores` or `normalized`.
+//!
+//! The plugins own no state: they read snapshots and compiled pods only.
 
-pub mod nodeorder;
-pub mod predicates;
+pub mod balanced_allocation;
+pub mod node_affinity;
+pub mod node_name;
+pub mod node_ports;
+pub mod node_unschedulable;
+pub mod noderesources;
+pub mod taint_toleration;
 
 #[cfg(test)]
 mod tests;
+
+use crate::event::Events;
+use crate::model::{CompiledPod, HostPort, Interner, NodeMeta, ResourceRegistry};
+use crate::snapshot::{Chunk, Snapshot, flags};
+
+/// What a plugin sees of one scheduling cycle: the pod and the snapshot it is scheduled
+/// against (the profile in force is `snap.profile`).
+#[derive(Clone, Copy)]
+pub struct Cycle<'a> {
+    pub pod: &'a CompiledPod,
+    pub snap: &'a Snapshot,
+}
+
+/// One node slot as the scan visits it.
+#[derive(Clone, Copy)]
+pub struct Node<'a> {
+    pub chunk: &'a Chunk,
+    /// Index within the chunk.
+    pub i: usize,
+    /// `chunk.flags[i]`.
+    pub flags: u8,
+}
+
+impl<'a> Node<'a> {
+    #[inline(always)]
+    pub fn new(chunk: &'a Chunk, i: usize) -> Node<'a> {
+        Node {
+            chunk,
+            i,
+            flags: chunk.flags[i],
+        }
+    }
+
+    /// The node's description (always there for a present slot).
+    #[inline(always)]
+    pub fn meta(&self) -> Option<&'a NodeMeta> {
+        self.chunk.meta[self.i].as_deref()
+    }
+
+    #[inline(always)]
+    pub fn has(&self, flag: u8) -> bool {
+        self.flags & flag != 0
+    }
+}
+
+/// What the cache knows of a node when it writes its slot, for plugins' node flags.
+pub struct NodeFacts<'a> {
+    pub meta: &'a NodeMeta,
+    /// Host ports in use on the node, sorted.
+    pub ports: &'a [HostPort],
+}
+
+/// Names to render reasons with (the cache's registry and interner).
+#[derive(Clone, Copy)]
+pub struct Names<'a> {
+    pub resources: &'a ResourceRegistry,
+    pub strings: &'a Interner,
+}
+
+/// One reason a filter rejects a node.
+pub trait Reason: Copy + Eq + std::fmt::Debug {
+    /// Cluster events that can make a pod rejected for this reason fit (kube-scheduler's
+    /// `EventsToRegister`): the pod is moved back from the unschedulable pool when one happens.
+    fn wake(self) -> Events;
+    /// Upstream's text for it, as it appears after the count in
+    /// `0/N nodes are unavailable: <count> <text>, ...`.
+    fn message(self, names: &Names<'_>) -> String;
+}
+
+/// Where a filter reports why it rejects a node. The fast check ([`Check`]) records nothing and
+/// stops at the first failure; the explanation ([`Explain`]) records every reason. A filter
+/// that can fail for several reasons at once reports them all unless `!V::EXPLAIN`, when it
+/// returns at the first.
+pub trait Verdict<R> {
+    const EXPLAIN: bool;
+    fn fail(&mut self, reason: R);
+}
+
+/// The fast check: `true`/`false` only.
+pub struct Check;
+
+impl<R> Verdict<R> for Check {
+    const EXPLAIN: bool = false;
+    #[inline(always)]
+    fn fail(&mut self, _: R) {}
+}
+
+/// The explanation: every reason, as a [`Failure`], to the closure.
+pub struct Explain<'o, F>(pub &'o mut F);
+
+impl<R: Into<Failure>, F: FnMut(Failure)> Verdict<R> for Explain<'_, F> {
+    const EXPLAIN: bool = true;
+    #[inline]
+    fn fail(&mut self, reason: R) {
+        (self.0)(reason.into())
+    }
+}
+
+/// Whether explaining a node goes on to the next filter after this one rejected it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnFailure {
+    /// Upstream's chain returns at this filter's failure.
+    Stop,
+    /// Recorded, and the chain goes on (Volcano's pod-count check).
+    Continue,
+}
+
+/// A boolean `predicates` argument switching a filter (`predicate.<Name>Enable`).
+#[derive(Debug, Clone, Copy)]
+pub struct Switch {
+    pub key: &'static str,
+    pub default: bool,
+}
+
+/// A `nodeorder` argument weighting a scorer (`<name>.weight`); 0 disables it.
+#[derive(Debug, Clone, Copy)]
+pub struct Weight {
+    pub key: &'static str,
+    pub default: i64,
+}
+
+/// A filter (kube-scheduler's PreFilter + Filter).
+pub trait Filter {
+    /// kube-scheduler's plugin name.
+    const NAME: &'static str;
+    /// The switch that turns it off; `None`: always on (as upstream).
+    const SWITCH: Option<Switch>;
+    const ON_FAILURE: OnFailure;
+    /// A node flag this filter has the cache precompute ([`node_flags`]), or 0.
+    const FLAG: u8 = 0;
+    type Reason: Reason;
+    /// What `pre_filter` works out once per cycle, borrowed from the pod or the snapshot;
+    /// [`Filter::enter_chunk`] may point it at each chunk's rows.
+    type State<'a>;
+
+    /// Whether node `facts` gets [`Filter::FLAG`].
+    #[inline]
+    fn flag(_facts: &NodeFacts<'_>) -> bool {
+        false
+    }
+
+    /// PreFilter: `None` when the filter cannot reject any node for this pod (it is skipped).
+    fn pre_filter<'a>(cx: Cycle<'a>) -> Option<Self::State<'a>>;
+
+    /// The scan moves to `chunk` (64 node slots).
+    #[inline(always)]
+    fn enter_chunk<'a>(_state: &mut Self::State<'a>, _chunk: &'a Chunk) {}
+
+    /// Can the pod go on `node`? Report every reason it cannot to `v` (see [`Verdict`]).
+    fn filter<V: Verdict<Self::Reason>>(state: &Self::State<'_>, node: Node<'_>, v: &mut V)
+    -> bool;
+}
+
+/// A scorer (kube-scheduler's PreScore + Score). Raw scores are 0..=100 unless the scorer
+/// normalises them ([`Normalize`]); the chain multiplies by the weight.
+pub trait Scorer {
+    /// kube-scheduler's plugin name.
+    const NAME: &'static str;
+    const WEIGHT: Weight;
+    /// Whether it implements [`Normalize`] (and must be listed under `normalized`).
+    const NORMALIZED: bool;
+    /// A node flag this scorer has the cache precompute ([`node_flags`]), or 0.
+    const FLAG: u8 = 0;
+    type State<'a>;
+
+    /// Whether node `facts` gets [`Scorer::FLAG`].
+    #[inline]
+    fn flag(_facts: &NodeFacts<'_>) -> bool {
+        false
+    }
+
+    /// PreScore: `None` when it has nothing to score for this pod (it adds nothing).
+    fn pre_score<'a>(cx: Cycle<'a>) -> Option<Self::State<'a>>;
+
+    #[inline(always)]
+    fn enter_chunk<'a>(_state: &mut Self::State<'a>, _chunk: &'a Chunk) {}
+
+    /// The raw score of a feasible node.
+    fn score(state: &Self::State<'_>, node: Node<'_>) -> i64;
+}
+
+/// The lowest and highest raw score of one scorer over the feasible nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Range {
+    pub min: i64,
+    pub max: i64,
+}
+
+impl Range {
+    const EMPTY: Range = Range {
+        min: i64::MAX,
+        max: i64::MIN,
+    };
+
+    #[inline(always)]
+    fn add(&mut self, v: i64) {
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+    }
+}
+
+/// A scorer whose raw scores kube-scheduler normalises over the feasible nodes
+/// (`NormalizeScore`) into 0..=100.
+pub trait Normalize: Scorer {
+    fn normalize(raw: i64, range: Range) -> i64;
+}
+
+/// The highest node score a scorer gives (`framework.MaxNodeScore`).
+pub const MAX_NODE_SCORE: i64 = 100;
+
+macro_rules! plugins {
+    (
+        filters { $($f:ident: $Variant:ident($F:ty),)* }
+        scores { $($s:ident: $S:ty,)* }
+        normalized { $($n:ident: $N:ty,)* }
+    ) => {
+        /// Which filters are on (`predicates` arguments; `Filter::SWITCH`).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub struct FilterSwitches {
+            $(pub $f: bool,)*
+        }
+
+        impl FilterSwitches {
+            /// Every switch at its default.
+            pub const DEFAULT: FilterSwitches = FilterSwitches {
+                $($f: match <$F as Filter>::SWITCH { Some(s) => s.default, None => true },)*
+            };
+            /// Without a `predicates` entry (or with `enablePredicate: false`): only the filters
+            /// that are always on.
+            pub const OFF: FilterSwitches = FilterSwitches {
+                $($f: <$F as Filter>::SWITCH.is_none(),)*
+            };
+            /// The argument keys of the switchable filters.
+            pub fn keys() -> impl Iterator<Item = &'static str> {
+                [$(<$F as Filter>::SWITCH.map(|s| s.key),)*].into_iter().flatten()
+            }
+
+            /// Read the switches from a `predicates` entry's arguments; `get(key, default)`
+            /// validates each value.
+            pub fn read<E>(
+                mut get: impl FnMut(&'static str, bool) -> Result<bool, E>,
+            ) -> Result<FilterSwitches, E> {
+                Ok(FilterSwitches {
+                    $($f: match <$F as Filter>::SWITCH {
+                        Some(s) => get(s.key, s.default)?,
+                        None => true,
+                    },)*
+                })
+            }
+        }
+
+        /// Scorer weights (`nodeorder` arguments; `Scorer::WEIGHT`). Zero disables a scorer.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub struct ScoreWeights {
+            $(pub $s: i64,)*
+            $(pub $n: i64,)*
+        }
+
+        impl ScoreWeights {
+            /// Every weight at its default.
+            pub const DEFAULT: ScoreWeights = ScoreWeights {
+                $($s: <$S as Scorer>::WEIGHT.default,)*
+                $($n: <$N as Scorer>::WEIGHT.default,)*
+            };
+            /// Without a `nodeorder` entry (or with `enableNodeOrder: false`).
+            pub const NONE: ScoreWeights = ScoreWeights {
+                $($s: 0,)*
+                $($n: 0,)*
+            };
+            /// The weights' argument keys.
+            pub const KEYS: &'static [&'static str] = &[
+                $(<$S as Scorer>::WEIGHT.key,)*
+                $(<$N as Scorer>::WEIGHT.key,)*
+            ];
+
+            pub fn read<E>(
+                mut get: impl FnMut(&'static str, i64) -> Result<i64, E>,
+            ) -> Result<ScoreWeights, E> {
+                Ok(ScoreWeights {
+                    $($s: get(<$S as Scorer>::WEIGHT.key, <$S as Scorer>::WEIGHT.default)?,)*
+                    $($n: get(<$N as Scorer>::WEIGHT.key, <$N as Scorer>::WEIGHT.default)?,)*
+                })
+            }
+        }
+
+        // Plain scorers give 0..=100 as they are; normalised ones are listed as such.
+        const _: () = {
+            $(assert!(!<$S as Scorer>::NORMALIZED, concat!(stringify!($S), " normalises: list it under `normalized`"));)*
+            $(assert!(<$N as Scorer>::NORMALIZED, concat!(stringify!($N), " does not normalise: list it under `scores`"));)*
+        };
+
+        // Node flags are distinct bits, apart from `PRESENT`.
+        const _: () = {
+            let mut seen = flags::PRESENT;
+            $(
+                let f = <$F as Filter>::FLAG;
+                assert!(f & seen == 0, concat!("node flag of ", stringify!($F), " is taken"));
+                seen |= f;
+            )*
+            $(
+                let f = <$S as Scorer>::FLAG;
+                assert!(f & seen == 0, concat!("node flag of ", stringify!($S), " is taken"));
+                seen |= f;
+            )*
+            $(
+                let f = <$N as Scorer>::FLAG;
+                assert!(f & seen == 0, concat!("node flag of ", stringify!($N), " is taken"));
+                seen |= f;
+            )*
+            let _ = seen;
+        };
+
+        /// The flags of a present node slot: `PRESENT` and every plugin's flag that applies.
+        pub fn node_flags(facts: &NodeFacts<'_>) -> u8 {
+            let mut f = flags::PRESENT;
+            $(if <$F as Filter>::FLAG != 0 && <$F as Filter>::flag(facts) { f |= <$F as Filter>::FLAG; })*
+            $(if <$S as Scorer>::FLAG != 0 && <$S as Scorer>::flag(facts) { f |= <$S as Scorer>::FLAG; })*
+            $(if <$N as Scorer>::FLAG != 0 && <$N as Scorer>::flag(facts) { f |= <$N as Scorer>::FLAG; })*
+            f
+        }
+
+        /// One reason a node cannot take a pod: a filter's reason, or the sharding view's.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Failure {
+            $($Variant(<$F as Filter>::Reason),)*
+            /// Hard sharding mode: the node is outside this scheduler's NodeShard.
+            NotInShard,
+        }
+
+        $(
+            impl From<<$F as Filter>::Reason> for Failure {
+                #[inline]
+                fn from(r: <$F as Filter>::Reason) -> Failure {
+                    Failure::$Variant(r)
+                }
+            }
+        )*
+
+        impl Failure {
+            /// Cluster events that can make a pod rejected for this reason fit.
+            pub fn wake(self) -> Events {
+                match self {
+                    $(Failure::$Variant(r) => r.wake(),)*
+                    Failure::NotInShard => crate::shard::NOT_IN_SHARD_WAKE,
+                }
+            }
+
+            /// Upstream's text for this reason.
+            pub fn message(self, names: &Names<'_>) -> String {
+                match self {
+                    $(Failure::$Variant(r) => r.message(names),)*
+                    Failure::NotInShard => crate::shard::NOT_IN_SHARD.to_owned(),
+                }
+            }
+        }
+
+        /// The filter chain for one pod (see the module doc).
+        pub struct Filters<'a> {
+            $($f: Option<<$F as Filter>::State<'a>>,)*
+        }
+
+        impl<'a> Filters<'a> {
+            /// PreFilter of every filter that is switched on.
+            #[inline(always)]
+            pub fn new(cx: Cycle<'a>) -> Filters<'a> {
+                let on = &cx.snap.profile.filters;
+                Filters {
+                    $($f: if on.$f { <$F as Filter>::pre_filter(cx) } else { None },)*
+                }
+            }
+
+            #[inline(always)]
+            pub fn enter_chunk(&mut self, chunk: &'a Chunk) {
+                $(if let Some(s) = &mut self.$f { <$F as Filter>::enter_chunk(s, chunk); })*
+            }
+
+            /// Can the pod go on `node`? (the scan's hot path)
+            #[inline(always)]
+            pub fn fits(&self, node: Node<'_>) -> bool {
+                if !node.has(flags::PRESENT) {
+                    return false;
+                }
+                $(
+                    if let Some(s) = &self.$f
+                        && !<$F as Filter>::filter(s, node, &mut Check)
+                    {
+                        return false;
+                    }
+                )*
+                true
+            }
+
+            /// Every reason `node` rejects the pod, in chain order, as upstream reports them.
+            pub fn explain(&self, node: Node<'_>, out: &mut impl FnMut(Failure)) {
+                if !node.has(flags::PRESENT) {
+                    return;
+                }
+                $(
+                    if let Some(s) = &self.$f
+                        && !<$F as Filter>::filter(s, node, &mut Explain(out))
+                        && <$F as Filter>::ON_FAILURE == OnFailure::Stop
+                    {
+                        return;
+                    }
+                )*
+            }
+        }
+
+        /// The raw score parts of one feasible node: the weighted sum of the plain scorers, and
+        /// each normalised scorer's raw score.
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+        pub struct Raw {
+            pub base: i64,
+            $(pub $n: i64,)*
+        }
+
+        /// Each normalised scorer's range over the feasible nodes.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub struct Ranges {
+            $(pub $n: Range,)*
+        }
+
+        impl Default for Ranges {
+            fn default() -> Ranges {
+                Ranges { $($n: Range::EMPTY,)* }
+            }
+        }
+
+        /// The scorers for one pod, with their weights.
+        pub struct Scores<'a> {
+            $($s: Option<(<$S as Scorer>::State<'a>, i64)>,)*
+            $($n: Option<(<$N as Scorer>::State<'a>, i64)>,)*
+        }
+
+        impl<'a> Scores<'a> {
+            /// PreScore of every scorer with a weight.
+            #[inline(always)]
+            pub fn new(cx: Cycle<'a>) -> Scores<'a> {
+                let w = &cx.snap.profile.weights;
+                Scores {
+                    $($s: if w.$s != 0 { <$S as Scorer>::pre_score(cx).map(|st| (st, w.$s)) } else { None },)*
+                    $($n: if w.$n != 0 { <$N as Scorer>::pre_score(cx).map(|st| (st, w.$n)) } else { None },)*
+                }
+            }
+
+            #[inline(always)]
+            pub fn enter_chunk(&mut self, chunk: &'a Chunk) {
+                $(if let Some((s, _)) = &mut self.$s { <$S as Scorer>::enter_chunk(s, chunk); })*
+                $(if let Some((s, _)) = &mut self.$n { <$N as Scorer>::enter_chunk(s, chunk); })*
+            }
+
+            /// Score a feasible node, widening `ranges` by its normalised parts.
+            #[inline(always)]
+            pub fn score(&self, node: Node<'_>, ranges: &mut Ranges) -> Raw {
+                let mut raw = Raw::default();
+                $(if let Some((s, w)) = &self.$s { raw.base += w * <$S as Scorer>::score(s, node); })*
+                $(
+                    if let Some((s, _)) = &self.$n {
+                        raw.$n = <$N as Scorer>::score(s, node);
+                        ranges.$n.add(raw.$n);
+                    }
+                )*
+                raw
+            }
+
+            /// The final score of a node, once `ranges` covers every feasible node.
+            #[inline]
+            pub fn finish(&self, raw: &Raw, ranges: &Ranges) -> i64 {
+                let mut total = raw.base;
+                $(
+                    if let Some((_, w)) = &self.$n {
+                        total += w * <$N as Normalize>::normalize(raw.$n, ranges.$n);
+                    }
+                )*
+                total
+            }
+        }
+    };
+}
+
+plugins! {
+    filters {
+        fit: Fit(noderesources::Fit),
+        pod_count: PodCount(noderesources::PodCount),
+        node_unschedulable: NodeUnschedulable(node_unschedulable::NodeUnschedulable),
+        node_name: NodeName(node_name::NodeName),
+        node_affinity: NodeAffinity(node_affinity::NodeAffinity),
+        taint_toleration: TaintToleration(taint_toleration::TaintToleration),
+        node_ports: NodePorts(node_ports::NodePorts),
+    }
+    scores {
+        least_allocated: noderesources::LeastAllocated,
+        most_allocated: noderesources::MostAllocated,
+        balanced_allocation: balanced_allocation::BalancedAllocation,
+    }
+    normalized {
+        node_affinity: node_affinity::NodeAffinity,
+        taint_toleration: taint_toleration::TaintToleration,
+    }
+}

@@ -3,18 +3,16 @@
 use crate::allocate::{Decision, Scratch, allocate, failure_message};
 use crate::binder::BindVersions;
 use crate::cache::Cache;
-use crate::conf::{PredicateSet, Profile, Weights};
+use crate::conf::Profile;
 use crate::model::*;
-use crate::plugins::nodeorder;
-use crate::plugins::predicates::{self, Failure};
+use crate::plugins::node_affinity::Mismatch;
+use crate::plugins::node_ports::PortsTaken;
+use crate::plugins::node_unschedulable::Cordoned;
+use crate::plugins::noderesources::{Insufficient, TooManyPods};
+use crate::plugins::taint_toleration::Untolerated;
+use crate::plugins::{Cycle, Failure, Filters, Node, Ranges, ScoreWeights, Scores};
 use crate::snapshot::{CHUNK, Snapshot};
 use std::sync::Arc;
-
-const ALL: PredicateSet = PredicateSet {
-    node_affinity: true,
-    node_ports: true,
-    taint_toleration: true,
-};
 
 struct World {
     cache: Cache,
@@ -48,23 +46,39 @@ impl World {
         }
         self.snap.clone().expect("published")
     }
+    /// The filter chain's fast check of `p` on node `slot`.
     fn fits(&mut self, p: &PodInput, slot: usize) -> bool {
         let cp = self.compile(p);
         let s = self.snap();
-        predicates::fits(&cp, ALL, s.arena.chunk(slot / CHUNK), slot % CHUNK)
+        let mut f = Filters::new(Cycle { pod: &cp, snap: &s });
+        let chunk = s.arena.chunk(slot / CHUNK);
+        f.enter_chunk(chunk);
+        f.fits(Node::new(chunk, slot % CHUNK))
     }
+    /// The filter chain's explanation of `p` on node `slot`.
     fn reasons(&mut self, p: &PodInput, slot: usize) -> Vec<Failure> {
         let cp = self.compile(p);
         let s = self.snap();
+        let mut f = Filters::new(Cycle { pod: &cp, snap: &s });
+        let chunk = s.arena.chunk(slot / CHUNK);
+        f.enter_chunk(chunk);
         let mut out = Vec::new();
-        predicates::explain(
-            &cp,
-            ALL,
-            s.arena.chunk(slot / CHUNK),
-            slot % CHUNK,
-            &mut |f| out.push(f),
-        );
+        f.explain(Node::new(chunk, slot % CHUNK), &mut |r| out.push(r));
         out
+    }
+    /// The weighted sum of the plain scorers for `p` on node `slot` under `weights`.
+    fn base_score(&mut self, p: &PodInput, slot: usize, weights: ScoreWeights) -> i64 {
+        self.cache.set_profile(Arc::new(Profile {
+            weights,
+            ..Profile::default()
+        }));
+        let cp = self.compile(p);
+        let s = self.snap();
+        let mut sc = Scores::new(Cycle { pod: &cp, snap: &s });
+        let chunk = s.arena.chunk(slot / CHUNK);
+        sc.enter_chunk(chunk);
+        sc.score(Node::new(chunk, slot % CHUNK), &mut Ranges::default())
+            .base
     }
     /// Names of the candidates allocate picks, best first, or the failure message.
     fn allocate(&mut self, p: &PodInput) -> Result<Vec<String>, String> {
@@ -77,11 +91,7 @@ impl World {
                 .iter()
                 .map(|c| s.node(c.slot as usize).unwrap().name.to_string())
                 .collect()),
-            Decision::Unschedulable(sum) => Err(failure_message(
-                &sum,
-                |r| self.cache.registry().name(r).to_owned(),
-                |id| self.cache.interner().resolve(id).to_owned(),
-            )),
+            Decision::Unschedulable(sum) => Err(failure_message(&sum, &self.cache.names())),
         }
     }
 }
@@ -169,8 +179,37 @@ fn resource_fit_table() {
     }
     assert_eq!(
         w.reasons(&pod("both", "2", "4Gi"), 0),
-        [Failure::Insufficient(CPU), Failure::Insufficient(MEMORY)]
+        [
+            Failure::Fit(Insufficient(CPU)),
+            Failure::Fit(Insufficient(MEMORY))
+        ]
     );
+}
+
+#[test]
+fn many_resources_at_once_are_all_checked() {
+    // More resources than the fit resolves to rows per chunk: the slow path.
+    let names: Vec<String> = (0..10).map(|i| format!("example.com/r{i}")).collect();
+    let mut w = World::new();
+    let mut n = node("n0", "4", "4Gi");
+    for (i, r) in names.iter().enumerate() {
+        n.allocatable
+            .push((r.clone(), if i == 7 { "1" } else { "4" }.into()));
+    }
+    w.node(n);
+    let mut p = pod("many", "1", "1Gi");
+    for r in &names {
+        p.containers[0].requests.push((r.clone(), "2".into()));
+    }
+    assert!(!w.fits(&p, 0), "r7 has 1, the pod asks for 2");
+    let r7 = w.cache.registry().lookup("example.com/r7").unwrap();
+    assert_eq!(w.reasons(&p, 0), [Failure::Fit(Insufficient(r7))]);
+    p.containers[0]
+        .requests
+        .retain(|(r, _)| r != "example.com/r7");
+    assert!(w.fits(&p, 0));
+    p.containers[0].requests[0].1 = "5".into();
+    assert_eq!(w.reasons(&p, 0), [Failure::Fit(Insufficient(CPU))]);
 }
 
 #[test]
@@ -204,14 +243,14 @@ fn extended_resources_and_pod_count() {
     assert!(w.fits(&p, 0));
     assert!(!w.fits(&p, 1), "a node without the resource has none");
     let gpu_slot = w.cache.registry().lookup("nvidia.com/gpu").unwrap();
-    assert_eq!(w.reasons(&p, 1), [Failure::Insufficient(gpu_slot)]);
+    assert_eq!(w.reasons(&p, 1), [Failure::Fit(Insufficient(gpu_slot))]);
     p.containers[0].requests[2].1 = "3".into();
     assert!(!w.fits(&p, 0));
     w.bind(&pod("occupant", "100m", "100Mi"), "small");
     assert!(!w.fits(&pod("another", "100m", "100Mi"), 1));
     assert_eq!(
         w.reasons(&pod("another", "100m", "100Mi"), 1),
-        [Failure::TooManyPods]
+        [Failure::PodCount(TooManyPods)]
     );
 }
 
@@ -223,7 +262,7 @@ fn unschedulable_nodes_unless_tolerated() {
     w.node(n);
     let p = pod("p", "1", "1Gi");
     assert!(!w.fits(&p, 0));
-    assert_eq!(w.reasons(&p, 0), [Failure::Unschedulable]);
+    assert_eq!(w.reasons(&p, 0), [Failure::NodeUnschedulable(Cordoned)]);
     let p = tolerate(p, UNSCHEDULABLE_TAINT_KEY, "Exists", "", "NoSchedule");
     assert!(w.fits(&p, 0));
 }
@@ -239,7 +278,7 @@ fn node_selector_and_required_affinity() {
     let mut p = pod("sel", "1", "1Gi");
     p.node_selector = vec![("zone".into(), "b".into())];
     assert_eq!((w.fits(&p, 0), w.fits(&p, 1)), (false, true));
-    assert_eq!(w.reasons(&p, 0), [Failure::Affinity]);
+    assert_eq!(w.reasons(&p, 0), [Failure::NodeAffinity(Mismatch)]);
     let term = |exprs: Vec<SelectorRequirementInput>| SelectorTermInput {
         match_expressions: exprs,
         match_fields: vec![],
@@ -303,10 +342,10 @@ fn taint_effects() {
     );
     assert_eq!(
         w.reasons(&p, 0),
-        [Failure::Taint {
+        [Failure::TaintToleration(Untolerated {
             key: w.cache.interner().get("dedicated").unwrap(),
             value: w.cache.interner().get("gpu").unwrap()
-        }]
+        })]
     );
     let p = tolerate(p, "dedicated", "Equal", "gpu", "NoSchedule");
     assert_eq!(
@@ -354,7 +393,7 @@ fn host_port_conflicts() {
     }
     assert_eq!(
         w.reasons(&host_port(pod("x", "1", "1Gi"), 8080, "", ""), 0),
-        [Failure::Ports]
+        [Failure::NodePorts(PortsTaken)]
     );
 }
 
@@ -433,17 +472,15 @@ fn balanced_allocation_formula() {
     let mut w = World::new();
     w.node(node("n0", "4", "4Gi"));
     w.bind(&pod("x", "2", "1Gi"), "n0");
-    let s = w.snap();
-    let p = w.compile(&pod("p", "1", "1Gi"));
+    let p = pod("p", "1", "1Gi");
     // cpu (2+1)/4 = .75, mem (1+1)/4 = .5 → std .125 → 87; least: cpu (4-3)/4=25, mem (4-2)/4=50 → 37.
-    let only = |least, bal| Weights {
-        least_requested: least,
-        balanced_resource: bal,
-        ..Weights::NONE
+    let only = |least, bal| ScoreWeights {
+        least_allocated: least,
+        balanced_allocation: bal,
+        ..ScoreWeights::NONE
     };
-    let chunk = s.arena.chunk(0);
-    assert_eq!(nodeorder::score(&p, &only(0, 1), chunk, 0, None).base, 87);
-    assert_eq!(nodeorder::score(&p, &only(1, 0), chunk, 0, None).base, 37);
+    assert_eq!(w.base_score(&p, 0, only(0, 1)), 87);
+    assert_eq!(w.base_score(&p, 0, only(1, 0)), 37);
 }
 
 #[test]
@@ -528,4 +565,181 @@ fn sampling_stops_at_the_upstream_count() {
         first, second,
         "consecutive cycles look at different windows"
     );
+}
+
+/// The fast check and the explanation are one chain: for random pods on random nodes (labels,
+/// taints, cordons, full nodes, host ports in use, extended resources, many resources at once),
+/// under random switches, `fits` holds exactly when `explain` finds no reason.
+mod chain_agreement {
+    use super::*;
+    use crate::plugins::FilterSwitches;
+    use proptest::prelude::*;
+
+    const KEYS: [&str; 3] = ["zone", "disk", "gen"];
+    const VALUES: [&str; 3] = ["a", "b", "3"];
+    const EFFECTS: [&str; 3] = ["NoSchedule", "NoExecute", "PreferNoSchedule"];
+    const EXTENDED: [&str; 10] = [
+        "nvidia.com/gpu",
+        "example.com/a",
+        "example.com/b",
+        "example.com/c",
+        "example.com/d",
+        "example.com/e",
+        "example.com/f",
+        "example.com/g",
+        "example.com/h",
+        "example.com/i",
+    ];
+
+    fn label() -> impl Strategy<Value = (String, String)> {
+        (0..KEYS.len(), 0..VALUES.len()).prop_map(|(k, v)| (KEYS[k].into(), VALUES[v].into()))
+    }
+
+    fn node_input(i: usize) -> impl Strategy<Value = NodeInput> {
+        (
+            prop::collection::vec(label(), 0..3),
+            prop::collection::vec((0..2usize, 0..2usize, 0..3usize), 0..3),
+            any::<bool>(),
+            (1u32..8, 1u32..3, 0u32..4, 0u32..3),
+        )
+            .prop_map(
+                move |(labels, taints, cordoned, (cpu, pods, gpus, extended))| {
+                    let mut n = node(&format!("n{i}"), &cpu.to_string(), "8Gi");
+                    n.labels = labels;
+                    n.allocatable[2].1 = pods.to_string();
+                    n.allocatable
+                        .push(("nvidia.com/gpu".into(), gpus.to_string()));
+                    for r in &EXTENDED[1..=extended as usize] {
+                        n.allocatable.push((r.to_string(), "4".into()));
+                    }
+                    n.taints = taints
+                        .into_iter()
+                        .map(|(k, v, e)| TaintInput {
+                            key: KEYS[k].into(),
+                            value: VALUES[v].into(),
+                            effect: EFFECTS[e].into(),
+                        })
+                        .collect();
+                    n.unschedulable = cordoned;
+                    n
+                },
+            )
+    }
+
+    fn pod_input() -> impl Strategy<Value = PodInput> {
+        (
+            (100u32..3000, 0u32..3, 0usize..10),
+            prop::collection::vec(label(), 0..2),
+            prop::option::of(prop::collection::vec(
+                prop::collection::vec((0..3usize, 0..4usize, 0..3usize), 1..3),
+                1..3,
+            )),
+            prop::collection::vec((0..3usize, any::<bool>(), 0..4usize), 0..3),
+            prop::collection::vec(prop_oneof![Just(80), Just(443), Just(9000)], 0..2),
+            prop::option::of(0usize..6),
+        )
+            .prop_map(
+                |((cpu, gpus, extended), selector, required, tols, ports, name)| {
+                    let mut p = pod("p", &format!("{cpu}m"), "1Gi");
+                    p.containers[0]
+                        .requests
+                        .push(("nvidia.com/gpu".into(), gpus.to_string()));
+                    // Up to nine extended resources: more than eight takes the slow path.
+                    for r in EXTENDED.iter().take(extended).skip(1) {
+                        p.containers[0].requests.push((r.to_string(), "1".into()));
+                    }
+                    p.node_selector = selector;
+                    let ops = ["In", "NotIn", "Exists", "DoesNotExist"];
+                    p.affinity = required.map(|terms| NodeAffinityInput {
+                        required: Some(
+                            terms
+                                .into_iter()
+                                .map(|reqs| SelectorTermInput {
+                                    match_expressions: reqs
+                                        .into_iter()
+                                        .map(|(k, op, v)| SelectorRequirementInput {
+                                            key: KEYS[k].into(),
+                                            operator: ops[op].into(),
+                                            values: if op < 2 {
+                                                vec![VALUES[v].into()]
+                                            } else {
+                                                vec![]
+                                            },
+                                        })
+                                        .collect(),
+                                    match_fields: vec![],
+                                })
+                                .collect(),
+                        ),
+                        preferred: vec![],
+                    });
+                    for (k, exists, e) in tols {
+                        let effect = if e == 3 { "" } else { EFFECTS[e] };
+                        p = if exists {
+                            tolerate(p, KEYS[k], "Exists", "", effect)
+                        } else {
+                            tolerate(p, KEYS[k], "Equal", VALUES[k], effect)
+                        };
+                    }
+                    for port in ports {
+                        p = host_port(p, port, "TCP", "");
+                    }
+                    p.node_name = name.map(|i| format!("n{i}"));
+                    p
+                },
+            )
+    }
+
+    fn switches() -> impl Strategy<Value = FilterSwitches> {
+        (any::<bool>(), any::<bool>(), any::<bool>()).prop_map(|(a, t, p)| FilterSwitches {
+            node_affinity: a,
+            taint_toleration: t,
+            node_ports: p,
+            ..FilterSwitches::DEFAULT
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        #[test]
+        fn fits_is_explain_is_empty(
+            nodes in (1usize..7).prop_flat_map(|n| (0..n).map(node_input).collect::<Vec<_>>()),
+            residents in prop::collection::vec((0usize..7, 100u32..3000, prop::option::of(prop_oneof![Just(80), Just(443)])), 0..8),
+            pods in prop::collection::vec(pod_input(), 1..6),
+            filters in switches(),
+        ) {
+            let mut w = World::with_profile(Profile { filters, ..Profile::default() });
+            for n in &nodes {
+                w.node(n.clone());
+            }
+            for (k, (on, cpu, port)) in residents.into_iter().enumerate() {
+                let mut r = pod(&format!("resident-{k}"), &format!("{cpu}m"), "512Mi");
+                if let Some(port) = port {
+                    r = host_port(r, port, "TCP", "");
+                }
+                w.bind(&r, &format!("n{}", on % nodes.len()));
+            }
+            for p in &pods {
+                let cp = w.compile(p);
+                let s = w.snap();
+                let mut f = Filters::new(Cycle { pod: &cp, snap: &s });
+                let mut any_fits = false;
+                for slot in 0..nodes.len() {
+                    let chunk = s.arena.chunk(slot / CHUNK);
+                    f.enter_chunk(chunk);
+                    let node = Node::new(chunk, slot % CHUNK);
+                    let mut reasons = Vec::new();
+                    f.explain(node, &mut |r| reasons.push(r));
+                    let fits = f.fits(node);
+                    prop_assert_eq!(fits, reasons.is_empty(), "pod {:?} on n{}: {:?}", p, slot, reasons);
+                    any_fits |= fits;
+                }
+                // And allocate agrees: a node that fits is found (every node is scanned).
+                let mut scratch = Scratch::new(3);
+                let d = allocate(&s, &cp, w.cache.versions(), &mut scratch);
+                prop_assert_eq!(d == Decision::Candidates, any_fits);
+            }
+        }
+    }
 }

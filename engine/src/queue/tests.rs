@@ -3,7 +3,18 @@
 //! updates, deletes and gates.
 
 use super::*;
-use crate::model::{CompiledPod, Interner, PodInput, ResourceRegistry, compile_pod};
+use crate::event;
+use crate::model::{CPU, CompiledPod, Interner, PodInput, ResourceRegistry, compile_pod};
+use crate::plugins::{Reason, node_affinity, noderesources};
+
+/// The wake-ups of a pod rejected for CPU, and for a node selector (as the plugins declare them).
+fn cpu_short() -> Events {
+    noderesources::Insufficient(CPU).wake()
+}
+
+fn label_mismatch() -> Events {
+    node_affinity::Mismatch.wake()
+}
 
 fn pod(name: &str, priority: i32, sp: Option<&str>) -> Arc<CompiledPod> {
     let input = PodInput {
@@ -104,9 +115,9 @@ fn exponential_backoff_one_to_ten_seconds() {
     let mut now = 0.0;
     for want in expected {
         assert!(q.pop(t(now)).is_some());
-        q.mark_unschedulable(&p.uid, reason::RESOURCES, t(now));
+        q.mark_unschedulable(&p.uid, cpu_short(), t(now));
         // A cluster event that helps moves it to backoffQ until its backoff expires.
-        q.on_cluster_event(reason::RESOURCES, t(now));
+        q.on_cluster_event(event::POD_REMOVED, t(now));
         assert!(
             q.pop(t(now + want - 0.001)).is_none(),
             "still backing off before {want}s"
@@ -127,14 +138,14 @@ fn pool_wakes_only_for_helpful_events() {
     q.upsert(b.clone(), t(0.0));
     q.pop(t(0.0));
     q.pop(t(0.0));
-    q.mark_unschedulable(&a.uid, reason::RESOURCES, t(0.0));
-    q.mark_unschedulable(&b.uid, reason::AFFINITY, t(0.0));
+    q.mark_unschedulable(&a.uid, cpu_short(), t(0.0));
+    q.mark_unschedulable(&b.uid, label_mismatch(), t(0.0));
     assert_eq!(q.depths().unschedulable, 2);
-    assert_eq!(q.on_cluster_event(reason::TAINT, t(5.0)), 0);
-    assert_eq!(q.on_cluster_event(reason::CAPACITY_FREED, t(5.0)), 1);
+    assert_eq!(q.on_cluster_event(event::NODE_TAINT_REMOVED, t(5.0)), 0);
+    assert_eq!(q.on_cluster_event(event::POD_REMOVED, t(5.0)), 1);
     assert_eq!(pop_all(&mut q, t(5.0)), ["needs-cpu"]);
     assert_eq!(
-        q.on_cluster_event(reason::ALL, t(5.0)),
+        q.on_cluster_event(event::NODE_ADDED, t(5.0)),
         1,
         "a new node helps everyone"
     );
@@ -147,7 +158,7 @@ fn pool_is_flushed_after_five_minutes() {
     let a = pod("a", 0, None);
     q.upsert(a.clone(), t(0.0));
     q.pop(t(0.0));
-    q.mark_unschedulable(&a.uid, reason::AFFINITY, t(0.0));
+    q.mark_unschedulable(&a.uid, label_mismatch(), t(0.0));
     assert_eq!(q.next_deadline(), Some(t(300.0)));
     q.flush_unschedulable(t(299.0));
     assert!(q.pop(t(299.0)).is_none());
@@ -175,7 +186,7 @@ fn delete_removes_from_every_sub_queue() {
     for p in &popped {
         match &*p.name {
             "backoff" => q.requeue_backoff(&p.uid, t(0.0)),
-            "pool" => q.mark_unschedulable(&p.uid, reason::RESOURCES, t(0.0)),
+            "pool" => q.mark_unschedulable(&p.uid, cpu_short(), t(0.0)),
             "active" => q.requeue_active(&p.uid),
             _ => {}
         }
@@ -203,7 +214,7 @@ fn updates_apply_in_place_and_unblock() {
     assert_eq!(pop_all(&mut q, t(0.0)), ["b", "a"]);
     // An update of an unschedulable pod retries it after its backoff.
     let a = pod("a", 0, None);
-    q.mark_unschedulable(&a.uid, reason::AFFINITY, t(0.0));
+    q.mark_unschedulable(&a.uid, label_mismatch(), t(0.0));
     q.upsert(a.clone(), t(0.5));
     assert!(q.pop(t(0.5)).is_none());
     assert!(q.pop(t(1.0)).is_some());
