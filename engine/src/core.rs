@@ -4,7 +4,8 @@
 //! configuration updates) and produces [`Intent`]s (bind this pod to that node; write this
 //! status) — no I/O, no clock: `now` is passed in. After a batch of inputs, [`Core::flush`]
 //! publishes one snapshot for all the changes (coalescing), moves due pods between sub-queues,
-//! and tops up the worker hand-off in queue order.
+//! and tops up the worker hand-off in queue order. Sharding's part of a flush (the view the
+//! publication carries, the status to write after it) is `shard::Sharding`'s.
 //!
 //! Lifecycle of a pod it owns (DESIGN.md §3 "No lost pod"): exactly one of gated, activeQ,
 //! backoffQ, unschedulable pool, in flight (hand-off or worker), binding — until the bind
@@ -504,6 +505,12 @@ impl Core {
             Outcome::Unschedulable(summary) => {
                 let message = failure_message(&summary, &self.cache.names());
                 let pod = r.task.pod.clone();
+                // The pod changed while the worker held it (say, a toleration was added): the
+                // decision was about the old spec, so the new one gets its own attempt.
+                let updated = self
+                    .queue
+                    .get(&uid)
+                    .is_some_and(|e| !Arc::ptr_eq(e.pod(), &r.task.pod));
                 self.queue.mark_unschedulable(&uid, summary.wake, now);
                 // Decided on a snapshot older than a wake-up that could help: retry it.
                 let history_covers = self
@@ -519,7 +526,7 @@ impl Core {
                 } else {
                     event::ALL
                 };
-                if missed & summary.wake != 0 {
+                if missed & summary.wake != 0 || updated {
                     self.queue.retry(&uid, now);
                 }
                 self.report(&pod, StatusReason::Unschedulable, message);

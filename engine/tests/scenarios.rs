@@ -6,7 +6,7 @@
 
 use magma_engine::Profile;
 use magma_engine::core::{BindResult, Input, StatusReason};
-use magma_engine::testing::{Sim, mk_node, mk_pod, with_labels};
+use magma_engine::testing::{Sim, mk_node, mk_pod, with_labels, with_taint};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -109,6 +109,38 @@ fn labelling_a_node_schedules_a_pod_waiting_on_its_selector() {
         mk_node("n0", "4", "4Gi", 110),
         &[("disk", "ssd")],
     ));
+    assert!(c.run_until(BACKOFFS, |c| c.bound_count() == 1));
+    c.h.stop();
+}
+
+#[test]
+fn a_pod_updated_while_in_flight_is_retried_with_its_new_spec() {
+    let mut c = Sim::workers(1);
+    c.add_node(with_taint(
+        mk_node("n0", "4", "4Gi", 110),
+        "dedicated",
+        "agents",
+        "NoSchedule",
+    ));
+    let p = mk_pod("p", "1", "1Gi");
+    c.add_pod(p.clone());
+    c.h.flush();
+    assert_eq!(c.h.handoff().len(), 1, "in flight");
+    // The user adds the toleration while a worker holds the old spec.
+    let mut tolerating = p;
+    tolerating
+        .tolerations
+        .push(magma_engine::model::TolerationInput {
+            key: "dedicated".into(),
+            operator: "Equal".into(),
+            value: "agents".into(),
+            effect: "NoSchedule".into(),
+        });
+    c.add_pod(tolerating);
+    c.settle();
+    assert_eq!(c.bound_count(), 0, "the old spec did not fit");
+    // No cluster event will come: the update itself earns the pod a new attempt after its
+    // backoff, not a wait for the 5 min flush.
     assert!(c.run_until(BACKOFFS, |c| c.bound_count() == 1));
     c.h.stop();
 }
