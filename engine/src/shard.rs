@@ -30,7 +30,7 @@
 //! 4. **Worker sync** (upstream's rule): no status is written while a worker may still schedule
 //!    against a view older than the current one. Writes are serialised: one in flight at a time,
 //!    so a burst of changes yields one write of the latest state, and a failed write is retried
-//!    after [`RETRY_AFTER`]. Rules 3 and 4 as the driver applies them (`Core::shard_status`)
+//!    after [`RETRY_AFTER`]. Rules 3 and 4 as the driver applies them ([`Sharding::status`])
 //!    are checked by the loom model `sharding_worker_sync`: once a status drops a node, no claim
 //!    on it succeeds, and every earlier claim is applied and bound.
 //! 5. **Hand-over hold.** When this replica starts leading, the nodes its shard's status already

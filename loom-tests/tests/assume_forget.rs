@@ -25,7 +25,7 @@ fn assume_confirm_forget() {
 /// The same race, also asking that `b` is not left in the unschedulable pool while the node it
 /// fits on is free. This found a lost wake-up: `b`'s cycle can decide on the snapshot that still
 /// shows `a`, and its `Unschedulable` result can reach the driver after the forget's
-/// `CAPACITY_FREED` event was applied to the pool. The driver now remembers recent wake-ups by
+/// `POD_REMOVED` event was applied to the pool. The driver now remembers recent wake-ups by
 /// snapshot sequence and retries a pod whose decision predates one that could help it.
 #[test]
 fn assume_forget_wakes_unschedulable() {

@@ -1,5 +1,6 @@
-//! Model 7 — the sharding coordinator's worker-sync rule (`shard` rules 3–4, `core::Core::
-//! {refresh_shard_view, shard_status}`), built on the worker epochs (`worker_epochs`).
+//! Model 7 — the sharding coordinator's worker-sync rule (`shard` rules 3–4, as
+//! `shard::Sharding::{refresh, status}` apply them for the driver), built on the worker epochs
+//! (`worker_epochs`).
 //!
 //! Hard sharding mode. Our NodeShard desires nodes `x` and `y`, and its status already lists
 //! both in use, so both are in the view. Pods `p0` and `p1` are handed off to two workers, which
