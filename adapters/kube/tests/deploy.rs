@@ -11,8 +11,8 @@
 //!   rule must be used.
 //! - Every metric the dashboard queries is served on `/metrics`.
 //!
-//! Tools come from `deploy/tools/install.sh` (into `target/tools/`); a missing tool fails the
-//! test with the command to run. The shard-controller binary and the schedulers' soft/hard modes
+//! Tools come from `deploy/tools/install.sh` (into `target/tools/`), which the first test that
+//! needs them runs (`procs::deploy_tools`); a tool still missing after it fails the test. The shard-controller binary and the schedulers' soft/hard modes
 //! are being built in parallel: the parts that need them run as soon as they exist, and print
 //! what they could not check until then.
 
@@ -33,17 +33,11 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn tools() -> PathBuf {
-    std::env::var_os("MAGMA_TOOLS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join("target/tools"))
-}
-
 fn tool(name: &str) -> PathBuf {
-    let p = tools().join("bin").join(name);
+    let p = procs::deploy_tools().join("bin").join(name);
     assert!(
         p.exists(),
-        "{} is missing: run deploy/tools/install.sh (CI does, in .ci/run)",
+        "{} is missing after deploy/tools/install.sh",
         p.display()
     );
     p
@@ -89,7 +83,7 @@ fn kustomize(dir: &str) -> String {
 fn objects(yaml: &str) -> Vec<Value> {
     let (ok, out) = run_with_stdin(
         Command::new("python3")
-            .env("PYTHONPATH", tools().join("python"))
+            .env("PYTHONPATH", procs::deploy_tools().join("python"))
             .args([
                 "-c",
                 "import json,sys,yaml; print(json.dumps([d for d in yaml.safe_load_all(sys.stdin) if d]))",

@@ -12,6 +12,9 @@ pub struct BalancedAllocation;
 /// The pod's requests and the current chunk's rows for them.
 pub struct BalanceRows<'a> {
     pod: &'a CompiledPod,
+    /// The pod's CPU and memory requests (actual, not the non-zero defaults).
+    cpu: i64,
+    memory: i64,
     /// Slot of `nvidia.com/gpu` when the pod requests some.
     gpu: Option<Slot>,
     alloc: [&'a Row; 2],
@@ -36,6 +39,8 @@ impl Scorer for BalancedAllocation {
     fn pre_score<'a>(cx: Cycle<'a>) -> Option<BalanceRows<'a>> {
         Some(BalanceRows {
             pod: cx.pod,
+            cpu: cx.pod.request(CPU),
+            memory: cx.pod.request(MEMORY),
             gpu: cx.snap.gpu_slot.filter(|&g| cx.pod.request(g) > 0),
             alloc: [&ZERO_ROW; 2],
             free: [&ZERO_ROW; 2],
@@ -52,39 +57,47 @@ impl Scorer for BalancedAllocation {
     fn score(st: &BalanceRows<'_>, node: Node<'_>) -> i64 {
         let i = node.i;
         let (ac, am) = (st.alloc[0][i], st.alloc[1][i]);
-        let pod = st.pod;
         if st.gpu.is_none() && ac > 0 && am > 0 {
             // The common case: two resources, std = |f1 - f2| / 2.
-            let fc = fraction(ac - st.free[0][i], pod.request(CPU), ac);
-            let fm = fraction(am - st.free[1][i], pod.request(MEMORY), am);
+            let fc = fraction(ac - st.free[0][i], st.cpu, ac);
+            let fm = fraction(am - st.free[1][i], st.memory, am);
             return ((1.0 - ((fc - fm) / 2.0).abs()) * MAX_NODE_SCORE as f64) as i64;
         }
-        let mut fr = [0f64; 3];
-        let mut n = 0;
-        for (alloc, used, req) in [
-            (ac, ac - st.free[0][i], pod.request(CPU)),
-            (am, am - st.free[1][i], pod.request(MEMORY)),
-            st.gpu.map_or((0, 0, 0), |g| {
-                (
-                    node.chunk.alloc(g, i),
-                    node.chunk.used(g, i),
-                    pod.request(g),
-                )
-            }),
-        ] {
-            if alloc > 0 {
-                fr[n] = fraction(used, req, alloc);
-                n += 1;
-            }
-        }
-        let std = match n {
-            0 | 1 => 0.0,
-            2 => ((fr[0] - fr[1]) / 2.0).abs(),
-            _ => {
-                let mean = fr[..n].iter().sum::<f64>() / n as f64;
-                (fr[..n].iter().map(|f| (f - mean) * (f - mean)).sum::<f64>() / n as f64).sqrt()
-            }
-        };
-        ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
+        general(st, node)
     }
+}
+
+/// Three resources, or a node lacking one: out of line, off the common path.
+#[inline(never)]
+fn general(st: &BalanceRows<'_>, node: Node<'_>) -> i64 {
+    let i = node.i;
+    let (ac, am) = (st.alloc[0][i], st.alloc[1][i]);
+    let pod = st.pod;
+    let mut fr = [0f64; 3];
+    let mut n = 0;
+    for (alloc, used, req) in [
+        (ac, ac - st.free[0][i], st.cpu),
+        (am, am - st.free[1][i], st.memory),
+        st.gpu.map_or((0, 0, 0), |g| {
+            (
+                node.chunk.alloc(g, i),
+                node.chunk.used(g, i),
+                pod.request(g),
+            )
+        }),
+    ] {
+        if alloc > 0 {
+            fr[n] = fraction(used, req, alloc);
+            n += 1;
+        }
+    }
+    let std = match n {
+        0 | 1 => 0.0,
+        2 => ((fr[0] - fr[1]) / 2.0).abs(),
+        _ => {
+            let mean = fr[..n].iter().sum::<f64>() / n as f64;
+            (fr[..n].iter().map(|f| (f - mean) * (f - mean)).sum::<f64>() / n as f64).sqrt()
+        }
+    };
+    ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
 }

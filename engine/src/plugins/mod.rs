@@ -305,9 +305,12 @@ impl Range {
         max: i64::MIN,
     };
 
+    /// Widen by `v`; the minimum only when the normaliser reads it.
     #[inline(always)]
-    fn add(&mut self, v: i64) {
-        self.min = self.min.min(v);
+    fn add<const MIN: bool>(&mut self, v: i64) {
+        if MIN {
+            self.min = self.min.min(v);
+        }
         self.max = self.max.max(v);
     }
 }
@@ -315,6 +318,8 @@ impl Range {
 /// A scorer whose raw scores kube-scheduler normalises over the feasible nodes
 /// (`NormalizeScore`) into 0..=100.
 pub trait Normalize: Scorer {
+    /// Whether [`Normalize::normalize`] reads `range.min` (it is not tracked otherwise).
+    const USES_MIN: bool;
     fn normalize(raw: i64, range: Range) -> i64;
 }
 
@@ -570,7 +575,7 @@ macro_rules! plugins {
                 $(
                     if let Some((s, _)) = &self.$n {
                         raw.$n = <$N as Scorer>::score(s, node);
-                        ranges.$n.add(raw.$n);
+                        ranges.$n.add::<{ <$N as Normalize>::USES_MIN }>(raw.$n);
                     }
                 )*
                 raw

@@ -94,6 +94,8 @@ impl Scorer for NodeAffinity {
 }
 
 impl Normalize for NodeAffinity {
+    const USES_MIN: bool = false;
+
     /// `raw * 100 / max`; all zero when no node matches any term.
     #[inline]
     fn normalize(raw: i64, range: Range) -> i64 {

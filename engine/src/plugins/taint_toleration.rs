@@ -148,6 +148,8 @@ impl Scorer for TaintToleration {
 }
 
 impl Normalize for TaintToleration {
+    const USES_MIN: bool = false;
+
     /// Reverse: `100 - raw * 100 / max`; no intolerable taint anywhere → every node gets 100.
     #[inline]
     fn normalize(raw: i64, range: Range) -> i64 {

