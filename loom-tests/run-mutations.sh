@@ -22,6 +22,9 @@ MUTATIONS=(
     "shard_release_ignores_workers|sharding_worker_sync|succeeded after x was released|is not applied yet"
     "shard_release_ignores_claims|sharding_worker_sync|is not applied yet"
     "shard_release_ignores_binds|sharding_worker_sync|is still binding to it"
+    "lane_skips_validation|cross_node_claims|both p and q placed"
+    "epoch_after_validation|cross_node_claims|both p and q placed"
+    "claim_ignores_epoch|cross_node_claims|both p and q placed"
 )
 
 export RUSTFLAGS="--cfg loom"

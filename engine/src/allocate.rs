@@ -21,9 +21,10 @@
 use crate::binder::{BindVersions, Candidate};
 use crate::event::{self, Events};
 use crate::model::CompiledPod;
-use crate::plugins::{Cycle, Failure, Filters, Names, Node, Ranges, Raw, Scores};
+use crate::plugins::{Cycle, Failure, Filters, Names, Node, Ranges, Raw, Reads, Scores};
 use crate::shard::{self, NodeSet, View};
 use crate::snapshot::{CHUNK, Snapshot};
+use crate::volumes::PodVolumes;
 use std::sync::Arc;
 
 /// Reusable per-worker buffers.
@@ -31,6 +32,10 @@ pub struct Scratch {
     feasible: Vec<(u32, Raw)>,
     best: Vec<(i64, u64, u32)>,
     pub candidates: Vec<Candidate>,
+    /// What the candidates' verdicts read beyond their own nodes (`plugins::Reads`).
+    pub reads: Reads,
+    /// The other nodes a claim must find unchanged (`binder` step 5), reused by the worker.
+    pub others: Vec<u32>,
     rng: u64,
     cursor: usize,
 }
@@ -41,6 +46,8 @@ impl Scratch {
             feasible: Vec::with_capacity(1024),
             best: Vec::with_capacity(128),
             candidates: Vec::with_capacity(16),
+            reads: Reads::default(),
+            others: Vec::new(),
             rng: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
             cursor: (seed as usize).wrapping_mul(7919),
         }
@@ -91,6 +98,7 @@ pub enum Decision {
 pub fn allocate(
     snap: &Snapshot,
     pod: &CompiledPod,
+    volumes: Option<&PodVolumes>,
     versions: &BindVersions,
     s: &mut Scratch,
 ) -> Decision {
@@ -104,7 +112,7 @@ pub fn allocate(
             ..FailureSummary::default()
         });
     }
-    let cx = Cycle { pod, snap };
+    let cx = Cycle { pod, snap, volumes };
     let mut filters = Filters::new(cx);
     let mut scores = Scores::new(cx);
     let mut ranges = Ranges::default();
@@ -163,8 +171,9 @@ pub fn allocate(
         View::Missing(_) => {}
     }
     if s.feasible.is_empty() {
-        return Decision::Unschedulable(explain_all(snap, pod));
+        return Decision::Unschedulable(explain_all(snap, pod, volumes));
     }
+    filters.reads(&mut s.reads);
     // Keep the best 2K by (score, random key).
     let keep = (2 * k).min(s.feasible.len());
     s.best.clear();
@@ -292,7 +301,11 @@ fn scan<'a>(
 
 /// Every live node's reasons for rejecting the pod. Runs only when nothing fits. Nodes the
 /// sharding view does not admit (hard mode) fail with upstream's "not in shard" reason only.
-pub fn explain_all(snap: &Snapshot, pod: &CompiledPod) -> FailureSummary {
+pub fn explain_all(
+    snap: &Snapshot,
+    pod: &CompiledPod,
+    volumes: Option<&PodVolumes>,
+) -> FailureSummary {
     let mut summary = FailureSummary::default();
     if let View::Missing(shard) = &snap.view {
         // No shard: every node fails for the same reason, without looking at it.
@@ -306,7 +319,7 @@ pub fn explain_all(snap: &Snapshot, pod: &CompiledPod) -> FailureSummary {
             return summary;
         }
     }
-    let mut filters = Filters::new(Cycle { pod, snap });
+    let mut filters = Filters::new(Cycle { pod, snap, volumes });
     for ci in 0..snap.arena.num_chunks() {
         let chunk = snap.arena.chunk(ci);
         let admitted = snap.view.admits(ci);

@@ -19,11 +19,31 @@
 //! node, so the pod fit the node's true remaining capacity — no double booking, whatever the
 //! number of workers. Counters only grow, so ABA cannot happen (2^64 increments never wrap).
 //!
+//! Constraints over several nodes (`docs/constraints.md`; loom model `cross_node_claims`):
+//!
+//! 5. A pod decided in the *lane* (one at a time, so lane pods never race each other) whose
+//!    decision read other nodes of the claimed node's topology domains: after its CAS, if it has
+//!    a required anti-affinity term whose domain holds other nodes, it bumps the anti-affinity
+//!    epoch `e` ([`BindVersions::bump_anti_epoch`]); then a `SeqCst` fence; then it loads the
+//!    counter of every other node of those domains and compares it with the snapshot
+//!    ([`BindVersions::unchanged`]). A counter that moved is a claim the decision could not see:
+//!    the claim is burned (the driver counts the increment as a bump; the pod is retried).
+//! 6. Every other pod, after its CAS: a `SeqCst` fence, then loads `e`
+//!    ([`BindVersions::anti_epoch_after_claim`]); if it differs from the count the snapshot
+//!    holds (`Snapshot::anti_epoch`), an anti-affinity pod was claimed that the decision could
+//!    not see, and the claim is burned.
+//! 7. The driver counts every bump when it applies the lane pod's result (claimed or burned), so
+//!    the next snapshot holds it.
+//!
+//! With the two fences in the single order of `SeqCst` operations, one of the two sides sees the
+//! other's write: either the other pod's load of `e` sees the bump, or the lane pod's load sees
+//! the other pod's CAS. So two such claims never both stand.
+//!
 //! Orderings: the CAS is `AcqRel`; the claim itself is delivered to the cache through a channel
 //! (happens-before), and snapshots are published with release/acquire (`sync::Published`).
 
 use crate::mutation;
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{AtomicU64, Ordering, fence};
 use crossbeam_utils::CachePadded;
 use std::sync::OnceLock;
 
@@ -50,9 +70,11 @@ pub struct Candidate {
     pub incarnation: u32,
 }
 
-/// The per-node bind-version counters, shared by the cache and every worker.
+/// The per-node bind-version counters, shared by the cache and every worker, and the
+/// anti-affinity epoch (steps 5–7).
 pub struct BindVersions {
     segs: Box<[OnceLock<CounterSegment>]>,
+    anti_epoch: CachePadded<AtomicU64>,
 }
 
 type CounterSegment = Box<[CachePadded<AtomicU64>]>;
@@ -61,6 +83,7 @@ impl Default for BindVersions {
     fn default() -> Self {
         Self {
             segs: (0..SEGS).map(|_| OnceLock::new()).collect(),
+            anti_epoch: CachePadded::new(AtomicU64::new(0)),
         }
     }
 }
@@ -113,6 +136,30 @@ impl BindVersions {
     /// Advance the counter for a capacity-reducing change (step 4). Returns the new value.
     pub fn bump(&self, slot: usize) -> u64 {
         self.counter(slot).fetch_add(1, Ordering::AcqRel) + 1
+    }
+
+    /// Step 5, first half: a lane pod with a multi-node anti-affinity domain announces its claim.
+    pub fn bump_anti_epoch(&self) {
+        self.anti_epoch.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Step 5, second half: after the fence, whether every slot in `slots` still has the version
+    /// `seen(slot)` (the snapshot's). Mutation `lane_skips_validation` skips the check.
+    pub fn unchanged(&self, slots: &[u32], seen: impl Fn(u32) -> u64) -> bool {
+        fence(Ordering::SeqCst);
+        if mutation::lane_skips_validation() {
+            return true;
+        }
+        slots
+            .iter()
+            .all(|&s| self.counter(s as usize).load(Ordering::Acquire) == seen(s))
+    }
+
+    /// Step 6: after its CAS, the epoch a pod outside the lane must find equal to its
+    /// snapshot's.
+    pub fn anti_epoch_after_claim(&self) -> u64 {
+        fence(Ordering::SeqCst);
+        self.anti_epoch.load(Ordering::Acquire)
     }
 
     /// Try the candidates in order; the index of the first one claimed, if any.

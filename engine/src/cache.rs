@@ -14,13 +14,15 @@ use crate::binder::{BindVersions, Candidate, MAX_SLOTS};
 use crate::conf::Profile;
 use crate::event::{self, Events};
 use crate::model::{
-    CPU, CompiledNode, CompiledPod, HostPort, Interner, MEMORY, ModelError, NodeInput, NodeMeta,
-    PodInput, ResourceList, ResourceRegistry, compile_node, compile_pod,
+    CPU, CompiledNode, CompiledPod, HOSTNAME_KEY, HostPort, Interner, MEMORY, ModelError,
+    NamespaceInput, Namespaces, NodeInput, NodeMeta, PodInfo, PodInput, ResourceList,
+    ResourceRegistry, compile_labels, compile_node, compile_pod,
 };
 use crate::mutation;
 use crate::plugins::{self, Names, NodeFacts};
 use crate::shard::{NodeBook, View};
 use crate::snapshot::{Arena, CHUNK, Snapshot};
+use crate::volumes::{CsiLimits, CsiVolumes, PodVolumes, Storage, StorageInput};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
@@ -38,6 +40,9 @@ struct SlotState {
     ports: Vec<HostPort>,
     /// Pods assumed here after our claim whose binding the watch has not confirmed yet.
     assumed: u32,
+    /// The pods counted here, as the cross-node plugins see them (published only once the pod
+    /// index is on, see [`Cache::enable_pod_index`]).
+    pods: Vec<Arc<PodInfo>>,
 }
 
 /// A pod counted on a node.
@@ -47,8 +52,30 @@ struct Placement {
     requests: ResourceList,
     nonzero: [i64; 2],
     ports: Box<[HostPort]>,
+    info: Arc<PodInfo>,
     /// Assumed after our claim, not yet confirmed by the watch.
     assumed: bool,
+}
+
+impl Placement {
+    fn of(pod: &CompiledPod, info: Arc<PodInfo>, node: Arc<str>, assumed: bool) -> Placement {
+        Placement {
+            node,
+            requests: pod.requests.clone(),
+            nonzero: [pod.nonzero_cpu, pod.nonzero_memory],
+            ports: pod.host_ports.clone(),
+            info,
+            assumed,
+        }
+    }
+
+    /// The same pod, counted the same way, in the same place.
+    fn same(&self, other: &Placement) -> bool {
+        self.node == other.node
+            && self.requests == other.requests
+            && self.ports == other.ports
+            && (Arc::ptr_eq(&self.info, &other.info) || self.info == other.info)
+    }
 }
 
 /// Accounting entry for a pod placed on a node.
@@ -76,6 +103,21 @@ pub struct Cache {
     seq: u64,
     profile: Arc<Profile>,
     view: View,
+    /// Snapshots carry the per-node pod index (see `enable_pod_index`).
+    pod_index: bool,
+    /// Placed pods with pod affinity terms on known nodes, by the address of their `PodInfo`.
+    affinity: HashMap<usize, (u32, Arc<PodInfo>)>,
+    /// `affinity` changed since the last publication.
+    affinity_dirty: bool,
+    affinity_pods: Arc<[(u32, Arc<PodInfo>)]>,
+    namespaces: Arc<Namespaces>,
+    /// Bumps of the anti-affinity epoch the cache has accounted for (`binder` step 7).
+    anti_epoch: u64,
+    hostname_key: u32,
+    /// PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes (`volumes`).
+    storage: Storage,
+    /// CSI attach limits by node name id, as snapshots carry them.
+    csi_limits: Arc<CsiLimits>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -97,8 +139,11 @@ fn add(list: &mut ResourceList, other: &ResourceList, sign: i64) {
 
 impl Cache {
     pub fn new(versions: Arc<BindVersions>, profile: Arc<Profile>) -> Cache {
+        let mut interner = Interner::default();
+        let hostname_key = interner.intern(HOSTNAME_KEY);
         Cache {
-            interner: Interner::default(),
+            interner,
+            hostname_key,
             registry: ResourceRegistry::default(),
             versions,
             arena: Arena::default(),
@@ -112,6 +157,14 @@ impl Cache {
             seq: 0,
             profile,
             view: View::All,
+            pod_index: false,
+            affinity: HashMap::new(),
+            affinity_dirty: false,
+            affinity_pods: Arc::from(Vec::new()),
+            namespaces: Arc::default(),
+            anti_epoch: 0,
+            storage: Storage::default(),
+            csi_limits: Arc::default(),
         }
     }
 
@@ -240,7 +293,9 @@ impl Cache {
             st.nonzero = [0; 2];
             st.ports.clear();
             st.assumed = 0;
+            st.pods.clear();
         }
+        self.affinity_dirty = true;
         // A new incarnation must never be claimable with a version from the previous one.
         self.bump(slot);
         self.by_name.insert(name.clone(), slot);
@@ -285,6 +340,10 @@ impl Cache {
         st.nonzero = [0; 2];
         st.ports.clear();
         st.assumed = 0;
+        for p in st.pods.drain(..) {
+            self.affinity.remove(&(Arc::as_ptr(&p) as usize));
+        }
+        self.affinity_dirty = true;
         self.live_nodes -= 1;
         if let Some(node_name) = node_name {
             let uids: Vec<Arc<str>> = self
@@ -339,17 +398,10 @@ impl Cache {
         if terminal {
             return self.remove_pod(&pod.uid);
         }
-        let placement = Placement {
-            node: self.intern_name(node),
-            requests: pod.requests.clone(),
-            nonzero: [pod.nonzero_cpu, pod.nonzero_memory],
-            ports: pod.host_ports.clone(),
-            assumed: false,
-        };
+        let info = self.placed_info(pod);
+        let placement = Placement::of(pod, info, self.intern_name(node), false);
         if let Some(old) = self.pods.get_mut(&pod.uid)
-            && old.node == placement.node
-            && old.requests == placement.requests
-            && old.ports == placement.ports
+            && old.same(&placement)
         {
             // Our own assumption confirmed, or a no-op update.
             if std::mem::take(&mut old.assumed)
@@ -360,8 +412,9 @@ impl Cache {
             }
             return 0;
         }
-        let mask = self.remove_pod(&pod.uid);
+        let mut mask = self.remove_pod(&pod.uid);
         if let Some(&slot) = self.by_name.get(&*placement.node) {
+            mask |= event::POD_ADDED;
             // Someone else's placement (or a changed one) reduces what the node can take.
             if !mutation::skip_external_bump() {
                 self.bump(slot);
@@ -375,7 +428,6 @@ impl Cache {
                 .push(pod.uid.clone());
         }
         self.pods.insert(pod.uid.clone(), placement);
-        // Moving a pod off another node frees capacity there; the new placement helps no one.
         mask
     }
 
@@ -413,13 +465,8 @@ impl Cache {
         }
         let result = match (pod, same_node, name) {
             (Some(pod), true, Some(name)) => {
-                let placement = Placement {
-                    node: name.clone(),
-                    requests: pod.requests.clone(),
-                    nonzero: [pod.nonzero_cpu, pod.nonzero_memory],
-                    ports: pod.host_ports.clone(),
-                    assumed: true,
-                };
+                let info = self.placed_info(pod);
+                let placement = Placement::of(pod, info, name.clone(), true);
                 self.remove_pod(&pod.uid);
                 self.account(slot, &placement, 1);
                 self.pods.insert(pod.uid.clone(), placement);
@@ -469,6 +516,182 @@ impl Cache {
                 st.ports.remove(i);
             }
         }
+        if sign > 0 {
+            st.pods.push(p.info.clone());
+        } else if let Some(i) = st.pods.iter().position(|x| Arc::ptr_eq(x, &p.info)) {
+            st.pods.swap_remove(i);
+        }
+        if p.info.affinity.is_some() {
+            let key = Arc::as_ptr(&p.info) as usize;
+            if sign > 0 {
+                self.affinity.insert(key, (slot, p.info.clone()));
+            } else {
+                self.affinity.remove(&key);
+            }
+            self.affinity_dirty = true;
+        }
+    }
+
+    /// Keep the per-node pod index in snapshots from now on (`Snapshot::pods_on`): the first
+    /// pod that needs it (pod affinity terms or topology spread) turns it on, so clusters that
+    /// never use those features never pay for it.
+    pub fn enable_pod_index(&mut self) {
+        if self.pod_index {
+            return;
+        }
+        self.pod_index = true;
+        for slot in 0..self.slots.len() as u32 {
+            if self.slots[slot as usize].node.is_some() {
+                self.write_slot(slot);
+            }
+        }
+    }
+
+    pub fn pod_index(&self) -> bool {
+        self.pod_index
+    }
+
+    /// The pod as others see it once placed: its CSI volumes resolved from the storage objects.
+    fn placed_info(&self, pod: &CompiledPod) -> Arc<PodInfo> {
+        if pod.claims.is_empty() {
+            return pod.info.clone();
+        }
+        let csi = self.storage.csi_of(&pod.namespace, &pod.claims);
+        if csi == pod.info.csi {
+            return pod.info.clone();
+        }
+        Arc::new(PodInfo {
+            csi,
+            ..(*pod.info).clone()
+        })
+    }
+
+    /// Apply a change to the storage objects (`volumes`). Returns its events and the objects it
+    /// rejected.
+    pub fn apply_storage(&mut self, input: StorageInput) -> (Events, Vec<ModelError>) {
+        let refresh = matches!(
+            input,
+            StorageInput::Pvc(_)
+                | StorageInput::PvcReset(_)
+                | StorageInput::Pv(_)
+                | StorageInput::PvReset(_)
+                | StorageInput::PvDelete(_)
+                | StorageInput::PvcDelete { .. }
+        );
+        let (events, errors) = self.storage.apply(input, &mut self.interner);
+        for node in self.storage.take_limits_changed() {
+            let id = self.interner.intern(&node);
+            let limits = self.storage.limits(&node);
+            let map = Arc::make_mut(&mut self.csi_limits);
+            if limits.is_empty() {
+                map.remove(&id);
+            } else {
+                map.insert(id, Arc::from(limits));
+            }
+            // A lower limit restricts the node: stale decisions must not be claimed.
+            if let Some(&slot) = self.by_name.get(&*node) {
+                self.bump(slot);
+                self.write_slot(slot);
+            }
+            self.dirty = true;
+        }
+        if refresh {
+            self.refresh_csi();
+        }
+        (events, errors)
+    }
+
+    /// Placed pods with claims get their CSI volumes resolved again (a claim or PV changed).
+    fn refresh_csi(&mut self) {
+        let stale: Vec<(Arc<str>, CsiVolumes)> = self
+            .pods
+            .iter()
+            .filter(|(_, p)| !p.info.claims.is_empty())
+            .filter_map(|(uid, p)| {
+                let ns = self.interner.resolve(p.info.namespace);
+                let claims: Vec<(Arc<str>, bool)> =
+                    p.info.claims.iter().map(|c| (c.clone(), false)).collect();
+                let csi = self.storage.csi_of(ns, &claims);
+                (csi != p.info.csi).then(|| (uid.clone(), csi))
+            })
+            .collect();
+        for (uid, csi) in stale {
+            let Some(mut p) = self.pods.get(&uid).cloned() else {
+                continue;
+            };
+            let slot = self.by_name.get(&*p.node).copied();
+            if let Some(slot) = slot {
+                self.account(slot, &p, -1);
+            }
+            p.info = Arc::new(PodInfo {
+                csi,
+                ..(*p.info).clone()
+            });
+            if let Some(slot) = slot {
+                self.account(slot, &p, 1);
+                self.write_slot(slot);
+            }
+            self.pods.insert(uid, p);
+        }
+    }
+
+    /// Resolve a pod's claims for its hand-off (`volumes::Storage::resolve`). `in_flight(claim)`:
+    /// a pod the cache has not placed yet (handed off or binding) uses that ReadWriteOncePod
+    /// claim.
+    pub fn resolve_volumes(
+        &mut self,
+        pod: &CompiledPod,
+        in_flight: impl Fn(&str) -> bool,
+    ) -> PodVolumes {
+        let ns = pod.info.namespace;
+        let (pods, uid) = (&self.pods, &pod.uid);
+        let placed = |claim: &str| {
+            pods.iter().any(|(u, p)| {
+                u != uid && p.info.namespace == ns && p.info.claims.iter().any(|c| &**c == claim)
+            })
+        };
+        self.storage.resolve(
+            &pod.namespace,
+            &pod.uid,
+            &pod.claims,
+            &mut self.interner,
+            |claim| placed(claim) || in_flight(claim),
+        )
+    }
+
+    /// A lane claim bumped the anti-affinity epoch (`binder` step 7): the next snapshot holds it.
+    pub fn count_anti_bump(&mut self) {
+        self.anti_epoch += 1;
+        self.dirty = true;
+    }
+
+    /// A namespace and its labels (for `namespaceSelector`); `None` removes it.
+    pub fn set_namespace(&mut self, name: &str, labels: Option<&[(String, String)]>) -> Events {
+        let id = self.interner.intern(name);
+        let ns = Arc::make_mut(&mut self.namespaces);
+        match labels {
+            Some(l) => ns.set(id, compile_labels(l, &mut self.interner)),
+            None => ns.remove(id),
+        }
+        self.dirty = true;
+        event::NAMESPACE_CHANGED
+    }
+
+    /// Every namespace (a relist).
+    pub fn reset_namespaces(&mut self, all: &[NamespaceInput]) -> Events {
+        Arc::make_mut(&mut self.namespaces).clear();
+        for n in all {
+            self.set_namespace(&n.name, Some(&n.labels));
+        }
+        self.dirty = true;
+        event::NAMESPACE_CHANGED
+    }
+
+    /// Placed pods with pod (anti-)affinity terms, by slot (for the symmetric rules).
+    fn affinity_pods(&self) -> Arc<[(u32, Arc<PodInfo>)]> {
+        let mut out: Vec<(u32, Arc<PodInfo>)> = self.affinity.values().cloned().collect();
+        out.sort_unstable_by_key(|(slot, _)| *slot);
+        out.into()
     }
 
     fn bump(&mut self, slot: u32) {
@@ -491,6 +714,9 @@ impl Cache {
             }
             if chunk.ports[i].is_some() {
                 Arc::make_mut(&mut chunk.ports)[i] = None;
+            }
+            if chunk.pods[i].is_some() {
+                Arc::make_mut(&mut chunk.pods)[i] = None;
             }
             for r in chunk.free.iter_mut().chain(chunk.alloc.iter_mut()) {
                 r[i] = 0;
@@ -530,6 +756,19 @@ impl Cache {
             Arc::make_mut(&mut chunk.ports)[i] = None;
         }
         chunk.flags[i] = f;
+        if self.pod_index {
+            let same = match &chunk.pods[i] {
+                Some(p) => {
+                    p.len() == st.pods.len()
+                        && p.iter().zip(&st.pods).all(|(a, b)| Arc::ptr_eq(a, b))
+                }
+                None => st.pods.is_empty(),
+            };
+            if !same {
+                Arc::make_mut(&mut chunk.pods)[i] =
+                    (!st.pods.is_empty()).then(|| Arc::from(st.pods.as_slice()));
+            }
+        }
         if !chunk.meta[i].as_ref().is_some_and(|m| Arc::ptr_eq(m, meta)) {
             Arc::make_mut(&mut chunk.meta)[i] = Some(meta.clone());
         }
@@ -542,6 +781,9 @@ impl Cache {
         }
         self.dirty = false;
         self.seq += 1;
+        if std::mem::take(&mut self.affinity_dirty) {
+            self.affinity_pods = self.affinity_pods();
+        }
         Some(Arc::new(Snapshot {
             seq: self.seq,
             arena: self.arena.clone(),
@@ -549,6 +791,12 @@ impl Cache {
             profile: self.profile.clone(),
             gpu_slot: self.registry.lookup("nvidia.com/gpu"),
             view: self.view.clone(),
+            pods_indexed: self.pod_index,
+            affinity_pods: self.affinity_pods.clone(),
+            namespaces: self.namespaces.clone(),
+            anti_epoch: self.anti_epoch,
+            hostname_key: self.hostname_key,
+            csi_limits: self.csi_limits.clone(),
         }))
     }
 

@@ -5,7 +5,7 @@
 //!
 //! Owns parsing and validation only; the adapter reads files and watches for changes.
 
-use crate::plugins::{FilterSwitches, ScoreWeights};
+use crate::plugins::{FilterSwitches, ScoreWeights, volume_binding};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -190,6 +190,9 @@ pub struct Profile {
     pub weights: ScoreWeights,
     /// `configurations[allocate].candidateNodeCount`, default 3, must be > 0.
     pub candidate_node_count: usize,
+    /// `volumebinding.bindTimeoutSeconds` (`predicates` argument, default 600): how long a bind
+    /// waits for the claims it provisions to be bound.
+    pub volume_bind_timeout: std::time::Duration,
     pub sampling: Sampling,
     /// Things the configuration asks for that Magma accepts but does not do, for the log.
     pub warnings: Vec<String>,
@@ -206,24 +209,14 @@ impl Default for Profile {
 /// are declared by the plugins, `plugins::FilterSwitches`). Accepted and ignored: the
 /// agent workloads Magma targets do not use pod affinity, topology spread, volumes or DRA.
 const UNSUPPORTED_PREDICATE_KEYS: &[&str] = &[
-    "predicate.PodAffinityEnable",
-    "predicate.NodeVolumeLimitsEnable",
-    "predicate.VolumeZoneEnable",
-    "predicate.PodTopologySpreadEnable",
-    "predicate.VolumeBindingEnable",
     "predicate.DynamicResourceAllocationEnable",
     "predicate.CacheEnable",
-    "volumebinding.bindTimeoutSeconds",
     "volumebinding.weight",
     "volumebinding.shape",
     "dynamicresources.filterTimeoutSeconds",
 ];
 /// Upstream scorer weights Magma does not implement (see `plugins::ScoreWeights` for the rest).
-const UNSUPPORTED_WEIGHT_KEYS: &[&str] = &[
-    "podaffinity.weight",
-    "imagelocality.weight",
-    "podtopologyspread.weight",
-];
+const UNSUPPORTED_WEIGHT_KEYS: &[&str] = &["imagelocality.weight"];
 
 fn get_bool(owner: &str, args: &Arguments, key: &str, default: bool) -> Result<bool, ConfError> {
     match args.get(key) {
@@ -307,6 +300,8 @@ impl Profile {
             }
         }
         let mut filters = FilterSwitches::OFF;
+        let mut volume_bind_timeout =
+            std::time::Duration::from_secs(volume_binding::BIND_TIMEOUT_DEFAULT as u64);
         let mut weights = ScoreWeights::NONE;
         for (ti, tier) in conf.tiers.iter().enumerate() {
             for p in &tier.plugins {
@@ -322,7 +317,9 @@ impl Profile {
                         for key in a.keys() {
                             if UNSUPPORTED_PREDICATE_KEYS.contains(&key.as_str()) {
                                 warnings.push(format!("{owner}: argument {key:?} is accepted but Magma does not implement that filter"));
-                            } else if !FilterSwitches::keys().any(|k| k == key) {
+                            } else if !FilterSwitches::keys().any(|k| k == key)
+                                && key != volume_binding::BIND_TIMEOUT_KEY
+                            {
                                 warnings.push(format!("{owner}: unknown argument {key:?} ignored"));
                             }
                         }
@@ -330,6 +327,20 @@ impl Profile {
                         for key in UNSUPPORTED_PREDICATE_KEYS.iter().filter(|k| k.ends_with("Enable")) {
                             get_bool(&owner, a, key, true)?;
                         }
+                        let timeout = get_int(
+                            &owner,
+                            a,
+                            volume_binding::BIND_TIMEOUT_KEY,
+                            volume_binding::BIND_TIMEOUT_DEFAULT,
+                        )?;
+                        if !(0..=86_400).contains(&timeout) {
+                            return Err(ConfError::ArgumentValue {
+                                owner: owner.clone(),
+                                key: volume_binding::BIND_TIMEOUT_KEY.into(),
+                                why: format!("{timeout} must be within 0..=86400 seconds"),
+                            });
+                        }
+                        volume_bind_timeout = std::time::Duration::from_secs(timeout as u64);
                         if enable_predicate {
                             filters = set;
                         }
@@ -386,6 +397,7 @@ impl Profile {
             filters,
             weights,
             candidate_node_count,
+            volume_bind_timeout,
             sampling,
             warnings,
         })
@@ -485,12 +497,16 @@ configurations:
     #[test]
     fn unsupported_plugins_and_arguments_are_explicit_warnings() {
         let p = parse(
-            "actions: allocate\ntiers:\n- plugins:\n  - name: gang\n  - name: predicates\n    arguments:\n      predicate.PodTopologySpreadEnable: true\n  - name: nodeorder\n    arguments:\n      podaffinity.weight: 2\n",
+            "actions: allocate\ntiers:\n- plugins:\n  - name: gang\n  - name: predicates\n    arguments:\n      predicate.DynamicResourceAllocationEnable: true\n  - name: nodeorder\n    arguments:\n      imagelocality.weight: 2\n",
         )
         .unwrap();
         assert_eq!(p.warnings.len(), 3, "{:?}", p.warnings);
         assert!(p.warnings.iter().any(|w| w.contains("gang")));
-        assert!(p.warnings.iter().any(|w| w.contains("PodTopologySpread")));
+        assert!(
+            p.warnings
+                .iter()
+                .any(|w| w.contains("DynamicResourceAllocation"))
+        );
     }
 
     #[test]

@@ -16,13 +16,14 @@ use crate::cache::{Cache, CacheError};
 use crate::clock::Nanos;
 use crate::conf::Profile;
 use crate::event::{self, Events};
-use crate::model::{CompiledPod, NodeInput, PodInput};
+use crate::model::{CompiledPod, NamespaceInput, NodeInput, PodInput};
 use crate::mutation;
 use crate::queue::{PodState, QueueDepths, QueueOptions, SchedulingQueue};
 use crate::shard::{ShardInput, ShardStatusIntent, Sharding, ShardingMode, ShardingOptions};
 use crate::snapshot::Snapshot;
 use crate::stats::{Stats, inc};
 use crate::sync::HandOff;
+use crate::volumes::StorageInput;
 use crate::worker::{Outcome, Shared, Task, WorkerResult};
 use crossbeam_channel::Sender;
 use std::collections::HashSet;
@@ -58,6 +59,13 @@ pub enum Input {
     /// dropped, except our own assumptions whose binding the watch has not shown yet.
     BoundPodReset(Vec<PodInput>),
     Profile(Arc<Profile>),
+    /// A PersistentVolumeClaim, PersistentVolume, StorageClass or CSINode changed (`volumes`).
+    Storage(StorageInput),
+    /// A namespace was added or its labels changed (pod affinity `namespaceSelector`).
+    NamespaceApply(NamespaceInput),
+    NamespaceDelete(String),
+    /// A relist of the namespaces (the complete set).
+    NamespaceReset(Vec<NamespaceInput>),
     /// A NodeShard was added or changed (ignored in sharding mode `none`).
     ShardApply(ShardInput),
     ShardDelete(String),
@@ -117,6 +125,11 @@ impl StatusReason {
 pub struct BindIntent {
     pub pod: Arc<CompiledPod>,
     pub node: Arc<str>,
+    /// Claims to provision on `node` first (`WaitForFirstConsumer`): write
+    /// `volume.kubernetes.io/selected-node` on each, wait until each is bound (at most
+    /// `volume_timeout`), then bind the pod (kube-scheduler's VolumeBinding PreBind).
+    pub provision: Vec<(Arc<str>, Arc<str>)>,
+    pub volume_timeout: Duration,
     pub arrived: Nanos,
     pub popped: Nanos,
     pub claimed: Nanos,
@@ -166,6 +179,8 @@ pub enum AuditError {
 pub enum CoreError {
     #[error("node rejected: {0}")]
     Node(#[from] CacheError),
+    #[error("storage object rejected: {0}")]
+    Storage(crate::model::ModelError),
     #[error("pod {namespace}/{name} rejected: {error}")]
     Pod {
         namespace: String,
@@ -191,6 +206,9 @@ pub struct Core {
     shard: Option<Sharding>,
     /// As the last `Input::Leadership` said (initially: as `Shared` says at construction).
     leading: bool,
+    /// The lane task in flight (uid, generation): no other is handed off until its result is
+    /// applied and published (`docs/constraints.md`).
+    lane_busy: Option<(Arc<str>, u64)>,
 }
 
 /// Wake-ups remembered for stale unschedulable decisions.
@@ -216,6 +234,7 @@ impl Core {
             pending_events: 0,
             wakes: std::collections::VecDeque::new(),
             shard: None,
+            lane_busy: None,
         }
     }
 
@@ -358,6 +377,22 @@ impl Core {
                 }
             }
             Input::Profile(p) => self.cache.set_profile(p),
+            Input::Storage(change) => {
+                let (events, errors) = self.cache.apply_storage(change);
+                self.pending_events |= events;
+                for error in errors {
+                    self.emit(Intent::Error(CoreError::Storage(error)));
+                }
+            }
+            Input::NamespaceApply(n) => {
+                self.pending_events |= self.cache.set_namespace(&n.name, Some(&n.labels));
+            }
+            Input::NamespaceDelete(name) => {
+                self.pending_events |= self.cache.set_namespace(&name, None);
+            }
+            Input::NamespaceReset(all) => {
+                self.pending_events |= self.cache.reset_namespaces(&all);
+            }
             Input::Leadership(leading) => {
                 self.leading = leading;
                 if let Some(c) = &mut self.shard {
@@ -418,6 +453,9 @@ impl Core {
                     // A stale unbound view of a pod we already saw bound: ignore.
                     return;
                 }
+                if compiled.needs_pod_index() {
+                    self.cache.enable_pod_index();
+                }
                 self.queue.upsert(compiled, now);
             }
         }
@@ -474,16 +512,58 @@ impl Core {
             (e.generation() == r.task.generation || mutation::no_generation_check())
                 && e.state() == PodState::InFlight
         });
-        if let Outcome::Claimed { candidate } = &r.outcome {
+        if r.task.lane
+            && self
+                .lane_busy
+                .as_ref()
+                .is_some_and(|(u, g)| *u == uid && *g == r.task.generation)
+        {
+            // The lane's result: the next lane pod is handed off after this flush publishes it.
+            self.lane_busy = None;
+        }
+        if let Outcome::Burned {
+            candidate,
+            bumped,
+            to_lane,
+        } = &r.outcome
+        {
+            // The CAS happened: counted as a bump, no pod (`binder` steps 5–7).
+            self.cache.apply_claim(*candidate, None);
+            if *bumped {
+                self.cache.count_anti_bump();
+            }
+            if live {
+                if *to_lane {
+                    self.queue.move_to_lane(&uid);
+                }
+                self.queue.requeue_urgent(&uid);
+            } else {
+                inc(&self.stats.driver.stale_results, 1);
+            }
+            return;
+        }
+        if let Outcome::Claimed { candidate, bumped } = &r.outcome {
             // The CAS happened: the cache must count it whatever became of the pod.
+            if *bumped {
+                self.cache.count_anti_bump();
+            }
             let pod = live.then_some(&*r.task.pod);
             match self.cache.apply_claim(*candidate, pod) {
                 Some(node) => {
+                    self.pending_events |= event::POD_ADDED;
                     self.queue.mark_binding(&uid);
                     inc(&self.stats.driver.bind_intents, 1);
+                    let provision = r.task.volumes.as_ref().map_or_else(Vec::new, |v| {
+                        v.provision
+                            .iter()
+                            .map(|p| (p.namespace.clone(), p.name.clone()))
+                            .collect()
+                    });
                     self.emit(Intent::Bind(BindIntent {
                         pod: r.task.pod.clone(),
                         node,
+                        provision,
+                        volume_timeout: self.cache.profile().volume_bind_timeout,
                         arrived: r.task.arrived,
                         popped: r.popped,
                         claimed: r.done,
@@ -499,7 +579,7 @@ impl Core {
             return;
         }
         match r.outcome {
-            Outcome::Claimed { .. } => unreachable!("handled above"),
+            Outcome::Claimed { .. } | Outcome::Burned { .. } => unreachable!("handled above"),
             Outcome::Conflict => self.queue.requeue_urgent(&uid),
             Outcome::Paused => self.queue.requeue_active(&uid),
             Outcome::Unschedulable(summary) => {
@@ -605,22 +685,41 @@ impl Core {
             return;
         }
         while self.handoff.len() < self.handoff.capacity() {
-            let Some((pod, generation)) = self.queue.pop(now) else {
+            let Some((pod, generation, lane)) = self.queue.pop(now, self.lane_busy.is_none())
+            else {
                 break;
             };
             let arrived = self.queue.get(&pod.uid).map_or(now, |e| e.arrived());
             let uid = pod.uid.clone();
+            let volumes = (!pod.claims.is_empty()).then(|| {
+                let (queue, ns, me) = (&self.queue, pod.info.namespace, &pod.uid);
+                // A pod already handed off or binding with the same ReadWriteOncePod claim.
+                let in_flight = |claim: &str| {
+                    queue.iter().any(|(u, e)| {
+                        u != me
+                            && matches!(e.state(), PodState::InFlight | PodState::Binding)
+                            && e.pod().info.namespace == ns
+                            && e.pod().info.claims.iter().any(|c| &**c == claim)
+                    })
+                };
+                Arc::new(self.cache.resolve_volumes(&pod, in_flight))
+            });
             if self
                 .handoff
                 .try_push(Task {
                     pod,
                     generation,
                     arrived,
+                    lane,
+                    volumes,
                 })
                 .is_err()
             {
                 self.queue.unpop(&uid);
                 break;
+            }
+            if lane {
+                self.lane_busy = Some((uid, generation));
             }
         }
     }
@@ -628,6 +727,9 @@ impl Core {
     /// Take back every pod still waiting in the hand-off (shutdown, lost leadership).
     pub fn drain_handoff(&mut self) {
         while let Some(t) = self.handoff.try_pop() {
+            if t.lane {
+                self.lane_busy = None;
+            }
             if !mutation::drain_without_unpop() {
                 self.queue.unpop(&t.pod.uid);
             }

@@ -25,5 +25,14 @@ pub const NODE_ALLOCATABLE_GREW: Events = 1 << 4;
 /// its pod slot and its host ports are free again.
 pub const POD_REMOVED: Events = 1 << 5;
 
+/// A pod was placed on a node (bound by anyone, or claimed by us): helps a pod waiting for a
+/// required pod affinity.
+pub const POD_ADDED: Events = 1 << 6;
+/// A namespace appeared or its labels changed (pod affinity `namespaceSelector`).
+pub const NAMESPACE_CHANGED: Events = 1 << 7;
+
+/// A PersistentVolumeClaim, PersistentVolume, StorageClass or CSINode appeared or changed.
+pub const STORAGE_CHANGED: Events = 1 << 8;
+
 /// Every event (for a pod whose decision predates the wake-up history).
 pub const ALL: Events = u32::MAX;

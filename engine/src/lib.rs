@@ -36,6 +36,7 @@ pub mod stats;
 pub mod sync;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod volumes;
 pub mod worker;
 
 pub use crate::clock::{Clock, ManualClock, Nanos};

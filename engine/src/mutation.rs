@@ -53,6 +53,12 @@ mutations! {
     shard_release_ignores_claims,
     /// `shard` drain rule: a pod still binding does not hold the node.
     shard_release_ignores_binds,
+    /// `BindVersions::unchanged`: a lane pod does not check the other nodes of its domain.
+    lane_skips_validation,
+    /// `worker`: a lane pod validates before it bumps the anti-affinity epoch.
+    epoch_after_validation,
+    /// `worker`: a pod outside the lane does not compare the anti-affinity epoch.
+    claim_ignores_epoch,
 }
 
 /// The mutation named by `MAGMA_MUTATION`, if any.

@@ -24,6 +24,15 @@ use std::time::Duration;
 
 use crate::event::Events;
 
+/// Add `by` to the pool count of every bit of `wake`.
+fn count_wake(counts: &mut [u32; 32], wake: Events, by: i32) {
+    for (b, c) in counts.iter_mut().enumerate() {
+        if wake & (1 << b) != 0 {
+            *c = c.saturating_add_signed(by);
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QueueOptions {
     pub initial_backoff: Duration,
@@ -75,6 +84,9 @@ pub struct Entry {
     arrived: Nanos,
     /// Last message reported for this pod (status intents are emitted only on change).
     last_message: Option<Arc<str>>,
+    /// Decided in the lane (`docs/constraints.md`): set from the pod's constraints, and for good
+    /// once a decision outside it turned out to need it.
+    lane: bool,
     seq: u64,
 }
 
@@ -150,6 +162,10 @@ pub struct SchedulingQueue {
     opts: QueueOptions,
     entries: HashMap<Arc<str>, Entry>,
     active: BinaryHeap<ActiveKey>,
+    /// Active pods that must be decided in the lane (one at a time, `docs/constraints.md`).
+    lane: BinaryHeap<ActiveKey>,
+    /// Pool pods per wake-up event bit, so an event no pool pod waits for costs nothing.
+    wake_counts: [u32; 32],
     backoff: BinaryHeap<Reverse<(Nanos, u64, Arc<str>)>>,
     /// Pool entries by time of entry, for the periodic flush: (since, generation, uid).
     pool_order: std::collections::VecDeque<(Nanos, u64, Arc<str>)>,
@@ -231,10 +247,22 @@ impl SchedulingQueue {
         e.state = state;
         e.generation = generation;
         let (urgent, sp, prio) = (e.urgent, e.pod.scheduling_priority, e.pod.priority);
+        let lane = e.lane;
+        if let PodState::Unschedulable { wake, .. } = old {
+            count_wake(&mut self.wake_counts, wake, -1);
+        }
+        if let PodState::Unschedulable { wake, .. } = state {
+            count_wake(&mut self.wake_counts, wake, 1);
+        }
         match state {
             PodState::Active => {
                 e.seq = seq;
-                self.active.push(ActiveKey {
+                let heap = if lane {
+                    &mut self.lane
+                } else {
+                    &mut self.active
+                };
+                heap.push(ActiveKey {
                     urgent,
                     scheduling_priority: sp,
                     priority: prio,
@@ -260,6 +288,7 @@ impl SchedulingQueue {
         let uid = pod.uid.clone();
         if let Some(e) = self.entries.get_mut(&uid) {
             let was_gated = e.state == PodState::Gated;
+            e.lane |= pod.lane;
             e.pod = pod.clone();
             match e.state {
                 // The worker's result carries the spec it decided on; the driver compares.
@@ -283,6 +312,7 @@ impl SchedulingQueue {
         } else {
             PodState::Active
         };
+        let lane = pod.lane;
         self.entries.insert(
             uid.clone(),
             Entry {
@@ -293,6 +323,7 @@ impl SchedulingQueue {
                 attempts: 0,
                 arrived: now,
                 last_message: None,
+                lane,
                 seq: 0,
             },
         );
@@ -306,26 +337,54 @@ impl SchedulingQueue {
     /// Remove a pod wherever it is. Returns its entry.
     pub fn remove(&mut self, uid: &str) -> Option<Entry> {
         let e = self.entries.remove(uid)?;
+        if let PodState::Unschedulable { wake, .. } = e.state {
+            count_wake(&mut self.wake_counts, wake, -1);
+        }
         *self.depth_mut(e.state) -= 1;
         Some(e)
     }
 
-    /// Pop the next pod from activeQ (moving expired backoff first), marking it in flight.
-    pub fn pop(&mut self, now: Nanos) -> Option<(Arc<CompiledPod>, u64)> {
+    /// Pop the next pod from activeQ (moving expired backoff first), marking it in flight. Lane
+    /// pods are considered only when `lane_free` (the driver hands off one at a time).
+    pub fn pop(&mut self, now: Nanos, lane_free: bool) -> Option<(Arc<CompiledPod>, u64, bool)> {
         self.flush_backoff(now);
-        while let Some(k) = self.active.pop() {
-            let live = self
-                .entries
+        let live = |entries: &HashMap<Arc<str>, Entry>, k: &ActiveKey| {
+            entries
                 .get(&k.uid)
-                .is_some_and(|e| e.generation == k.generation && e.state == PodState::Active);
-            if !live {
-                continue;
-            }
-            self.set_state(&k.uid, PodState::InFlight);
-            let e = &self.entries[&k.uid];
-            return Some((e.pod.clone(), e.generation));
+                .is_some_and(|e| e.generation == k.generation && e.state == PodState::Active)
+        };
+        // Drop stale tops so the two heads compare live pods.
+        while self.active.peek().is_some_and(|k| !live(&self.entries, k)) {
+            self.active.pop();
         }
-        None
+        while self.lane.peek().is_some_and(|k| !live(&self.entries, k)) {
+            self.lane.pop();
+        }
+        let from_lane = match (self.active.peek(), self.lane.peek().filter(|_| lane_free)) {
+            (_, None) => false,
+            (None, Some(_)) => true,
+            (Some(a), Some(l)) => l > a,
+        };
+        let k = if from_lane {
+            self.lane.pop()
+        } else {
+            self.active.pop()
+        }?;
+        self.set_state(&k.uid, PodState::InFlight);
+        let e = &self.entries[&k.uid];
+        Some((e.pod.clone(), e.generation, from_lane))
+    }
+
+    /// From now on this pod is decided in the lane (its constraint turned out to span nodes).
+    pub fn move_to_lane(&mut self, uid: &str) {
+        if let Some(e) = self.entries.get_mut(uid) {
+            e.lane = true;
+        }
+    }
+
+    /// Some pod in the unschedulable pool waits for one of `events`.
+    fn pool_waits_for(&self, events: Events) -> bool {
+        (0..32).any(|b| events & (1 << b) != 0 && self.wake_counts[b] > 0)
     }
 
     /// Return a popped pod that was not handed off (hand-off full, or the engine paused).
@@ -415,7 +474,7 @@ impl SchedulingQueue {
 
     /// Cluster `events` happened: move back every pod one of them may help.
     pub fn on_cluster_event(&mut self, events: Events, now: Nanos) -> usize {
-        if events == 0 || self.depths.unschedulable == 0 {
+        if events == 0 || self.depths.unschedulable == 0 || !self.pool_waits_for(events) {
             return 0;
         }
         let movable: Vec<Arc<str>> = self

@@ -14,8 +14,9 @@
 //! Owns the layout only; the cache decides what goes in, the workers only read.
 
 use crate::conf::Profile;
-use crate::model::{HostPort, NodeMeta, Slot};
+use crate::model::{HostPort, Namespaces, NodeMeta, PodInfo, Slot};
 use crate::shard::View;
+use crate::volumes::CsiLimits;
 use std::sync::Arc;
 
 /// Node slots per chunk.
@@ -31,6 +32,9 @@ pub mod flags {
     /// The slot holds a live node.
     pub const PRESENT: u8 = 1;
 }
+
+/// The pods counted on one node, as the cross-node plugins read them.
+pub type NodePods = Option<Arc<[Arc<PodInfo>]>>;
 
 /// One row: a value per node slot in a chunk.
 pub type Row = [i64; CHUNK];
@@ -57,6 +61,9 @@ pub struct Chunk {
     pub meta: Arc<[Option<Arc<NodeMeta>>; CHUNK]>,
     /// Host ports in use on the node (only where some pod uses them), shared likewise.
     pub ports: Arc<[Option<Arc<[HostPort]>>; CHUNK]>,
+    /// The pods counted on the node (bound or claimed), once the pod index is on
+    /// (`Snapshot::pods_indexed`); shared likewise.
+    pub pods: Arc<[NodePods; CHUNK]>,
 }
 
 impl Default for Chunk {
@@ -70,6 +77,7 @@ impl Default for Chunk {
             flags: [0; CHUNK],
             meta: Arc::new(std::array::from_fn(|_| None)),
             ports: Arc::new(std::array::from_fn(|_| None)),
+            pods: Arc::new(std::array::from_fn(|_| None)),
         }
     }
 }
@@ -179,6 +187,17 @@ pub struct Snapshot {
     pub gpu_slot: Option<Slot>,
     /// The nodes workers may use (`shard::View`; `All` without sharding).
     pub view: View,
+    /// Chunks carry the pods of each node (`Chunk::pods`).
+    pub pods_indexed: bool,
+    /// Placed pods with pod (anti-)affinity terms and their slots (the symmetric rules).
+    pub affinity_pods: Arc<[(u32, Arc<PodInfo>)]>,
+    pub namespaces: Arc<Namespaces>,
+    /// Bumps of the anti-affinity epoch this snapshot contains (`docs/constraints.md`).
+    pub anti_epoch: u64,
+    /// The interned id of `kubernetes.io/hostname` (a topology key of one node per domain).
+    pub hostname_key: u32,
+    /// CSI attach limits by node name id: (driver id, count), from CSINodes.
+    pub csi_limits: Arc<CsiLimits>,
 }
 
 impl Snapshot {
@@ -190,6 +209,12 @@ impl Snapshot {
             profile,
             gpu_slot: None,
             view: View::All,
+            pods_indexed: false,
+            affinity_pods: Arc::from(Vec::new()),
+            namespaces: Arc::default(),
+            anti_epoch: 0,
+            hostname_key: u32::MAX,
+            csi_limits: Arc::default(),
         }
     }
 
@@ -199,6 +224,13 @@ impl Snapshot {
             return None;
         }
         self.arena.chunk(slot / CHUNK).meta[slot % CHUNK].as_ref()
+    }
+
+    /// The pods counted on `slot` (empty unless `pods_indexed`).
+    pub fn pods_on(&self, slot: usize) -> &[Arc<PodInfo>] {
+        self.arena.chunk(slot / CHUNK).pods[slot % CHUNK]
+            .as_deref()
+            .unwrap_or(&[])
     }
 
     pub fn version(&self, slot: usize) -> u64 {

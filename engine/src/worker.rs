@@ -21,6 +21,7 @@ use crate::mutation;
 use crate::snapshot::Snapshot;
 use crate::stats::{WorkerCounters, inc};
 use crate::sync::{AtomicBool, AtomicU64, Ordering, Published};
+use crate::volumes::PodVolumes;
 use crossbeam_utils::CachePadded;
 use std::sync::Arc;
 
@@ -34,12 +35,26 @@ pub struct Task {
     /// Queue generation when handed off (stale results are detected by it).
     pub generation: u64,
     pub arrived: Nanos,
+    /// Decided in the lane (`binder` steps 5–7): the only lane task in flight.
+    pub lane: bool,
+    /// Its claims, resolved when it was handed off (`volumes`).
+    pub volumes: Option<Arc<PodVolumes>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     Claimed {
         candidate: Candidate,
+        /// The claim bumped the anti-affinity epoch (`binder` step 5).
+        bumped: bool,
+    },
+    /// The CAS succeeded but the claim does not stand (`binder` steps 5–6): the driver counts
+    /// the version increment and retries the pod at once.
+    Burned {
+        candidate: Candidate,
+        bumped: bool,
+        /// Its constraint turned out to span several nodes: decide it in the lane from now on.
+        to_lane: bool,
     },
     /// Every candidate was taken by another claim.
     Conflict,
@@ -163,6 +178,81 @@ impl Shared {
     }
 }
 
+/// Whether a claim stands after steps 5–6 of `binder`.
+enum Confirmed {
+    Stands { bumped: bool },
+    Burned { bumped: bool, to_lane: bool },
+}
+
+/// Steps 5–6 of `binder` for a successful CAS on `slot`: find the other nodes of its topology
+/// domains that the decision read (`Scratch::reads`), then, in the lane, bump the anti-affinity
+/// epoch if an anti-affinity domain spans several nodes and check those nodes are unchanged;
+/// outside the lane, check the epoch (and leave for the lane if the decision read other nodes).
+fn confirm(
+    snap: &Snapshot,
+    versions: &BindVersions,
+    lane: bool,
+    s: &mut Scratch,
+    slot: u32,
+) -> Confirmed {
+    let mut multi_anti = false;
+    s.others.clear();
+    if !s.reads.is_empty()
+        && let Some(own) = snap.node(slot as usize)
+    {
+        let reads = &s.reads;
+        for m in 0..snap.arena.slots() {
+            if m == slot as usize {
+                continue;
+            }
+            let Some(meta) = snap.node(m) else { continue };
+            let same = |key: u32| {
+                own.label(key)
+                    .is_some_and(|l| meta.label(key).is_some_and(|x| x.value == l.value))
+            };
+            if reads.everywhere || reads.domains.iter().any(|&k| same(k)) {
+                s.others.push(m as u32);
+                multi_anti |= reads.anti.iter().any(|&k| same(k));
+            }
+        }
+    }
+    if !lane {
+        if !s.others.is_empty() {
+            return Confirmed::Burned {
+                bumped: false,
+                to_lane: true,
+            };
+        }
+        if !mutation::claim_ignores_epoch() && versions.anti_epoch_after_claim() != snap.anti_epoch
+        {
+            return Confirmed::Burned {
+                bumped: false,
+                to_lane: false,
+            };
+        }
+        return Confirmed::Stands { bumped: false };
+    }
+    if s.others.is_empty() {
+        return Confirmed::Stands { bumped: false };
+    }
+    let early = multi_anti && !mutation::epoch_after_validation();
+    if early {
+        versions.bump_anti_epoch();
+    }
+    let unchanged = versions.unchanged(&s.others, |m| snap.version(m as usize));
+    if multi_anti && !early {
+        versions.bump_anti_epoch();
+    }
+    if unchanged {
+        Confirmed::Stands { bumped: multi_anti }
+    } else {
+        Confirmed::Burned {
+            bumped: multi_anti,
+            to_lane: false,
+        }
+    }
+}
+
 /// One worker's state.
 pub struct Worker {
     pub id: usize,
@@ -209,15 +299,34 @@ impl Worker {
             Outcome::Paused
         } else {
             inc(&counters.attempts, 1);
-            match allocate(&snap, &task.pod, &shared.versions, &mut self.scratch) {
+            let volumes = task.volumes.as_deref();
+            match allocate(
+                &snap,
+                &task.pod,
+                volumes,
+                &shared.versions,
+                &mut self.scratch,
+            ) {
                 Decision::Candidates => {
                     let cands = &self.scratch.candidates;
                     match shared.versions.claim_first(cands) {
                         Some(i) => {
-                            inc(&counters.claims, 1);
                             inc(&counters.conflicts, i as u64);
-                            Outcome::Claimed {
-                                candidate: cands[i],
+                            let candidate = cands[i];
+                            let s = &mut self.scratch;
+                            match confirm(&snap, &shared.versions, task.lane, s, candidate.slot) {
+                                Confirmed::Stands { bumped } => {
+                                    inc(&counters.claims, 1);
+                                    Outcome::Claimed { candidate, bumped }
+                                }
+                                Confirmed::Burned { bumped, to_lane } => {
+                                    inc(&counters.urgent_requeues, 1);
+                                    Outcome::Burned {
+                                        candidate,
+                                        bumped,
+                                        to_lane,
+                                    }
+                                }
                             }
                         }
                         None => {

@@ -94,7 +94,7 @@ impl WorkerCtx {
     fn step(&mut self) -> bool {
         let (ledger, x_slot) = (&self.ledger, self.x_slot);
         self.worker.step_observed(|r| {
-            if let Outcome::Claimed { candidate } = &r.outcome
+            if let Outcome::Claimed { candidate, .. } = &r.outcome
                 && candidate.slot == x_slot
             {
                 let mut l = ledger.lock().unwrap();
@@ -123,7 +123,7 @@ impl Model {
     fn results(&mut self) -> usize {
         let (applied_x, x_slot) = (&mut self.applied_x, self.x_slot);
         self.d.results_observed(|r| {
-            if let Outcome::Claimed { candidate } = &r.outcome
+            if let Outcome::Claimed { candidate, .. } = &r.outcome
                 && candidate.slot == x_slot
             {
                 applied_x.insert(r.task.pod.uid.to_string());

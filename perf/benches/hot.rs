@@ -76,7 +76,7 @@ fn bench_allocate(c: &mut Criterion) {
         g.throughput(Throughput::Elements(sampling.nodes_to_find(scanned) as u64));
         g.bench_function(name, |b| {
             b.iter(|| {
-                let d = allocate(&snap, black_box(&p), &versions, &mut scratch);
+                let d = allocate(&snap, black_box(&p), None, &versions, &mut scratch);
                 debug_assert_eq!(d, Decision::Candidates);
                 black_box(d)
             })

@@ -137,6 +137,7 @@ pub fn pod_input(pod: &Pod) -> Option<PodInput> {
             .creation_timestamp
             .as_ref()
             .map(|t| t.0.as_millisecond()),
+        ..PodInput::default()
     })
 }
 

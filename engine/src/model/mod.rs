@@ -9,8 +9,14 @@
 //!
 //! This module owns those types; it touches nothing else.
 
+mod pod_affinity;
 mod quantity;
 
+pub use pod_affinity::{
+    AffinityTerm, LabelOp, LabelReq, LabelSelector, LabelSelectorInput, NamespaceInput, Namespaces,
+    PodAffinity, PodAffinityInput, PodAffinityTermInput, PodInfo, SpreadConstraint,
+    TopologySpreadInput, compile_labels, compile_selector, label_value,
+};
 pub use quantity::{MAX_AMOUNT, parse_scaled};
 
 use smallvec::SmallVec;
@@ -56,6 +62,22 @@ pub enum ModelError {
     PreferredWeight(i32),
     #[error("{what} must not be empty")]
     Empty { what: &'static str },
+    #[error("unknown label selector operator {0:?}")]
+    LabelSelectorOperator(String),
+    #[error("label selector operator {op} on key {key:?}: {why}")]
+    LabelSelectorValues {
+        key: String,
+        op: String,
+        why: String,
+    },
+    #[error("label key {0:?} is in both matchLabelKeys and mismatchLabelKeys")]
+    LabelKeysConflict(String),
+    #[error("topology spread constraint on {key:?}: {why}")]
+    SpreadConstraint { key: String, why: String },
+    #[error("unknown volumeBindingMode {0:?} (must be Immediate or WaitForFirstConsumer)")]
+    BindingMode(String),
+    #[error("volume {0:?}: a pod volume name must not be empty or repeated")]
+    VolumeName(String),
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -378,6 +400,16 @@ pub struct PodInput {
     pub scheduling_gates: Vec<String>,
     /// `metadata.creationTimestamp` in Unix milliseconds, for upstream's latency metrics.
     pub created_unix_ms: Option<i64>,
+    /// `metadata.labels`.
+    pub labels: Vec<(String, String)>,
+    /// `spec.affinity.podAffinity` / `podAntiAffinity`.
+    pub pod_affinity: Option<PodAffinityInput>,
+    /// `spec.topologySpreadConstraints`.
+    pub topology_spread: Vec<TopologySpreadInput>,
+    /// `metadata.deletionTimestamp` is set.
+    pub terminating: bool,
+    /// `spec.volumes` that use claims (others need no scheduling).
+    pub volumes: Vec<crate::volumes::PodVolumeInput>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -604,9 +636,45 @@ pub struct CompiledPod {
     pub has_node_constraints: bool,
     /// `metadata.creationTimestamp` in Unix milliseconds, if known.
     pub created_unix_ms: Option<i64>,
+    /// Namespace, labels and pod (anti-)affinity, as placed pods are seen by others.
+    pub info: Arc<PodInfo>,
+    pub spread: Box<[SpreadConstraint]>,
+    /// Decided in the lane: a required (anti-)affinity or `DoNotSchedule` spread keyed on
+    /// something other than `kubernetes.io/hostname` (`docs/constraints.md`).
+    pub lane: bool,
+    /// The PersistentVolumeClaims it uses: (claim name, ephemeral), resolved against the
+    /// storage objects when it is handed off (`volumes`).
+    pub claims: Box<[(Arc<str>, bool)]>,
 }
 
 impl CompiledPod {
+    fn with_lane(mut self, hostname: u32) -> CompiledPod {
+        let lane = self.required_keys().any(|k| k != hostname);
+        self.lane = lane;
+        self
+    }
+
+    /// Has pod affinity terms, spread constraints or claims: the cross-node plugins need the pod
+    /// index
+    /// (`cache::Cache::enable_pod_index`).
+    pub fn needs_pod_index(&self) -> bool {
+        self.info.affinity.is_some() || !self.spread.is_empty() || !self.claims.is_empty()
+    }
+
+    /// The topology keys of its required (anti-)affinity terms and `DoNotSchedule` spreads.
+    pub fn required_keys(&self) -> impl Iterator<Item = u32> + '_ {
+        let a = self.info.affinity.as_deref();
+        a.into_iter()
+            .flat_map(|a| a.required.iter().chain(a.required_anti.iter()))
+            .map(|t| t.topology_key)
+            .chain(
+                self.spread
+                    .iter()
+                    .filter(|c| c.hard)
+                    .map(|c| c.topology_key),
+            )
+    }
+
     pub fn request(&self, slot: Slot) -> i64 {
         get(&self.requests, slot)
     }
@@ -615,6 +683,9 @@ impl CompiledPod {
         format!("{}/{}", self.namespace, self.name)
     }
 }
+
+/// The per-node topology key: constraints keyed on it need no lane.
+pub const HOSTNAME_KEY: &str = "kubernetes.io/hostname";
 
 /// Key of the taint kubectl cordon implies.
 pub const UNSCHEDULABLE_TAINT_KEY: &str = "node.kubernetes.io/unschedulable";
@@ -746,6 +817,14 @@ pub fn effective_requests(
         add_into(&mut reqs, s, a);
     }
     Ok(reqs)
+}
+
+/// Compile a node selector term (a PV's node affinity, a class's allowed topologies).
+pub fn compile_node_term(
+    term: &SelectorTermInput,
+    interner: &mut Interner,
+) -> Result<Term, ModelError> {
+    compile_term(term, interner)
 }
 
 fn compile_term(term: &SelectorTermInput, interner: &mut Interner) -> Result<Term, ModelError> {
@@ -968,6 +1047,30 @@ pub fn compile_pod(
     };
     let tolerates_unschedulable = tolerations.iter().any(|t| t.tolerates(&unsched_taint));
     let has_node_constraints = !node_selector.is_empty() || required.is_some();
+    let namespace = interner.intern(&input.namespace);
+    let labels = compile_labels(&input.labels, interner);
+    let affinity = match &input.pod_affinity {
+        Some(a) => pod_affinity::compile_pod_affinity(a, namespace, &labels, interner)?,
+        None => None,
+    };
+    let spread = pod_affinity::compile_spread(&input.topology_spread, &labels, interner)?;
+    let mut claims: Vec<(Arc<str>, bool)> = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for v in &input.volumes {
+        if v.name.is_empty() || !seen.insert(v.name.as_str()) {
+            return Err(ModelError::VolumeName(v.name.clone()));
+        }
+        if v.ephemeral {
+            claims.push((Arc::from(format!("{}-{}", input.name, v.name)), true));
+        } else if let Some(c) = v.claim.as_deref() {
+            if c.is_empty() {
+                return Err(ModelError::Empty {
+                    what: "persistentVolumeClaim.claimName",
+                });
+            }
+            claims.push((Arc::from(c), false));
+        }
+    }
     Ok(CompiledPod {
         uid: Arc::from(input.uid.as_str()),
         namespace: Arc::from(input.namespace.as_str()),
@@ -996,7 +1099,19 @@ pub fn compile_pod(
         tolerates_unschedulable,
         has_node_constraints,
         created_unix_ms: input.created_unix_ms,
-    })
+        info: Arc::new(PodInfo {
+            namespace,
+            labels,
+            affinity,
+            terminating: input.terminating,
+            csi: Box::new([]),
+            claims: claims.iter().map(|(c, _)| c.clone()).collect(),
+        }),
+        spread,
+        lane: false,
+        claims: claims.clone().into(),
+    }
+    .with_lane(interner.intern(HOSTNAME_KEY)))
 }
 
 #[cfg(test)]

@@ -25,7 +25,10 @@
 //!
 //! [`Filters`] runs the filters in the order declared below, which is Volcano's predicate order
 //! (`volcano-agent-scheduler.md` §5.1): resource fit (the allocate action's own check), the pod
-//! count, then NodeUnschedulable, NodeName, NodeAffinity, TaintToleration, NodePorts. The fast
+//! count, then NodeUnschedulable, NodeName, NodeAffinity, TaintToleration, NodePorts,
+//! InterPodAffinity, NodeVolumeLimits, VolumeZone, PodTopologySpread, VolumeBinding. Pod affinity
+//! and topology spread look at other nodes' pods:
+//! `docs/constraints.md` says how their decisions stay exact under concurrency. The fast
 //! check ([`Filters::fits`]) and the explanation ([`Filters::explain`]) are two
 //! monomorphisations of the same chain and the same filter bodies ([`Check`] and [`Explain`]), so
 //! they cannot disagree (a property test checks `fits == explain().is_empty()`). A filter whose
@@ -102,12 +105,17 @@
 //! The plugins own no state: they read snapshots and compiled pods only.
 
 pub mod balanced_allocation;
+pub mod inter_pod_affinity;
 pub mod node_affinity;
 pub mod node_name;
 pub mod node_ports;
 pub mod node_unschedulable;
+pub mod node_volume_limits;
 pub mod noderesources;
+pub mod pod_topology_spread;
 pub mod taint_toleration;
+pub mod volume_binding;
+pub mod volume_zone;
 
 #[cfg(test)]
 mod tests;
@@ -115,6 +123,7 @@ mod tests;
 use crate::event::Events;
 use crate::model::{CompiledPod, HostPort, Interner, NodeMeta, ResourceRegistry};
 use crate::snapshot::{Chunk, Snapshot, flags};
+use crate::volumes::PodVolumes;
 
 /// What a plugin sees of one scheduling cycle: the pod and the snapshot it is scheduled
 /// against (the profile in force is `snap.profile`).
@@ -122,6 +131,8 @@ use crate::snapshot::{Chunk, Snapshot, flags};
 pub struct Cycle<'a> {
     pub pod: &'a CompiledPod,
     pub snap: &'a Snapshot,
+    /// The pod's claims, resolved when it was handed off (`volumes`); `None` without claims.
+    pub volumes: Option<&'a PodVolumes>,
 }
 
 /// One node slot as the scan visits it.
@@ -232,6 +243,32 @@ pub struct Weight {
     pub default: i64,
 }
 
+/// What a filter's verdicts read beyond the node itself: after the claim, the worker checks that
+/// those other nodes did not change since the snapshot (`binder` steps 5–6,
+/// `docs/constraints.md`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reads {
+    /// Topology keys whose domain around the chosen node the verdict depended on.
+    pub domains: smallvec::SmallVec<[u32; 4]>,
+    /// Of those, the keys of required anti-affinity terms: where such a domain holds other
+    /// nodes, the claim bumps the anti-affinity epoch.
+    pub anti: smallvec::SmallVec<[u32; 4]>,
+    /// The verdict depended on every node (pod affinity's "first pod" exemption).
+    pub everywhere: bool,
+}
+
+impl Reads {
+    pub fn clear(&mut self) {
+        self.domains.clear();
+        self.anti.clear();
+        self.everywhere = false;
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.domains.is_empty() && !self.everywhere
+    }
+}
+
 /// A filter (kube-scheduler's PreFilter + Filter).
 pub trait Filter {
     /// kube-scheduler's plugin name.
@@ -262,6 +299,11 @@ pub trait Filter {
     /// Can the pod go on `node`? Report every reason it cannot to `v` (see [`Verdict`]).
     fn filter<V: Verdict<Self::Reason>>(state: &Self::State<'_>, node: Node<'_>, v: &mut V)
     -> bool;
+
+    /// What its verdicts read beyond the node itself ([`Reads`]); nothing for a filter that
+    /// looks at one node.
+    #[inline]
+    fn reads(_state: &Self::State<'_>, _reads: &mut Reads) {}
 }
 
 /// A scorer (kube-scheduler's PreScore + Score). Raw scores are 0..=100 unless the scorer
@@ -321,6 +363,12 @@ pub trait Normalize: Scorer {
     /// Whether [`Normalize::normalize`] reads `range.min` (it is not tracked otherwise).
     const USES_MIN: bool;
     fn normalize(raw: i64, range: Range) -> i64;
+
+    /// Whether a raw score takes part in the range (a scorer may mark ignored nodes).
+    #[inline(always)]
+    fn counts(_raw: i64) -> bool {
+        true
+    }
 }
 
 /// The highest node score a scorer gives (`framework.MaxNodeScore`).
@@ -508,6 +556,12 @@ macro_rules! plugins {
                 true
             }
 
+            /// What the verdicts read beyond each node (see [`Reads`]).
+            pub fn reads(&self, out: &mut Reads) {
+                out.clear();
+                $(if let Some(s) = &self.$f { <$F as Filter>::reads(s, out); })*
+            }
+
             /// Every reason `node` rejects the pod, in chain order, as upstream reports them.
             pub fn explain(&self, node: Node<'_>, out: &mut impl FnMut(Failure)) {
                 if !node.has(flags::PRESENT) {
@@ -575,7 +629,9 @@ macro_rules! plugins {
                 $(
                     if let Some((s, _)) = &self.$n {
                         raw.$n = <$N as Scorer>::score(s, node);
-                        ranges.$n.add::<{ <$N as Normalize>::USES_MIN }>(raw.$n);
+                        if <$N as Normalize>::counts(raw.$n) {
+                            ranges.$n.add::<{ <$N as Normalize>::USES_MIN }>(raw.$n);
+                        }
                     }
                 )*
                 raw
@@ -605,6 +661,11 @@ plugins! {
         node_affinity: NodeAffinity(node_affinity::NodeAffinity),
         taint_toleration: TaintToleration(taint_toleration::TaintToleration),
         node_ports: NodePorts(node_ports::NodePorts),
+        inter_pod_affinity: InterPodAffinity(inter_pod_affinity::InterPodAffinity),
+        node_volume_limits: NodeVolumeLimits(node_volume_limits::NodeVolumeLimits),
+        volume_zone: VolumeZone(volume_zone::VolumeZone),
+        pod_topology_spread: PodTopologySpread(pod_topology_spread::PodTopologySpread),
+        volume_binding: VolumeBinding(volume_binding::VolumeBinding),
     }
     scores {
         least_allocated: noderesources::LeastAllocated,
@@ -614,5 +675,7 @@ plugins! {
     normalized {
         node_affinity: node_affinity::NodeAffinity,
         taint_toleration: taint_toleration::TaintToleration,
+        inter_pod_affinity: inter_pod_affinity::InterPodAffinity,
+        pod_topology_spread: pod_topology_spread::PodTopologySpread,
     }
 }

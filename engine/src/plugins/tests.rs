@@ -50,7 +50,11 @@ impl World {
     fn fits(&mut self, p: &PodInput, slot: usize) -> bool {
         let cp = self.compile(p);
         let s = self.snap();
-        let mut f = Filters::new(Cycle { pod: &cp, snap: &s });
+        let mut f = Filters::new(Cycle {
+            pod: &cp,
+            snap: &s,
+            volumes: None,
+        });
         let chunk = s.arena.chunk(slot / CHUNK);
         f.enter_chunk(chunk);
         f.fits(Node::new(chunk, slot % CHUNK))
@@ -59,7 +63,11 @@ impl World {
     fn reasons(&mut self, p: &PodInput, slot: usize) -> Vec<Failure> {
         let cp = self.compile(p);
         let s = self.snap();
-        let mut f = Filters::new(Cycle { pod: &cp, snap: &s });
+        let mut f = Filters::new(Cycle {
+            pod: &cp,
+            snap: &s,
+            volumes: None,
+        });
         let chunk = s.arena.chunk(slot / CHUNK);
         f.enter_chunk(chunk);
         let mut out = Vec::new();
@@ -74,7 +82,11 @@ impl World {
         }));
         let cp = self.compile(p);
         let s = self.snap();
-        let mut sc = Scores::new(Cycle { pod: &cp, snap: &s });
+        let mut sc = Scores::new(Cycle {
+            pod: &cp,
+            snap: &s,
+            volumes: None,
+        });
         let chunk = s.arena.chunk(slot / CHUNK);
         sc.enter_chunk(chunk);
         sc.score(Node::new(chunk, slot % CHUNK), &mut Ranges::default())
@@ -85,7 +97,7 @@ impl World {
         let cp = self.compile(p);
         let s = self.snap();
         let mut scratch = Scratch::new(1);
-        match allocate(&s, &cp, self.cache.versions(), &mut scratch) {
+        match allocate(&s, &cp, None, self.cache.versions(), &mut scratch) {
             Decision::Candidates => Ok(scratch
                 .candidates
                 .iter()
@@ -553,13 +565,13 @@ fn sampling_stops_at_the_upstream_count() {
     let p = w.compile(&pod("p", "100m", "100Mi"));
     let mut scratch = Scratch::new(7);
     assert_eq!(
-        allocate(&s, &p, w.cache.versions(), &mut scratch),
+        allocate(&s, &p, None, w.cache.versions(), &mut scratch),
         Decision::Candidates
     );
     assert_eq!(scratch.candidates.len(), 3);
     // 1000 nodes → 420 feasible nodes are examined; the rotating start moves past them.
     let first: Vec<u32> = scratch.candidates.iter().map(|c| c.slot).collect();
-    allocate(&s, &p, w.cache.versions(), &mut scratch);
+    allocate(&s, &p, None, w.cache.versions(), &mut scratch);
     let second: Vec<u32> = scratch.candidates.iter().map(|c| c.slot).collect();
     assert_ne!(
         first, second,
@@ -723,7 +735,7 @@ mod chain_agreement {
             for p in &pods {
                 let cp = w.compile(p);
                 let s = w.snap();
-                let mut f = Filters::new(Cycle { pod: &cp, snap: &s });
+                let mut f = Filters::new(Cycle { pod: &cp, snap: &s, volumes: None });
                 let mut any_fits = false;
                 for slot in 0..nodes.len() {
                     let chunk = s.arena.chunk(slot / CHUNK);
@@ -737,7 +749,7 @@ mod chain_agreement {
                 }
                 // And allocate agrees: a node that fits is found (every node is scanned).
                 let mut scratch = Scratch::new(3);
-                let d = allocate(&s, &cp, w.cache.versions(), &mut scratch);
+                let d = allocate(&s, &cp, None, w.cache.versions(), &mut scratch);
                 prop_assert_eq!(d == Decision::Candidates, any_fits);
             }
         }

@@ -61,7 +61,7 @@ fn t(secs: f64) -> Nanos {
 
 fn pop_all(q: &mut SchedulingQueue, now: Nanos) -> Vec<String> {
     let mut out = Vec::new();
-    while let Some((p, _)) = q.pop(now) {
+    while let Some((p, _, _)) = q.pop(now, true) {
         out.push(p.name.to_string());
     }
     out
@@ -92,10 +92,10 @@ fn urgent_requeue_goes_first_without_backoff() {
     let mut q = SchedulingQueue::new(QueueOptions::default());
     q.upsert(pod("a", 1000, None), t(0.0));
     q.upsert(pod("b", 0, None), t(0.0));
-    let (b, _) = {
-        let first = q.pop(t(0.0)).unwrap();
+    let (b, _, _) = {
+        let first = q.pop(t(0.0), true).unwrap();
         assert_eq!(&*first.0.name, "a");
-        q.pop(t(0.0)).unwrap()
+        q.pop(t(0.0), true).unwrap()
     };
     q.upsert(pod("c", 2000, Some("99")), t(0.0));
     q.requeue_urgent(&b.uid);
@@ -114,17 +114,17 @@ fn exponential_backoff_one_to_ten_seconds() {
     let expected = [1.0, 2.0, 4.0, 8.0, 10.0, 10.0];
     let mut now = 0.0;
     for want in expected {
-        assert!(q.pop(t(now)).is_some());
+        assert!(q.pop(t(now), true).is_some());
         q.mark_unschedulable(&p.uid, cpu_short(), t(now));
         // A cluster event that helps moves it to backoffQ until its backoff expires.
         q.on_cluster_event(event::POD_REMOVED, t(now));
         assert!(
-            q.pop(t(now + want - 0.001)).is_none(),
+            q.pop(t(now + want - 0.001), true).is_none(),
             "still backing off before {want}s"
         );
         assert_eq!(q.next_deadline(), Some(t(now + want)));
         now += want;
-        assert!(q.pop(t(now)).is_some(), "ready after {want}s");
+        assert!(q.pop(t(now), true).is_some(), "ready after {want}s");
         q.requeue_active(&p.uid);
     }
 }
@@ -136,8 +136,8 @@ fn pool_wakes_only_for_helpful_events() {
     let b = pod("needs-label", 0, None);
     q.upsert(a.clone(), t(0.0));
     q.upsert(b.clone(), t(0.0));
-    q.pop(t(0.0));
-    q.pop(t(0.0));
+    q.pop(t(0.0), true);
+    q.pop(t(0.0), true);
     q.mark_unschedulable(&a.uid, cpu_short(), t(0.0));
     q.mark_unschedulable(&b.uid, label_mismatch(), t(0.0));
     assert_eq!(q.depths().unschedulable, 2);
@@ -157,11 +157,11 @@ fn pool_is_flushed_after_five_minutes() {
     let mut q = SchedulingQueue::new(QueueOptions::default());
     let a = pod("a", 0, None);
     q.upsert(a.clone(), t(0.0));
-    q.pop(t(0.0));
+    q.pop(t(0.0), true);
     q.mark_unschedulable(&a.uid, label_mismatch(), t(0.0));
     assert_eq!(q.next_deadline(), Some(t(300.0)));
     q.flush_unschedulable(t(299.0));
-    assert!(q.pop(t(299.0)).is_none());
+    assert!(q.pop(t(299.0), true).is_none());
     q.flush_unschedulable(t(300.0));
     assert_eq!(pop_all(&mut q, t(300.0)), ["a"]);
 }
@@ -180,7 +180,7 @@ fn delete_removes_from_every_sub_queue() {
         );
     }
     let mut popped = Vec::new();
-    while let Some((p, _)) = q.pop(t(0.0)) {
+    while let Some((p, _, _)) = q.pop(t(0.0), true) {
         popped.push(p);
     }
     for p in &popped {
@@ -201,7 +201,10 @@ fn delete_removes_from_every_sub_queue() {
     }
     assert!(q.is_empty());
     assert_eq!(q.depths(), QueueDepths::default());
-    assert!(q.pop(t(100.0)).is_none(), "stale heap entries are skipped");
+    assert!(
+        q.pop(t(100.0), true).is_none(),
+        "stale heap entries are skipped"
+    );
 }
 
 #[test]
@@ -216,21 +219,21 @@ fn updates_apply_in_place_and_unblock() {
     let a = pod("a", 0, None);
     q.mark_unschedulable(&a.uid, label_mismatch(), t(0.0));
     q.upsert(a.clone(), t(0.5));
-    assert!(q.pop(t(0.5)).is_none());
-    assert!(q.pop(t(1.0)).is_some());
+    assert!(q.pop(t(0.5), true).is_none());
+    assert!(q.pop(t(1.0), true).is_some());
     // An update while in flight is recorded, not queued twice.
     let a2 = pod("a", 5, None);
     q.upsert(a2.clone(), t(1.0));
     let e = q.get(&a.uid).unwrap();
     assert!(Arc::ptr_eq(e.pod(), &a2) && e.state() == PodState::InFlight);
-    assert!(q.pop(t(1.0)).is_none());
+    assert!(q.pop(t(1.0), true).is_none());
 }
 
 #[test]
 fn gates_hold_pods_until_removed() {
     let mut q = SchedulingQueue::new(QueueOptions::default());
     q.upsert(gated("g"), t(0.0));
-    assert!(q.pop(t(0.0)).is_none());
+    assert!(q.pop(t(0.0), true).is_none());
     assert_eq!(q.depths().gated, 1);
     q.upsert(pod("g", 0, None), t(1.0));
     assert_eq!(pop_all(&mut q, t(1.0)), ["g"]);
@@ -241,9 +244,9 @@ fn binding_pods_are_not_requeued_by_updates() {
     let mut q = SchedulingQueue::new(QueueOptions::default());
     let a = pod("a", 0, None);
     q.upsert(a.clone(), t(0.0));
-    q.pop(t(0.0));
+    q.pop(t(0.0), true);
     q.mark_binding(&a.uid);
     q.upsert(a.clone(), t(0.1));
-    assert!(q.pop(t(0.1)).is_none());
+    assert!(q.pop(t(0.1), true).is_none());
     assert_eq!(q.depths().binding, 1);
 }

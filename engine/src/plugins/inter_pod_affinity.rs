@@ -1,0 +1,341 @@
+//! InterPodAffinity: required pod affinity and anti-affinity as a filter, preferred terms as a
+//! score, following kube-scheduler's `interpodaffinity` plugin.
+//!
+//! - Filter, in kube-scheduler's order, one reason per node:
+//!   1. every required affinity term's `topologyKey` must be on the node, and its domain must
+//!      hold a pod matching *all* the terms, `node(s) didn't match pod affinity rules`; unless
+//!      no pod anywhere matches them and the pod matches its own terms (the first pod of a
+//!      group that wants to be together);
+//!   2. no required anti-affinity term may have a matching pod in the node's domain,
+//!      `node(s) didn't match pod anti-affinity rules`;
+//!   3. no placed pod's required anti-affinity term that matches this pod may cover the node's
+//!      domain (the symmetric rule), `node(s) didn't satisfy existing pods anti-affinity rules`.
+//!
+//!   Placed pods are every pod bound (by any scheduler) or claimed by Magma.
+//! - Score (`podaffinity.weight`, 2): per topology domain, `+w` for each placed pod matching a
+//!   preferred affinity term of weight `w`, `−w` for anti-affinity; and the other way round for
+//!   placed pods' preferred terms matching this pod, plus 1 (kube-scheduler's
+//!   `hardPodAffinityWeight`) for their required affinity terms. A node scores the sum over its
+//!   domains, normalised to `100 × (s − min) / (max − min)` with `min ≤ 0 ≤ max`.
+//!
+//! The filter reads the node's whole domain for each anti-affinity term and, for the first-pod
+//! exemption, every node; `binder` steps 5–7 keep those decisions exact under concurrency.
+
+use super::{
+    Cycle, Filter, MAX_NODE_SCORE, Names, Node, Normalize, OnFailure, Range, Reads, Reason, Scorer,
+    Switch, Verdict, Weight,
+};
+use crate::event::{self, Events};
+use crate::model::{AffinityTerm, CompiledPod, NodeMeta, PodInfo};
+use crate::snapshot::Snapshot;
+
+pub struct InterPodAffinity;
+
+/// kube-scheduler's default `hardPodAffinityWeight`: how much a placed pod's *required* affinity
+/// term matching the incoming pod counts in the score.
+const HARD_POD_AFFINITY_WEIGHT: i64 = 1;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Rules {
+    /// `node(s) didn't match pod affinity rules`.
+    Affinity,
+    /// `node(s) didn't match pod anti-affinity rules`.
+    AntiAffinity,
+    /// `node(s) didn't satisfy existing pods anti-affinity rules`.
+    ExistingAntiAffinity,
+}
+
+impl Reason for Rules {
+    fn wake(self) -> Events {
+        let always = event::NODE_ADDED | event::NODE_LABELS_CHANGED | event::NAMESPACE_CHANGED;
+        match self {
+            Rules::Affinity => always | event::POD_ADDED,
+            Rules::AntiAffinity | Rules::ExistingAntiAffinity => always | event::POD_REMOVED,
+        }
+    }
+
+    fn message(self, _: &Names<'_>) -> String {
+        match self {
+            Rules::Affinity => "node(s) didn't match pod affinity rules",
+            Rules::AntiAffinity => "node(s) didn't match pod anti-affinity rules",
+            Rules::ExistingAntiAffinity => {
+                "node(s) didn't satisfy existing pods anti-affinity rules"
+            }
+        }
+        .to_owned()
+    }
+}
+
+/// Every node slot with its description and its placed pods.
+fn placed(snap: &Snapshot) -> impl Iterator<Item = (&NodeMeta, &[std::sync::Arc<PodInfo>])> {
+    (0..snap.arena.slots()).filter_map(move |slot| Some((&**snap.node(slot)?, snap.pods_on(slot))))
+}
+
+/// `(key, value)` of the domain of `node` for each term that `pred` selects.
+fn push_domains<'t>(
+    out: &mut Vec<(u32, u32)>,
+    node: &NodeMeta,
+    terms: impl IntoIterator<Item = &'t AffinityTerm>,
+) {
+    for t in terms {
+        if let Some(l) = node.label(t.topology_key) {
+            out.push((t.topology_key, l.value));
+        }
+    }
+}
+
+fn sorted(mut v: Vec<(u32, u32)>) -> Vec<(u32, u32)> {
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// PreFilter state.
+pub struct FilterState<'a> {
+    required: &'a [AffinityTerm],
+    anti: &'a [AffinityTerm],
+    /// Domains holding a pod that matches every required affinity term.
+    affinity: Vec<(u32, u32)>,
+    /// Domains holding a pod matching a required anti-affinity term.
+    anti_domains: Vec<(u32, u32)>,
+    /// Domains a placed pod's required anti-affinity term keeps this pod out of.
+    existing: Vec<(u32, u32)>,
+    /// No pod anywhere matches the affinity terms, and this pod matches them itself.
+    first_pod: bool,
+}
+
+impl Filter for InterPodAffinity {
+    const NAME: &'static str = "InterPodAffinity";
+    const SWITCH: Option<Switch> = Some(Switch {
+        key: "predicate.PodAffinityEnable",
+        default: true,
+    });
+    const ON_FAILURE: OnFailure = OnFailure::Stop;
+    type Reason = Rules;
+    type State<'a> = FilterState<'a>;
+
+    fn pre_filter<'a>(cx: Cycle<'a>) -> Option<FilterState<'a>> {
+        let (snap, pod) = (cx.snap, cx.pod);
+        let ns = &*snap.namespaces;
+        let (required, anti): (&'a [AffinityTerm], &'a [AffinityTerm]) =
+            match pod.info.affinity.as_deref() {
+                Some(a) => (&a.required, &a.required_anti),
+                None => (&[], &[]),
+            };
+        // The symmetric rule: placed pods whose required anti-affinity matches this pod.
+        let mut existing = Vec::new();
+        for (slot, e) in snap.affinity_pods.iter() {
+            let (Some(a), Some(node)) = (e.affinity.as_deref(), snap.node(*slot as usize)) else {
+                continue;
+            };
+            push_domains(
+                &mut existing,
+                node,
+                a.required_anti.iter().filter(|t| t.matches(&pod.info, ns)),
+            );
+        }
+        if required.is_empty() && anti.is_empty() && existing.is_empty() {
+            return None;
+        }
+        let (mut affinity, mut anti_domains) = (Vec::new(), Vec::new());
+        if !required.is_empty() || !anti.is_empty() {
+            debug_assert!(snap.pods_indexed, "the driver turns the pod index on first");
+            for (node, pods) in placed(snap) {
+                for p in pods {
+                    if !required.is_empty() && required.iter().all(|t| t.matches(p, ns)) {
+                        push_domains(&mut affinity, node, required);
+                    }
+                    push_domains(
+                        &mut anti_domains,
+                        node,
+                        anti.iter().filter(|t| t.matches(p, ns)),
+                    );
+                }
+            }
+        }
+        let first_pod = !required.is_empty()
+            && affinity.is_empty()
+            && required.iter().all(|t| t.matches(&pod.info, ns));
+        Some(FilterState {
+            required,
+            anti,
+            affinity: sorted(affinity),
+            anti_domains: sorted(anti_domains),
+            existing: sorted(existing),
+            first_pod,
+        })
+    }
+
+    #[inline]
+    fn filter<V: Verdict<Rules>>(st: &FilterState<'_>, node: Node<'_>, v: &mut V) -> bool {
+        let Some(meta) = node.meta() else {
+            return true;
+        };
+        let domain = |key: u32| meta.label(key).map(|l| (key, l.value));
+        if !st.required.is_empty() {
+            let mut found = true;
+            for t in st.required {
+                match domain(t.topology_key) {
+                    None => {
+                        v.fail(Rules::Affinity);
+                        return false;
+                    }
+                    Some(d) => found &= st.affinity.binary_search(&d).is_ok(),
+                }
+            }
+            if !found && !st.first_pod {
+                v.fail(Rules::Affinity);
+                return false;
+            }
+        }
+        if st.anti.iter().any(|t| {
+            domain(t.topology_key).is_some_and(|d| st.anti_domains.binary_search(&d).is_ok())
+        }) {
+            v.fail(Rules::AntiAffinity);
+            return false;
+        }
+        if st
+            .existing
+            .iter()
+            .any(|&(k, val)| meta.label(k).is_some_and(|l| l.value == val))
+        {
+            v.fail(Rules::ExistingAntiAffinity);
+            return false;
+        }
+        true
+    }
+
+    /// Anti-affinity reads the node's domain for each term (and claiming there changes it for
+    /// others: the epoch); the first-pod exemption reads every node.
+    fn reads(st: &FilterState<'_>, reads: &mut Reads) {
+        for t in st.anti {
+            if !reads.domains.contains(&t.topology_key) {
+                reads.domains.push(t.topology_key);
+            }
+            if !reads.anti.contains(&t.topology_key) {
+                reads.anti.push(t.topology_key);
+            }
+        }
+        reads.everywhere |= st.first_pod;
+    }
+}
+
+/// PreScore state: the score of each topology domain, grouped by key: (key, [(value, score)]).
+pub struct ScoreState {
+    domains: Vec<(u32, Vec<(u32, i64)>)>,
+}
+
+fn add(scores: &mut Vec<(u32, u32, i64)>, node: &NodeMeta, t: &AffinityTerm, w: i64) {
+    if let Some(l) = node.label(t.topology_key) {
+        scores.push((t.topology_key, l.value, w));
+    }
+}
+
+impl Scorer for InterPodAffinity {
+    const NAME: &'static str = "InterPodAffinity";
+    const WEIGHT: Weight = Weight {
+        key: "podaffinity.weight",
+        default: 2,
+    };
+    const NORMALIZED: bool = true;
+    type State<'a> = ScoreState;
+
+    fn pre_score<'a>(cx: Cycle<'a>) -> Option<ScoreState> {
+        let (snap, pod): (&Snapshot, &CompiledPod) = (cx.snap, cx.pod);
+        let ns = &*snap.namespaces;
+        let own = pod
+            .info
+            .affinity
+            .as_deref()
+            .filter(|a| !a.preferred.is_empty() || !a.preferred_anti.is_empty());
+        if own.is_none() && snap.affinity_pods.is_empty() {
+            return None;
+        }
+        let mut raw: Vec<(u32, u32, i64)> = Vec::new();
+        let existing = |node: &NodeMeta, e: &PodInfo, raw: &mut Vec<(u32, u32, i64)>| {
+            if let Some(a) = own {
+                for (w, t) in a.preferred.iter().filter(|(_, t)| t.matches(e, ns)) {
+                    add(raw, node, t, i64::from(*w));
+                }
+                for (w, t) in a.preferred_anti.iter().filter(|(_, t)| t.matches(e, ns)) {
+                    add(raw, node, t, -i64::from(*w));
+                }
+            }
+            if let Some(a) = e.affinity.as_deref() {
+                for t in a.required.iter().filter(|t| t.matches(&pod.info, ns)) {
+                    add(raw, node, t, HARD_POD_AFFINITY_WEIGHT);
+                }
+                for (w, t) in a.preferred.iter().filter(|(_, t)| t.matches(&pod.info, ns)) {
+                    add(raw, node, t, i64::from(*w));
+                }
+                for (w, t) in a
+                    .preferred_anti
+                    .iter()
+                    .filter(|(_, t)| t.matches(&pod.info, ns))
+                {
+                    add(raw, node, t, -i64::from(*w));
+                }
+            }
+        };
+        if own.is_some() {
+            // Every placed pod may match the pod's own terms.
+            for (node, pods) in placed(snap) {
+                for p in pods {
+                    existing(node, p, &mut raw);
+                }
+            }
+        } else {
+            // Only placed pods with terms of their own can score this pod.
+            for (slot, e) in snap.affinity_pods.iter() {
+                if let Some(node) = snap.node(*slot as usize) {
+                    existing(node, e, &mut raw);
+                }
+            }
+        }
+        if raw.is_empty() {
+            return None;
+        }
+        raw.sort_unstable_by_key(|&(k, v, _)| (k, v));
+        let mut domains: Vec<(u32, Vec<(u32, i64)>)> = Vec::new();
+        for (k, v, w) in raw {
+            match domains.last_mut() {
+                Some((key, values)) if *key == k => match values.last_mut() {
+                    Some((value, score)) if *value == v => *score += w,
+                    _ => values.push((v, w)),
+                },
+                _ => domains.push((k, vec![(v, w)])),
+            }
+        }
+        Some(ScoreState { domains })
+    }
+
+    #[inline]
+    fn score(st: &ScoreState, node: Node<'_>) -> i64 {
+        let Some(meta) = node.meta() else { return 0 };
+        st.domains
+            .iter()
+            .filter_map(|(k, values)| {
+                let l = meta.label(*k)?;
+                values
+                    .binary_search_by_key(&l.value, |&(v, _)| v)
+                    .ok()
+                    .map(|i| values[i].1)
+            })
+            .sum()
+    }
+}
+
+impl Normalize for InterPodAffinity {
+    const USES_MIN: bool = true;
+
+    /// `100 × (s − min) / (max − min)`, with the range widened to include 0 (as
+    /// kube-scheduler starts both at 0); all 0 when every node scores the same.
+    fn normalize(raw: i64, range: Range) -> i64 {
+        let (min, max) = (range.min.min(0), range.max.max(0));
+        let diff = max - min;
+        if diff <= 0 {
+            return 0;
+        }
+        (MAX_NODE_SCORE as f64 * ((raw - min) as f64 / diff as f64)) as i64
+    }
+}

@@ -1,0 +1,99 @@
+//! VolumeBinding (with VolumeRestrictions' ReadWriteOncePod rule): a pod's PersistentVolumeClaims
+//! as kube-scheduler's `volumebinding` checks them. The claims are resolved when the pod is
+//! handed off (`volumes`):
+//!
+//! - a missing or deleted claim, an ephemeral claim not created yet, an unbound claim of an
+//!   `Immediate` class, a missing class or PV, or a ReadWriteOncePod claim another pod uses fail
+//!   every node with kube-scheduler's PreFilter text (`persistentvolumeclaim "X" not found`, ...);
+//! - a bound claim's PV node affinity must match the node, `node(s) had volume node affinity
+//!   conflict`;
+//! - an unbound claim of a `WaitForFirstConsumer` class is provisioned on the chosen node: the
+//!   class's `allowedTopologies` must match it, `node(s) didn't find available persistent volumes
+//!   to bind`; once claimed, the bind intent asks the adapter to write
+//!   `volume.kubernetes.io/selected-node` on the claim and to wait (`volumebinding.bindTimeoutSeconds`)
+//!   until it is bound before binding the pod (kube-scheduler's Reserve and PreBind).
+//!
+//! Not done: binding claims to existing unbound PVs (static provisioning) and storage capacity.
+
+use super::{Cycle, Filter, Names, Node, OnFailure, Reason, Switch, Verdict};
+use crate::event::{self, Events};
+use crate::volumes::{Blocked, PodVolumes};
+
+pub struct VolumeBinding;
+
+/// `volumebinding.bindTimeoutSeconds` (kube-scheduler's default): how long the adapter waits for
+/// provisioned claims to be bound before it gives the bind up.
+pub const BIND_TIMEOUT_KEY: &str = "volumebinding.bindTimeoutSeconds";
+pub const BIND_TIMEOUT_DEFAULT: i64 = 600;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Volumes {
+    /// The pod cannot go anywhere (see [`Blocked`]).
+    Blocked(Blocked),
+    /// `node(s) had volume node affinity conflict`.
+    NodeConflict,
+    /// `node(s) didn't find available persistent volumes to bind`.
+    BindConflict,
+}
+
+impl Reason for Volumes {
+    fn wake(self) -> Events {
+        match self {
+            Volumes::Blocked(b) => b.wake(),
+            Volumes::NodeConflict | Volumes::BindConflict => {
+                event::STORAGE_CHANGED | event::NODE_ADDED | event::NODE_LABELS_CHANGED
+            }
+        }
+    }
+
+    fn message(self, names: &Names<'_>) -> String {
+        match self {
+            Volumes::Blocked(b) => b.message(names.strings),
+            Volumes::NodeConflict => "node(s) had volume node affinity conflict".to_owned(),
+            Volumes::BindConflict => {
+                "node(s) didn't find available persistent volumes to bind".to_owned()
+            }
+        }
+    }
+}
+
+impl Filter for VolumeBinding {
+    const NAME: &'static str = "VolumeBinding";
+    const SWITCH: Option<Switch> = Some(Switch {
+        key: "predicate.VolumeBindingEnable",
+        default: true,
+    });
+    const ON_FAILURE: OnFailure = OnFailure::Stop;
+    type Reason = Volumes;
+    type State<'a> = &'a PodVolumes;
+
+    #[inline]
+    fn pre_filter<'a>(cx: Cycle<'a>) -> Option<&'a PodVolumes> {
+        cx.volumes
+            .filter(|v| v.blocked.is_some() || !v.bound.is_empty() || !v.provision.is_empty())
+    }
+
+    fn filter<V: Verdict<Volumes>>(v: &&PodVolumes, node: Node<'_>, out: &mut V) -> bool {
+        if let Some(b) = v.blocked {
+            out.fail(Volumes::Blocked(b));
+            return false;
+        }
+        let Some(meta) = node.meta() else {
+            return true;
+        };
+        let fits = |terms: &Option<Box<[crate::model::Term]>>| {
+            terms
+                .as_ref()
+                .is_none_or(|t| t.iter().any(|t| t.matches(meta)))
+        };
+        if !v.bound.iter().all(|b| fits(&b.node_affinity)) {
+            out.fail(Volumes::NodeConflict);
+            return false;
+        }
+        if !v.provision.iter().all(|p| fits(&p.allowed)) {
+            out.fail(Volumes::BindConflict);
+            return false;
+        }
+        true
+    }
+}

@@ -1,0 +1,502 @@
+//! Storage: the PersistentVolumeClaims, PersistentVolumes, StorageClasses and CSINodes the
+//! volume plugins need, kept by the driver (single writer), and the resolution of a pod's
+//! volumes into what the workers check ([`PodVolumes`], carried by the task).
+//!
+//! A pod's claims are resolved when it is handed off: missing or deleted claims, unbound claims
+//! of an `Immediate` class, and `ReadWriteOncePod` claims another pod uses block it on every
+//! node (kube-scheduler's VolumeBinding and VolumeRestrictions PreFilter); bound claims give
+//! their PV's node affinity and zone labels (VolumeBinding, VolumeZone) and CSI volume
+//! (NodeVolumeLimits); unbound claims of a `WaitForFirstConsumer` class give the class's allowed
+//! topologies and are provisioned after the claim: the bind intent asks the adapter to write
+//! `volume.kubernetes.io/selected-node` on them and wait until they are bound before binding the
+//! pod (kube-scheduler's Reserve/PreBind).
+//!
+//! Owns only this storage view; it touches nothing else. Every input is validated and a bad
+//! object is reported without changing how others are handled.
+
+use crate::event::{self, Events};
+use crate::model::{Interner, ModelError, SelectorTermInput, Term};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+/// `volume.kubernetes.io/selected-node`: the node the scheduler picked for a WFFC claim.
+pub const SELECTED_NODE_ANNOTATION: &str = "volume.kubernetes.io/selected-node";
+
+/// Zone and region labels VolumeZone compares (GA and beta keys).
+pub const ZONE_LABELS: [&str; 4] = [
+    "topology.kubernetes.io/zone",
+    "topology.kubernetes.io/region",
+    "failure-domain.beta.kubernetes.io/zone",
+    "failure-domain.beta.kubernetes.io/region",
+];
+
+/// CSI attach limits by node name id: (driver id, count), sorted by driver.
+pub type CsiLimits = BTreeMap<u32, Arc<[(u32, i64)]>>;
+
+/// CSI volumes (driver id, volume handle id).
+pub type CsiVolumes = Box<[(u32, u32)]>;
+
+/// A pod volume as the adapter sees it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PodVolumeInput {
+    pub name: String,
+    /// `persistentVolumeClaim.claimName`.
+    pub claim: Option<String>,
+    /// An `ephemeral` volume: its claim is `<pod>-<volume>`, made by the ephemeral controller.
+    pub ephemeral: bool,
+}
+
+/// A PersistentVolumeClaim.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PvcInput {
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+    pub storage_class: Option<String>,
+    /// `spec.volumeName`.
+    pub volume_name: Option<String>,
+    /// `status.phase`.
+    pub phase: String,
+    pub access_modes: Vec<String>,
+    /// `metadata.deletionTimestamp` is set.
+    pub terminating: bool,
+    /// `metadata.ownerReferences` names this pod uid as its controller (ephemeral volumes).
+    pub owner_uid: Option<String>,
+}
+
+/// A PersistentVolume.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PvInput {
+    pub name: String,
+    pub labels: Vec<(String, String)>,
+    /// `spec.nodeAffinity.required.nodeSelectorTerms`.
+    pub node_affinity: Option<Vec<SelectorTermInput>>,
+    /// `spec.csi`: (driver, volumeHandle).
+    pub csi: Option<(String, String)>,
+}
+
+/// A StorageClass.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StorageClassInput {
+    pub name: String,
+    pub provisioner: String,
+    /// `Immediate` (default) or `WaitForFirstConsumer`.
+    pub binding_mode: String,
+    /// `allowedTopologies` as node selector terms (`matchLabelExpressions`, operator In).
+    pub allowed_topologies: Vec<SelectorTermInput>,
+}
+
+/// A CSINode: per driver, `allocatable.count` (None: no limit).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CsiNodeInput {
+    pub node: String,
+    pub drivers: Vec<(String, Option<i64>)>,
+}
+
+/// A change to the storage objects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StorageInput {
+    Pvc(PvcInput),
+    PvcDelete { namespace: String, name: String },
+    PvcReset(Vec<PvcInput>),
+    Pv(PvInput),
+    PvDelete(String),
+    PvReset(Vec<PvInput>),
+    Class(StorageClassInput),
+    ClassDelete(String),
+    ClassReset(Vec<StorageClassInput>),
+    CsiNode(CsiNodeInput),
+    CsiNodeDelete(String),
+    CsiNodeReset(Vec<CsiNodeInput>),
+}
+
+/// Why no node can take the pod because of its volumes (kube-scheduler's PreFilter reasons).
+/// Names are interned ids (`Interner`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Blocked {
+    /// `persistentvolumeclaim "X" not found`.
+    MissingClaim(u32),
+    /// `waiting for ephemeral volume controller to create the persistentvolumeclaim "X"`.
+    EphemeralPending(u32),
+    /// `persistentvolumeclaim "X" is being deleted`.
+    ClaimDeleted(u32),
+    /// `pod has unbound immediate PersistentVolumeClaims`.
+    UnboundImmediate,
+    /// `storageclass.storage.k8s.io "X" not found`.
+    MissingClass(u32),
+    /// `node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)`.
+    MissingVolume,
+    /// `node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access
+    /// mode`.
+    ReadWriteOncePod,
+}
+
+impl Blocked {
+    pub fn message(&self, names: &Interner) -> String {
+        let n = |id: &u32| names.resolve(*id).to_owned();
+        match self {
+            Blocked::MissingClaim(c) => format!("persistentvolumeclaim \"{}\" not found", n(c)),
+            Blocked::EphemeralPending(c) => format!(
+                "waiting for ephemeral volume controller to create the persistentvolumeclaim \"{}\"",
+                n(c)
+            ),
+            Blocked::ClaimDeleted(c) => {
+                format!("persistentvolumeclaim \"{}\" is being deleted", n(c))
+            }
+            Blocked::UnboundImmediate => "pod has unbound immediate PersistentVolumeClaims".into(),
+            Blocked::MissingClass(c) => {
+                format!("storageclass.storage.k8s.io \"{}\" not found", n(c))
+            }
+            Blocked::MissingVolume => {
+                "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)".into()
+            }
+            Blocked::ReadWriteOncePod => "node has pod using PersistentVolumeClaim with the same \
+                 name and ReadWriteOncePod access mode"
+                .into(),
+        }
+    }
+
+    /// What can unblock it.
+    pub fn wake(&self) -> Events {
+        match self {
+            Blocked::ReadWriteOncePod => event::POD_REMOVED | event::STORAGE_CHANGED,
+            _ => event::STORAGE_CHANGED,
+        }
+    }
+}
+
+/// A bound claim, as the filters check it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BoundVolume {
+    /// The PV's required node affinity (terms ORed); `None`: any node.
+    pub node_affinity: Option<Box<[Term]>>,
+    /// The PV's zone/region labels: (key, allowed values) (a value may list several, `__`).
+    pub zones: Box<[(u32, Box<[u32]>)]>,
+    /// CSI (driver, volume handle), for attach limits.
+    pub csi: Option<(u32, u32)>,
+}
+
+/// A claim to provision on the chosen node (`WaitForFirstConsumer`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Provision {
+    pub namespace: Arc<str>,
+    pub name: Arc<str>,
+    /// The class's allowed topologies (terms ORed); `None`: any node.
+    pub allowed: Option<Box<[Term]>>,
+    /// The class's provisioner (a CSI driver: one new volume for attach limits).
+    pub driver: u32,
+}
+
+/// A pod's volumes, resolved when it is handed off.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PodVolumes {
+    pub blocked: Option<Blocked>,
+    pub bound: Box<[BoundVolume]>,
+    pub provision: Box<[Provision]>,
+}
+
+#[derive(Debug, Clone)]
+struct Claim {
+    class: Option<Arc<str>>,
+    volume: Option<Arc<str>>,
+    rwop: bool,
+    terminating: bool,
+    owner: Option<Arc<str>>,
+}
+
+#[derive(Debug, Clone)]
+struct Volume {
+    node_affinity: Option<Box<[Term]>>,
+    zones: Box<[(u32, Box<[u32]>)]>,
+    csi: Option<(u32, u32)>,
+}
+
+#[derive(Debug, Clone)]
+struct Class {
+    wffc: bool,
+    allowed: Option<Box<[Term]>>,
+    provisioner: u32,
+}
+
+/// The storage objects (see the module doc).
+#[derive(Debug, Default)]
+pub struct Storage {
+    claims: HashMap<(Arc<str>, Arc<str>), Claim>,
+    volumes: HashMap<Arc<str>, Volume>,
+    classes: HashMap<Arc<str>, Class>,
+    /// Per node name: driver id → attach limit.
+    limits: HashMap<Arc<str>, BTreeMap<u32, i64>>,
+    /// Nodes whose attach limits changed since the last `take_limits_changed`.
+    limits_dirty: BTreeSet<Arc<str>>,
+}
+
+fn key(ns: &str, name: &str) -> (Arc<str>, Arc<str>) {
+    (Arc::from(ns), Arc::from(name))
+}
+
+fn compile_terms(
+    terms: &[SelectorTermInput],
+    interner: &mut Interner,
+) -> Result<Box<[Term]>, ModelError> {
+    terms
+        .iter()
+        .map(|t| crate::model::compile_node_term(t, interner))
+        .collect()
+}
+
+impl Storage {
+    /// Apply a change. Returns the events it amounts to, and an error for a rejected object.
+    pub fn apply(
+        &mut self,
+        input: StorageInput,
+        interner: &mut Interner,
+    ) -> (Events, Vec<ModelError>) {
+        let mut errors = Vec::new();
+        match input {
+            StorageInput::Pvc(c) => self.apply_pvc(c),
+            StorageInput::PvcDelete { namespace, name } => {
+                self.claims.remove(&key(&namespace, &name));
+            }
+            StorageInput::PvcReset(all) => {
+                self.claims.clear();
+                for c in all {
+                    self.apply_pvc(c);
+                }
+            }
+            StorageInput::Pv(v) => {
+                if let Err(e) = self.apply_pv(v, interner) {
+                    errors.push(e);
+                }
+            }
+            StorageInput::PvDelete(name) => {
+                self.volumes.remove(&*name);
+            }
+            StorageInput::PvReset(all) => {
+                self.volumes.clear();
+                for v in all {
+                    if let Err(e) = self.apply_pv(v, interner) {
+                        errors.push(e);
+                    }
+                }
+            }
+            StorageInput::Class(c) => {
+                if let Err(e) = self.apply_class(c, interner) {
+                    errors.push(e);
+                }
+            }
+            StorageInput::ClassDelete(name) => {
+                self.classes.remove(&*name);
+            }
+            StorageInput::ClassReset(all) => {
+                self.classes.clear();
+                for c in all {
+                    if let Err(e) = self.apply_class(c, interner) {
+                        errors.push(e);
+                    }
+                }
+            }
+            StorageInput::CsiNode(n) => self.apply_csi_node(n, interner),
+            StorageInput::CsiNodeDelete(node) => {
+                let node: Arc<str> = Arc::from(node);
+                self.limits.remove(&node);
+                self.limits_dirty.insert(node);
+            }
+            StorageInput::CsiNodeReset(all) => {
+                let old: Vec<Arc<str>> = self.limits.keys().cloned().collect();
+                self.limits_dirty.extend(old);
+                self.limits.clear();
+                for n in all {
+                    self.apply_csi_node(n, interner);
+                }
+            }
+        }
+        (event::STORAGE_CHANGED, errors)
+    }
+
+    fn apply_pvc(&mut self, c: PvcInput) {
+        let rwop = c.access_modes.iter().any(|m| m == "ReadWriteOncePod");
+        self.claims.insert(
+            key(&c.namespace, &c.name),
+            Claim {
+                class: c.storage_class.filter(|s| !s.is_empty()).map(Arc::from),
+                volume: c.volume_name.filter(|s| !s.is_empty()).map(Arc::from),
+                rwop,
+                terminating: c.terminating,
+                owner: c.owner_uid.map(Arc::from),
+            },
+        );
+    }
+
+    fn apply_pv(&mut self, v: PvInput, interner: &mut Interner) -> Result<(), ModelError> {
+        let node_affinity = v
+            .node_affinity
+            .as_deref()
+            .map(|t| compile_terms(t, interner))
+            .transpose()?;
+        let zones = v
+            .labels
+            .iter()
+            .filter(|(k, _)| ZONE_LABELS.contains(&k.as_str()))
+            .map(|(k, val)| {
+                let mut values: Vec<u32> = val.split("__").map(|x| interner.intern(x)).collect();
+                values.sort_unstable();
+                (interner.intern(k), values.into())
+            })
+            .collect();
+        let csi = v
+            .csi
+            .as_ref()
+            .map(|(d, h)| (interner.intern(d), interner.intern(h)));
+        self.volumes.insert(
+            Arc::from(v.name),
+            Volume {
+                node_affinity,
+                zones,
+                csi,
+            },
+        );
+        Ok(())
+    }
+
+    fn apply_class(
+        &mut self,
+        c: StorageClassInput,
+        interner: &mut Interner,
+    ) -> Result<(), ModelError> {
+        let wffc = match c.binding_mode.as_str() {
+            "" | "Immediate" => false,
+            "WaitForFirstConsumer" => true,
+            other => return Err(ModelError::BindingMode(other.to_owned())),
+        };
+        let allowed = (!c.allowed_topologies.is_empty())
+            .then(|| compile_terms(&c.allowed_topologies, interner))
+            .transpose()?;
+        self.classes.insert(
+            Arc::from(c.name),
+            Class {
+                wffc,
+                allowed,
+                provisioner: interner.intern(&c.provisioner),
+            },
+        );
+        Ok(())
+    }
+
+    fn apply_csi_node(&mut self, n: CsiNodeInput, interner: &mut Interner) {
+        let limits: BTreeMap<u32, i64> = n
+            .drivers
+            .iter()
+            .filter_map(|(d, count)| count.map(|c| (interner.intern(d), c.max(0))))
+            .collect();
+        let node: Arc<str> = Arc::from(n.node);
+        self.limits.insert(node.clone(), limits);
+        self.limits_dirty.insert(node);
+    }
+
+    /// Nodes whose attach limits changed since the last call.
+    pub fn take_limits_changed(&mut self) -> Vec<Arc<str>> {
+        std::mem::take(&mut self.limits_dirty).into_iter().collect()
+    }
+
+    /// A node's CSI attach limits: (driver id, count), sorted.
+    pub fn limits(&self, node: &str) -> Box<[(u32, i64)]> {
+        self.limits
+            .get(node)
+            .map(|l| l.iter().map(|(&d, &c)| (d, c)).collect())
+            .unwrap_or_default()
+    }
+
+    /// Whether `namespace/claim` has the ReadWriteOncePod access mode.
+    pub fn is_rwop(&self, namespace: &str, claim: &str) -> bool {
+        self.claims
+            .get(&key(namespace, claim))
+            .is_some_and(|c| c.rwop)
+    }
+
+    /// CSI volumes (driver, handle) of a pod's bound claims, for attach limits.
+    pub fn csi_of(&self, namespace: &str, claims: &[(Arc<str>, bool)]) -> CsiVolumes {
+        claims
+            .iter()
+            .filter_map(|(name, _)| {
+                let c = self.claims.get(&key(namespace, name))?;
+                self.volumes.get(c.volume.as_ref()?)?.csi
+            })
+            .collect()
+    }
+
+    /// Resolve the claims of a pod (namespace, uid, name, its claim names; see the module
+    /// doc). `claims` lists `(claim name, ephemeral)`.
+    /// `rwop_in_use(claim)`: another pod uses that ReadWriteOncePod claim.
+    pub fn resolve(
+        &self,
+        namespace: &str,
+        pod_uid: &str,
+        claims: &[(Arc<str>, bool)],
+        interner: &mut Interner,
+        rwop_in_use: impl Fn(&str) -> bool,
+    ) -> PodVolumes {
+        let mut out = PodVolumes::default();
+        let (mut bound, mut provision) = (Vec::new(), Vec::new());
+        for (name, ephemeral) in claims {
+            let id = interner.intern(name);
+            let Some(c) = self.claims.get(&key(namespace, name)) else {
+                out.blocked = Some(if *ephemeral {
+                    Blocked::EphemeralPending(id)
+                } else {
+                    Blocked::MissingClaim(id)
+                });
+                return out;
+            };
+            if *ephemeral && c.owner.as_deref().is_some_and(|o| o != pod_uid) {
+                // An ephemeral claim made for another pod: kube-scheduler refuses it too.
+                out.blocked = Some(Blocked::MissingClaim(id));
+                return out;
+            }
+            if c.terminating {
+                out.blocked = Some(Blocked::ClaimDeleted(id));
+                return out;
+            }
+            if c.rwop && rwop_in_use(name) {
+                out.blocked = Some(Blocked::ReadWriteOncePod);
+                return out;
+            }
+            match &c.volume {
+                Some(v) => match self.volumes.get(v) {
+                    Some(pv) => bound.push(BoundVolume {
+                        node_affinity: pv.node_affinity.clone(),
+                        zones: pv.zones.clone(),
+                        csi: pv.csi,
+                    }),
+                    None => {
+                        out.blocked = Some(Blocked::MissingVolume);
+                        return out;
+                    }
+                },
+                None => {
+                    let Some(class_name) = &c.class else {
+                        // No class and no volume: nothing will ever bind it here.
+                        out.blocked = Some(Blocked::UnboundImmediate);
+                        return out;
+                    };
+                    let Some(class) = self.classes.get(class_name) else {
+                        out.blocked = Some(Blocked::MissingClass(interner.intern(class_name)));
+                        return out;
+                    };
+                    if !class.wffc {
+                        out.blocked = Some(Blocked::UnboundImmediate);
+                        return out;
+                    }
+                    provision.push(Provision {
+                        namespace: Arc::from(namespace),
+                        name: name.clone(),
+                        allowed: class.allowed.clone(),
+                        driver: class.provisioner,
+                    });
+                }
+            }
+        }
+        out.bound = bound.into();
+        out.provision = provision.into();
+        out
+    }
+}

@@ -1,0 +1,460 @@
+//! Constraints that span nodes, on the deterministic harness: the four cases a new user hit
+//! (required anti-affinity on the hostname, a 4-to-0 topology spread, a required affinity to a
+//! database pod, a pod whose claim does not exist), the lane and the burned claims under
+//! concurrent workers, and the volume plugins.
+
+use magma_engine::core::{Input, StatusReason};
+use magma_engine::model::{
+    LabelSelectorInput, PodAffinityInput, PodAffinityTermInput, PodInput, SelectorRequirementInput,
+    SelectorTermInput, TopologySpreadInput,
+};
+use magma_engine::testing::{HarnessOptions, Sim, bound, mk_node, mk_pod, with_labels};
+use magma_engine::volumes::{
+    CsiNodeInput, PodVolumeInput, PvInput, PvcInput, StorageClassInput, StorageInput,
+};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+const HOSTNAME: &str = "kubernetes.io/hostname";
+const ZONE: &str = "topology.kubernetes.io/zone";
+const BACKOFFS: Duration = Duration::from_secs(30);
+
+fn app(mut p: PodInput, app: &str) -> PodInput {
+    p.labels = vec![("app".into(), app.into())];
+    p
+}
+
+fn selector(app: &str) -> Option<LabelSelectorInput> {
+    Some(LabelSelectorInput {
+        match_labels: vec![("app".into(), app.into())],
+        match_expressions: vec![],
+    })
+}
+
+fn term(app: &str, key: &str) -> PodAffinityTermInput {
+    PodAffinityTermInput {
+        label_selector: selector(app),
+        topology_key: key.into(),
+        ..Default::default()
+    }
+}
+
+fn anti(mut p: PodInput, app: &str, key: &str) -> PodInput {
+    p.pod_affinity
+        .get_or_insert_with(PodAffinityInput::default)
+        .required_anti
+        .push(term(app, key));
+    p
+}
+
+fn affinity(mut p: PodInput, app: &str, key: &str) -> PodInput {
+    p.pod_affinity
+        .get_or_insert_with(PodAffinityInput::default)
+        .required
+        .push(term(app, key));
+    p
+}
+
+fn spread(mut p: PodInput, app: &str, key: &str, max_skew: i32, hard: bool) -> PodInput {
+    p.topology_spread.push(TopologySpreadInput {
+        max_skew,
+        topology_key: key.into(),
+        when_unsatisfiable: if hard {
+            "DoNotSchedule"
+        } else {
+            "ScheduleAnyway"
+        }
+        .into(),
+        label_selector: selector(app),
+        ..Default::default()
+    });
+    p
+}
+
+/// `n` nodes `n0..`, each with its hostname label and `zone-<i % zones>`.
+fn zoned(c: &mut Sim, n: usize, zones: usize, cpu: &str) {
+    for i in 0..n {
+        let name = format!("n{i}");
+        let zone = format!("zone-{}", i % zones);
+        c.add_node(with_labels(
+            mk_node(&name, cpu, "64Gi", 110),
+            &[(HOSTNAME, &name), (ZONE, &zone)],
+        ));
+    }
+}
+
+fn zone_of(c: &Sim, node: &str) -> String {
+    let n = &c.nodes[node];
+    n.labels
+        .iter()
+        .find(|(k, _)| k == ZONE)
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default()
+}
+
+#[test]
+fn required_anti_affinity_on_the_hostname_never_shares_a_node() {
+    // A Deployment of 6 replicas, each refusing another replica on its node, on 4 nodes.
+    let mut c = Sim::workers(4);
+    zoned(&mut c, 4, 2, "8");
+    for i in 0..6 {
+        c.add_pod(anti(
+            app(mk_pod(&format!("web-{i}"), "100m", "128Mi"), "web"),
+            "web",
+            HOSTNAME,
+        ));
+    }
+    assert!(c.run_until(BACKOFFS, |c| c.bound_count() == 4
+        && c.reported().len() == 2));
+    let mut per_node: BTreeMap<String, usize> = BTreeMap::new();
+    for p in c.pods.values() {
+        if let Some(n) = &p.node_name {
+            *per_node.entry(n.clone()).or_default() += 1;
+        }
+    }
+    assert!(per_node.values().all(|&n| n == 1), "{per_node:?}");
+    let s = c
+        .statuses
+        .iter()
+        .find(|s| s.reason == StatusReason::Unschedulable)
+        .unwrap();
+    assert_eq!(
+        &*s.message,
+        "0/4 nodes are unavailable: 4 node(s) didn't match pod anti-affinity rules."
+    );
+    assert_eq!(c.duplicate_bindings(), 0);
+}
+
+#[test]
+fn a_zone_spread_of_max_skew_one_is_kept_even_in_a_burst() {
+    // Two zones of two nodes; 4 pods with maxSkew 1 on the zone: 2 and 2, never 4 and 0.
+    let mut c = Sim::workers(4);
+    zoned(&mut c, 4, 2, "8");
+    for i in 0..4 {
+        c.add_pod(spread(
+            app(mk_pod(&format!("s-{i}"), "100m", "128Mi"), "spread"),
+            "spread",
+            ZONE,
+            1,
+            true,
+        ));
+    }
+    assert!(c.run_until(BACKOFFS, |c| c.bound_count() == 4));
+    let mut per_zone: BTreeMap<String, usize> = BTreeMap::new();
+    for p in c.pods.values() {
+        *per_zone
+            .entry(zone_of(&c, p.node_name.as_deref().unwrap()))
+            .or_default() += 1;
+    }
+    assert_eq!(
+        per_zone.values().copied().collect::<Vec<_>>(),
+        [2, 2],
+        "{per_zone:?}"
+    );
+}
+
+#[test]
+fn a_pod_with_required_affinity_lands_beside_its_database() {
+    let mut c = Sim::workers(2);
+    zoned(&mut c, 6, 3, "8");
+    c.add_pod(app(mk_pod("db", "100m", "128Mi"), "db"));
+    c.settle();
+    let db_zone = zone_of(&c, c.node_of("uid-db").unwrap());
+    for i in 0..5 {
+        c.add_pod(affinity(
+            app(mk_pod(&format!("api-{i}"), "100m", "128Mi"), "api"),
+            "db",
+            ZONE,
+        ));
+    }
+    c.settle();
+    assert_eq!(c.bound_count(), 6);
+    for i in 0..5 {
+        let n = c.node_of(&format!("uid-api-{i}")).unwrap();
+        assert_eq!(
+            zone_of(&c, n),
+            db_zone,
+            "api-{i} on {n} is away from the db"
+        );
+    }
+}
+
+#[test]
+fn a_pod_waiting_for_its_affinity_is_woken_when_the_database_arrives() {
+    let mut c = Sim::workers(1);
+    zoned(&mut c, 2, 2, "8");
+    c.add_pod(affinity(
+        app(mk_pod("api", "100m", "128Mi"), "api"),
+        "db",
+        ZONE,
+    ));
+    c.settle();
+    assert_eq!(c.bound_count(), 0);
+    assert_eq!(
+        &*c.statuses[0].message,
+        "0/2 nodes are unavailable: 2 node(s) didn't match pod affinity rules."
+    );
+    // The database is bound by someone else, in zone-1.
+    let db = bound(app(mk_pod("db", "100m", "128Mi"), "db"), "n1");
+    c.pods.insert(db.uid.clone(), db.clone());
+    c.h.input(Input::PodApply(db));
+    assert!(c.run_until(BACKOFFS, |c| c.node_of("uid-api").is_some()));
+    assert_eq!(c.node_of("uid-api"), Some("n1"));
+}
+
+#[test]
+fn the_first_pod_of_a_self_affine_group_is_placed_and_the_rest_follow() {
+    let mut c = Sim::workers(3);
+    zoned(&mut c, 6, 3, "8");
+    for i in 0..4 {
+        c.add_pod(affinity(
+            app(mk_pod(&format!("g-{i}"), "100m", "128Mi"), "g"),
+            "g",
+            ZONE,
+        ));
+    }
+    assert!(c.run_until(BACKOFFS, |c| c.bound_count() == 4));
+    let zones: std::collections::BTreeSet<String> = c
+        .pods
+        .values()
+        .map(|p| zone_of(&c, p.node_name.as_deref().unwrap()))
+        .collect();
+    assert_eq!(zones.len(), 1, "the group is in one zone: {zones:?}");
+}
+
+#[test]
+fn an_existing_pods_anti_affinity_keeps_matching_pods_out_of_its_zone() {
+    let mut c = Sim::workers(2);
+    zoned(&mut c, 4, 2, "8");
+    c.add_pod(anti(
+        app(mk_pod("loner", "100m", "128Mi"), "loner"),
+        "noisy",
+        ZONE,
+    ));
+    c.settle();
+    let zone = zone_of(&c, c.node_of("uid-loner").unwrap());
+    for i in 0..6 {
+        c.add_pod(app(mk_pod(&format!("noisy-{i}"), "100m", "128Mi"), "noisy"));
+    }
+    c.settle();
+    assert_eq!(c.bound_count(), 7);
+    for i in 0..6 {
+        let n = c.node_of(&format!("uid-noisy-{i}")).unwrap();
+        assert_ne!(zone_of(&c, n), zone, "noisy-{i} in the loner's zone");
+    }
+}
+
+#[test]
+fn zone_anti_affinity_and_matching_pods_racing_on_many_workers_stay_apart() {
+    // Lane pods with zone anti-affinity against app=web and unconstrained app=web pods, handed off
+    // together to 4 workers deciding on the same snapshot: claims that could not see each other
+    // are burned and retried, never both kept.
+    let mut c = Sim::new(HarnessOptions::workers(4));
+    zoned(&mut c, 6, 3, "32");
+    for i in 0..3 {
+        c.add_pod(anti(
+            app(mk_pod(&format!("db-{i}"), "100m", "128Mi"), "db"),
+            "web",
+            ZONE,
+        ));
+        c.add_pod(app(mk_pod(&format!("web-{i}"), "100m", "128Mi"), "web"));
+    }
+    c.run_until(BACKOFFS, |_| false);
+    let zone_has = |c: &Sim, zone: &str, prefix: &str| {
+        c.pods.values().any(|p| {
+            p.name.starts_with(prefix)
+                && p.node_name
+                    .as_deref()
+                    .is_some_and(|n| zone_of(c, n) == zone)
+        })
+    };
+    for z in ["zone-0", "zone-1", "zone-2"] {
+        assert!(
+            !(zone_has(&c, z, "db-") && zone_has(&c, z, "web-")),
+            "a db and a web pod share {z}"
+        );
+    }
+    // Every pod is bound or reported.
+    for p in c.pods.values() {
+        assert!(
+            p.node_name.is_some() || c.reported().contains(&p.uid),
+            "{} lost",
+            p.uid
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Volumes
+
+fn with_claim(mut p: PodInput, claim: &str) -> PodInput {
+    p.volumes.push(PodVolumeInput {
+        name: "data".into(),
+        claim: Some(claim.into()),
+        ephemeral: false,
+    });
+    p
+}
+
+fn pvc(name: &str, class: &str, volume: Option<&str>) -> PvcInput {
+    PvcInput {
+        namespace: "default".into(),
+        name: name.into(),
+        uid: format!("pvc-uid-{name}"),
+        storage_class: Some(class.into()),
+        volume_name: volume.map(str::to_owned),
+        phase: if volume.is_some() { "Bound" } else { "Pending" }.into(),
+        access_modes: vec!["ReadWriteOnce".into()],
+        ..Default::default()
+    }
+}
+
+fn in_zone(zone: &str) -> Vec<SelectorTermInput> {
+    vec![SelectorTermInput {
+        match_expressions: vec![SelectorRequirementInput {
+            key: ZONE.into(),
+            operator: "In".into(),
+            values: vec![zone.into()],
+        }],
+        match_fields: vec![],
+    }]
+}
+
+fn storage(c: &mut Sim, s: StorageInput) {
+    c.h.input(Input::Storage(s));
+}
+
+#[test]
+fn a_pod_whose_claim_does_not_exist_waits_and_is_woken_when_it_appears() {
+    let mut c = Sim::workers(1);
+    zoned(&mut c, 2, 2, "8");
+    storage(
+        &mut c,
+        StorageInput::Class(StorageClassInput {
+            name: "fast".into(),
+            provisioner: "csi.example.com".into(),
+            binding_mode: "WaitForFirstConsumer".into(),
+            ..Default::default()
+        }),
+    );
+    c.add_pod(with_claim(mk_pod("p", "100m", "128Mi"), "data-p"));
+    c.settle();
+    assert_eq!(c.bound_count(), 0);
+    assert_eq!(
+        &*c.statuses[0].message,
+        "0/2 nodes are unavailable: 2 persistentvolumeclaim \"data-p\" not found."
+    );
+    storage(
+        &mut c,
+        StorageInput::Pv(PvInput {
+            name: "pv-1".into(),
+            node_affinity: Some(in_zone("zone-1")),
+            labels: vec![(ZONE.into(), "zone-1".into())],
+            csi: Some(("csi.example.com".into(), "vol-1".into())),
+        }),
+    );
+    storage(
+        &mut c,
+        StorageInput::Pvc(pvc("data-p", "fast", Some("pv-1"))),
+    );
+    assert!(c.run_until(BACKOFFS, |c| c.bound_count() == 1));
+    assert_eq!(
+        c.node_of("uid-p"),
+        Some("n1"),
+        "the PV's node affinity pins it to zone-1"
+    );
+}
+
+#[test]
+fn an_unbound_immediate_claim_waits_and_a_wait_for_first_consumer_claim_is_provisioned() {
+    let mut c = Sim::workers(1);
+    zoned(&mut c, 4, 2, "8");
+    c.hold_binds = true;
+    for (name, mode) in [("slow", "Immediate"), ("late", "WaitForFirstConsumer")] {
+        storage(
+            &mut c,
+            StorageInput::Class(StorageClassInput {
+                name: name.into(),
+                provisioner: "csi.example.com".into(),
+                binding_mode: mode.into(),
+                allowed_topologies: in_zone("zone-0"),
+            }),
+        );
+    }
+    storage(&mut c, StorageInput::Pvc(pvc("imm", "slow", None)));
+    storage(&mut c, StorageInput::Pvc(pvc("wffc", "late", None)));
+    c.add_pod(with_claim(mk_pod("a", "100m", "128Mi"), "imm"));
+    c.add_pod(with_claim(mk_pod("b", "100m", "128Mi"), "wffc"));
+    c.settle();
+    let a = c
+        .statuses
+        .iter()
+        .find(|s| &*s.uid == "uid-a")
+        .expect("a is reported");
+    assert!(
+        a.message
+            .contains("pod has unbound immediate PersistentVolumeClaims"),
+        "{}",
+        a.message
+    );
+    assert_eq!(
+        c.held.len(),
+        1,
+        "b is claimed, its bind waits for provisioning"
+    );
+    let b = &c.held[0];
+    assert_eq!(
+        zone_of(&c, &b.node),
+        "zone-0",
+        "the class's allowed topology"
+    );
+    assert_eq!(b.provision, [("default".into(), "wffc".into())]);
+    assert_eq!(b.volume_timeout, Duration::from_secs(600));
+}
+
+#[test]
+fn csi_attach_limits_and_volume_zones_filter_nodes() {
+    let mut c = Sim::workers(1);
+    zoned(&mut c, 2, 2, "8");
+    storage(
+        &mut c,
+        StorageInput::CsiNode(CsiNodeInput {
+            node: "n0".into(),
+            drivers: vec![("csi.example.com".into(), Some(1))],
+        }),
+    );
+    for i in 0..2 {
+        storage(
+            &mut c,
+            StorageInput::Pv(PvInput {
+                name: format!("pv-{i}"),
+                labels: vec![(ZONE.into(), "zone-0__zone-1".into())],
+                csi: Some(("csi.example.com".into(), format!("vol-{i}"))),
+                ..Default::default()
+            }),
+        );
+        storage(
+            &mut c,
+            StorageInput::Pvc(pvc(&format!("c{i}"), "any", Some(&format!("pv-{i}")))),
+        );
+    }
+    // n0 takes one CSI volume; the second pod must go to n1.
+    let mut p0 = with_claim(mk_pod("p0", "100m", "128Mi"), "c0");
+    p0.node_selector = vec![(HOSTNAME.into(), "n0".into())];
+    c.add_pod(p0);
+    c.settle();
+    assert_eq!(c.node_of("uid-p0"), Some("n0"));
+    let mut p1 = with_claim(mk_pod("p1", "100m", "128Mi"), "c1");
+    p1.node_selector = vec![(HOSTNAME.into(), "n0".into())];
+    c.add_pod(p1);
+    c.settle();
+    let s = c
+        .statuses
+        .iter()
+        .find(|s| &*s.uid == "uid-p1")
+        .expect("p1 is reported");
+    assert_eq!(
+        &*s.message,
+        "0/2 nodes are unavailable: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) exceed max volume count."
+    );
+}
