@@ -276,6 +276,9 @@ pub trait Filter {
     /// The switch that turns it off; `None`: always on (as upstream).
     const SWITCH: Option<Switch>;
     const ON_FAILURE: OnFailure;
+    /// Most pods give it nothing to check (`pre_filter` is `None`): the fast check looks at all
+    /// such filters behind one branch per node, so pods without the feature pay one branch.
+    const RARE: bool = false;
     /// A node flag this filter has the cache precompute ([`node_flags`]), or 0.
     const FLAG: u8 = 0;
     type Reason: Reason;
@@ -314,6 +317,8 @@ pub trait Scorer {
     const WEIGHT: Weight;
     /// Whether it implements [`Normalize`] (and must be listed under `normalized`).
     const NORMALIZED: bool;
+    /// Most pods give it nothing to score: scored behind one branch per node (see `Filter::RARE`).
+    const RARE: bool = false;
     /// A node flag this scorer has the cache precompute ([`node_flags`]), or 0.
     const FLAG: u8 = 0;
     type State<'a>;
@@ -523,6 +528,8 @@ macro_rules! plugins {
         /// The filter chain for one pod (see the module doc).
         pub struct Filters<'a> {
             $($f: Option<<$F as Filter>::State<'a>>,)*
+            /// Some `RARE` filter has something to check for this pod.
+            rare: bool,
         }
 
         impl<'a> Filters<'a> {
@@ -530,9 +537,12 @@ macro_rules! plugins {
             #[inline(always)]
             pub fn new(cx: Cycle<'a>) -> Filters<'a> {
                 let on = &cx.snap.profile.filters;
-                Filters {
+                let mut f = Filters {
                     $($f: if on.$f { <$F as Filter>::pre_filter(cx) } else { None },)*
-                }
+                    rare: false,
+                };
+                f.rare = false $(|| (<$F as Filter>::RARE && f.$f.is_some()))*;
+                f
             }
 
             #[inline(always)]
@@ -540,19 +550,32 @@ macro_rules! plugins {
                 $(if let Some(s) = &mut self.$f { <$F as Filter>::enter_chunk(s, chunk); })*
             }
 
-            /// Can the pod go on `node`? (the scan's hot path)
+            /// Can the pod go on `node`? (the scan's hot path). The common filters first, in
+            /// chain order, then the `RARE` ones behind one branch; the order of a fast check
+            /// cannot change its answer.
             #[inline(always)]
             pub fn fits(&self, node: Node<'_>) -> bool {
                 if !node.has(flags::PRESENT) {
                     return false;
                 }
                 $(
-                    if let Some(s) = &self.$f
+                    if !<$F as Filter>::RARE
+                        && let Some(s) = &self.$f
                         && !<$F as Filter>::filter(s, node, &mut Check)
                     {
                         return false;
                     }
                 )*
+                if self.rare {
+                    $(
+                        if <$F as Filter>::RARE
+                            && let Some(s) = &self.$f
+                            && !<$F as Filter>::filter(s, node, &mut Check)
+                        {
+                            return false;
+                        }
+                    )*
+                }
                 true
             }
 
@@ -602,6 +625,8 @@ macro_rules! plugins {
         pub struct Scores<'a> {
             $($s: Option<(<$S as Scorer>::State<'a>, i64)>,)*
             $($n: Option<(<$N as Scorer>::State<'a>, i64)>,)*
+            /// Some `RARE` scorer has something to score for this pod.
+            rare: bool,
         }
 
         impl<'a> Scores<'a> {
@@ -609,10 +634,15 @@ macro_rules! plugins {
             #[inline(always)]
             pub fn new(cx: Cycle<'a>) -> Scores<'a> {
                 let w = &cx.snap.profile.weights;
-                Scores {
+                let mut s = Scores {
                     $($s: if w.$s != 0 { <$S as Scorer>::pre_score(cx).map(|st| (st, w.$s)) } else { None },)*
                     $($n: if w.$n != 0 { <$N as Scorer>::pre_score(cx).map(|st| (st, w.$n)) } else { None },)*
-                }
+                    rare: false,
+                };
+                s.rare = false
+                    $(|| (<$S as Scorer>::RARE && s.$s.is_some()))*
+                    $(|| (<$N as Scorer>::RARE && s.$n.is_some()))*;
+                s
             }
 
             #[inline(always)]
@@ -625,15 +655,30 @@ macro_rules! plugins {
             #[inline(always)]
             pub fn score(&self, node: Node<'_>, ranges: &mut Ranges) -> Raw {
                 let mut raw = Raw::default();
-                $(if let Some((s, w)) = &self.$s { raw.base += w * <$S as Scorer>::score(s, node); })*
-                $(
-                    if let Some((s, _)) = &self.$n {
-                        raw.$n = <$N as Scorer>::score(s, node);
-                        if <$N as Normalize>::counts(raw.$n) {
-                            ranges.$n.add::<{ <$N as Normalize>::USES_MIN }>(raw.$n);
+                // A plain or normalised scorer's part, if it has one for this pod.
+                macro_rules! plain {
+                    ($field:ident, $T:ty) => {
+                        if let Some((s, w)) = &self.$field {
+                            raw.base += w * <$T as Scorer>::score(s, node);
                         }
-                    }
-                )*
+                    };
+                }
+                macro_rules! normalized {
+                    ($field:ident, $T:ty) => {
+                        if let Some((s, _)) = &self.$field {
+                            raw.$field = <$T as Scorer>::score(s, node);
+                            if <$T as Normalize>::counts(raw.$field) {
+                                ranges.$field.add::<{ <$T as Normalize>::USES_MIN }>(raw.$field);
+                            }
+                        }
+                    };
+                }
+                $(if !<$S as Scorer>::RARE { plain!($s, $S); })*
+                $(if !<$N as Scorer>::RARE { normalized!($n, $N); })*
+                if self.rare {
+                    $(if <$S as Scorer>::RARE { plain!($s, $S); })*
+                    $(if <$N as Scorer>::RARE { normalized!($n, $N); })*
+                }
                 raw
             }
 
@@ -642,7 +687,9 @@ macro_rules! plugins {
             pub fn finish(&self, raw: &Raw, ranges: &Ranges) -> i64 {
                 let mut total = raw.base;
                 $(
-                    if let Some((_, w)) = &self.$n {
+                    if (!<$N as Scorer>::RARE || self.rare)
+                        && let Some((_, w)) = &self.$n
+                    {
                         total += w * <$N as Normalize>::normalize(raw.$n, ranges.$n);
                     }
                 )*

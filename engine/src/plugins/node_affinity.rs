@@ -43,6 +43,7 @@ pub fn matches(pod: &CompiledPod, meta: &NodeMeta) -> bool {
 
 impl Filter for NodeAffinity {
     const NAME: &'static str = "NodeAffinity";
+    const RARE: bool = true;
     const SWITCH: Option<Switch> = Some(Switch {
         key: "predicate.NodeAffinityEnable",
         default: true,
@@ -68,6 +69,7 @@ impl Filter for NodeAffinity {
 
 impl Scorer for NodeAffinity {
     const NAME: &'static str = "NodeAffinity";
+    const RARE: bool = true;
     const WEIGHT: Weight = Weight {
         key: "nodeaffinity.weight",
         default: 2,

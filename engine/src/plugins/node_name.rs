@@ -22,6 +22,7 @@ impl Reason for OtherNode {
 
 impl Filter for NodeName {
     const NAME: &'static str = "NodeName";
+    const RARE: bool = true;
     const SWITCH: Option<super::Switch> = None;
     const ON_FAILURE: OnFailure = OnFailure::Stop;
     type Reason = OtherNode;

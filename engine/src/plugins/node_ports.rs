@@ -27,6 +27,7 @@ impl Reason for PortsTaken {
 
 impl Filter for NodePorts {
     const NAME: &'static str = "NodePorts";
+    const RARE: bool = true;
     const SWITCH: Option<Switch> = Some(Switch {
         key: "predicate.NodePortsEnable",
         default: true,

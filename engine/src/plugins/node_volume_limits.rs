@@ -35,6 +35,7 @@ pub struct NewVolumes<'a> {
 
 impl Filter for NodeVolumeLimits {
     const NAME: &'static str = "NodeVolumeLimits";
+    const RARE: bool = true;
     const SWITCH: Option<Switch> = Some(Switch {
         key: "predicate.NodeVolumeLimitsEnable",
         default: true,

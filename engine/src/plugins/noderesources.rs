@@ -246,6 +246,7 @@ pub struct MostAllocated;
 
 impl Scorer for MostAllocated {
     const NAME: &'static str = "NodeResourcesFit";
+    const RARE: bool = true;
     const WEIGHT: Weight = Weight {
         key: "mostrequested.weight",
         default: 0,

@@ -59,6 +59,7 @@ impl Reason for Volumes {
 
 impl Filter for VolumeBinding {
     const NAME: &'static str = "VolumeBinding";
+    const RARE: bool = true;
     const SWITCH: Option<Switch> = Some(Switch {
         key: "predicate.VolumeBindingEnable",
         default: true,

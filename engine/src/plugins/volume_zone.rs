@@ -24,6 +24,7 @@ impl Reason for ZoneConflict {
 
 impl Filter for VolumeZone {
     const NAME: &'static str = "VolumeZone";
+    const RARE: bool = true;
     const SWITCH: Option<Switch> = Some(Switch {
         key: "predicate.VolumeZoneEnable",
         default: true,
