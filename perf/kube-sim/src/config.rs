@@ -1,5 +1,5 @@
 //! Simulator configuration: address, fake nodes, KWOK-like pod lifecycle, watch history and
-//! buffers, namespace policy, and the initial fault configuration.
+//! buffers, namespace policy, the volume provisioner, and the initial fault configuration.
 
 use crate::faults::Faults;
 use std::net::SocketAddr;
@@ -36,8 +36,29 @@ pub struct SimConfig {
     pub install_nodeshard_crd: bool,
     /// Write and binding records kept for assertions (oldest dropped first).
     pub record_limit: usize,
+    /// Dynamic provisioning and binding of PersistentVolumeClaims (a PV controller plus a CSI
+    /// external provisioner); off by default.
+    pub provisioner: Provisioner,
     /// Initial faults (changeable at runtime).
     pub faults: Faults,
+}
+
+/// How the simulated PV controller and CSI provisioner behave ([`SimConfig::provisioner`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Provisioner {
+    /// No storage controllers: claims stay as they are created (the default).
+    #[default]
+    Off,
+    /// The PV controller hands eligible claims to the provisioner at once (the
+    /// `volume.kubernetes.io/storage-provisioner` annotations), and the provisioner creates and
+    /// binds their volume after this delay; claims pre-bound by a PV's `claimRef` are bound at
+    /// once, volumes bound to no claim become `Available`; a deleted bound volume makes its claim
+    /// `Lost`; a deleted claim releases its volume, which is deleted after the delay when it was
+    /// provisioned and its reclaim policy is `Delete`.
+    After(Duration),
+    /// The PV controller runs as with [`Provisioner::After`] but the provisioner never creates a
+    /// volume (nor deletes a released one): claims needing provisioning stay `Pending`.
+    Never,
 }
 
 impl Default for SimConfig {
@@ -56,6 +77,7 @@ impl Default for SimConfig {
             auto_create_namespaces: false,
             install_nodeshard_crd: false,
             record_limit: 1_000_000,
+            provisioner: Provisioner::Off,
             faults: Faults::default(),
         }
     }

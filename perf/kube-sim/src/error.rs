@@ -1,6 +1,7 @@
 //! API errors rendered as Kubernetes `Status` objects: the reasons, codes and message formats the
-//! real API server uses (`NotFound`, `AlreadyExists`, `Conflict`, `Invalid`, `BadRequest`,
-//! `MethodNotAllowed`, `Expired`/`Gone`, `TooManyRequests`, `InternalError`).
+//! real API server uses (`NotFound`, `AlreadyExists`, `Conflict`, `Invalid` with its field
+//! causes, `Forbidden`, `BadRequest`, `MethodNotAllowed`, `Expired`/`Gone`, `TooManyRequests`,
+//! `InternalError`).
 
 use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, StatusCode, header};
@@ -31,6 +32,19 @@ pub struct Details {
     pub group: String,
     /// `details.kind` (the resource, as the real server reports it).
     pub kind: String,
+    /// `details.causes` (one per field error of a `422 Invalid`).
+    pub causes: Vec<Cause>,
+}
+
+/// One `Status.details.causes` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cause {
+    /// `reason`, e.g. `FieldValueRequired`.
+    pub reason: String,
+    /// `message`: the error without the field path, e.g. `Required value`.
+    pub message: String,
+    /// `field`, e.g. `spec.accessModes`.
+    pub field: String,
 }
 
 /// `pods` for the core group, `leases.coordination.k8s.io` otherwise.
@@ -58,7 +72,16 @@ impl ApiError {
             name: name.into(),
             group: group.into(),
             kind: kind.into(),
+            causes: Vec::new(),
         }));
+        self
+    }
+
+    /// Sets `details.causes`.
+    pub(crate) fn with_causes(mut self, causes: Vec<Cause>) -> Self {
+        if let Some(d) = self.details.as_mut() {
+            d.causes = causes;
+        }
         self
     }
 
@@ -129,6 +152,19 @@ impl ApiError {
         .with_details(group, kind, name)
     }
 
+    /// `persistentvolumeclaims "x" is forbidden: <why>` (403), as admission plugins answer.
+    pub fn forbidden(group: &str, plural: &str, name: &str, why: &str) -> Self {
+        Self::new(
+            403,
+            "Forbidden",
+            format!(
+                "{} \"{name}\" is forbidden: {why}",
+                qualified(group, plural)
+            ),
+        )
+        .with_details(group, plural, name)
+    }
+
     /// 400 BadRequest.
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(400, "BadRequest", message.into())
@@ -192,6 +228,14 @@ impl ApiError {
                 details.insert("group".into(), json!(d.group));
             }
             details.insert("kind".into(), json!(d.kind));
+            if !d.causes.is_empty() {
+                let causes: Vec<Value> = d
+                    .causes
+                    .iter()
+                    .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
+                    .collect();
+                details.insert("causes".into(), Value::Array(causes));
+            }
         }
         if let Some(r) = self.retry_after {
             details.insert("retryAfterSeconds".into(), json!(r));

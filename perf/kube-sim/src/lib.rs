@@ -4,7 +4,9 @@
 //! unmodified `kube` client and `kubectl` (get / apply / delete) use, with all state in memory.
 //! Magma's adapter tests, end-to-end tests and benchmarks run against it (DESIGN.md §5). It is
 //! strict where that matters to a scheduler: the status codes, `Status` reasons and messages of
-//! the real server, optimistic concurrency, `410 Expired` watches, and binding conflicts.
+//! the real server, optimistic concurrency, `410 Expired` watches, binding conflicts, and the
+//! validation, defaults and status subresources of the storage objects, with an optional
+//! simulated PV controller and CSI provisioner.
 //!
 //! Start it with [`Sim::start`] (tests use port 0) or the `kube-sim` binary, then point a client at
 //! [`SimHandle::kubeconfig_yaml`].
@@ -16,14 +18,14 @@
 //! | `/version` | GET | `v1.34.0-kube-sim` version info |
 //! | `/healthz`, `/readyz`, `/livez` | GET | `ok` |
 //! | `/api` | GET | `APIVersions` (`v1`) |
-//! | `/api/v1`, `/apis/<g>/<v>` | GET | `APIResourceList`, with `pods/status`, `pods/binding`, `<crd>/status` |
+//! | `/api/v1`, `/apis/<g>/<v>` | GET | `APIResourceList`, with `pods/status`, `pods/binding`, `persistentvolume[claim]s/status`, `<crd>/status` |
 //! | `/apis`, `/apis/<g>` | GET | `APIGroupList` / `APIGroup`; CRD groups appear once registered |
 //! | `/openapi/v3`, `/openapi/v3/api/v1`, `/openapi/v3/apis/<g>/<v>` | GET | a minimal OpenAPI v3: paths with `x-kubernetes-group-version-kind` and the `fieldValidation` parameter, no schemas (enough for kubectl to pick server-side validation) |
 //! | `/openapi/v2` | GET | 404 |
 //! | `/api/v1/[namespaces/<ns>/]<plural>` | GET | list (`labelSelector`, `fieldSelector`) or watch (`watch=true\|1`) |
 //! | same | POST | create (201); `generateName` supported |
 //! | `…/<plural>/<name>` | GET, PUT, PATCH, DELETE | get, update (optimistic concurrency), patch, delete |
-//! | `…/<plural>/<name>/status` | GET, PUT, PATCH | status subresource (pods, nodes, namespaces, CRDs, CRs with `subresources.status`) |
+//! | `…/<plural>/<name>/status` | GET, PUT, PATCH | status subresource (pods, nodes, namespaces, persistentvolumeclaims, persistentvolumes, CRDs, CRs with `subresources.status`) |
 //! | `/api/v1/namespaces/<ns>/pods/<name>/binding` | POST | bind a pod (201 `Status` Success) |
 //! | `/api/v1/watch/…` | GET | legacy watch paths |
 //! | `/sim/faults` | GET, POST | read / replace the [`Faults`] (JSON, camelCase) |
@@ -32,7 +34,9 @@
 //! | `/sim/bindings`, `/sim/writes` | GET | the [`BindingRecord`]s and [`WriteRecord`]s as JSON |
 //! | `/sim/requests` | GET | the [`RequestRecord`]s (every API request: verb, group, resource, subresource, namespace, user agent) as JSON |
 //!
-//! Served resources: core `v1` nodes, pods, configmaps, namespaces, events;
+//! Served resources: core `v1` nodes, pods, configmaps, namespaces, events,
+//! persistentvolumeclaims (`pvc`, `/status`), persistentvolumes (`pv`, cluster-scoped, `/status`);
+//! `storage.k8s.io/v1` storageclasses (`sc`) and csinodes (both cluster-scoped);
 //! `coordination.k8s.io/v1` leases; `events.k8s.io/v1` events; `apiextensions.k8s.io/v1`
 //! customresourcedefinitions; and every resource a CRD defines (e.g. `shard.volcano.sh/v1alpha1`
 //! nodeshards, cluster-scoped, with `/status`). Namespaces `default`, `kube-system`,
@@ -48,8 +52,8 @@
 //!   missing namespace unless [`SimConfig::auto_create_namespaces`]. Pods are defaulted
 //!   (`schedulerName: default-scheduler`, requests from limits, `status.phase: Pending`,
 //!   `qosClass`) and must have containers with name and image. Creating a pod with `spec.nodeName`
-//!   starts its KWOK lifecycle. Resources with a status subresource (pods, CRs) drop `.status` on
-//!   create.
+//!   starts its KWOK lifecycle. Resources with a status subresource (pods, PVs, PVCs, CRs) drop
+//!   `.status` on create.
 //! - **Update** (PUT): a set, stale `metadata.resourceVersion` is a 409 `Conflict` ("the object has
 //!   been modified…"); an empty one is unconditional. Main-resource writes keep `.status`;
 //!   `/status` writes change only `.status`. Pod spec updates follow the real immutability rules
@@ -68,7 +72,8 @@
 //! - **List**: `resourceVersion` in list metadata; label selectors `=`, `==`, `!=`, `in`, `notin`,
 //!   `key`, `!key`; field selectors `=`, `==`, `!=` over the fields the real server supports per
 //!   resource (pods: `metadata.name/namespace`, `spec.nodeName`, `spec.schedulerName`,
-//!   `status.phase`, …; others 400 `field label not supported`). `limit`/`continue` are ignored
+//!   `status.phase`, …; PVs and PVCs also the legacy `name`; others 400 `field label not
+//!   supported`). `limit`/`continue` are ignored
 //!   (everything in one page, no continue token); `resourceVersion`/`resourceVersionMatch` on
 //!   lists are ignored (always the latest state).
 //! - **Watch**: `resourceVersion` unset or `0` starts with synthetic `ADDED` events for the current
@@ -91,6 +96,58 @@
 //!   label `type: kwok`); a bound pod becomes Running (podIP, hostIP, Ready conditions, container
 //!   statuses) after [`SimConfig::running_delay`]; with [`SimConfig::pod_lifetime`] (or the
 //!   `kube-sim.magma.io/lifetime-ms` annotation) it then becomes Succeeded and is deleted.
+//! - **Storage objects** (the defaults of `pkg/apis/{core,storage}/v1`, the validation of
+//!   `pkg/apis/core/validation` and `pkg/apis/storage/validation` with the real field paths and
+//!   messages, aggregated as `[e1, e2]` with one `details.causes` entry each; a malformed quantity
+//!   is a 400 as in decoding):
+//!   - PVC: `spec.accessModes` required, each of ReadWriteOnce/ReadOnlyMany/ReadWriteMany/
+//!     ReadWriteOncePod, ReadWriteOncePod alone; `spec.resources[storage]` required and > 0;
+//!     `spec.volumeMode` defaulted to `Filesystem` (Filesystem/Block); class name, selector and
+//!     data source checks; `status` reset to `{phase: Pending}` on create (an empty phase is
+//!     defaulted on status writes too); `DefaultStorageClass` admission (an unset
+//!     `storageClassName` gets the newest class annotated `storageclass.kubernetes.io/
+//!     is-default-class: "true"`). Updates: the spec is immutable except `volumeName` (set once),
+//!     a nil class (set once) and, for Bound claims, the request; shrinking only down to above
+//!     `status.capacity` (RecoverVolumeExpansionFailure, 1.34); `volumeMode` immutable;
+//!     growing needs a Bound claim whose class has `allowVolumeExpansion: true` (403 `Forbidden`
+//!     as `PersistentVolumeClaimResize` answers). `PUT …/status` needs a `resourceVersion`.
+//!   - PV: `spec.capacity` with exactly `storage` (> 0); `spec.accessModes` as for claims;
+//!     exactly one volume source (`csi` with `driver` and `volumeHandle`, `hostPath` with `path`
+//!     and `type`, `local` with an absolute `path` and `spec.nodeAffinity`, `nfs`, … counted in
+//!     the real order); `nodeAffinity.required.nodeSelectorTerms` as node selector terms
+//!     (In/NotIn need values, Exists/DoesNotExist none, Gt/Lt exactly one, keys qualified
+//!     names, `matchFields` only `metadata.name`); `persistentVolumeReclaimPolicy` defaulted to
+//!     `Retain`, `volumeMode` to `Filesystem`, `hostPath.type` to `""`; `status` reset to
+//!     `{phase: Pending, lastPhaseTransitionTime}` on create, `lastPhaseTransitionTime` renewed on
+//!     phase changes. Updates: the volume source, `volumeMode` and a set `nodeAffinity` are
+//!     immutable.
+//!   - StorageClass: `provisioner` required (a qualified name); `volumeBindingMode` defaulted to
+//!     `Immediate` (Immediate/WaitForFirstConsumer), `reclaimPolicy` to `Delete`
+//!     (Delete/Retain); `allowedTopologies[].matchLabelExpressions[]` with a valid `key` and
+//!     non-empty, distinct `values`, no duplicate terms; `provisioner`, `parameters`,
+//!     `reclaimPolicy` and `volumeBindingMode` immutable.
+//!   - CSINode: `spec.drivers[]` with a CSI driver `name` (unique) and `nodeID` (≤ 256 bytes),
+//!     `allocatable.count` ≥ 0, valid `topologyKeys`; a driver entry may change only its
+//!     `allocatable`; strategic merge patches merge `drivers` by `name`.
+//! - **Storage controllers** ([`SimConfig::provisioner`], off by default): with
+//!   [`Provisioner::After`]`(delay)` a PV controller and a CSI external provisioner. A pending
+//!   claim of an existing class (not `kubernetes.io/no-provisioner`) is handed over at once
+//!   ([`STORAGE_PROVISIONER_ANNOTATION`] and its beta twin) — for `WaitForFirstConsumer` classes
+//!   only once it carries [`SELECTED_NODE_ANNOTATION`] — and after `delay` gets the PV
+//!   `pvc-<claim uid>` (the request, access modes, volume mode, class, reclaim policy, mount
+//!   options, `claimRef`, `csi: {driver: <provisioner>, volumeHandle}`,
+//!   [`PROVISIONED_BY_ANNOTATION`], and node affinity: for WaitForFirstConsumer the selected
+//!   node's value of every key of the class's `allowedTopologies`, or of [`HOSTNAME_LABEL`]; for
+//!   Immediate the class's first allowed topology term). Then the PV becomes `Bound`, the claim
+//!   gets `spec.volumeName` with [`BIND_COMPLETED_ANNOTATION`] and
+//!   [`BOUND_BY_CONTROLLER_ANNOTATION`] `"yes"`, and `status` `Bound` with the volume's access
+//!   modes and capacity; each step is its own write (own resourceVersion and watch event). A PV
+//!   whose `claimRef` names a pending claim (static pre-binding) is bound to it the same way; a
+//!   PV bound to no claim becomes `Available`; claims naming a `volumeName` or a missing class
+//!   are left alone (until the class appears); deleting a bound PV makes its claim `Lost`;
+//!   deleting a claim makes its PV `Released`, and a provisioned `Delete` PV is deleted after
+//!   `delay`. [`Provisioner::Never`] runs the PV controller but never provisions nor deletes.
+//!   These writes are not in the write/request records.
 //! - **Faults** ([`FaultHandle`], `/sim/faults`): per-verb/resource error rates answering 500
 //!   `InternalError` or 429 `TooManyRequests` with `Retry-After`, latency with jitter, watches
 //!   dropped after a fixed/random time, forced `410` on the next watches, drop-all-watches.
@@ -104,7 +161,8 @@
 //! `kube-sim --port P --nodes N --kubeconfig-out FILE [--node-cpu 32] [--node-memory 256Gi]
 //! [--node-pods 110] [--running-delay 0s|never] [--pod-lifetime 30s]
 //! [--error-rate VERB[:RESOURCE]=RATE[:CODE]]... [--latency-ms MS] [--drop-watches-after-ms MS]
-//! [--history 100000] [--auto-create-namespaces] [--install-nodeshard-crd]` serves on
+//! [--history 100000] [--auto-create-namespaces] [--install-nodeshard-crd]
+//! [--provisioner-delay 300ms | --provisioner-never]` serves on
 //! `127.0.0.1:P`, writes a kubeconfig usable by `kubectl --kubeconfig FILE` and
 //! `kube::Config::from_custom_kubeconfig`, and exits 0 on SIGTERM/SIGINT.
 //!
@@ -125,7 +183,11 @@
 //! the plain objects), no `dryRun` (400), no `deletecollection`, no paging, no graceful deletion,
 //! no CRD schema validation or conversion, no server-side-apply field management, core and
 //! `events.k8s.io` events are stored separately, and other resources (services, deployments, …)
-//! are 404.
+//! are 404. Storage: quantities are stored as sent (the real server canonicalizes them, e.g.
+//! `1024Mi` to `1Gi`); no `kubernetes.io/pvc-protection` / `pv-protection` finalizers; field
+//! error messages omit the Go diff the real server appends to "spec is immutable" errors and
+//! render structured bad values as JSON; the storage controllers emit no Events, and kubelets
+//! create no CSINodes.
 
 mod config;
 mod error;
@@ -134,18 +196,29 @@ mod kinds;
 mod kwok;
 mod meta;
 mod patch;
+mod provisioner;
 mod resources;
 mod selector;
 mod server;
 mod sim;
+mod storage;
 mod store;
+mod validation;
 mod watch;
 
-pub use config::{SimConfig, parse_duration};
-pub use error::{ApiError, Details};
+pub use config::{Provisioner, SimConfig, parse_duration};
+pub use error::{ApiError, Cause, Details};
 pub use faults::{ErrorRule, FaultHandle, Faults};
 pub use kwok::{LIFETIME_ANNOTATION, node_name, node_object, nodeshard_crd, pod_object};
+pub use provisioner::{
+    BETA_STORAGE_PROVISIONER_ANNOTATION, BIND_COMPLETED_ANNOTATION, BOUND_BY_CONTROLLER_ANNOTATION,
+    HOSTNAME_LABEL, NO_PROVISIONER, PROVISIONED_BY_ANNOTATION, SELECTED_NODE_ANNOTATION,
+    STORAGE_PROVISIONER_ANNOTATION,
+};
 pub use sim::{BindingRecord, RequestRecord, Sim, SimError, SimHandle, WriteRecord};
+pub use storage::{
+    BETA_STORAGE_CLASS_ANNOTATION, DEFAULT_CLASS_ANNOTATION, pvc_object, storage_class_object,
+};
 
 /// A kubeconfig for a simulator at `server` (`http://127.0.0.1:PORT`): no TLS, a dummy token.
 pub fn kubeconfig_yaml(server: &str) -> String {

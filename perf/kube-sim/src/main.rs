@@ -3,7 +3,7 @@
 
 use anyhow::Context;
 use clap::Parser;
-use kube_sim::{ErrorRule, Faults, Sim, SimConfig, parse_duration};
+use kube_sim::{ErrorRule, Faults, Provisioner, Sim, SimConfig, parse_duration};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -56,6 +56,15 @@ struct Args {
     /// Register the NodeShard CRD at start.
     #[arg(long)]
     install_nodeshard_crd: bool,
+    /// Run the storage controllers: PersistentVolumeClaims of an existing StorageClass get a CSI
+    /// PersistentVolume and are bound after this delay (Go duration; WaitForFirstConsumer classes
+    /// once the claim has `volume.kubernetes.io/selected-node`). Off when not given.
+    #[arg(long, conflicts_with = "provisioner_never")]
+    provisioner_delay: Option<String>,
+    /// Run the storage controllers with a provisioner that never provisions (claims needing a new
+    /// volume stay Pending).
+    #[arg(long)]
+    provisioner_never: bool,
 }
 
 fn config(a: &Args) -> anyhow::Result<SimConfig> {
@@ -80,6 +89,15 @@ fn config(a: &Args) -> anyhow::Result<SimConfig> {
         .transpose()
         .map_err(anyhow::Error::msg)
         .context("--pod-lifetime")?;
+    let provisioner = match (&a.provisioner_delay, a.provisioner_never) {
+        (_, true) => Provisioner::Never,
+        (Some(d), false) => Provisioner::After(
+            parse_duration(d)
+                .map_err(anyhow::Error::msg)
+                .context("--provisioner-delay")?,
+        ),
+        (None, false) => Provisioner::Off,
+    };
     Ok(SimConfig {
         addr: SocketAddr::from(([127, 0, 0, 1], a.port)),
         nodes: a.nodes,
@@ -91,6 +109,7 @@ fn config(a: &Args) -> anyhow::Result<SimConfig> {
         history: a.history,
         auto_create_namespaces: a.auto_create_namespaces,
         install_nodeshard_crd: a.install_nodeshard_crd,
+        provisioner,
         faults: Faults {
             errors,
             latency_ms: a.latency_ms,

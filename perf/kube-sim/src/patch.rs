@@ -61,7 +61,8 @@ fn merge_key(field: &str) -> Option<&'static str> {
         | "env"
         | "imagePullSecrets"
         | "resourceClaims"
-        | "schedulingGates" => "name",
+        | "schedulingGates"
+        | "drivers" => "name",
         "volumeMounts" => "mountPath",
         "volumeDevices" => "devicePath",
         "ports" => "containerPort",

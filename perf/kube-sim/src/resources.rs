@@ -172,6 +172,26 @@ impl Default for Registry {
         );
         crds.status = true;
         crds.generation = true;
+        let mut pvcs = ResourceDef::builtin(
+            "",
+            "v1",
+            "persistentvolumeclaims",
+            "PersistentVolumeClaim",
+            true,
+            &["pvc"],
+        );
+        pvcs.status = true;
+        pvcs.drop_status_on_create = true;
+        let mut pvs = ResourceDef::builtin(
+            "",
+            "v1",
+            "persistentvolumes",
+            "PersistentVolume",
+            false,
+            &["pv"],
+        );
+        pvs.status = true;
+        pvs.drop_status_on_create = true;
         for d in [
             pods,
             nodes,
@@ -181,6 +201,17 @@ impl Default for Registry {
             ResourceDef::builtin("coordination.k8s.io", "v1", "leases", "Lease", true, &[]),
             ResourceDef::builtin("events.k8s.io", "v1", "events", "Event", true, &["ev"]),
             crds,
+            pvcs,
+            pvs,
+            ResourceDef::builtin(
+                "storage.k8s.io",
+                "v1",
+                "storageclasses",
+                "StorageClass",
+                false,
+                &["sc"],
+            ),
+            ResourceDef::builtin("storage.k8s.io", "v1", "csinodes", "CSINode", false, &[]),
         ] {
             r.add(d);
         }

@@ -166,6 +166,8 @@ fn field_supported(plural: &str, field: &str) -> bool {
                 | "status.nominatedNodeName"
         ),
         "nodes" => field == "spec.unschedulable",
+        // "This is a bug, but we need to support it for backward compatibility."
+        "persistentvolumes" | "persistentvolumeclaims" => field == "name",
         "namespaces" => field == "status.phase",
         "events" => {
             field.starts_with("involvedObject.")
@@ -207,6 +209,12 @@ impl FieldSelector {
     /// Matches an object; missing fields compare as "".
     pub fn matches(&self, obj: &Value) -> bool {
         self.reqs.iter().all(|(field, eq, want)| {
+            // The legacy `name` field of PVs and PVCs is `metadata.name`.
+            let field = if field == "name" {
+                "metadata.name"
+            } else {
+                field
+            };
             let got = match meta::path(obj, field) {
                 None => String::new(),
                 Some(Value::String(s)) => s.clone(),

@@ -1,6 +1,7 @@
 //! The running simulator: shared state (`Inner`: store, config, faults, records), start-up
-//! (namespaces, fake nodes, optional CRD), the [`SimHandle`] tests and the binary use (address,
-//! kubeconfig, direct object access, binding and write records, faults, shutdown).
+//! (namespaces, fake nodes, optional CRD, the storage controllers when configured), the
+//! [`SimHandle`] tests and the binary use (address, kubeconfig, direct object access, binding and
+//! write records, faults, shutdown).
 
 use crate::config::SimConfig;
 use crate::error::ApiError;
@@ -295,6 +296,7 @@ impl Sim {
             source,
         })?;
         *inner.addr.lock().unwrap_or_else(|p| p.into_inner()) = Some(addr);
+        let controllers = crate::provisioner::spawn(&inner).into_iter().collect();
         let app = crate::server::router(inner.clone());
         let (tx, rx) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
@@ -309,6 +311,7 @@ impl Sim {
             inner,
             shutdown: Some(tx),
             task: Some(task),
+            controllers,
         })
     }
 }
@@ -320,12 +323,17 @@ pub struct SimHandle {
     inner: Arc<Inner>,
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
+    /// Background controllers (the storage provisioner), stopped with the server.
+    controllers: Vec<JoinHandle<()>>,
 }
 
 impl Drop for SimHandle {
     fn drop(&mut self) {
         if let Some(t) = self.task.take() {
             t.abort();
+        }
+        for c in self.controllers.drain(..) {
+            c.abort();
         }
         self.inner.faults.drop_all_watches();
     }
@@ -497,6 +505,9 @@ impl SimHandle {
     pub async fn shutdown(mut self) {
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
+        }
+        for c in self.controllers.drain(..) {
+            c.abort();
         }
         self.inner.faults.drop_all_watches();
         if let Some(task) = self.task.take() {

@@ -10,6 +10,7 @@ use crate::kinds;
 use crate::meta;
 use crate::patch::{self, PatchKind};
 use crate::resources::{Registry, ResourceDef};
+use crate::storage;
 use bytes::Bytes;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -287,6 +288,16 @@ impl State {
                 kinds::default_pod(&mut obj);
             }
             "/namespaces" => kinds::default_namespace(&mut obj),
+            k if storage::handles(k) => {
+                let default_class = if k == storage::PVC_KEY {
+                    self.storage_class_def().and_then(|sc| {
+                        storage::default_class(self.list(&sc, None).1.iter().map(|s| &s.value))
+                    })
+                } else {
+                    None
+                };
+                storage::admit_create(def, &mut obj, &name, default_class)?;
+            }
             "apiextensions.k8s.io/customresourcedefinitions" => {
                 let defs = ResourceDef::from_crd(&obj)
                     .map_err(|e| ApiError::invalid(&def.group, &def.kind, &name, &e))?;
@@ -332,6 +343,7 @@ impl State {
         if !want_rv.is_empty() && want_rv != meta::meta_str(&old.value, "resourceVersion") {
             return Err(ApiError::stale(&def.group, &def.plural, name));
         }
+        let rv_given = !want_rv.is_empty();
         let mut new = match part {
             Part::Status => {
                 let mut n = old.value.clone();
@@ -342,6 +354,9 @@ impl State {
                             o.remove("status");
                         }
                     }
+                }
+                if storage::handles(&def.key) {
+                    storage::admit_status_update(def, &old.value, &mut n, name, rv_given)?;
                 }
                 n
             }
@@ -373,6 +388,16 @@ impl State {
                 }
                 if def.key.as_ref() == "/pods" {
                     kinds::validate_pod_update(&old.value, &obj, name)?;
+                }
+                if storage::handles(&def.key) {
+                    storage::admit_update(def, &old.value, &mut obj, name)?;
+                    if def.key.as_ref() == storage::PVC_KEY {
+                        let sc = self.storage_class_def();
+                        storage::resize_admission(&old.value, &obj, name, |class| {
+                            let sc = sc.as_ref()?;
+                            self.get(sc, "", class).ok().map(|s| s.value.clone())
+                        })?;
+                    }
                 }
                 if def.generation && spec_part(&obj) != spec_part(&old.value) {
                     let g = old
@@ -540,6 +565,16 @@ impl State {
         let mut pod = old.value.clone();
         let node = kinds::apply_binding(&mut pod, binding, name)?;
         Ok((self.commit(&def, pod, EventType::Modified), node))
+    }
+
+    /// The StorageClass resource.
+    fn storage_class_def(&self) -> Option<Arc<ResourceDef>> {
+        self.registry.get("storage.k8s.io", "v1", "storageclasses")
+    }
+
+    /// A receiver of every event committed from now on (the simulator's controllers).
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
+        self.tx.subscribe()
     }
 
     /// Internal read-modify-write (KWOK): `f` returns false to skip the write.

@@ -1,0 +1,682 @@
+//! The storage controllers ([`SimConfig::provisioner`](crate::SimConfig::provisioner)): the
+//! PersistentVolume controller of kube-controller-manager and a CSI external provisioner, as a
+//! background task that follows the store's event stream (resyncing everything when it falls
+//! behind) and writes through the store like API calls, so every change has its own
+//! `resourceVersion` and watch event, in the order the real controllers make them:
+//!
+//! 1. A pending claim whose StorageClass exists (and is not `kubernetes.io/no-provisioner`) is
+//!    handed to the provisioner: the PV controller sets `volume.kubernetes.io/storage-provisioner`
+//!    and `volume.beta.kubernetes.io/storage-provisioner`. For `Immediate` classes that happens
+//!    at once; for `WaitForFirstConsumer` classes once the claim carries
+//!    `volume.kubernetes.io/selected-node` (the scheduler's choice).
+//! 2. After the configured delay the provisioner creates the PV `pvc-<claim uid>`: the claim's
+//!    request, access modes and volume mode, the class's name, reclaim policy and mount options,
+//!    `claimRef` to the claim, `csi: {driver: <provisioner>, volumeHandle}`, the
+//!    `pv.kubernetes.io/provisioned-by` annotation, and node affinity: for WaitForFirstConsumer
+//!    one term pinning every topology key of the class's `allowedTopologies` (or
+//!    `kubernetes.io/hostname`) to the selected node's label value; for Immediate the class's
+//!    first allowed topology term, if any. A selected node that is missing, lacks a key or lies
+//!    outside `allowedTopologies` gets no volume (a failing provisioner).
+//! 3. The PV controller binds: PV `status.phase: Bound`; the claim's `spec.volumeName` and the
+//!    `pv.kubernetes.io/bind-completed` / `pv.kubernetes.io/bound-by-controller` annotations;
+//!    the claim's `status` (`Bound`, access modes and capacity of the volume). A PV created with
+//!    a `claimRef` to a pending claim (static pre-binding, as a scheduler does) is bound the same
+//!    way at once, its `claimRef` completed first when it has no UID.
+//!
+//! A volume not bound to a claim becomes `Available`. Claims that already name a `volumeName`,
+//! or whose class does not exist (until it is created), are left alone. A deleted volume makes its bound claim `Lost`; a deleted claim makes its volume
+//! `Released`, and a released dynamically provisioned volume with reclaim policy `Delete` is
+//! deleted after the delay. With [`Provisioner::Never`] step 1 and the binding of pre-bound
+//! volumes happen, steps 2 and the deletion never do.
+
+use crate::config::Provisioner;
+use crate::error::ApiError;
+use crate::meta;
+use crate::resources::ResourceDef;
+use crate::sim::Inner;
+use crate::storage::{self, arr_at, str_at};
+use crate::store::{Event, EventType, Part, State};
+use crate::validation::quantity_of;
+use serde_json::{Map, Value, json};
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::broadcast::{self, error::RecvError};
+use tokio::task::{JoinHandle, JoinSet};
+
+/// The node the scheduler chose for a WaitForFirstConsumer claim.
+pub const SELECTED_NODE_ANNOTATION: &str = "volume.kubernetes.io/selected-node";
+/// Set by the PV controller on a claim handed to an external provisioner.
+pub const STORAGE_PROVISIONER_ANNOTATION: &str = "volume.kubernetes.io/storage-provisioner";
+/// The deprecated twin of [`STORAGE_PROVISIONER_ANNOTATION`], still set.
+pub const BETA_STORAGE_PROVISIONER_ANNOTATION: &str =
+    "volume.beta.kubernetes.io/storage-provisioner";
+/// `"yes"` on a claim whose binding is complete.
+pub const BIND_COMPLETED_ANNOTATION: &str = "pv.kubernetes.io/bind-completed";
+/// `"yes"` on a claim (or volume) the controller bound.
+pub const BOUND_BY_CONTROLLER_ANNOTATION: &str = "pv.kubernetes.io/bound-by-controller";
+/// The provisioner that created a volume.
+pub const PROVISIONED_BY_ANNOTATION: &str = "pv.kubernetes.io/provisioned-by";
+/// The topology key used when a class has no `allowedTopologies`.
+pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
+/// The provisioner of classes for pre-created (local) volumes: never provisioned.
+pub const NO_PROVISIONER: &str = "kubernetes.io/no-provisioner";
+
+struct Defs {
+    pvc: Arc<ResourceDef>,
+    pv: Arc<ResourceDef>,
+    sc: Arc<ResourceDef>,
+    nodes: Arc<ResourceDef>,
+}
+
+fn defs(st: &State) -> Defs {
+    let get = |g: &str, p: &str| st.registry.get(g, "v1", p).expect("built in");
+    Defs {
+        pvc: get("", "persistentvolumeclaims"),
+        pv: get("", "persistentvolumes"),
+        sc: get("storage.k8s.io", "storageclasses"),
+        nodes: get("", "nodes"),
+    }
+}
+
+/// Starts the controllers when the configuration asks for them.
+pub(crate) fn spawn(inner: &Arc<Inner>) -> Option<JoinHandle<()>> {
+    let delay = match inner.cfg.provisioner {
+        Provisioner::Off => return None,
+        Provisioner::After(d) => Some(d),
+        Provisioner::Never => None,
+    };
+    let rx = inner.state().subscribe();
+    let c = Controller {
+        inner: inner.clone(),
+        delay,
+        in_flight: HashSet::new(),
+        tasks: JoinSet::new(),
+    };
+    Some(inner.rt.spawn(c.run(rx)))
+}
+
+struct Controller {
+    inner: Arc<Inner>,
+    /// Provisioning (and deletion) latency; None: never.
+    delay: Option<Duration>,
+    /// Keys of the delayed operations under way (`<claim uid>`, `delete/<volume uid>`).
+    in_flight: HashSet<String>,
+    tasks: JoinSet<String>,
+}
+
+fn annotations(obj: &Value) -> Option<&Map<String, Value>> {
+    obj.pointer("/metadata/annotations")
+        .and_then(Value::as_object)
+}
+
+fn annotation<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
+    annotations(obj)
+        .and_then(|a| a.get(key))
+        .and_then(Value::as_str)
+}
+
+fn set_annotation(obj: &mut Value, key: &str, value: &str) {
+    let a = meta::metadata_mut(obj)
+        .entry("annotations")
+        .or_insert_with(|| json!({}));
+    if !a.is_object() {
+        *a = json!({});
+    }
+    a.as_object_mut()
+        .expect("object")
+        .insert(key.into(), json!(value));
+}
+
+fn ids(obj: &Value) -> (String, String, String) {
+    (
+        meta::meta_str(obj, "namespace").to_string(),
+        meta::meta_str(obj, "name").to_string(),
+        meta::meta_str(obj, "uid").to_string(),
+    )
+}
+
+/// A claim still waiting for a volume (no `volumeName`, not Bound or Lost).
+fn pending(claim: &Value) -> bool {
+    str_at(claim, "/spec/volumeName").is_empty()
+        && !matches!(str_at(claim, "/status/phase"), "Bound" | "Lost")
+}
+
+fn selected_node(claim: &Value) -> Option<&str> {
+    annotation(claim, SELECTED_NODE_ANNOTATION).filter(|n| !n.is_empty())
+}
+
+fn wait_for_first_consumer(class: &Value) -> bool {
+    str_at(class, "/volumeBindingMode") == "WaitForFirstConsumer"
+}
+
+/// The claim's StorageClass, when it exists and has a provisioner that provisions.
+fn class_of(st: &State, d: &Defs, claim: &Value) -> Option<Value> {
+    let name = storage::claim_class(claim);
+    if name.is_empty() {
+        return None;
+    }
+    let sc = st.get(&d.sc, "", name).ok()?.value.clone();
+    (str_at(&sc, "/provisioner") != NO_PROVISIONER).then_some(sc)
+}
+
+/// Whether a volume satisfies a claim (class, volume mode, size, access modes).
+fn satisfies(pv: &Value, claim: &Value) -> bool {
+    let size = |o: &Value, p: &str| o.pointer(p).and_then(quantity_of).unwrap_or(0);
+    let pv_modes = arr_at(pv, "/spec/accessModes");
+    str_at(pv, "/spec/storageClassName") == storage::claim_class(claim)
+        && str_at(pv, "/spec/volumeMode") == str_at(claim, "/spec/volumeMode")
+        && size(pv, "/spec/capacity/storage") >= size(claim, "/spec/resources/requests/storage")
+        && arr_at(claim, "/spec/accessModes")
+            .iter()
+            .all(|m| pv_modes.contains(m))
+}
+
+/// A volume whose `claimRef` names the claim (without a UID or with its UID) and that can be
+/// bound to it.
+fn prebound_volume(st: &State, d: &Defs, claim: &Value) -> Option<Value> {
+    let (ns, name, uid) = ids(claim);
+    let (_, pvs) = st.list(&d.pv, None);
+    pvs.iter()
+        .map(|s| &s.value)
+        .find(|pv| {
+            let r = |f: &str| str_at(pv, &format!("/spec/claimRef/{f}"));
+            r("namespace") == ns
+                && r("name") == name
+                && (r("uid").is_empty() || r("uid") == uid)
+                && matches!(r("kind"), "" | "PersistentVolumeClaim")
+                && !matches!(str_at(pv, "/status/phase"), "Released" | "Failed")
+                && satisfies(pv, claim)
+        })
+        .cloned()
+}
+
+fn claim_ref(claim: &Value) -> Value {
+    let (ns, name, uid) = ids(claim);
+    json!({"kind": "PersistentVolumeClaim", "namespace": ns, "name": name, "uid": uid,
+           "apiVersion": "v1", "resourceVersion": meta::meta_str(claim, "resourceVersion")})
+}
+
+/// The PV controller's `bind`: volume `claimRef` (when incomplete), volume phase, claim
+/// `volumeName` and annotations, claim status; each a separate write.
+fn bind(st: &mut State, d: &Defs, pv: &Value, claim: &Value) -> Result<(), ApiError> {
+    let pv_name = meta::meta_str(pv, "name").to_string();
+    let (ns, name, uid) = ids(claim);
+    let mut pv = pv.clone();
+    if str_at(&pv, "/spec/claimRef/uid") != uid {
+        pv["spec"]["claimRef"] = claim_ref(claim);
+        set_annotation(&mut pv, BOUND_BY_CONTROLLER_ANNOTATION, "yes");
+        pv = st
+            .update(&d.pv, "", &pv_name, pv, Part::Main)?
+            .value
+            .clone();
+    }
+    if str_at(&pv, "/status/phase") != "Bound" {
+        let mut n = pv.clone();
+        n["status"]["phase"] = json!("Bound");
+        pv = st
+            .update(&d.pv, "", &pv_name, n, Part::Status)?
+            .value
+            .clone();
+    }
+    let mut c = claim.clone();
+    c["spec"]["volumeName"] = json!(pv_name);
+    set_annotation(&mut c, BIND_COMPLETED_ANNOTATION, "yes");
+    set_annotation(&mut c, BOUND_BY_CONTROLLER_ANNOTATION, "yes");
+    let mut c = st.update(&d.pvc, &ns, &name, c, Part::Main)?.value.clone();
+    c["status"]["phase"] = json!("Bound");
+    c["status"]["accessModes"] = pv
+        .pointer("/spec/accessModes")
+        .cloned()
+        .unwrap_or_else(|| json!([]));
+    c["status"]["capacity"] = pv
+        .pointer("/spec/capacity")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    st.update(&d.pvc, &ns, &name, c, Part::Status)?;
+    Ok(())
+}
+
+fn in_expr(key: &str, values: Value) -> Value {
+    json!({"key": key, "operator": "In", "values": values})
+}
+
+/// The node affinity of a new volume (None: unconstrained), or why it cannot be provisioned.
+fn volume_affinity(
+    st: &State,
+    d: &Defs,
+    class: &Value,
+    node: Option<&str>,
+) -> Result<Option<Value>, String> {
+    let terms = arr_at(class, "/allowedTopologies");
+    let term = |exprs: Vec<Value>| json!({"required": {"nodeSelectorTerms": [{"matchExpressions": exprs}]}});
+    let Some(node_name) = node else {
+        let exprs: Vec<Value> = terms
+            .first()
+            .map(|t| arr_at(t, "/matchLabelExpressions"))
+            .unwrap_or_default()
+            .iter()
+            .map(|e| {
+                in_expr(
+                    str_at(e, "/key"),
+                    e.get("values").cloned().unwrap_or_default(),
+                )
+            })
+            .collect();
+        return Ok((!exprs.is_empty()).then(|| term(exprs)));
+    };
+    let node = st
+        .get(&d.nodes, "", node_name)
+        .map_err(|_| format!("selected node {node_name:?} not found"))?;
+    let labels = node.value.pointer("/metadata/labels");
+    let label = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
+    let mut keys: Vec<&str> = Vec::new();
+    for t in terms {
+        for e in arr_at(t, "/matchLabelExpressions") {
+            let k = str_at(e, "/key");
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+    }
+    if keys.is_empty() {
+        keys.push(HOSTNAME_LABEL);
+    }
+    let allowed = terms.is_empty()
+        || terms.iter().any(|t| {
+            arr_at(t, "/matchLabelExpressions").iter().all(|e| {
+                label(str_at(e, "/key"))
+                    .is_some_and(|v| arr_at(e, "/values").iter().any(|x| x.as_str() == Some(v)))
+            })
+        });
+    if !allowed {
+        return Err(format!(
+            "selected node {node_name:?} is outside the class's allowedTopologies"
+        ));
+    }
+    let exprs = keys
+        .iter()
+        .map(|k| {
+            label(k)
+                .map(|v| in_expr(k, json!([v])))
+                .ok_or_else(|| format!("selected node {node_name:?} has no label {k:?}"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Some(term(exprs)))
+}
+
+/// The volume the provisioner creates for a claim.
+fn volume_for(claim: &Value, class: &Value, pv_name: &str, affinity: Option<Value>) -> Value {
+    let provisioner = str_at(class, "/provisioner");
+    let mut spec = json!({
+        "accessModes": claim.pointer("/spec/accessModes").cloned().unwrap_or_default(),
+        "capacity": {"storage": claim.pointer("/spec/resources/requests/storage").cloned().unwrap_or_default()},
+        "claimRef": claim_ref(claim),
+        "csi": {"driver": provisioner, "volumeHandle": format!("kube-sim-{}", meta::meta_str(claim, "uid"))},
+        "persistentVolumeReclaimPolicy": class.get("reclaimPolicy").cloned().unwrap_or_else(|| json!("Delete")),
+        "storageClassName": meta::meta_str(class, "name"),
+        "volumeMode": claim.pointer("/spec/volumeMode").cloned().unwrap_or_else(|| json!("Filesystem")),
+    });
+    if let Some(a) = affinity {
+        spec["nodeAffinity"] = a;
+    }
+    if let Some(m) = class.get("mountOptions").filter(|m| m.is_array()) {
+        spec["mountOptions"] = m.clone();
+    }
+    json!({
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": pv_name, "annotations": {PROVISIONED_BY_ANNOTATION: provisioner}},
+        "spec": spec,
+    })
+}
+
+/// The delayed step: create the claim's volume and bind both, if the claim still needs it.
+fn provision(inner: &Inner, ns: &str, name: &str, uid: &str) {
+    let mut st = inner.state();
+    let d = defs(&st);
+    let Ok(claim) = st.get(&d.pvc, ns, name) else {
+        return;
+    };
+    let claim = claim.value.clone();
+    if meta::meta_str(&claim, "uid") != uid || !pending(&claim) {
+        return;
+    }
+    let Some(class) = class_of(&st, &d, &claim) else {
+        return;
+    };
+    let node = if wait_for_first_consumer(&class) {
+        match selected_node(&claim) {
+            Some(n) => Some(n.to_string()),
+            None => return,
+        }
+    } else {
+        None
+    };
+    let pv_name = format!("pvc-{uid}");
+    let pv = match st.get(&d.pv, "", &pv_name) {
+        Ok(pv) => pv.value.clone(),
+        Err(_) => {
+            let affinity = match volume_affinity(&st, &d, &class, node.as_deref()) {
+                Ok(a) => a,
+                Err(why) => {
+                    tracing::warn!(claim = %format!("{ns}/{name}"), "not provisioning: {why}");
+                    return;
+                }
+            };
+            let obj = volume_for(&claim, &class, &pv_name, affinity);
+            match st.create(&d.pv, None, obj) {
+                Ok(s) => s.value.clone(),
+                Err(e) => {
+                    tracing::warn!(claim = %format!("{ns}/{name}"), "creating the volume failed: {e}");
+                    return;
+                }
+            }
+        }
+    };
+    if str_at(&pv, "/spec/claimRef/uid") == uid
+        && let Err(e) = bind(&mut st, &d, &pv, &claim)
+    {
+        tracing::warn!(claim = %format!("{ns}/{name}"), "binding failed: {e}");
+    }
+}
+
+/// The delayed deletion of a released volume (reclaim policy `Delete`).
+fn delete_released(inner: &Inner, name: &str, uid: &str) {
+    let mut st = inner.state();
+    let d = defs(&st);
+    let Ok(pv) = st.get(&d.pv, "", name) else {
+        return;
+    };
+    if meta::meta_str(&pv.value, "uid") == uid && str_at(&pv.value, "/status/phase") == "Released" {
+        let _ = st.delete(&d.pv, "", name, Some(&json!({"uid": uid})));
+    }
+}
+
+impl Controller {
+    async fn run(mut self, mut rx: broadcast::Receiver<Arc<Event>>) {
+        self.resync();
+        loop {
+            tokio::select! {
+                r = rx.recv() => match r {
+                    Ok(ev) => self.on_event(&ev),
+                    Err(RecvError::Lagged(_)) => self.resync(),
+                    Err(RecvError::Closed) => return,
+                },
+                Some(done) = self.tasks.join_next(), if !self.tasks.is_empty() => {
+                    if let Ok(key) = done {
+                        self.in_flight.remove(&key);
+                    }
+                }
+            }
+        }
+    }
+
+    fn on_event(&mut self, ev: &Event) {
+        let obj = &ev.obj.value;
+        match (ev.key.as_ref(), ev.etype) {
+            (storage::PVC_KEY, EventType::Deleted) => self.claim_deleted(obj),
+            (storage::PVC_KEY, _) => {
+                let (ns, name, _) = ids(obj);
+                self.sync_claim(&ns, &name);
+            }
+            (storage::PV_KEY, EventType::Deleted) => self.volume_deleted(obj),
+            (storage::PV_KEY, _) => {
+                let (ns, name) = (
+                    str_at(obj, "/spec/claimRef/namespace").to_string(),
+                    str_at(obj, "/spec/claimRef/name").to_string(),
+                );
+                if !name.is_empty() {
+                    self.sync_claim(&ns, &name);
+                }
+                self.sync_volume(meta::meta_str(obj, "name"));
+            }
+            (storage::SC_KEY, EventType::Added | EventType::Modified) => {
+                let class = meta::meta_str(obj, "name");
+                let claims: Vec<(String, String)> = {
+                    let st = self.inner.state();
+                    let d = defs(&st);
+                    st.list(&d.pvc, None)
+                        .1
+                        .iter()
+                        .map(|s| &s.value)
+                        .filter(|c| pending(c) && storage::claim_class(c) == class)
+                        .map(|c| {
+                            let (ns, name, _) = ids(c);
+                            (ns, name)
+                        })
+                        .collect()
+                };
+                for (ns, name) in claims {
+                    self.sync_claim(&ns, &name);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The PV controller's claim sync: bind to a pre-bound volume, or hand the claim to the
+    /// provisioner and schedule the provisioning.
+    fn sync_claim(&mut self, ns: &str, name: &str) {
+        let uid = {
+            let mut st = self.inner.state();
+            let d = defs(&st);
+            let Ok(claim) = st.get(&d.pvc, ns, name) else {
+                return;
+            };
+            let claim = claim.value.clone();
+            if !pending(&claim) {
+                return;
+            }
+            if let Some(pv) = prebound_volume(&st, &d, &claim) {
+                if let Err(e) = bind(&mut st, &d, &pv, &claim) {
+                    tracing::warn!(claim = %format!("{ns}/{name}"), "binding failed: {e}");
+                }
+                return;
+            }
+            let Some(class) = class_of(&st, &d, &claim) else {
+                return;
+            };
+            if wait_for_first_consumer(&class) && selected_node(&claim).is_none() {
+                return;
+            }
+            let prov = str_at(&class, "/provisioner");
+            let handed = [
+                STORAGE_PROVISIONER_ANNOTATION,
+                BETA_STORAGE_PROVISIONER_ANNOTATION,
+            ]
+            .iter()
+            .all(|a| annotation(&claim, a) == Some(prov));
+            if !handed {
+                let mut c = claim.clone();
+                set_annotation(&mut c, STORAGE_PROVISIONER_ANNOTATION, prov);
+                set_annotation(&mut c, BETA_STORAGE_PROVISIONER_ANNOTATION, prov);
+                if let Err(e) = st.update(&d.pvc, ns, name, c, Part::Main) {
+                    tracing::warn!(claim = %format!("{ns}/{name}"), "annotating failed: {e}");
+                }
+            }
+            meta::meta_str(&claim, "uid").to_string()
+        };
+        let Some(delay) = self.delay else { return };
+        if self.in_flight.insert(uid.clone()) {
+            let inner = self.inner.clone();
+            let (ns, name) = (ns.to_string(), name.to_string());
+            self.tasks.spawn(async move {
+                tokio::time::sleep(delay).await;
+                provision(&inner, &ns, &name, &uid);
+                uid
+            });
+        }
+    }
+
+    /// The PV controller's volume sync: a new volume not bound to a claim (no `claimRef`, or one
+    /// without UID that could not be bound) becomes `Available`; a volume whose claim is gone is
+    /// released.
+    fn sync_volume(&mut self, name: &str) {
+        let orphan = {
+            let mut st = self.inner.state();
+            let d = defs(&st);
+            let Ok(pv) = st.get(&d.pv, "", name) else {
+                return;
+            };
+            let mut pv = pv.value.clone();
+            let phase = str_at(&pv, "/status/phase");
+            let uid = str_at(&pv, "/spec/claimRef/uid");
+            if uid.is_empty() {
+                if matches!(phase, "" | "Pending") {
+                    pv["status"]["phase"] = json!("Available");
+                    if let Err(e) = st.update(&d.pv, "", name, pv, Part::Status) {
+                        tracing::warn!(volume = %name, "making available failed: {e}");
+                    }
+                }
+                return;
+            }
+            if matches!(phase, "Released" | "Failed") {
+                return;
+            }
+            let claim = st
+                .get(
+                    &d.pvc,
+                    str_at(&pv, "/spec/claimRef/namespace"),
+                    str_at(&pv, "/spec/claimRef/name"),
+                )
+                .ok();
+            if claim.is_some_and(|c| meta::meta_str(&c.value, "uid") == uid) {
+                return;
+            }
+            pv
+        };
+        self.release(vec![orphan]);
+    }
+
+    /// A claim is gone: its volumes are released (and deleted later when their policy says so).
+    fn claim_deleted(&mut self, claim: &Value) {
+        let uid = meta::meta_str(claim, "uid");
+        let pvs: Vec<Value> = {
+            let st = self.inner.state();
+            let d = defs(&st);
+            st.list(&d.pv, None)
+                .1
+                .iter()
+                .map(|s| s.value.clone())
+                .filter(|pv| !uid.is_empty() && str_at(pv, "/spec/claimRef/uid") == uid)
+                .collect()
+        };
+        self.release(pvs);
+    }
+
+    fn release(&mut self, pvs: Vec<Value>) {
+        let mut deletions = Vec::new();
+        {
+            let mut st = self.inner.state();
+            let d = defs(&st);
+            for pv in pvs {
+                let (_, name, uid) = ids(&pv);
+                let Ok(cur) = st.get(&d.pv, "", &name) else {
+                    continue;
+                };
+                let mut cur = cur.value.clone();
+                if meta::meta_str(&cur, "uid") != uid {
+                    continue;
+                }
+                if !matches!(str_at(&cur, "/status/phase"), "Released" | "Failed") {
+                    cur["status"]["phase"] = json!("Released");
+                    if let Err(e) = st.update(&d.pv, "", &name, cur.clone(), Part::Status) {
+                        tracing::warn!(volume = %name, "releasing failed: {e}");
+                        continue;
+                    }
+                }
+                if str_at(&cur, "/spec/persistentVolumeReclaimPolicy") == "Delete"
+                    && annotation(&cur, PROVISIONED_BY_ANNOTATION).is_some()
+                {
+                    deletions.push((name, uid));
+                }
+            }
+        }
+        let Some(delay) = self.delay else { return };
+        for (name, uid) in deletions {
+            if self.in_flight.insert(format!("delete/{uid}")) {
+                let inner = self.inner.clone();
+                self.tasks.spawn(async move {
+                    tokio::time::sleep(delay).await;
+                    delete_released(&inner, &name, &uid);
+                    format!("delete/{uid}")
+                });
+            }
+        }
+    }
+
+    /// A volume is gone: a claim whose binding to it was complete becomes `Lost`.
+    fn volume_deleted(&self, pv: &Value) {
+        let r = |f: &str| str_at(pv, &format!("/spec/claimRef/{f}")).to_string();
+        self.claim_lost(
+            &r("namespace"),
+            &r("name"),
+            &r("uid"),
+            meta::meta_str(pv, "name"),
+        );
+    }
+
+    fn claim_lost(&self, ns: &str, name: &str, uid: &str, pv_name: &str) {
+        if name.is_empty() {
+            return;
+        }
+        let mut st = self.inner.state();
+        let d = defs(&st);
+        let Ok(claim) = st.get(&d.pvc, ns, name) else {
+            return;
+        };
+        let mut c = claim.value.clone();
+        if (!uid.is_empty() && meta::meta_str(&c, "uid") != uid)
+            || str_at(&c, "/spec/volumeName") != pv_name
+            || annotation(&c, BIND_COMPLETED_ANNOTATION).is_none()
+            || str_at(&c, "/status/phase") == "Lost"
+        {
+            return;
+        }
+        if let Some(s) = c.get_mut("status").and_then(Value::as_object_mut) {
+            s.insert("phase".into(), json!("Lost"));
+            s.remove("accessModes");
+            s.remove("capacity");
+        }
+        if let Err(e) = st.update(&d.pvc, ns, name, c, Part::Status) {
+            tracing::warn!(claim = %format!("{ns}/{name}"), "marking Lost failed: {e}");
+        }
+    }
+
+    /// Brings everything up to date (at start and after missing events).
+    fn resync(&mut self) {
+        let (claims, pvs) = {
+            let st = self.inner.state();
+            let d = defs(&st);
+            let values = |def: &ResourceDef| -> Vec<Value> {
+                st.list(def, None)
+                    .1
+                    .iter()
+                    .map(|s| s.value.clone())
+                    .collect()
+            };
+            (values(&d.pvc), values(&d.pv))
+        };
+        for c in &claims {
+            let (ns, name, uid) = ids(c);
+            if pending(c) {
+                self.sync_claim(&ns, &name);
+            }
+            let vol = str_at(c, "/spec/volumeName");
+            if !vol.is_empty() && !pvs.iter().any(|pv| meta::meta_str(pv, "name") == vol) {
+                self.claim_lost(&ns, &name, &uid, vol);
+            }
+        }
+        let orphans: Vec<Value> = pvs
+            .into_iter()
+            .filter(|pv| {
+                let uid = str_at(pv, "/spec/claimRef/uid");
+                !uid.is_empty()
+                    && str_at(pv, "/status/phase") == "Bound"
+                    && !claims.iter().any(|c| meta::meta_str(c, "uid") == uid)
+            })
+            .collect();
+        self.release(orphans);
+    }
+}
