@@ -205,9 +205,9 @@ impl Default for Profile {
     }
 }
 
-/// Predicate arguments for upstream filters Magma does not implement (the ones it implements
-/// are declared by the plugins, `plugins::FilterSwitches`). Accepted and ignored: the
-/// agent workloads Magma targets do not use pod affinity, topology spread, volumes or DRA.
+/// Predicate arguments for upstream filters and options Magma does not implement (the ones it
+/// implements are declared by the plugins, `plugins::FilterSwitches`): accepted with a warning
+/// (DRA, the equivalence cache, the VolumeBinding score).
 const UNSUPPORTED_PREDICATE_KEYS: &[&str] = &[
     "predicate.DynamicResourceAllocationEnable",
     "predicate.CacheEnable",

@@ -219,6 +219,8 @@ pub async fn run(
 
     // Watches: always on, so a standby's caches are warm when it takes over.
     let sync = Arc::new(SyncState::new(sharded));
+    // The claims binds wait for (PreBind), fed by the claim watch.
+    let claims = crate::prebind::Claims::new();
     let mut watches = watch::spawn(
         watch_client.clone(),
         engine.handle(),
@@ -227,6 +229,7 @@ pub async fn run(
             node_selector: settings.node_selector.clone(),
         },
         sync.clone(),
+        claims.clone(),
     );
 
     // Metrics: engine counters are read at scrape time (per-worker atomics, no contention).
@@ -308,6 +311,7 @@ pub async fn run(
         engine.handle(),
         settings.bind.clone(),
         leading_rx.clone(),
+        claims,
     )
     .on_outcome(hook);
     let bind_task = tokio::spawn(binder.run(bind_rx));
@@ -375,6 +379,7 @@ pub async fn run(
             if !wait.is_zero() && tokio::time::timeout(wait, sync.wait()).await.is_err() {
                 tracing::warn!(
                     ?wait,
+                    unsynced = ?sync.unsynced(),
                     "caches did not sync within --resource-sync-timeout; scheduling anyway"
                 );
             }
@@ -553,6 +558,7 @@ pub async fn settings_from_options(o: &crate::flags::Options) -> anyhow::Result<
             burst: o.kube_api_burst,
             concurrency: o.bind_concurrency,
             timeout: bind_timeout,
+            ..BindConfig::default()
         },
         event_qps: f64::from(o.event_qps),
         event_burst: o.event_burst,

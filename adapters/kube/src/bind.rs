@@ -11,10 +11,17 @@
 //!   engine drops the assumption, writes `SchedulerError` and backs the pod off.
 //! - After losing leadership nothing new is sent: queued intents are abandoned (the assumption
 //!   is dropped and the pod requeued without a status write).
+//! - A pod with claims to provision (`BindIntent::provision`) first goes through PreBind
+//!   (`prebind`: annotate the claims, wait until they are bound, check the PVs against the
+//!   node). Those waits run as their own tasks under their own bound (`volume_concurrency`):
+//!   they hold no permit of the ordinary binds and never delay them; only the final binding
+//!   call takes an ordinary permit. A PreBind failure is reported as `Failed("binding volumes:
+//!   …")`; losing leadership or stopping while waiting abandons the pod.
 //!
-//! This is the only write on the hot path: one API call per scheduled pod. Events go through
-//! `status` on a separate client.
+//! This is the only write on the hot path: one API call per scheduled pod (pods with claims to
+//! provision also patch each claim). Events go through `status` on a separate client.
 
+use crate::prebind::{self, Claims, PreBind};
 use crate::ratelimit::TokenBucket;
 use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -33,6 +40,9 @@ pub struct BindConfig {
     pub burst: u32,
     pub concurrency: usize,
     pub timeout: Duration,
+    /// Most binds waiting for their volumes at once (PreBind); more wait for a turn, within
+    /// their volume timeout.
+    pub volume_concurrency: usize,
 }
 
 impl Default for BindConfig {
@@ -42,6 +52,7 @@ impl Default for BindConfig {
             burst: 2000,
             concurrency: 256,
             timeout: Duration::from_secs(10),
+            volume_concurrency: 1024,
         }
     }
 }
@@ -82,23 +93,47 @@ pub struct BindExecutor {
     engine: EngineHandle,
     limiter: Arc<TokenBucket>,
     permits: Arc<Semaphore>,
+    volume_permits: Arc<Semaphore>,
+    claims: Arc<Claims>,
     cfg: BindConfig,
     leading: watch::Receiver<bool>,
     hook: Option<OutcomeHook>,
 }
 
+/// `POST pods/{name}/binding`, classified.
+async fn post_binding(client: Client, intent: &BindIntent, timeout: Duration) -> BindResult {
+    let api: Api<Pod> = Api::namespaced(client, &intent.pod.namespace);
+    let body = binding(intent);
+    let pp = PostParams::default();
+    let call = api.create_subresource::<Binding, serde_json::Value>(
+        "binding",
+        &intent.pod.name,
+        &pp,
+        &body,
+    );
+    match tokio::time::timeout(timeout, call).await {
+        Ok(Ok(_)) => BindResult::Bound,
+        Ok(Err(e)) => classify(&e),
+        Err(_) => BindResult::Failed(format!("binding timed out after {timeout:?}")),
+    }
+}
+
 impl BindExecutor {
+    /// `claims`: the registry the PersistentVolumeClaim watch feeds (`watch::spawn`).
     pub fn new(
         client: Client,
         engine: EngineHandle,
         cfg: BindConfig,
         leading: watch::Receiver<bool>,
+        claims: Arc<Claims>,
     ) -> BindExecutor {
         BindExecutor {
             client,
             engine,
             limiter: Arc::new(TokenBucket::new(cfg.qps, cfg.burst)),
             permits: Arc::new(Semaphore::new(cfg.concurrency.max(1))),
+            volume_permits: Arc::new(Semaphore::new(cfg.volume_concurrency.max(1))),
+            claims,
             cfg,
             leading,
             hook: None,
@@ -110,14 +145,20 @@ impl BindExecutor {
         self
     }
 
-    /// Bind every intent received until the channel closes, then wait for in-flight calls.
+    /// Bind every intent received until the channel closes, then wait for in-flight calls
+    /// (binds still waiting for their volumes are abandoned).
     pub async fn run(self, mut rx: mpsc::Receiver<BindIntent>) {
+        let (stop_tx, stop_rx) = watch::channel(false);
         while let Some(intent) = rx.recv().await {
             if !*self.leading.borrow() {
                 self.engine.send(Input::BindOutcome {
                     uid: intent.pod.uid.to_string(),
                     result: BindResult::Abandoned,
                 });
+                continue;
+            }
+            if !intent.provision.is_empty() {
+                self.spawn_with_volumes(intent, stop_rx.clone());
                 continue;
             }
             let throttled = self.limiter.acquire().await;
@@ -134,21 +175,8 @@ impl BindExecutor {
                 self.cfg.timeout,
             );
             tokio::spawn(async move {
-                let api: Api<Pod> = Api::namespaced(client, &intent.pod.namespace);
-                let body = binding(&intent);
-                let pp = PostParams::default();
                 let start = Instant::now();
-                let call = api.create_subresource::<Binding, serde_json::Value>(
-                    "binding",
-                    &intent.pod.name,
-                    &pp,
-                    &body,
-                );
-                let result = match tokio::time::timeout(timeout, call).await {
-                    Ok(Ok(_)) => BindResult::Bound,
-                    Ok(Err(e)) => classify(&e),
-                    Err(_) => BindResult::Failed(format!("binding timed out after {timeout:?}")),
-                };
+                let result = post_binding(client, &intent, timeout).await;
                 let took = start.elapsed();
                 if let Some(h) = &hook {
                     h(&intent, &result, took, throttled);
@@ -160,11 +188,77 @@ impl BindExecutor {
                 drop(permit);
             });
         }
-        // Drain: wait for every in-flight call to finish.
+        // Drain: binds waiting for volumes give up, then every in-flight call finishes.
+        let _ = stop_tx.send(true);
+        let _ = self
+            .volume_permits
+            .acquire_many(self.cfg.volume_concurrency.max(1) as u32)
+            .await;
         let _ = self
             .permits
             .acquire_many(self.cfg.concurrency.max(1) as u32)
             .await;
+    }
+
+    /// PreBind, then the binding, as a task of its own under the volume bound.
+    fn spawn_with_volumes(&self, intent: BindIntent, stop: watch::Receiver<bool>) {
+        let deadline = tokio::time::Instant::now() + intent.volume_timeout;
+        let ctx = prebind::Context {
+            client: self.client.clone(),
+            claims: self.claims.clone(),
+            limiter: self.limiter.clone(),
+            call_timeout: self.cfg.timeout,
+            leading: self.leading.clone(),
+            stop,
+        };
+        let (engine, hook, timeout) = (self.engine.clone(), self.hook.clone(), self.cfg.timeout);
+        let (volume_permits, permits, limiter) = (
+            self.volume_permits.clone(),
+            self.permits.clone(),
+            self.limiter.clone(),
+        );
+        tokio::spawn(async move {
+            let abandon = |engine: &EngineHandle| {
+                engine.send(Input::BindOutcome {
+                    uid: intent.pod.uid.to_string(),
+                    result: BindResult::Abandoned,
+                });
+            };
+            let mut stopping = ctx.stop.clone();
+            let turn = tokio::select! {
+                p = volume_permits.acquire_owned() => p.expect("semaphore never closed"),
+                _ = stopping.wait_for(|s| *s) => return abandon(&engine),
+            };
+            let outcome =
+                prebind::bind_volumes(&ctx, &intent.node, &intent.provision, deadline).await;
+            let result = match outcome {
+                PreBind::Ready => {
+                    let throttled = limiter.acquire().await;
+                    let permit = permits
+                        .acquire_owned()
+                        .await
+                        .expect("semaphore never closed");
+                    let start = Instant::now();
+                    let result = post_binding(ctx.client.clone(), &intent, timeout).await;
+                    if let Some(h) = &hook {
+                        h(&intent, &result, start.elapsed(), throttled);
+                    }
+                    drop(permit);
+                    result
+                }
+                PreBind::Failed(msg) => {
+                    tracing::debug!(pod = %intent.pod.key(), node = %intent.node, reason = %msg, "PreBind failed");
+                    BindResult::Failed(msg)
+                }
+                PreBind::Abandoned => return abandon(&engine),
+            };
+            engine.send(Input::BindOutcome {
+                uid: intent.pod.uid.to_string(),
+                result,
+            });
+            // Held to the end: the drain waits for the binding call too.
+            drop(turn);
+        });
     }
 }
 

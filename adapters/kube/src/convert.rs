@@ -1,18 +1,27 @@
 //! API objects → engine inputs. The adapter keeps no copy of the objects it watches: each
-//! event is converted here into the engine's compact string model (`PodInput`, `NodeInput`)
-//! and the API object is dropped. Validation of quantities, operators and effects happens in
-//! the engine's compile step, which reports errors back as intents.
+//! event is converted here into the engine's compact string model (`PodInput`, `NodeInput`,
+//! `NamespaceInput`, the storage inputs) and the API object is dropped. Validation of
+//! quantities, operators, selectors, spread constraints and binding modes happens in the
+//! engine's compile step, which reports errors back as intents; here an object is only refused
+//! when it cannot be identified (no name or UID). Nothing here panics on an odd object: absent
+//! fields map to the API's defaults.
 //!
 //! Owns the field mapping only; touches nothing else.
 
 use k8s_openapi::api::core::v1::{
-    Container, Node, NodeSelectorRequirement, NodeSelectorTerm, Pod, Toleration,
+    Container, Namespace, Node, NodeSelectorRequirement, NodeSelectorTerm, PersistentVolume,
+    PersistentVolumeClaim, Pod, PodAffinityTerm, PodSpec, Toleration, TopologySelectorTerm,
+    TopologySpreadConstraint, WeightedPodAffinityTerm,
 };
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use magma_engine::model::{
-    ContainerInput, NodeAffinityInput, NodeInput, PodInput, PodPhase, PortInput,
-    SelectorRequirementInput, SelectorTermInput, TaintInput, TolerationInput,
+    ContainerInput, LabelSelectorInput, NamespaceInput, NodeAffinityInput, NodeInput,
+    PodAffinityInput, PodAffinityTermInput, PodInput, PodPhase, PortInput,
+    SelectorRequirementInput, SelectorTermInput, TaintInput, TolerationInput, TopologySpreadInput,
 };
+use magma_engine::volumes::{CsiNodeInput, PodVolumeInput, PvInput, PvcInput, StorageClassInput};
 use std::collections::BTreeMap;
 
 /// The annotation Volcano's queue orders by (urgent = 100).
@@ -60,6 +69,119 @@ fn term(t: &NodeSelectorTerm) -> SelectorTermInput {
             .collect(),
         match_fields: t.match_fields.iter().flatten().map(requirement).collect(),
     }
+}
+
+fn pairs(map: Option<&BTreeMap<String, String>>) -> Vec<(String, String)> {
+    map.map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+        .unwrap_or_default()
+}
+
+fn labels(meta: &ObjectMeta) -> Vec<(String, String)> {
+    pairs(meta.labels.as_ref())
+}
+
+fn label_selector(s: &LabelSelector) -> LabelSelectorInput {
+    LabelSelectorInput {
+        match_labels: pairs(s.match_labels.as_ref()),
+        match_expressions: s
+            .match_expressions
+            .iter()
+            .flatten()
+            .map(|r| SelectorRequirementInput {
+                key: r.key.clone(),
+                operator: r.operator.clone(),
+                values: r.values.clone().unwrap_or_default(),
+            })
+            .collect(),
+    }
+}
+
+fn affinity_term(t: &PodAffinityTerm) -> PodAffinityTermInput {
+    PodAffinityTermInput {
+        label_selector: t.label_selector.as_ref().map(label_selector),
+        namespaces: t.namespaces.clone().unwrap_or_default(),
+        namespace_selector: t.namespace_selector.as_ref().map(label_selector),
+        topology_key: t.topology_key.clone(),
+        match_label_keys: t.match_label_keys.clone().unwrap_or_default(),
+        mismatch_label_keys: t.mismatch_label_keys.clone().unwrap_or_default(),
+    }
+}
+
+fn weighted_terms(ts: Option<&Vec<WeightedPodAffinityTerm>>) -> Vec<(i32, PodAffinityTermInput)> {
+    ts.into_iter()
+        .flatten()
+        .map(|w| (w.weight, affinity_term(&w.pod_affinity_term)))
+        .collect()
+}
+
+/// `spec.affinity.podAffinity` and `podAntiAffinity`; `None` when neither has a term.
+fn pod_affinity(spec: &PodSpec) -> Option<PodAffinityInput> {
+    let a = spec.affinity.as_ref()?;
+    let (aff, anti) = (a.pod_affinity.as_ref(), a.pod_anti_affinity.as_ref());
+    let input = PodAffinityInput {
+        required: aff
+            .and_then(|p| {
+                p.required_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })
+            .into_iter()
+            .flatten()
+            .map(affinity_term)
+            .collect(),
+        preferred: weighted_terms(aff.and_then(|p| {
+            p.preferred_during_scheduling_ignored_during_execution
+                .as_ref()
+        })),
+        required_anti: anti
+            .and_then(|p| {
+                p.required_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })
+            .into_iter()
+            .flatten()
+            .map(affinity_term)
+            .collect(),
+        preferred_anti: weighted_terms(anti.and_then(|p| {
+            p.preferred_during_scheduling_ignored_during_execution
+                .as_ref()
+        })),
+    };
+    (!input.is_empty()).then_some(input)
+}
+
+fn spread(c: &TopologySpreadConstraint) -> TopologySpreadInput {
+    TopologySpreadInput {
+        max_skew: c.max_skew,
+        topology_key: c.topology_key.clone(),
+        when_unsatisfiable: c.when_unsatisfiable.clone(),
+        label_selector: c.label_selector.as_ref().map(label_selector),
+        min_domains: c.min_domains,
+        node_affinity_policy: c.node_affinity_policy.clone(),
+        node_taints_policy: c.node_taints_policy.clone(),
+        match_label_keys: c.match_label_keys.clone().unwrap_or_default(),
+    }
+}
+
+/// The volumes that use claims: `persistentVolumeClaim` and `ephemeral` (a volume may set
+/// only one source; should an odd object set both, the claim wins, as the API's validation
+/// would have refused it anyway).
+fn pod_volumes(spec: &PodSpec) -> Vec<PodVolumeInput> {
+    spec.volumes
+        .iter()
+        .flatten()
+        .filter_map(|v| {
+            let claim = v
+                .persistent_volume_claim
+                .as_ref()
+                .map(|c| c.claim_name.clone());
+            let ephemeral = claim.is_none() && v.ephemeral.is_some();
+            (claim.is_some() || ephemeral).then(|| PodVolumeInput {
+                name: v.name.clone(),
+                claim,
+                ephemeral,
+            })
+        })
+        .collect()
 }
 
 fn toleration(t: &Toleration) -> TolerationInput {
@@ -120,10 +242,7 @@ pub fn pod_input(pod: &Pod) -> Option<PodInput> {
             .map(|cs| cs.iter().map(|c| container(c, true)).collect())
             .unwrap_or_default(),
         overhead: resources(spec.and_then(|s| s.overhead.as_ref())),
-        node_selector: spec
-            .and_then(|s| s.node_selector.as_ref())
-            .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
-            .unwrap_or_default(),
+        node_selector: pairs(spec.and_then(|s| s.node_selector.as_ref())),
         affinity,
         tolerations: spec
             .and_then(|s| s.tolerations.as_ref())
@@ -137,7 +256,147 @@ pub fn pod_input(pod: &Pod) -> Option<PodInput> {
             .creation_timestamp
             .as_ref()
             .map(|t| t.0.as_millisecond()),
-        ..PodInput::default()
+        labels: labels(meta),
+        pod_affinity: spec.and_then(pod_affinity),
+        topology_spread: spec
+            .and_then(|s| s.topology_spread_constraints.as_ref())
+            .map(|cs| cs.iter().map(spread).collect())
+            .unwrap_or_default(),
+        terminating: meta.deletion_timestamp.is_some(),
+        volumes: spec.map(pod_volumes).unwrap_or_default(),
+    })
+}
+
+/// Convert a namespace (its labels, for `namespaceSelector`).
+pub fn namespace_input(ns: &Namespace) -> Option<NamespaceInput> {
+    Some(NamespaceInput {
+        name: ns.metadata.name.clone().filter(|n| !n.is_empty())?,
+        labels: labels(&ns.metadata),
+    })
+}
+
+/// The beta annotation that, when present, names a claim's class instead of
+/// `spec.storageClassName` (`storagehelpers.GetPersistentVolumeClaimClass`).
+pub const BETA_STORAGE_CLASS_ANNOTATION: &str = "volume.beta.kubernetes.io/storage-class";
+
+/// Namespace and name of a claim (`None` without a name).
+pub fn claim_key(pvc: &PersistentVolumeClaim) -> Option<(String, String)> {
+    let name = pvc.metadata.name.clone().filter(|n| !n.is_empty())?;
+    let ns = pvc
+        .metadata
+        .namespace
+        .clone()
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "default".into());
+    Some((ns, name))
+}
+
+/// Convert a PersistentVolumeClaim.
+pub fn pvc_input(pvc: &PersistentVolumeClaim) -> Option<PvcInput> {
+    let (namespace, name) = claim_key(pvc)?;
+    let meta = &pvc.metadata;
+    let spec = pvc.spec.as_ref();
+    let storage_class = meta
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(BETA_STORAGE_CLASS_ANNOTATION))
+        .cloned()
+        .or_else(|| spec.and_then(|s| s.storage_class_name.clone()));
+    Some(PvcInput {
+        namespace,
+        name,
+        uid: meta.uid.clone().unwrap_or_default(),
+        storage_class,
+        volume_name: spec
+            .and_then(|s| s.volume_name.clone())
+            .filter(|v| !v.is_empty()),
+        phase: pvc
+            .status
+            .as_ref()
+            .and_then(|s| s.phase.clone())
+            .unwrap_or_default(),
+        access_modes: spec
+            .and_then(|s| s.access_modes.clone())
+            .unwrap_or_default(),
+        terminating: meta.deletion_timestamp.is_some(),
+        owner_uid: meta
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|o| o.controller == Some(true))
+            .map(|o| o.uid.clone()),
+    })
+}
+
+/// `spec.nodeAffinity.required.nodeSelectorTerms` of a PersistentVolume.
+pub fn pv_node_affinity(pv: &PersistentVolume) -> Option<Vec<SelectorTermInput>> {
+    pv.spec
+        .as_ref()?
+        .node_affinity
+        .as_ref()?
+        .required
+        .as_ref()
+        .map(|sel| sel.node_selector_terms.iter().map(term).collect())
+}
+
+/// Convert a PersistentVolume.
+pub fn pv_input(pv: &PersistentVolume) -> Option<PvInput> {
+    Some(PvInput {
+        name: pv.metadata.name.clone().filter(|n| !n.is_empty())?,
+        labels: labels(&pv.metadata),
+        node_affinity: pv_node_affinity(pv),
+        csi: pv
+            .spec
+            .as_ref()
+            .and_then(|s| s.csi.as_ref())
+            .map(|c| (c.driver.clone(), c.volume_handle.clone())),
+    })
+}
+
+fn topology_term(t: &TopologySelectorTerm) -> SelectorTermInput {
+    SelectorTermInput {
+        match_expressions: t
+            .match_label_expressions
+            .iter()
+            .flatten()
+            .map(|r| SelectorRequirementInput {
+                key: r.key.clone(),
+                operator: "In".into(),
+                values: r.values.clone(),
+            })
+            .collect(),
+        match_fields: Vec::new(),
+    }
+}
+
+/// Convert a StorageClass (`storage.k8s.io/v1`).
+pub fn storage_class_input(c: &StorageClass) -> Option<StorageClassInput> {
+    Some(StorageClassInput {
+        name: c.metadata.name.clone().filter(|n| !n.is_empty())?,
+        provisioner: c.provisioner.clone(),
+        binding_mode: c.volume_binding_mode.clone().unwrap_or_default(),
+        allowed_topologies: c
+            .allowed_topologies
+            .iter()
+            .flatten()
+            .map(topology_term)
+            .collect(),
+    })
+}
+
+/// Convert a CSINode (`storage.k8s.io/v1`): per driver, `allocatable.count`.
+pub fn csi_node_input(n: &CSINode) -> Option<CsiNodeInput> {
+    Some(CsiNodeInput {
+        node: n.metadata.name.clone().filter(|n| !n.is_empty())?,
+        drivers: n
+            .spec
+            .drivers
+            .iter()
+            .map(|d| {
+                let count = d.allocatable.as_ref().and_then(|a| a.count).map(i64::from);
+                (d.name.clone(), count)
+            })
+            .collect(),
     })
 }
 
@@ -148,12 +407,7 @@ pub fn node_input(node: &Node) -> Option<NodeInput> {
     let status = node.status.as_ref();
     Some(NodeInput {
         name,
-        labels: node
-            .metadata
-            .labels
-            .as_ref()
-            .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
-            .unwrap_or_default(),
+        labels: labels(&node.metadata),
         taints: spec
             .and_then(|s| s.taints.as_ref())
             .map(|ts| {
@@ -284,5 +538,302 @@ mod tests {
     #[test]
     fn pods_without_identity_are_rejected() {
         assert!(pod_input(&pod(json!({"metadata": {"name": "p"}}))).is_none());
+    }
+
+    fn sel(key: &str, op: &str, values: &[&str]) -> SelectorRequirementInput {
+        SelectorRequirementInput {
+            key: key.into(),
+            operator: op.into(),
+            values: values.iter().map(|v| v.to_string()).collect(),
+        }
+    }
+
+    fn kv(k: &str, v: &str) -> (String, String) {
+        (k.into(), v.into())
+    }
+
+    /// A pod using every cross-node feature (pending, or bound to `node`).
+    fn constrained_pod(node: Option<&str>) -> Pod {
+        pod(json!({
+            "metadata": {"name": "p", "namespace": "ns", "uid": "u1",
+                         "labels": {"app": "web", "tier": "front"},
+                         "deletionTimestamp": "2024-01-01T00:00:00Z"},
+            "spec": {
+                "schedulerName": "agent-scheduler",
+                "nodeName": node,
+                "containers": [{"name": "c"}],
+                "affinity": {
+                    "podAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": [{
+                            "labelSelector": {"matchLabels": {"app": "db"},
+                                              "matchExpressions": [{"key": "v", "operator": "In", "values": ["1", "2"]}]},
+                            "namespaces": ["a", "b"],
+                            "topologyKey": "topology.kubernetes.io/zone",
+                            "matchLabelKeys": ["tier"]}],
+                        "preferredDuringSchedulingIgnoredDuringExecution": [{
+                            "weight": 40,
+                            "podAffinityTerm": {"labelSelector": {}, "namespaceSelector": {"matchLabels": {"team": "x"}},
+                                                "topologyKey": "kubernetes.io/hostname"}}]},
+                    "podAntiAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": [{
+                            "labelSelector": {"matchLabels": {"app": "web"}},
+                            "topologyKey": "kubernetes.io/hostname",
+                            "mismatchLabelKeys": ["tier"]}],
+                        "preferredDuringSchedulingIgnoredDuringExecution": [{
+                            "weight": 7,
+                            "podAffinityTerm": {"topologyKey": "rack"}}]}},
+                "topologySpreadConstraints": [{
+                    "maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                    "whenUnsatisfiable": "DoNotSchedule",
+                    "labelSelector": {"matchLabels": {"app": "web"}},
+                    "minDomains": 3, "nodeAffinityPolicy": "Ignore", "nodeTaintsPolicy": "Honor",
+                    "matchLabelKeys": ["pod-template-hash"]}],
+                "volumes": [
+                    {"name": "data", "persistentVolumeClaim": {"claimName": "claim-a"}},
+                    {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {"accessModes": ["ReadWriteOnce"]}}}},
+                    {"name": "tmp", "emptyDir": {}},
+                    {"name": "cfg", "configMap": {"name": "x"}}]
+            }
+        }))
+    }
+
+    #[test]
+    fn converts_pod_affinity_spread_labels_volumes_and_deletion() {
+        for node in [None, Some("n1")] {
+            let i = pod_input(&constrained_pod(node)).unwrap();
+            assert_eq!(i.node_name.as_deref(), node);
+            assert_eq!(i.labels, [kv("app", "web"), kv("tier", "front")]);
+            assert!(i.terminating);
+            let a = i.pod_affinity.unwrap();
+            assert_eq!(
+                a.required,
+                [PodAffinityTermInput {
+                    label_selector: Some(LabelSelectorInput {
+                        match_labels: vec![kv("app", "db")],
+                        match_expressions: vec![sel("v", "In", &["1", "2"])],
+                    }),
+                    namespaces: vec!["a".into(), "b".into()],
+                    namespace_selector: None,
+                    topology_key: "topology.kubernetes.io/zone".into(),
+                    match_label_keys: vec!["tier".into()],
+                    mismatch_label_keys: vec![],
+                }]
+            );
+            assert_eq!(a.preferred.len(), 1);
+            assert_eq!(a.preferred[0].0, 40);
+            let t = &a.preferred[0].1;
+            assert_eq!(t.label_selector, Some(LabelSelectorInput::default()));
+            assert_eq!(
+                t.namespace_selector.as_ref().unwrap().match_labels,
+                [kv("team", "x")]
+            );
+            assert_eq!(a.required_anti[0].mismatch_label_keys, ["tier"]);
+            assert_eq!(a.required_anti[0].topology_key, "kubernetes.io/hostname");
+            assert_eq!(a.preferred_anti[0].0, 7);
+            // An absent selector stays absent (it selects nothing), unlike an empty one.
+            assert_eq!(a.preferred_anti[0].1.label_selector, None);
+            assert_eq!(
+                i.topology_spread,
+                [TopologySpreadInput {
+                    max_skew: 1,
+                    topology_key: "topology.kubernetes.io/zone".into(),
+                    when_unsatisfiable: "DoNotSchedule".into(),
+                    label_selector: Some(LabelSelectorInput {
+                        match_labels: vec![kv("app", "web")],
+                        match_expressions: vec![],
+                    }),
+                    min_domains: Some(3),
+                    node_affinity_policy: Some("Ignore".into()),
+                    node_taints_policy: Some("Honor".into()),
+                    match_label_keys: vec!["pod-template-hash".into()],
+                }]
+            );
+            assert_eq!(
+                i.volumes,
+                [
+                    PodVolumeInput {
+                        name: "data".into(),
+                        claim: Some("claim-a".into()),
+                        ephemeral: false
+                    },
+                    PodVolumeInput {
+                        name: "scratch".into(),
+                        claim: None,
+                        ephemeral: true
+                    },
+                ]
+            );
+        }
+    }
+
+    #[test]
+    fn converted_constraints_compile_in_the_engine() {
+        use magma_engine::model::{Interner, ResourceRegistry, compile_pod};
+        let i = pod_input(&constrained_pod(None)).unwrap();
+        let c = compile_pod(
+            &i,
+            &mut Interner::default(),
+            &mut ResourceRegistry::default(),
+        )
+        .expect("the engine accepts what the adapter converts");
+        assert!(
+            c.lane,
+            "a zone-keyed required term and DoNotSchedule spread use the lane"
+        );
+        assert_eq!(c.spread.len(), 1);
+        assert!(c.info.terminating);
+        let claims: Vec<(&str, bool)> = c.claims.iter().map(|(n, e)| (&**n, *e)).collect();
+        assert_eq!(claims, [("claim-a", false), ("p-scratch", true)]);
+    }
+
+    #[test]
+    fn pods_without_constraints_carry_none() {
+        let i = pod_input(&pod(json!({
+            "metadata": {"name": "p", "uid": "u"},
+            "spec": {"containers": [], "affinity": {"podAffinity": {}, "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": []}}}
+        })))
+        .unwrap();
+        assert_eq!(i.namespace, "default");
+        assert!(i.pod_affinity.is_none(), "empty affinity is no affinity");
+        assert!(i.topology_spread.is_empty() && i.volumes.is_empty() && i.labels.is_empty());
+        assert!(!i.terminating);
+        // No spec at all: still converted, nothing to schedule by.
+        let i = pod_input(&pod(json!({"metadata": {"name": "p", "uid": "u"}}))).unwrap();
+        assert!(i.pod_affinity.is_none() && i.volumes.is_empty());
+    }
+
+    #[test]
+    fn converts_claims() {
+        let c: PersistentVolumeClaim = serde_json::from_value(json!({
+            "metadata": {"name": "data", "namespace": "ns", "uid": "c1",
+                         "annotations": {"volume.beta.kubernetes.io/storage-class": "beta"},
+                         "deletionTimestamp": "2024-01-01T00:00:00Z",
+                         "ownerReferences": [
+                            {"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "uid": "other"},
+                            {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "pod-uid", "controller": true}]},
+            "spec": {"storageClassName": "fast", "volumeName": "pv-1",
+                     "accessModes": ["ReadWriteOncePod"]},
+            "status": {"phase": "Bound"}
+        }))
+        .unwrap();
+        assert_eq!(
+            pvc_input(&c).unwrap(),
+            PvcInput {
+                namespace: "ns".into(),
+                name: "data".into(),
+                uid: "c1".into(),
+                storage_class: Some("beta".into()),
+                volume_name: Some("pv-1".into()),
+                phase: "Bound".into(),
+                access_modes: vec!["ReadWriteOncePod".into()],
+                terminating: true,
+                owner_uid: Some("pod-uid".into()),
+            }
+        );
+        let c: PersistentVolumeClaim = serde_json::from_value(json!({
+            "metadata": {"name": "d2", "namespace": "ns", "uid": "c2"},
+            "spec": {"storageClassName": "fast", "volumeName": ""}
+        }))
+        .unwrap();
+        let i = pvc_input(&c).unwrap();
+        assert_eq!(i.storage_class.as_deref(), Some("fast"));
+        assert_eq!(i.volume_name, None, "an empty volumeName is unbound");
+        assert_eq!((i.phase.as_str(), i.owner_uid), ("", None));
+        assert!(!i.terminating);
+        let nameless: PersistentVolumeClaim =
+            serde_json::from_value(json!({"metadata": {"namespace": "ns"}})).unwrap();
+        assert!(pvc_input(&nameless).is_none());
+    }
+
+    #[test]
+    fn converts_volumes_classes_csinodes_and_namespaces() {
+        let pv: PersistentVolume = serde_json::from_value(json!({
+            "metadata": {"name": "pv-1", "labels": {"topology.kubernetes.io/zone": "a"}},
+            "spec": {"csi": {"driver": "ebs.csi.aws.com", "volumeHandle": "vol-1"},
+                     "nodeAffinity": {"required": {"nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["a"]}]}]}}}
+        }))
+        .unwrap();
+        let i = pv_input(&pv).unwrap();
+        assert_eq!(i.name, "pv-1");
+        assert_eq!(i.labels, [kv("topology.kubernetes.io/zone", "a")]);
+        assert_eq!(
+            i.csi,
+            Some(("ebs.csi.aws.com".to_string(), "vol-1".to_string()))
+        );
+        assert_eq!(
+            i.node_affinity.unwrap()[0].match_expressions,
+            [sel("topology.kubernetes.io/zone", "In", &["a"])]
+        );
+        let bare: PersistentVolume = serde_json::from_value(
+            json!({"metadata": {"name": "pv-2"}, "spec": {"nodeAffinity": {}}}),
+        )
+        .unwrap();
+        let i = pv_input(&bare).unwrap();
+        assert!(i.node_affinity.is_none() && i.csi.is_none());
+
+        let sc: StorageClass = serde_json::from_value(json!({
+            "metadata": {"name": "wffc"}, "provisioner": "kube-sim.magma.io/provisioner",
+            "volumeBindingMode": "WaitForFirstConsumer",
+            "allowedTopologies": [{"matchLabelExpressions": [
+                {"key": "topology.kubernetes.io/zone", "values": ["a", "b"]}]}]
+        }))
+        .unwrap();
+        let i = storage_class_input(&sc).unwrap();
+        assert_eq!(
+            (
+                i.name.as_str(),
+                i.provisioner.as_str(),
+                i.binding_mode.as_str()
+            ),
+            (
+                "wffc",
+                "kube-sim.magma.io/provisioner",
+                "WaitForFirstConsumer"
+            )
+        );
+        assert_eq!(
+            i.allowed_topologies,
+            [SelectorTermInput {
+                match_expressions: vec![sel("topology.kubernetes.io/zone", "In", &["a", "b"])],
+                match_fields: vec![],
+            }]
+        );
+        let sc: StorageClass =
+            serde_json::from_value(json!({"metadata": {"name": "plain"}, "provisioner": "p"}))
+                .unwrap();
+        let i = storage_class_input(&sc).unwrap();
+        assert_eq!(i.binding_mode, "", "the engine defaults it to Immediate");
+        assert!(i.allowed_topologies.is_empty());
+
+        let cn: CSINode = serde_json::from_value(json!({
+            "metadata": {"name": "n1"},
+            "spec": {"drivers": [
+                {"name": "a", "nodeID": "n1", "allocatable": {"count": 25}},
+                {"name": "b", "nodeID": "n1"}]}
+        }))
+        .unwrap();
+        assert_eq!(
+            csi_node_input(&cn).unwrap(),
+            CsiNodeInput {
+                node: "n1".into(),
+                drivers: vec![("a".into(), Some(25)), ("b".into(), None)],
+            }
+        );
+
+        let ns: Namespace = serde_json::from_value(
+            json!({"metadata": {"name": "team-a", "labels": {"team": "a"}}}),
+        )
+        .unwrap();
+        assert_eq!(
+            namespace_input(&ns).unwrap(),
+            NamespaceInput {
+                name: "team-a".into(),
+                labels: vec![kv("team", "a")],
+            }
+        );
+        let nameless: Namespace = serde_json::from_value(json!({"metadata": {}})).unwrap();
+        assert!(namespace_input(&nameless).is_none());
     }
 }

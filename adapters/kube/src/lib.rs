@@ -4,7 +4,8 @@
 //!
 //! Modules: [`flags`] (upstream-compatible command line), [`convert`] (API objects → engine
 //! inputs), [`watch`] (pod and node watches → engine inputs, relists → resets), [`bind`] (the
-//! bind executor: rate-limited `pods/binding` with outcome classification), [`status`] (events
+//! bind executor: rate-limited `pods/binding` with outcome classification), [`prebind`]
+//! (volume PreBind: annotate claims to provision, wait until bound, check the PVs), [`status`] (events
 //! and `PodScheduled` conditions on a separate, bounded, lossy sink), [`leader`] (Lease-based
 //! leader election with client-go semantics), [`reload`] (config file hot reload), [`metrics`]
 //! and [`http`] (health, readiness, Prometheus), [`ratelimit`] (token bucket), [`app`] (wiring
@@ -20,6 +21,7 @@ pub mod http;
 pub mod leader;
 pub mod metrics;
 pub mod nodeshard;
+pub mod prebind;
 pub mod ratelimit;
 pub mod reload;
 pub mod shard;

@@ -8,7 +8,8 @@
 //! - Every Deployment's arguments are accepted by the binary it runs (`--dry-run`, exit 0).
 //! - RBAC both ways: the real binaries run scenarios against kube-sim, which records every
 //!   request (`/sim/requests`); every request must be granted by the rendered roles, and every
-//!   rule must be used.
+//!   rule must be used (the schedulers' scenarios include a pod whose claim is provisioned, for
+//!   the claim patch and the PV and node reads of volume PreBind).
 //! - Every metric the dashboard queries is served on `/metrics`.
 //!
 //! Tools come from `deploy/tools/install.sh` (into `target/tools/`), which the first test that
@@ -412,9 +413,9 @@ fn apply(sim: &SimProc, objs: &[&Value]) {
 }
 
 /// A simulator with `nodes` nodes, holding the rendered CRDs and ConfigMaps (what the binaries
-/// read besides nodes and pods).
+/// read besides nodes and pods), with its volume provisioner on (the volume scenario).
 fn sim_with_crds_and_configmaps(dir: &Path, nodes: usize, objs: &[Value]) -> SimProc {
-    let sim = SimProc::start(dir, nodes, &[]);
+    let sim = SimProc::start(dir, nodes, &["--provisioner-delay", "100ms"]);
     let load: Vec<&Value> = objs
         .iter()
         .filter(|o| {
@@ -769,6 +770,26 @@ fn pods_yaml(prefix: &str, scheduler: &str, n: usize, cpu: &str) -> String {
         .collect()
 }
 
+/// A WaitForFirstConsumer claim and a pod of `scheduler` using it: the scheduler annotates the
+/// claim with its node (patch), the simulator's provisioner binds it to a new PV, the scheduler
+/// reads that PV and the node (get) and binds the pod. Waits until the pod is bound.
+fn volume_scenario(sim: &SimProc, scheduler: &str) {
+    let yaml = format!(
+        "---\napiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata:\n  name: wffc\nprovisioner: sim.csi.magma.io\nvolumeBindingMode: WaitForFirstConsumer\n\
+         ---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data\n  namespace: default\nspec:\n  accessModes: [ReadWriteOnce]\n  storageClassName: wffc\n  resources:\n    requests:\n      storage: 1Gi\n\
+         ---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: vol-0\n  namespace: default\nspec:\n  schedulerName: {scheduler}\n  containers:\n  - name: c\n    image: sandbox\n    resources:\n      requests:\n        cpu: 100m\n        memory: 64Mi\n    volumeMounts:\n    - name: data\n      mountPath: /data\n  volumes:\n  - name: data\n    persistentVolumeClaim:\n      claimName: data\n"
+    );
+    let (ok, out) = sim.kubectl(&["create", "-f", "-"], Some(&yaml));
+    assert!(ok, "{out}");
+    wait_until(
+        "the pod with a provisioned volume bound",
+        Duration::from_secs(60),
+        || bound(sim, "vol-") == 1,
+    );
+    let pvc = sim.kubectl_json(&["get", "pvc", "data", "-n", "default"]);
+    assert_eq!(pvc["status"]["phase"], "Bound", "{pvc}");
+}
+
 fn bound(sim: &SimProc, prefix: &str) -> usize {
     sim.records_blocking("bindings")
         .as_array()
@@ -815,6 +836,7 @@ fn rbac_and_dashboard_match_what_the_binaries_do() {
     wait_until("20 pods bound", Duration::from_secs(60), || {
         bound(&sim, "ok-") == 20
     });
+    volume_scenario(&sim, "agent-scheduler");
     wait_until(
         "the unschedulable pod's condition",
         Duration::from_secs(30),
@@ -895,6 +917,7 @@ fn rbac_and_dashboard_match_what_the_binaries_do() {
             wait_until("hard-mode pods bound", Duration::from_secs(60), || {
                 bound(&sim, "a-") == 6
             });
+            volume_scenario(&sim, "agent-scheduler-a");
             let (ok, out) = sim.kubectl(
                 &["create", "-f", "-"],
                 Some(&pods_yaml("huge", "agent-scheduler-a", 1, "1000")),

@@ -304,7 +304,8 @@ pub fn deploy_tools() -> PathBuf {
                 String::from_utf8_lossy(&out.stdout),
                 String::from_utf8_lossy(&out.stderr)
             );
-            std::env::var_os("MAGMA_TOOLS_DIR").map_or_else(|| repo.join("target/tools"), PathBuf::from)
+            std::env::var_os("MAGMA_TOOLS_DIR")
+                .map_or_else(|| repo.join("target/tools"), PathBuf::from)
         })
         .clone()
 }
