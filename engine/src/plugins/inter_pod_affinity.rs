@@ -4,8 +4,8 @@
 //! - Filter, in kube-scheduler's order, one reason per node:
 //!   1. every required affinity term's `topologyKey` must be on the node, and its domain must
 //!      hold a pod matching *all* the terms, `node(s) didn't match pod affinity rules`; unless
-//!      no pod anywhere matches them and the pod matches its own terms (the first pod of a
-//!      group that wants to be together);
+//!      no pod on a node with one of the terms' keys matches them and the pod matches its own
+//!      terms (the first pod of a group that wants to be together);
 //!   2. no required anti-affinity term may have a matching pod in the node's domain,
 //!      `node(s) didn't match pod anti-affinity rules`;
 //!   3. no placed pod's required anti-affinity term that matches this pod may cover the node's
@@ -16,7 +16,8 @@
 //!   preferred affinity term of weight `w`, `−w` for anti-affinity; and the other way round for
 //!   placed pods' preferred terms matching this pod, plus 1 (kube-scheduler's
 //!   `hardPodAffinityWeight`) for their required affinity terms. A node scores the sum over its
-//!   domains, normalised to `100 × (s − min) / (max − min)` with `min ≤ 0 ≤ max`.
+//!   domains, normalised to `100 × (s − min) / (max − min)`, `min` and `max` taken over the
+//!   feasible nodes' sums (all 0 when they are equal), as kube-scheduler's `NormalizeScore`.
 //!
 //! The filter reads the node's whole domain for each anti-affinity term and, for the first-pod
 //! exemption, every node; `binder` steps 5–7 keep those decisions exact under concurrency.
@@ -106,6 +107,7 @@ pub struct FilterState<'a> {
 
 impl Filter for InterPodAffinity {
     const NAME: &'static str = "InterPodAffinity";
+    const RARE: bool = true;
     const SWITCH: Option<Switch> = Some(Switch {
         key: "predicate.PodAffinityEnable",
         default: true,
@@ -233,6 +235,7 @@ fn add(scores: &mut Vec<(u32, u32, i64)>, node: &NodeMeta, t: &AffinityTerm, w: 
 
 impl Scorer for InterPodAffinity {
     const NAME: &'static str = "InterPodAffinity";
+    const RARE: bool = true;
     const WEIGHT: Weight = Weight {
         key: "podaffinity.weight",
         default: 2,
@@ -328,14 +331,14 @@ impl Scorer for InterPodAffinity {
 impl Normalize for InterPodAffinity {
     const USES_MIN: bool = true;
 
-    /// `100 × (s − min) / (max − min)`, with the range widened to include 0 (as
-    /// kube-scheduler starts both at 0); all 0 when every node scores the same.
+    /// `100 × (s − min) / (max − min)` over the feasible nodes' scores (kube-scheduler starts
+    /// `minCount` at `MaxInt64` and `maxCount` at `MinInt64`, so a range that excludes 0 is not
+    /// widened to it); all 0 when every node scores the same.
     fn normalize(raw: i64, range: Range) -> i64 {
-        let (min, max) = (range.min.min(0), range.max.max(0));
-        let diff = max - min;
+        let diff = range.max.saturating_sub(range.min);
         if diff <= 0 {
             return 0;
         }
-        (MAX_NODE_SCORE as f64 * ((raw - min) as f64 / diff as f64)) as i64
+        (MAX_NODE_SCORE as f64 * ((raw - range.min) as f64 / diff as f64)) as i64
     }
 }

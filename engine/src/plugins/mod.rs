@@ -71,6 +71,7 @@
 //!     const SWITCH: Option<Switch> =
 //!         Some(Switch { key: "predicate.NodeReadyEnable", default: true });
 //!     const ON_FAILURE: OnFailure = OnFailure::Stop;
+//!     const RARE: bool = false; // true for a filter most pods give nothing to check
 //!     const FLAG: u8 = NOT_READY;
 //!     type Reason = NotReady;
 //!     type State<'a> = ();

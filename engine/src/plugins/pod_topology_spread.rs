@@ -15,7 +15,9 @@
 //!   over the soft constraints, rounded; nodes missing a key are ignored (score 0); normalised as
 //!   `100 × (max + min − s) / max`. One difference: kube-scheduler sizes `domains` from the
 //!   nodes that passed the filters, Magma (which scores while it filters) from every eligible
-//!   node; the two agree whenever every eligible node is feasible.
+//!   node; the two agree whenever the feasible nodes are the eligible ones. With the
+//!   NodeAffinity and TaintToleration filters on (the default) every feasible node is eligible,
+//!   so they agree whenever every eligible node is feasible.
 //! - Not done: the system default constraints kube-scheduler derives from Services and
 //!   ReplicaSets (Magma does not watch those); pods without constraints of their own are not
 //!   spread.
