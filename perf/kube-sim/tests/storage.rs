@@ -1560,18 +1560,12 @@ async fn binary_provisioner_flags() {
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let yaml = tokio::time::timeout(Duration::from_secs(10), async {
-        loop {
-            if let Ok(s) = std::fs::read_to_string(&kc_path)
-                && s.contains("current-context")
-            {
-                return s;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+    let yaml = eventually(|| async {
+        std::fs::read_to_string(&kc_path)
+            .ok()
+            .filter(|s| s.contains("current-context"))
     })
-    .await
-    .expect("kubeconfig written");
+    .await;
     let kc = kube::config::Kubeconfig::from_yaml(&yaml).unwrap();
     let cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
         .await
