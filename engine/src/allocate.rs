@@ -240,8 +240,27 @@ impl Eligible<'_> {
 /// normalised scores of the feasible nodes it finds. One instance, kept out of line: the
 /// filter and score chains inline into its loop (inlined into `allocate` three times over they
 /// did not, and every node cost a quarter more).
-#[inline(never)]
+///
+/// Two instances, in fact: `RARE` false for pods no rare plugin (pod affinity, spread, volumes)
+/// has anything to check, whose per-node loop then has no trace of those plugins.
 fn scan<'a>(
+    snap: &'a Snapshot,
+    filters: &mut Filters<'a>,
+    scores: &mut Scores<'a>,
+    ranges: &mut Ranges,
+    s: &mut Scratch,
+    to_find: usize,
+    eligible: Eligible<'_>,
+) {
+    if filters.rare() || scores.rare() {
+        scan_in::<true>(snap, filters, scores, ranges, s, to_find, eligible)
+    } else {
+        scan_in::<false>(snap, filters, scores, ranges, s, to_find, eligible)
+    }
+}
+
+#[inline(never)]
+fn scan_in<'a, const RARE: bool>(
     snap: &'a Snapshot,
     filters: &mut Filters<'a>,
     scores: &mut Scores<'a>,
@@ -258,8 +277,8 @@ fn scan<'a>(
     macro_rules! visit {
         ($scan:lifetime, $chunk:expr, $ci:expr, $i0:expr, $i:expr) => {
             let node = Node::new($chunk, $i);
-            if filters.fits(node) {
-                let raw = scores.score(node, ranges);
+            if filters.fits_in::<RARE>(node) {
+                let raw = scores.score_in::<RARE>(node, ranges);
                 s.feasible.push((($ci * CHUNK + $i) as u32, raw));
                 if s.feasible.len() >= to_find {
                     scanned += $i + 1 - $i0;

@@ -91,11 +91,11 @@ pub struct Cache {
     registry: ResourceRegistry,
     versions: Arc<BindVersions>,
     arena: Arena,
-    by_name: HashMap<Arc<str>, u32>,
+    by_name: crate::FastMap<Arc<str>, u32>,
     slots: Vec<SlotState>,
     /// Released slots and the first publication sequence that no longer names them.
     free_slots: VecDeque<(u32, u64)>,
-    pods: HashMap<Arc<str>, Placement>,
+    pods: crate::FastMap<Arc<str>, Placement>,
     /// Placements on nodes the cache has not seen (yet): node name → pod uids.
     orphans: HashMap<Arc<str>, Vec<Arc<str>>>,
     live_nodes: usize,
@@ -147,10 +147,10 @@ impl Cache {
             registry: ResourceRegistry::default(),
             versions,
             arena: Arena::default(),
-            by_name: HashMap::new(),
+            by_name: Default::default(),
             slots: Vec::new(),
             free_slots: VecDeque::new(),
-            pods: HashMap::new(),
+            pods: Default::default(),
             orphans: HashMap::new(),
             live_nodes: 0,
             dirty: true,
@@ -725,9 +725,10 @@ impl Cache {
             chunk.nonzero_used[1][i] = 0;
             return;
         };
-        let rows = self.registry.len();
-        if chunk.free.len() < rows {
-            chunk.ensure_rows((rows - 1) as u8);
+        // Rows up to the highest slot this node offers (`allocatable` is sorted by slot): a
+        // chunk never holds rows for names none of its nodes offer.
+        if let Some(&(top, _)) = node.allocatable.last() {
+            chunk.ensure_rows(top);
         }
         for r in 0..chunk.free.len() {
             chunk.alloc[r][i] = 0;
@@ -737,8 +738,13 @@ impl Cache {
             chunk.alloc[s as usize][i] = a;
             chunk.free[s as usize][i] = a;
         }
+        let rows = chunk.free.len();
         for &(s, u) in &st.used {
-            chunk.free[s as usize][i] -= u;
+            // No row: no node of this chunk offers the name (a pod bound by someone else asked
+            // for it); its free amount reads as 0, which no positive request fits.
+            if (s as usize) < rows {
+                chunk.free[s as usize][i] -= u;
+            }
         }
         chunk.nonzero_used[0][i] = st.nonzero[0];
         chunk.nonzero_used[1][i] = st.nonzero[1];

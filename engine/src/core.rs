@@ -282,6 +282,31 @@ impl Core {
     }
 
     pub fn handle(&mut self, input: Input, now: Nanos) {
+        let offered = self.cache.registry().len();
+        self.handle_input(input, now);
+        if self.cache.registry().len() != offered {
+            self.reresolve_requests(now);
+        }
+    }
+
+    /// Nodes offer resource names they did not before: pods that asked for one of them while no
+    /// node offered it (a requested-only slot, `ResourceRegistry`) are recompiled to the new
+    /// slots, as an update (a decision in flight becomes stale). Runs only when a node brings a
+    /// new name, never per pod.
+    fn reresolve_requests(&mut self, now: Nanos) {
+        let registry = self.cache.registry();
+        let changed: Vec<Arc<CompiledPod>> = self
+            .queue
+            .iter()
+            .filter_map(|(_, e)| e.pod().reresolved(registry))
+            .map(Arc::new)
+            .collect();
+        for pod in changed {
+            self.queue.upsert(pod, now);
+        }
+    }
+
+    fn handle_input(&mut self, input: Input, now: Nanos) {
         match input {
             Input::NodeApply(n) => {
                 let before = self.cache.node_slot(&n.name);

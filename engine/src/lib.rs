@@ -40,6 +40,11 @@ pub mod volumes;
 pub mod worker;
 
 pub use crate::clock::{Clock, ManualClock, Nanos};
+
+/// The driver's maps keyed by strings from outside (interned strings, node names, pod uids):
+/// foldhash, seeded per map, instead of SipHash, which cost more than the rest of compiling an
+/// unconstrained pod. The seed keeps keys an attacker chooses from colliding predictably.
+pub(crate) type FastMap<K, V> = foldhash::HashMap<K, V>;
 pub use crate::conf::{Profile, Sampling};
 pub use crate::core::{BindIntent, BindResult, Input, Intent, StatusIntent, StatusReason};
 #[cfg(not(loom))]

@@ -18,7 +18,7 @@
 use crate::clock::Nanos;
 use crate::model::CompiledPod;
 use std::cmp::{Ordering, Reverse};
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -160,7 +160,7 @@ pub struct QueueDepths {
 #[derive(Default)]
 pub struct SchedulingQueue {
     opts: QueueOptions,
-    entries: HashMap<Arc<str>, Entry>,
+    entries: crate::FastMap<Arc<str>, Entry>,
     active: BinaryHeap<ActiveKey>,
     /// Active pods that must be decided in the lane (one at a time, `docs/constraints.md`).
     lane: BinaryHeap<ActiveKey>,
@@ -348,7 +348,7 @@ impl SchedulingQueue {
     /// pods are considered only when `lane_free` (the driver hands off one at a time).
     pub fn pop(&mut self, now: Nanos, lane_free: bool) -> Option<(Arc<CompiledPod>, u64, bool)> {
         self.flush_backoff(now);
-        let live = |entries: &HashMap<Arc<str>, Entry>, k: &ActiveKey| {
+        let live = |entries: &crate::FastMap<Arc<str>, Entry>, k: &ActiveKey| {
             entries
                 .get(&k.uid)
                 .is_some_and(|e| e.generation == k.generation && e.state == PodState::Active)

@@ -20,7 +20,6 @@ pub use pod_affinity::{
 pub use quantity::{MAX_AMOUNT, parse_scaled};
 
 use smallvec::SmallVec;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Errors converting outside input into the engine model.
@@ -85,26 +84,42 @@ pub enum ModelError {
 // ---------------------------------------------------------------------------------------------
 
 /// String interner: label keys and values, taint keys and values, node names, host IPs.
-/// Id 0 is reserved for the empty string. Owned by the single cache writer.
+/// Id 0 is reserved for the empty string, and the keys every pod compile needs have fixed ids
+/// ([`Interner::HOSTNAME`], [`Interner::UNSCHEDULABLE_TAINT`]) so compiling a pod does not look
+/// them up. Owned by the single cache writer.
+///
+/// The map hashes with foldhash, seeded per interner: the driver interns every label, selector
+/// and node name it compiles, and SipHash cost as much as the rest of a pod's compile.
 #[derive(Debug)]
 pub struct Interner {
-    ids: HashMap<Arc<str>, u32>,
+    ids: crate::FastMap<Arc<str>, u32>,
     strs: Vec<Arc<str>>,
 }
 
 impl Default for Interner {
     fn default() -> Self {
-        let empty: Arc<str> = Arc::from("");
-        let mut ids = HashMap::new();
-        ids.insert(empty.clone(), 0);
-        Self {
-            ids,
-            strs: vec![empty],
+        let mut me = Self {
+            ids: crate::FastMap::default(),
+            strs: Vec::new(),
+        };
+        for (want, s) in [
+            (0, ""),
+            (Self::HOSTNAME, HOSTNAME_KEY),
+            (Self::UNSCHEDULABLE_TAINT, UNSCHEDULABLE_TAINT_KEY),
+        ] {
+            let id = me.intern(s);
+            debug_assert_eq!(id, want);
         }
+        me
     }
 }
 
 impl Interner {
+    /// The id of `kubernetes.io/hostname`.
+    pub const HOSTNAME: u32 = 1;
+    /// The id of `node.kubernetes.io/unschedulable`.
+    pub const UNSCHEDULABLE_TAINT: u32 = 2;
+
     pub fn intern(&mut self, s: &str) -> u32 {
         if let Some(&id) = self.ids.get(s) {
             return id;
@@ -114,6 +129,11 @@ impl Interner {
         self.strs.push(a.clone());
         self.ids.insert(a, id);
         id
+    }
+
+    /// The interned string as a shared `Arc` (no allocation), or `None` for an unknown id.
+    pub fn shared(&self, id: u32) -> Option<&Arc<str>> {
+        self.strs.get(id as usize)
     }
 
     pub fn get(&self, s: &str) -> Option<u32> {
@@ -128,8 +148,9 @@ impl Interner {
         self.strs.len()
     }
 
+    /// Nothing interned beyond the reserved strings.
     pub fn is_empty(&self) -> bool {
-        self.strs.len() <= 1
+        self.strs.len() <= 3
     }
 }
 
@@ -137,65 +158,125 @@ impl Interner {
 // Resources
 // ---------------------------------------------------------------------------------------------
 
-/// Dense slot of a resource name.
-pub type Slot = u8;
+/// Slot of a resource name (`ResourceRegistry`).
+pub type Slot = u32;
 
 pub const CPU: Slot = 0;
 pub const MEMORY: Slot = 1;
 pub const EPHEMERAL_STORAGE: Slot = 2;
 pub const PODS: Slot = 3;
-/// Most distinct resource names the engine tracks at once.
-pub const MAX_RESOURCES: usize = 32;
+/// Most distinct resource names nodes may offer (far above any real cluster: a node offering
+/// more is rejected, alone). Pods' requests for names no node offers never count against it.
+pub const MAX_OFFERED_RESOURCES: usize = 1 << 16;
 
 /// Default non-zero requests kube-scheduler assumes for scoring a container without requests.
 pub const DEFAULT_NONZERO_MILLI_CPU: i64 = 100;
 pub const DEFAULT_NONZERO_MEMORY: i64 = 200 * 1024 * 1024;
 
-/// Resource name → dense slot. Slots are never reassigned, so snapshots can index rows by slot.
+/// Resource name → slot. Slots are never reassigned, so snapshots can index rows by slot.
+///
+/// Two kinds of slot, so that no pod's spec can change how other pods are scheduled:
+/// - **offered** slots, dense from 0, for every name some node has offered (`slot`, called when
+///   a node is compiled). Snapshot chunks keep one row per offered slot up to the highest one
+///   their own nodes offer, and the fit check indexes rows by slot: no hashing per node.
+/// - **requested-only** slots, counted down from `Slot::MAX`, for a name a pod asks for that no
+///   node offers (`pod_slot`). No chunk has a row for one, so such a request fits no node
+///   (`Insufficient <name>`, as kube-scheduler says), and it takes nothing from the offered
+///   range. When a node later offers the name it gets an offered slot, and the driver re-resolves
+///   the waiting pods that asked for it ([`ResourceRegistry::resolve`]).
 #[derive(Debug, Clone)]
 pub struct ResourceRegistry {
     names: Vec<Arc<str>>,
+    offered: crate::FastMap<Arc<str>, Slot>,
+    /// Names only pods asked for, by `Slot::MAX - slot`.
+    requested: Vec<Arc<str>>,
+    requested_ids: crate::FastMap<Arc<str>, Slot>,
 }
 
 impl Default for ResourceRegistry {
     fn default() -> Self {
-        Self {
-            names: ["cpu", "memory", "ephemeral-storage", "pods"]
-                .into_iter()
-                .map(Arc::from)
-                .collect(),
+        let mut me = Self {
+            names: Vec::new(),
+            offered: crate::FastMap::default(),
+            requested: Vec::new(),
+            requested_ids: crate::FastMap::default(),
+        };
+        for (want, name) in [
+            (CPU, "cpu"),
+            (MEMORY, "memory"),
+            (EPHEMERAL_STORAGE, "ephemeral-storage"),
+            (PODS, "pods"),
+        ] {
+            let slot = me.slot(name).expect("built-in resource names are valid");
+            debug_assert_eq!(slot, want);
         }
+        me
     }
 }
 
 impl ResourceRegistry {
+    /// The offered slot of `name`, if some node has offered it.
     pub fn lookup(&self, name: &str) -> Option<Slot> {
-        self.names
-            .iter()
-            .position(|n| &**n == name)
-            .map(|i| i as Slot)
+        self.offered.get(name).copied()
     }
 
-    /// Slot for `name`, registering it if new.
+    /// Offered slot for `name` (a node offers it), registering it if new.
     pub fn slot(&mut self, name: &str) -> Result<Slot, ModelError> {
         if let Some(s) = self.lookup(name) {
             return Ok(s);
         }
         validate_resource_name(name)?;
-        if self.names.len() >= MAX_RESOURCES {
+        if self.names.len() >= MAX_OFFERED_RESOURCES {
             return Err(ModelError::TooManyResources {
                 name: name.to_owned(),
-                limit: MAX_RESOURCES,
+                limit: MAX_OFFERED_RESOURCES,
             });
         }
-        self.names.push(Arc::from(name));
-        Ok((self.names.len() - 1) as Slot)
+        let slot = self.names.len() as Slot;
+        let name: Arc<str> = Arc::from(name);
+        self.names.push(name.clone());
+        self.offered.insert(name, slot);
+        Ok(slot)
+    }
+
+    /// Slot for a name a pod requests: its offered slot, or else a requested-only one.
+    pub fn pod_slot(&mut self, name: &str) -> Result<Slot, ModelError> {
+        if let Some(s) = self.lookup(name) {
+            return Ok(s);
+        }
+        if let Some(&s) = self.requested_ids.get(name) {
+            return Ok(s);
+        }
+        validate_resource_name(name)?;
+        let slot = Slot::MAX - self.requested.len() as Slot;
+        let name: Arc<str> = Arc::from(name);
+        self.requested.push(name.clone());
+        self.requested_ids.insert(name, slot);
+        Ok(slot)
+    }
+
+    /// No node offered this slot's name when it was assigned.
+    pub fn is_requested_only(slot: Slot) -> bool {
+        slot as usize >= MAX_OFFERED_RESOURCES
+    }
+
+    /// The offered slot a requested-only slot's name has now, if a node offers it since.
+    pub fn resolve(&self, slot: Slot) -> Option<Slot> {
+        Self::is_requested_only(slot)
+            .then(|| self.lookup(self.name(slot)))
+            .flatten()
     }
 
     pub fn name(&self, slot: Slot) -> &str {
-        self.names.get(slot as usize).map(|s| &**s).unwrap_or("?")
+        let name = if Self::is_requested_only(slot) {
+            self.requested.get((Slot::MAX - slot) as usize)
+        } else {
+            self.names.get(slot as usize)
+        };
+        name.map_or("?", |s| &**s)
     }
 
+    /// Offered slots (every chunk row index is below this).
     pub fn len(&self) -> usize {
         self.names.len()
     }
@@ -207,6 +288,21 @@ impl ResourceRegistry {
     /// Scale of the integer unit the engine counts `slot` in (CPU in millicores).
     pub fn scale(slot: Slot) -> i64 {
         if slot == CPU { 1000 } else { 1 }
+    }
+}
+
+/// Who names a resource: a node offering it (registers an offered slot) or a pod requesting it
+/// (never takes an offered slot).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Node,
+    Pod,
+}
+
+fn slot_of(registry: &mut ResourceRegistry, side: Side, name: &str) -> Result<Slot, ModelError> {
+    match side {
+        Side::Node => registry.slot(name),
+        Side::Pod => registry.pod_slot(name),
     }
 }
 
@@ -266,9 +362,17 @@ pub fn parse_resource_list(
     registry: &mut ResourceRegistry,
     pairs: &[(String, String)],
 ) -> Result<ResourceList, ModelError> {
+    parse_list(registry, Side::Node, pairs)
+}
+
+fn parse_list(
+    registry: &mut ResourceRegistry,
+    side: Side,
+    pairs: &[(String, String)],
+) -> Result<ResourceList, ModelError> {
     let mut out = ResourceList::new();
     for (name, q) in pairs {
-        let slot = registry.slot(name)?;
+        let slot = slot_of(registry, side, name)?;
         let amount = parse_scaled(name, q, ResourceRegistry::scale(slot))?;
         if amount > 0 {
             add_into(&mut out, slot, amount);
@@ -645,9 +749,37 @@ pub struct CompiledPod {
     /// The PersistentVolumeClaims it uses: (claim name, ephemeral), resolved against the
     /// storage objects when it is handed off (`volumes`).
     pub claims: Box<[(Arc<str>, bool)]>,
+    /// Some request names a resource no node offered when it was compiled (a requested-only
+    /// slot, `ResourceRegistry`): re-resolved when nodes offer new names.
+    pub requests_unoffered: bool,
 }
 
 impl CompiledPod {
+    /// This pod with its requested-only slots mapped to the offered slots their names have now,
+    /// or `None` when nothing changed.
+    pub fn reresolved(&self, registry: &ResourceRegistry) -> Option<CompiledPod> {
+        if !self.requests_unoffered
+            || !self
+                .requests
+                .iter()
+                .any(|&(s, _)| registry.resolve(s).is_some())
+        {
+            return None;
+        }
+        let mut requests = ResourceList::new();
+        for &(s, a) in &self.requests {
+            add_into(&mut requests, registry.resolve(s).unwrap_or(s), a);
+        }
+        let requests_unoffered = requests
+            .iter()
+            .any(|&(s, _)| ResourceRegistry::is_requested_only(s));
+        Some(CompiledPod {
+            requests,
+            requests_unoffered,
+            ..self.clone()
+        })
+    }
+
     fn with_lane(mut self, hostname: u32) -> CompiledPod {
         let lane = self.required_keys().any(|k| k != hostname);
         self.lane = lane;
@@ -753,28 +885,30 @@ pub fn compile_node(
 }
 
 /// Per-container requests, with requests defaulting to limits as the API server does.
+/// A container's requests (limits stand in for missing requests, as the API server defaults
+/// them), and the same with kube-scheduler's non-zero defaults for CPU and memory it does not
+/// request (`schedutil.GetNonzeroRequests`), from one parse of its quantities.
 fn container_requests(
     registry: &mut ResourceRegistry,
+    side: Side,
     c: &ContainerInput,
-    nonzero: bool,
-) -> Result<ResourceList, ModelError> {
-    let mut list = parse_resource_list(registry, &c.requests)?;
+) -> Result<(ResourceList, ResourceList), ModelError> {
+    let mut list = parse_list(registry, side, &c.requests)?;
     for (name, q) in &c.limits {
-        let slot = registry.slot(name)?;
+        let slot = slot_of(registry, side, name)?;
         let amount = parse_scaled(name, q, ResourceRegistry::scale(slot))?;
         if !c.requests.iter().any(|(n, _)| n == name) && amount > 0 {
             add_into(&mut list, slot, amount);
         }
     }
-    if nonzero {
-        if get(&list, CPU) == 0 && !c.requests.iter().any(|(n, _)| n == "cpu") {
-            add_into(&mut list, CPU, DEFAULT_NONZERO_MILLI_CPU);
-        }
-        if get(&list, MEMORY) == 0 && !c.requests.iter().any(|(n, _)| n == "memory") {
-            add_into(&mut list, MEMORY, DEFAULT_NONZERO_MEMORY);
-        }
+    let mut nonzero = list.clone();
+    if get(&list, CPU) == 0 && !c.requests.iter().any(|(n, _)| n == "cpu") {
+        add_into(&mut nonzero, CPU, DEFAULT_NONZERO_MILLI_CPU);
     }
-    Ok(list)
+    if get(&list, MEMORY) == 0 && !c.requests.iter().any(|(n, _)| n == "memory") {
+        add_into(&mut nonzero, MEMORY, DEFAULT_NONZERO_MEMORY);
+    }
+    Ok((list, nonzero))
 }
 
 /// Kubernetes' effective pod request (`resourcehelper.PodRequests`): the sum of the regular
@@ -785,38 +919,66 @@ pub fn effective_requests(
     pod: &PodInput,
     nonzero: bool,
 ) -> Result<ResourceList, ModelError> {
-    let mut reqs = ResourceList::new();
-    for c in &pod.containers {
-        for (s, a) in container_requests(registry, c, nonzero)? {
-            add_into(&mut reqs, s, a);
+    let (requests, nz) = effective_requests_both(registry, Side::Node, pod)?;
+    Ok(if nonzero { nz } else { requests })
+}
+
+/// [`effective_requests`] without and with the non-zero defaults, parsing each quantity once.
+fn effective_requests_both(
+    registry: &mut ResourceRegistry,
+    side: Side,
+    pod: &PodInput,
+) -> Result<(ResourceList, ResourceList), ModelError> {
+    #[derive(Default)]
+    struct Sum {
+        reqs: ResourceList,
+        sidecars: ResourceList,
+        init_max: ResourceList,
+    }
+    impl Sum {
+        fn init(&mut self, own: ResourceList, restartable: bool) {
+            let step = if restartable {
+                for &(s, a) in &own {
+                    add_into(&mut self.sidecars, s, a);
+                }
+                self.sidecars.clone()
+            } else {
+                let mut step = own;
+                for &(s, a) in &self.sidecars {
+                    add_into(&mut step, s, a);
+                }
+                step
+            };
+            max_into(&mut self.init_max, &step);
+        }
+        fn finish(mut self, overhead: &ResourceList) -> ResourceList {
+            for &(s, a) in &self.sidecars {
+                add_into(&mut self.reqs, s, a);
+            }
+            max_into(&mut self.reqs, &self.init_max);
+            for &(s, a) in overhead {
+                add_into(&mut self.reqs, s, a);
+            }
+            self.reqs
         }
     }
-    let mut sidecars = ResourceList::new();
-    let mut init_max = ResourceList::new();
+    let (mut plain, mut nonzero) = (Sum::default(), Sum::default());
+    for c in &pod.containers {
+        let (own, own_nz) = container_requests(registry, side, c)?;
+        for (s, a) in own {
+            add_into(&mut plain.reqs, s, a);
+        }
+        for (s, a) in own_nz {
+            add_into(&mut nonzero.reqs, s, a);
+        }
+    }
     for c in &pod.init_containers {
-        let own = container_requests(registry, c, nonzero)?;
-        let step = if c.restartable {
-            for &(s, a) in &own {
-                add_into(&mut sidecars, s, a);
-            }
-            sidecars.clone()
-        } else {
-            let mut step = own;
-            for &(s, a) in &sidecars {
-                add_into(&mut step, s, a);
-            }
-            step
-        };
-        max_into(&mut init_max, &step);
+        let (own, own_nz) = container_requests(registry, side, c)?;
+        plain.init(own, c.restartable);
+        nonzero.init(own_nz, c.restartable);
     }
-    for &(s, a) in &sidecars {
-        add_into(&mut reqs, s, a);
-    }
-    max_into(&mut reqs, &init_max);
-    for (s, a) in parse_resource_list(registry, &pod.overhead)? {
-        add_into(&mut reqs, s, a);
-    }
-    Ok(reqs)
+    let overhead = parse_list(registry, side, &pod.overhead)?;
+    Ok((plain.finish(&overhead), nonzero.finish(&overhead)))
 }
 
 /// Compile a node selector term (a PV's node affinity, a class's allowed topologies).
@@ -984,9 +1146,8 @@ pub fn compile_pod(
     if input.name.is_empty() {
         return Err(ModelError::Empty { what: "pod name" });
     }
-    let mut requests = effective_requests(registry, input, false)?;
+    let (mut requests, nz) = effective_requests_both(registry, Side::Pod, input)?;
     add_into(&mut requests, PODS, 1);
-    let nz = effective_requests(registry, input, true)?;
     let mut node_selector: Vec<(u32, u32)> = input
         .node_selector
         .iter()
@@ -1041,7 +1202,7 @@ pub fn compile_pod(
     host_ports.sort_unstable();
     host_ports.dedup();
     let unsched_taint = Taint {
-        key: interner.intern(UNSCHEDULABLE_TAINT_KEY),
+        key: Interner::UNSCHEDULABLE_TAINT,
         value: 0,
         effect: TaintEffect::NoSchedule,
     };
@@ -1071,9 +1232,12 @@ pub fn compile_pod(
             claims.push((Arc::from(c), false));
         }
     }
+    let requests_unoffered = requests
+        .iter()
+        .any(|&(s, _)| ResourceRegistry::is_requested_only(s));
     Ok(CompiledPod {
         uid: Arc::from(input.uid.as_str()),
-        namespace: Arc::from(input.namespace.as_str()),
+        namespace: interner.shared(namespace).expect("just interned").clone(),
         name: Arc::from(input.name.as_str()),
         requests,
         nonzero_cpu: get(&nz, CPU),
@@ -1110,8 +1274,9 @@ pub fn compile_pod(
         spread,
         lane: false,
         claims: claims.clone().into(),
+        requests_unoffered,
     }
-    .with_lane(interner.intern(HOSTNAME_KEY)))
+    .with_lane(Interner::HOSTNAME))
 }
 
 #[cfg(test)]

@@ -41,17 +41,20 @@ pub fn parse_scaled(resource: &str, s: &str, scale: i64) -> Result<i64, ModelErr
     if frac_part.contains('.') {
         return Err(bad("more than one decimal point"));
     }
-    // value = digits * 10^exp10 * 2^exp2, digits an integer.
-    let digits_str: String = int_part.chars().chain(frac_part.chars()).collect();
-    let digits_trimmed = digits_str.trim_start_matches('0');
-    if digits_trimmed.len() > 30 {
-        return Err(bad("too many digits"));
+    // value = digits * 10^exp10 * 2^exp2, digits an integer (read without allocating: this runs
+    // for every quantity of every pod compiled).
+    let mut digits: u128 = 0;
+    let mut significant = 0usize;
+    for b in int_part.bytes().chain(frac_part.bytes()) {
+        if significant == 0 && b == b'0' {
+            continue;
+        }
+        significant += 1;
+        if significant > 30 {
+            return Err(bad("too many digits"));
+        }
+        digits = digits * 10 + u128::from(b - b'0');
     }
-    let digits: u128 = if digits_trimmed.is_empty() {
-        0
-    } else {
-        digits_trimmed.parse().map_err(|_| bad("invalid digits"))?
-    };
     let mut exp10: i32 = -(frac_part.len() as i32);
     let mut exp2: u32 = 0;
     match suffix {

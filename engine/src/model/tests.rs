@@ -82,8 +82,9 @@ fn overhead_and_extended_resources() {
         ("memory".into(), "120Mi".into()),
     ];
     let mut reg = ResourceRegistry::default();
+    // A node offers the GPU (pods only look names up).
+    let gpu = reg.slot("nvidia.com/gpu").unwrap();
     let cp = compile_pod(&p, &mut Interner::default(), &mut reg).unwrap();
-    let gpu = reg.lookup("nvidia.com/gpu").unwrap();
     assert_eq!(cp.request(CPU), 1250);
     assert_eq!(cp.request(MEMORY), 120 << 20);
     assert_eq!(cp.request(gpu), 2);
@@ -123,15 +124,45 @@ fn rejects_bad_quantities_and_names() {
 }
 
 #[test]
-fn too_many_resources_is_a_typed_error() {
+fn too_many_offered_resources_is_a_typed_error() {
     let mut reg = ResourceRegistry::default();
-    for n in 0..(MAX_RESOURCES - 4) {
+    for n in 0..(MAX_OFFERED_RESOURCES - 4) {
         reg.slot(&format!("example.com/r{n}")).unwrap();
     }
     assert!(matches!(
         reg.slot("example.com/one-more"),
         Err(ModelError::TooManyResources { .. })
     ));
+    // Pods' requests never count against it.
+    let s = reg.pod_slot("example.com/one-more").unwrap();
+    assert!(ResourceRegistry::is_requested_only(s));
+}
+
+#[test]
+fn a_name_no_node_offers_gets_a_requested_only_slot_until_one_does() {
+    let mut reg = ResourceRegistry::default();
+    let mut i = Interner::default();
+    let p = pod(vec![c(&[("cpu", "1"), ("example.com/x", "2")])], vec![]);
+    let cp = compile_pod(&p, &mut i, &mut reg).unwrap();
+    assert_eq!(reg.len(), 4, "a pod's request takes no offered slot");
+    assert!(cp.requests_unoffered);
+    let x = cp
+        .requests
+        .iter()
+        .find(|&&(s, _)| ResourceRegistry::is_requested_only(s))
+        .unwrap()
+        .0;
+    assert_eq!(reg.name(x), "example.com/x");
+    assert!(cp.reresolved(&reg).is_none(), "nothing changed");
+    let offered = reg.slot("example.com/x").unwrap();
+    let again = cp.reresolved(&reg).unwrap();
+    assert!(!again.requests_unoffered);
+    assert_eq!(again.request(offered), 2);
+    assert_eq!(again.request(CPU), 1000);
+    // Compiled after a node offers it: the offered slot directly.
+    let cp = compile_pod(&p, &mut i, &mut reg).unwrap();
+    assert!(!cp.requests_unoffered);
+    assert_eq!(cp.request(offered), 2);
 }
 
 fn node(name: &str, labels: &[(&str, &str)], i: &mut Interner) -> NodeMeta {

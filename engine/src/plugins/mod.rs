@@ -556,6 +556,20 @@ macro_rules! plugins {
             /// cannot change its answer.
             #[inline(always)]
             pub fn fits(&self, node: Node<'_>) -> bool {
+                self.fits_in::<true>(node)
+            }
+
+            /// Some `RARE` filter has something to check for this pod.
+            pub fn rare(&self) -> bool {
+                self.rare
+            }
+
+            /// [`Filters::fits`] in a scan instantiated for pods with (`RARE`) or without any
+            /// rare plugin: without, the check is compiled out of the per-node loop. `RARE`
+            /// false requires `!self.rare()`.
+            #[inline(always)]
+            pub fn fits_in<const RARE: bool>(&self, node: Node<'_>) -> bool {
+                debug_assert!(RARE || !self.rare);
                 if !node.has(flags::PRESENT) {
                     return false;
                 }
@@ -567,7 +581,7 @@ macro_rules! plugins {
                         return false;
                     }
                 )*
-                if self.rare {
+                if RARE && self.rare {
                     $(
                         if <$F as Filter>::RARE
                             && let Some(s) = &self.$f
@@ -652,9 +666,22 @@ macro_rules! plugins {
                 $(if let Some((s, _)) = &mut self.$n { <$N as Scorer>::enter_chunk(s, chunk); })*
             }
 
+            /// Some `RARE` scorer has something to score for this pod.
+            pub fn rare(&self) -> bool {
+                self.rare
+            }
+
             /// Score a feasible node, widening `ranges` by its normalised parts.
             #[inline(always)]
             pub fn score(&self, node: Node<'_>, ranges: &mut Ranges) -> Raw {
+                self.score_in::<true>(node, ranges)
+            }
+
+            /// [`Scores::score`] in a scan instantiated with or without rare plugins (as
+            /// [`Filters::fits_in`]).
+            #[inline(always)]
+            pub fn score_in<const RARE: bool>(&self, node: Node<'_>, ranges: &mut Ranges) -> Raw {
+                debug_assert!(RARE || !self.rare);
                 let mut raw = Raw::default();
                 // A plain or normalised scorer's part, if it has one for this pod.
                 macro_rules! plain {
@@ -676,7 +703,7 @@ macro_rules! plugins {
                 }
                 $(if !<$S as Scorer>::RARE { plain!($s, $S); })*
                 $(if !<$N as Scorer>::RARE { normalized!($n, $N); })*
-                if self.rare {
+                if RARE && self.rare {
                     $(if <$S as Scorer>::RARE { plain!($s, $S); })*
                     $(if <$N as Scorer>::RARE { normalized!($n, $N); })*
                 }
@@ -687,13 +714,17 @@ macro_rules! plugins {
             #[inline]
             pub fn finish(&self, raw: &Raw, ranges: &Ranges) -> i64 {
                 let mut total = raw.base;
-                $(
-                    if (!<$N as Scorer>::RARE || self.rare)
-                        && let Some((_, w)) = &self.$n
-                    {
-                        total += w * <$N as Normalize>::normalize(raw.$n, ranges.$n);
-                    }
-                )*
+                macro_rules! part {
+                    ($field:ident, $T:ty) => {
+                        if let Some((_, w)) = &self.$field {
+                            total += w * <$T as Normalize>::normalize(raw.$field, ranges.$field);
+                        }
+                    };
+                }
+                $(if !<$N as Scorer>::RARE { part!($n, $N); })*
+                if self.rare {
+                    $(if <$N as Scorer>::RARE { part!($n, $N); })*
+                }
                 total
             }
         }
