@@ -395,6 +395,7 @@ pub async fn run(
 
     // Config hot reload: a valid new profile reaches every worker at its next cycle.
     let reload_handle = engine.handle();
+    let reload_metrics = metrics.clone();
     let _config_watcher = match &settings.config_path {
         Some(path) => {
             let sampling = settings.profile.sampling;
@@ -403,11 +404,16 @@ pub async fn run(
                 sampling,
                 move |r| match r {
                     Ok(p) => {
+                        for w in &p.warnings {
+                            tracing::warn!("scheduler configuration: {w}");
+                        }
                         tracing::info!("scheduler configuration reloaded");
+                        reload_metrics.observe_config_reload(true);
                         reload_handle.send(Input::Profile(Arc::new(p)));
                     }
                     Err(reason) => {
-                        tracing::warn!(%reason, "new scheduler configuration rejected; keeping the current one")
+                        reload_metrics.observe_config_reload(false);
+                        tracing::error!(%reason, "new scheduler configuration rejected; keeping the current one")
                     }
                 },
             )?)

@@ -25,6 +25,7 @@
 //! | `magma_leader`, `magma_info{version}` | gauge | | [`Metrics::set_leader`], constant |
 //! | `magma_shard_nodes{state}` (desired, in_view, in_use, draining), `magma_shard_missing` | gauge | | engine source, at scrape (soft/hard mode) |
 //! | `magma_shard_status_writes_total{result}` (ok, conflict, error) | counter | | [`Metrics::observe_shard_write`] |
+//! | `magma_config_reload_total{result}` (ok, rejected) | counter | | [`Metrics::observe_config_reload`] |
 
 use magma_engine::queue::QueueDepths;
 use magma_engine::stats::StatsSnapshot;
@@ -194,6 +195,11 @@ impl Metrics {
         self.inner.m.shard_writes[result as usize].fetch_add(1, Relaxed);
     }
 
+    /// A `--scheduler-conf` update was applied (`ok`) or rejected, the old one kept.
+    pub fn observe_config_reload(&self, ok: bool) {
+        self.inner.m.config_reloads[usize::from(!ok)].fetch_add(1, Relaxed);
+    }
+
     pub fn set_leader(&self, leading: bool) {
         self.inner.m.leader.store(leading, Relaxed);
     }
@@ -225,6 +231,8 @@ struct Shared {
     leader: AtomicBool,
     /// NodeShard status writes: ok, conflict (409, retried), error.
     shard_writes: [AtomicU64; 3],
+    /// `--scheduler-conf` updates: applied, rejected.
+    config_reloads: [AtomicU64; 2],
     engine: RwLock<Option<Arc<EngineSource>>>,
 }
 
@@ -259,6 +267,7 @@ impl Shared {
             ),
             binds: Default::default(),
             shard_writes: Default::default(),
+            config_reloads: Default::default(),
             bind_duration: Histogram::new(bind_buckets, SECONDS),
             throttle: Labeled::histograms(&["bind", "events"], throttle_buckets, SECONDS),
             leader: AtomicBool::new(false),
@@ -466,6 +475,21 @@ impl Collector for Shared {
                 m.encode_family(&[("result", r.as_str())])?
                     .encode_counter::<NoLabelSet, _, u64>(
                         &self.shard_writes[r as usize].load(Relaxed),
+                        None,
+                    )?;
+            }
+        }
+        {
+            let mut m = enc.encode_descriptor(
+                "magma_config_reload",
+                "Scheduler configuration updates by result (rejected: the previous one stays)",
+                None,
+                MetricType::Counter,
+            )?;
+            for (i, r) in ["ok", "rejected"].into_iter().enumerate() {
+                m.encode_family(&[("result", r)])?
+                    .encode_counter::<NoLabelSet, _, u64>(
+                        &self.config_reloads[i].load(Relaxed),
                         None,
                     )?;
             }

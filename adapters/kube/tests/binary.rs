@@ -268,6 +268,32 @@ fn invalid_flags_fail_at_start_with_a_clear_message() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(needle), "{args:?}: {err}");
     }
+    // pflag's word-separator normalisation (upstream's `cliflag.WordSepNormalizeFunc`): `_`
+    // stands for `-`, so the underscored spelling reaches the same flag and its checks.
+    let out = Command::new(env!("CARGO_BIN_EXE_agent-scheduler"))
+        .args(["--scheduler_worker_count=0"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("scheduler-worker-count must be greater than 0"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_agent-scheduler"))
+        .args([
+            "--scheduler_worker_count=2",
+            "--leader_elect=false",
+            "--dry-run",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let help = Command::new(env!("CARGO_BIN_EXE_agent-scheduler"))
         .arg("--help")
         .output()

@@ -268,6 +268,24 @@ async fn creates_exclusive_nodeshards_from_the_configmap_and_hot_reloads() {
 }
 
 #[tokio::test]
+async fn allocation_rate_without_arguments_takes_the_whole_range() {
+    // Upstream volcano-sh/volcano#5743: no bounds means [0, 1], not [0, 0] (which starved the
+    // shard of every node with anything on it).
+    let (sim, client) = sim(4).await;
+    bound_pod(&sim, "busy", &n(0), "8");
+    put_cm(
+        &client,
+        Some("schedulerConfigs:\n- name: all\n  policies:\n  - name: allocation-rate\nshardSyncPeriod: 1h\n"),
+    )
+    .await;
+    let mut c = start(&client, flag_default());
+    c.wait("first sync", |s| s.syncs_ok >= 1).await;
+    let s = shards(&client).await;
+    assert_eq!(desired(&s, "all").len(), 4, "{:?}", desired(&s, "all"));
+    c.stop().await;
+}
+
+#[tokio::test]
 async fn rejected_configmaps_leave_nodeshards_alone() {
     let (_sim, client) = sim(4).await;
     put_cm(&client, Some(&BANDS.replace("1h", "300ms"))).await;

@@ -49,9 +49,11 @@ impl Policy {
     /// Build the policy `name` from its `arguments`. Unknown argument keys are ignored.
     pub fn build(name: &str, args: &BTreeMap<String, Value>) -> Result<Policy, PolicyError> {
         match name {
+            // Missing bounds mean the whole range [0, 1] (upstream volcano-sh/volcano#5743;
+            // before it, a missing maxCPUUtil meant 0 and starved the shard).
             ALLOCATION_RATE => AllocationRate::new(
                 arg_f64(args, "minCPUUtil", 0.0)?,
-                arg_f64(args, "maxCPUUtil", 0.0)?,
+                arg_f64(args, "maxCPUUtil", 1.0)?,
             )
             .map(Policy::AllocationRate),
             WARMUP => Ok(Policy::Warmup(Warmup {
