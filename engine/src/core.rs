@@ -478,6 +478,17 @@ impl Core {
                     // A stale unbound view of a pod we already saw bound: ignore.
                     return;
                 }
+                if self
+                    .queue
+                    .get(&compiled.uid)
+                    .is_some_and(|e| **e.pod() == *compiled)
+                {
+                    // Nothing the scheduler reads changed: our own `PodScheduled` condition
+                    // coming back, an event, a status or annotation write. The pod stays where
+                    // it is, as kube-scheduler ignores updates `isPodUpdated` says are none.
+                    inc(&self.stats.driver.unchanged_updates, 1);
+                    return;
+                }
                 if compiled.needs_pod_index() {
                     self.cache.enable_pod_index();
                 }

@@ -10,6 +10,11 @@
 //! - unschedulable pool: pods that fit nowhere, each with the cluster [`event`](crate::event)s
 //!   that can make it fit (its failures' wake-ups). Such an event moves it back (to activeQ if
 //!   its backoff has expired, else to backoffQ). Pods are flushed back after `max_unschedulable`.
+//! - When activeQ is empty, `pop` takes the pod whose backoff ends first without waiting for it
+//!   (kube-scheduler's `SchedulerPopFromBackoffQ`, on by default since 1.33): a deletion that
+//!   makes room binds the waiting pod at once on an idle scheduler, while under load the backoff
+//!   still orders retries. Pods backing off after an error (a failed bind) wait it out, in a heap
+//!   of their own.
 //! - Updates and deletes apply wherever the pod is; heaps use lazy deletion by generation.
 //!
 //! Priority inversion is bounded by the hand-off capacity: a pod that becomes the most urgent
@@ -88,6 +93,9 @@ pub struct Entry {
     /// once a decision outside it turned out to need it.
     lane: bool,
     seq: u64,
+    /// Its backoff follows an error (a failed bind), not an unschedulable attempt: it is never
+    /// popped early.
+    error_backoff: bool,
 }
 
 impl Entry {
@@ -167,6 +175,8 @@ pub struct SchedulingQueue {
     /// Pool pods per wake-up event bit, so an event no pool pod waits for costs nothing.
     wake_counts: [u32; 32],
     backoff: BinaryHeap<Reverse<(Nanos, u64, Arc<str>)>>,
+    /// Backoffs after an error (`requeue_backoff`), which `pop` never takes early.
+    error_backoff: BinaryHeap<Reverse<(Nanos, u64, Arc<str>)>>,
     /// Pool entries by time of entry, for the periodic flush: (since, generation, uid).
     pool_order: std::collections::VecDeque<(Nanos, u64, Arc<str>)>,
     seq: u64,
@@ -272,7 +282,12 @@ impl SchedulingQueue {
                 });
             }
             PodState::Backoff { until } => {
-                self.backoff.push(Reverse((until, generation, uid.clone())))
+                let heap = if e.error_backoff {
+                    &mut self.error_backoff
+                } else {
+                    &mut self.backoff
+                };
+                heap.push(Reverse((until, generation, uid.clone())))
             }
             PodState::Unschedulable { since, .. } => {
                 self.pool_order.push_back((since, generation, uid.clone()))
@@ -325,6 +340,7 @@ impl SchedulingQueue {
                 last_message: None,
                 lane,
                 seq: 0,
+                error_backoff: false,
             },
         );
         self.depths.gated += 1;
@@ -359,6 +375,18 @@ impl SchedulingQueue {
         }
         while self.lane.peek().is_some_and(|k| !live(&self.entries, k)) {
             self.lane.pop();
+        }
+        if self.active.is_empty() && (self.lane.is_empty() || !lane_free) {
+            // Nothing ready: the first unschedulable backoff to end goes now (module doc).
+            while let Some(Reverse((until, generation, uid))) = self.backoff.pop() {
+                let live = self.entries.get(&uid).is_some_and(|e| {
+                    e.generation == generation && e.state == (PodState::Backoff { until })
+                });
+                if live {
+                    self.set_state(&uid, PodState::Active);
+                    return self.pop(now, lane_free);
+                }
+            }
         }
         let from_lane = match (self.active.peek(), self.lane.peek().filter(|_| lane_free)) {
             (_, None) => false,
@@ -400,12 +428,24 @@ impl SchedulingQueue {
 
     /// Move backoff-expired pods to activeQ.
     pub fn flush_backoff(&mut self, now: Nanos) {
-        while self
-            .backoff
-            .peek()
-            .is_some_and(|Reverse((until, _, _))| *until <= now)
-        {
-            let (until, generation, uid) = self.backoff.pop().expect("peeked").0;
+        self.flush_heap(now, false);
+        self.flush_heap(now, true);
+    }
+
+    fn flush_heap(&mut self, now: Nanos, errors: bool) {
+        loop {
+            let heap = if errors {
+                &mut self.error_backoff
+            } else {
+                &mut self.backoff
+            };
+            if heap
+                .peek()
+                .is_none_or(|Reverse((until, _, _))| *until > now)
+            {
+                break;
+            }
+            let (until, generation, uid) = heap.pop().expect("peeked").0;
             let live = self.entries.get(&uid).is_some_and(|e| {
                 e.generation == generation && e.state == (PodState::Backoff { until })
             });
@@ -457,9 +497,11 @@ impl SchedulingQueue {
 
     /// Back to activeQ if the pod's backoff (from its last failure) has expired, else backoffQ.
     fn requeue_after_backoff(&mut self, uid: &Arc<str>, now: Nanos) {
-        let Some(e) = self.entries.get(uid) else {
+        let Some(e) = self.entries.get_mut(uid) else {
             return;
         };
+        e.error_backoff = false;
+        let e = &self.entries[uid];
         let since = match e.state {
             PodState::Unschedulable { since, .. } => since,
             _ => now,
@@ -511,6 +553,7 @@ impl SchedulingQueue {
         if let Some(e) = self.entries.get_mut(uid) {
             e.attempts = e.attempts.saturating_add(1);
             e.urgent = false;
+            e.error_backoff = true;
             let until = now.saturating_add(self.backoff_duration(self.entries[uid].attempts));
             self.set_state(uid, PodState::Backoff { until });
         }

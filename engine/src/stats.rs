@@ -27,6 +27,8 @@ pub struct DriverCounters {
     pub rejected_pods: AtomicU64,
     pub status_intents: AtomicU64,
     pub stale_results: AtomicU64,
+    /// Pending-pod updates that changed nothing the scheduler reads (ignored).
+    pub unchanged_updates: AtomicU64,
     pub shard_status_intents: AtomicU64,
     /// Sharding gauges as of the last flush: desired, view, in use, draining, missing (0/1).
     pub shard: [AtomicU64; 5],
@@ -58,6 +60,7 @@ pub struct StatsSnapshot {
     pub rejected_pods: u64,
     pub status_intents: u64,
     pub stale_results: u64,
+    pub unchanged_updates: u64,
     pub shard_status_intents: u64,
     pub shard: crate::shard::ShardGauges,
 }
@@ -139,6 +142,7 @@ impl Stats {
         s.rejected_pods = r(&d.rejected_pods);
         s.status_intents = r(&d.status_intents);
         s.stale_results = r(&d.stale_results);
+        s.unchanged_updates = r(&d.unchanged_updates);
         s.shard_status_intents = r(&d.shard_status_intents);
         let g = |i: usize| r(&d.shard[i]) as usize;
         s.shard = crate::shard::ShardGauges {

@@ -58,8 +58,8 @@ fn a_pod_asking_for_forty_unoffered_names_does_not_block_others() {
     assert_eq!(c.node_of("uid-greedy"), None);
     let m = message_of(&c, "uid-greedy").expect("greedy is reported unschedulable");
     assert!(
-        m.starts_with("0/1 nodes are unavailable: 1 Insufficient example.com/r0, ")
-            && m.ends_with("1 Insufficient example.com/r9."),
+        m.starts_with("0/2 nodes are unavailable: 2 Insufficient example.com/r0, ")
+            && m.ends_with("2 Insufficient example.com/r9."),
         "{m}"
     );
     assert!(

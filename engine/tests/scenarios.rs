@@ -83,13 +83,34 @@ fn deleting_a_bound_pod_wakes_an_unschedulable_one() {
     let failed_at = c.h.now();
     c.delete_pod("uid-a");
     c.settle();
-    assert_eq!(c.node_of("uid-b"), None, "b still backs off");
-    // Woken by the event, after its 1 s backoff: well before the 5 min flush.
-    assert!(c.run_until(BACKOFFS, |c| c.node_of("uid-b").is_some()));
-    assert_eq!(
-        c.h.now().saturating_since(failed_at),
-        Duration::from_secs(1)
-    );
+    // Woken by the event and bound at once: nothing else is ready, so its backoff does not hold
+    // it (kube-scheduler's SchedulerPopFromBackoffQ); the clock has not moved.
+    assert_eq!(c.node_of("uid-b"), Some("n0"));
+    assert_eq!(c.h.now(), failed_at);
+    c.h.stop();
+}
+
+#[test]
+fn our_own_condition_coming_back_is_not_a_change_to_the_pod() {
+    // The adapter writes PodScheduled=False; the watch brings the pod back with nothing the
+    // scheduler reads changed. That must not cost another attempt or double the backoff.
+    let mut c = Sim::workers(1);
+    c.add_node(mk_node("n0", "1", "4Gi", 110));
+    c.add_pod(mk_pod("a", "1", "1Gi"));
+    c.settle();
+    let b = mk_pod("b", "1", "1Gi");
+    c.add_pod(b.clone());
+    c.settle();
+    assert_eq!(c.reported().len(), 1, "b is reported unschedulable");
+    let attempts = c.h.stats().snapshot().attempts;
+    for _ in 0..3 {
+        c.add_pod(b.clone());
+        c.settle();
+    }
+    let s = c.h.stats().snapshot();
+    assert_eq!(s.attempts, attempts, "no attempt for an unchanged pod");
+    assert_eq!(s.unchanged_updates, 3);
+    assert_eq!(c.h.core().queue().depths().unschedulable, 1);
     c.h.stop();
 }
 
@@ -137,11 +158,17 @@ fn a_pod_updated_while_in_flight_is_retried_with_its_new_spec() {
             effect: "NoSchedule".into(),
         });
     c.add_pod(tolerating);
+    let start = c.h.now();
     c.settle();
-    assert_eq!(c.bound_count(), 0, "the old spec did not fit");
-    // No cluster event will come: the update itself earns the pod a new attempt after its
-    // backoff, not a wait for the 5 min flush.
-    assert!(c.run_until(BACKOFFS, |c| c.bound_count() == 1));
+    // The old spec did not fit; no cluster event will come, but the update itself earns the pod
+    // a new attempt, at once since nothing else is ready (not a wait for the 5 min flush).
+    assert_eq!(
+        c.h.stats().snapshot().unschedulable,
+        1,
+        "the old spec did not fit"
+    );
+    assert_eq!(c.bound_count(), 1);
+    assert_eq!(c.h.now(), start);
     c.h.stop();
 }
 

@@ -337,7 +337,7 @@ impl Collector for Shared {
             .unwrap_or_else(|p| p.into_inner())
             .clone();
         let (s, q) = source.map(|f| f()).unwrap_or_default();
-        let counters: [(&str, &str, u64); 11] = [
+        let counters: [(&str, &str, u64); 12] = [
             (
                 "magma_scheduling_attempts",
                 "Pods taken by a worker for a scheduling attempt",
@@ -388,6 +388,11 @@ impl Collector for Shared {
                 "magma_stale_results",
                 "Worker results discarded as stale",
                 s.stale_results,
+            ),
+            (
+                "magma_unchanged_pod_updates",
+                "Pending-pod updates ignored because nothing the scheduler reads changed (e.g. its own PodScheduled condition)",
+                s.unchanged_updates,
             ),
         ];
         for (name, help, v) in counters {

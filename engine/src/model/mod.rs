@@ -710,7 +710,7 @@ impl Toleration {
 }
 
 /// Everything the workers need to place one pod, laid out for the filter and score loops.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CompiledPod {
     pub uid: Arc<str>,
     pub namespace: Arc<str>,

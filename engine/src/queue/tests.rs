@@ -118,15 +118,39 @@ fn exponential_backoff_one_to_ten_seconds() {
         q.mark_unschedulable(&p.uid, cpu_short(), t(now));
         // A cluster event that helps moves it to backoffQ until its backoff expires.
         q.on_cluster_event(event::POD_REMOVED, t(now));
-        assert!(
-            q.pop(t(now + want - 0.001), true).is_none(),
-            "still backing off before {want}s"
-        );
+        assert_eq!(q.depths().backoff, 1);
         assert_eq!(q.next_deadline(), Some(t(now + want)));
+        // Behind a ready pod, it waits out its backoff.
+        let busy = pod(&format!("busy-{want}"), 0, None);
+        q.upsert(busy.clone(), t(now));
+        assert_eq!(q.pop(t(now + want - 0.001), true).unwrap().0.uid, busy.uid);
+        q.remove(&busy.uid);
         now += want;
         assert!(q.pop(t(now), true).is_some(), "ready after {want}s");
         q.requeue_active(&p.uid);
     }
+}
+
+#[test]
+fn an_idle_queue_pops_the_first_backoff_early_but_never_an_error_backoff() {
+    let mut q = SchedulingQueue::new(QueueOptions::default());
+    let (a, b, e) = (pod("a", 0, None), pod("b", 0, None), pod("err", 0, None));
+    for p in [&a, &b, &e] {
+        q.upsert(p.clone(), t(0.0));
+    }
+    assert_eq!(pop_all(&mut q, t(0.0)), ["a", "b", "err"]);
+    q.mark_unschedulable(&a.uid, cpu_short(), t(0.0));
+    q.mark_unschedulable(&b.uid, cpu_short(), t(0.2));
+    q.requeue_backoff(&e.uid, t(0.0));
+    q.on_cluster_event(event::POD_REMOVED, t(0.3));
+    assert_eq!(q.depths().backoff, 3);
+    // a's backoff ends first (1.0 s), then b's (1.2 s); the failed bind waits its full second.
+    assert_eq!(pop_all(&mut q, t(0.3)), ["a", "b"]);
+    assert!(
+        q.pop(t(0.999), true).is_none(),
+        "an error backoff is never cut short"
+    );
+    assert_eq!(q.pop(t(1.0), true).unwrap().0.uid, e.uid);
 }
 
 #[test]
@@ -215,12 +239,16 @@ fn updates_apply_in_place_and_unblock() {
     // Raising b's priority reorders it.
     q.upsert(pod("b", 100, None), t(0.0));
     assert_eq!(pop_all(&mut q, t(0.0)), ["b", "a"]);
-    // An update of an unschedulable pod retries it after its backoff.
+    // An update of an unschedulable pod retries it (after its backoff, or at once when
+    // nothing else is ready).
     let a = pod("a", 0, None);
     q.mark_unschedulable(&a.uid, label_mismatch(), t(0.0));
     q.upsert(a.clone(), t(0.5));
-    assert!(q.pop(t(0.5), true).is_none());
-    assert!(q.pop(t(1.0), true).is_some());
+    assert_eq!(q.depths().backoff, 1);
+    assert!(
+        q.pop(t(0.5), true).is_some(),
+        "idle: popped before its backoff ends"
+    );
     // An update while in flight is recorded, not queued twice.
     let a2 = pod("a", 5, None);
     q.upsert(a2.clone(), t(1.0));
