@@ -21,11 +21,17 @@
 use crate::binder::{BindVersions, Candidate};
 use crate::event::{self, Events};
 use crate::model::CompiledPod;
-use crate::plugins::{Cycle, Failure, Filters, Names, Node, Ranges, Raw, Reads, Scores};
+use crate::plugins::{
+    Cycle, Failure, Filters, MAX_NODE_SCORE, Names, Node, Ranges, Raw, Reads, Scores,
+};
 use crate::shard::{self, NodeSet, View};
 use crate::snapshot::{CHUNK, Snapshot};
 use crate::volumes::PodVolumes;
 use std::sync::Arc;
+
+/// How far below the best node's score (in percent of the highest possible total) a fallback
+/// candidate may be. Measured in BENCHMARKS.md ("Placement quality under bursts").
+pub const CANDIDATE_SCORE_GAP_PCT: i64 = 2;
 
 /// Reusable per-worker buffers.
 pub struct Scratch {
@@ -103,6 +109,12 @@ pub fn allocate(
     s: &mut Scratch,
 ) -> Decision {
     let profile = &*snap.profile;
+    // Packing (binpack weights): a node another worker just claimed got *better* for this pod,
+    // so falling back to an empty node opens a bin one sequential worker would not have: such a
+    // fallback is never offered (the pod is re-decided on the next snapshot instead), and
+    // workers agree on ties (lowest slot first) instead of each opening a random empty node.
+    // Spreading: a claimed node got worse, and a near-equal fallback is the right call.
+    let packing = profile.weights.most_allocated > profile.weights.least_allocated;
     let k = profile.candidate_node_count.max(1);
     s.feasible.clear();
     s.candidates.clear();
@@ -180,7 +192,13 @@ pub fn allocate(
     for idx in 0..s.feasible.len() {
         let (slot, raw) = s.feasible[idx];
         let score = scores.finish(&raw, &ranges);
-        let key = s.next_rand();
+        // Packing: empty nodes tie deterministically (lowest slot first), so concurrent
+        // decisions open the same new bin rather than one each.
+        let key = if packing && is_empty(snap, slot) {
+            u64::MAX - u64::from(slot)
+        } else {
+            s.next_rand()
+        };
         if s.best.len() == keep {
             let (ls, lk, _) = s.best[keep - 1];
             if (score, key) <= (ls, lk) {
@@ -193,11 +211,28 @@ pub fn allocate(
             .partition_point(|&(bs, bk, _)| (bs, bk) > (score, key));
         s.best.insert(pos, (score, key, slot));
     }
+    // Spreading: a fallback must be nearly as good as the best: a node that loses more than
+    // `CANDIDATE_SCORE_GAP_PCT` of the highest possible total is not offered, so losing the best
+    // node to a concurrent claim means re-deciding on the next snapshot (an urgent retry)
+    // rather than settling for a much worse node. Packing: any node already in use will do,
+    // an empty one never (above).
+    let floor =
+        s.best[0].0 - profile.weights.max_total() * MAX_NODE_SCORE * CANDIDATE_SCORE_GAP_PCT / 100;
+    let best_slot = s.best[0].2;
     // Current nodes first, then those already claimed by results not yet in the snapshot.
     for pass in [true, false] {
-        for &(_, _, slot) in &s.best {
+        for &(score, _, slot) in &s.best {
             if s.candidates.len() == k {
                 break;
+            }
+            if slot != best_slot
+                && if packing {
+                    is_empty(snap, slot)
+                } else {
+                    score < floor
+                }
+            {
+                continue;
             }
             let version = snap.version(slot as usize);
             let current = versions.current(slot as usize) == version;
@@ -211,6 +246,15 @@ pub fn allocate(
         }
     }
     Decision::Candidates
+}
+
+/// No pod is counted on the node in this snapshot.
+fn is_empty(snap: &Snapshot, slot: u32) -> bool {
+    let slot = slot as usize;
+    snap.arena
+        .chunk(slot / CHUNK)
+        .used(crate::model::PODS, slot % CHUNK)
+        == 0
 }
 
 /// Which slots a scan visits.

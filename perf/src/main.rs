@@ -58,6 +58,23 @@ enum Cmd {
     E2e(E2eArgs),
     /// POST bindings as fast as possible against the simulator: the API's own ceiling.
     Blast(BlastArgs),
+    /// Wake-up latency on the simulator: every node full, pods waiting for room, blockers
+    /// deleted one by one; room freed → waiting pod bound.
+    Wakeup(WakeupArgs),
+}
+
+#[derive(Debug, Args)]
+struct WakeupArgs {
+    #[arg(long, default_value_t = 100)]
+    nodes: usize,
+    /// Pods waiting for room (one deletion measured each).
+    #[arg(long, default_value_t = 200)]
+    waiting: usize,
+    #[arg(long, default_value_t = 2)]
+    workers: usize,
+    /// Write the report as JSON to this file.
+    #[arg(long)]
+    json: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -130,6 +147,12 @@ struct PlanArgs {
     /// (burst, steady, churn, mixed; near-full's level, default 0.95).
     #[arg(long)]
     fill: Option<f64>,
+    /// Node CPU in millicores (default 32000, KWOK's node).
+    #[arg(long)]
+    node_cpu_milli: Option<i64>,
+    /// Pod CPU request in millicores (burst, steady, churn: default 250).
+    #[arg(long)]
+    pod_cpu_milli: Option<i64>,
 }
 
 #[derive(Debug, Args)]
@@ -145,6 +168,9 @@ struct RunArgs {
     /// Pin worker threads to cores.
     #[arg(long)]
     pin: bool,
+    /// Score with binpack (`mostrequested.weight: 10`) instead of the default spread.
+    #[arg(long)]
+    binpack: bool,
     /// Seconds to wait after the last arrival for pending pods before ending the run.
     #[arg(long, default_value_t = 120.0)]
     drain_timeout: f64,
@@ -185,6 +211,9 @@ struct SweepArgs {
     candidates: Vec<usize>,
     #[arg(long)]
     pin: bool,
+    /// Score with binpack (`mostrequested.weight: 10`) instead of the default spread.
+    #[arg(long)]
+    binpack: bool,
     /// Write the runs as a JSON array to this file.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -233,6 +262,14 @@ fn params(s: Scenario, a: &PlanArgs) -> anyhow::Result<Params> {
     if let Some(f) = a.fill {
         anyhow::ensure!((0.0..1.0).contains(&f), "--fill must be within 0..1");
         p.fill = Some(f);
+    }
+    if let Some(c) = a.node_cpu_milli {
+        anyhow::ensure!(c > 0, "--node-cpu-milli must be positive");
+        p.shape.cpu_milli = c;
+    }
+    if let Some(c) = a.pod_cpu_milli {
+        anyhow::ensure!(c > 0, "--pod-cpu-milli must be positive");
+        p.pod_cpu_milli = c;
     }
     p.seed = a.seed;
     Ok(p)
@@ -314,6 +351,7 @@ fn run_one(s: Scenario, a: RunArgs) -> anyhow::Result<()> {
         pin: a.pin,
         progress: !a.quiet,
         drain_timeout: Duration::from_secs_f64(a.drain_timeout.max(0.0)),
+        binpack: a.binpack,
     };
     let compare = if with_baseline {
         Compare::WithBaseline(limit)
@@ -334,6 +372,7 @@ fn sweep(a: SweepArgs) -> anyhow::Result<()> {
     let base = RunOptions {
         pin: a.pin,
         progress: !a.quiet,
+        binpack: a.binpack,
         ..Default::default()
     };
     let runs = magma_perf::sweep::sweep(
@@ -412,6 +451,21 @@ fn main() -> anyhow::Result<()> {
         Cmd::Mixed(a) => (Scenario::Mixed, a),
         Cmd::Sweep(a) => return sweep(a),
         Cmd::E2e(a) => return e2e(a),
+        Cmd::Wakeup(a) => {
+            let opts = magma_perf::wakeup::WakeupOptions {
+                nodes: a.nodes,
+                waiting: a.waiting,
+                workers: a.workers,
+                ..Default::default()
+            };
+            let rt = tokio::runtime::Runtime::new()?;
+            let report = rt.block_on(magma_perf::wakeup::run(&opts))?;
+            report.print();
+            if let Some(path) = &a.json {
+                std::fs::write(path, serde_json::to_string_pretty(&report)? + "\n")?;
+            }
+            return Ok(());
+        }
         Cmd::Blast(a) => {
             let rt = tokio::runtime::Runtime::new()?;
             let rate = rt.block_on(magma_perf::e2e::blast(a.nodes, a.pods, a.concurrency))?;

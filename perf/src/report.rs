@@ -81,6 +81,9 @@ pub struct Report {
     pub urgent_requeues: u64,
     pub unschedulable: u64,
     pub overcommitted_nodes: u64,
+    /// Distinct nodes the plan's pods were bound to (placement quality: under binpack, fewer is
+    /// better; compare with one worker on the same plan).
+    pub nodes_used: u64,
     pub lost_pods: u64,
     /// Pods the engine still held when the drain timeout ended the run (queued or in flight):
     /// the run is incomplete, but nothing is lost.
@@ -170,6 +173,7 @@ impl Report {
             "  pop→claimed ms      p50 {:.3}  p90 {:.3}  p99 {:.3}  p999 {:.3}  max {:.3}",
             c.p50, c.p90, c.p99, c.p999, c.max
         );
+        println!("  nodes used {}", self.nodes_used);
         println!(
             "  conflicts {}  urgent requeues {} ({:.3}%)  unschedulable {}  completed {}",
             self.conflicts,

@@ -31,6 +31,9 @@ pub struct RunOptions {
     pub drain_timeout: Duration,
     /// Draw a progress bar on stderr (hidden when stderr is not a terminal).
     pub progress: bool,
+    /// Score with binpack (`nodeorder` `mostrequested.weight: 10`, the other weights at their
+    /// defaults) instead of the default spread.
+    pub binpack: bool,
 }
 
 impl Default for RunOptions {
@@ -41,6 +44,7 @@ impl Default for RunOptions {
             pin: false,
             drain_timeout: Duration::from_secs(120),
             progress: false,
+            binpack: false,
         }
     }
 }
@@ -109,6 +113,9 @@ pub fn rss_bytes() -> u64 {
 
 pub fn run(plan: &Plan, opts: &RunOptions, mut profile: Profile) -> anyhow::Result<Report> {
     profile.candidate_node_count = opts.candidates;
+    if opts.binpack {
+        profile.weights.most_allocated = 10;
+    }
     let clock = Arc::new(RealClock::new());
     let engine = Engine::start(
         EngineOptions {
@@ -327,6 +334,7 @@ pub fn run(plan: &Plan, opts: &RunOptions, mut profile: Profile) -> anyhow::Resu
         urgent_requeues: stats.urgent_requeues - stats0.urgent_requeues,
         unschedulable,
         overcommitted_nodes: ledger.overcommitted.len() as u64 + audit.len() as u64,
+        nodes_used: ledger.bound.values().collect::<HashSet<_>>().len() as u64,
         lost_pods: lost,
         pending_at_end: pending,
         duplicate_binds: ledger.duplicate_binds,

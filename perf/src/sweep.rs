@@ -35,8 +35,8 @@ pub fn sweep(
 pub fn markdown(runs: &[serde_json::Value]) -> String {
     use json::f;
     let mut out = String::from(
-        "| K | workers | pods/s | × prev. workers | arrival→claimed p99 ms | pop→claimed p99 ms | conflicts | urgent requeues | unschedulable | load avg | integrity |\n\
-         |--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n",
+        "| K | workers | pods/s | × prev. workers | nodes used | arrival→claimed p99 ms | pop→claimed p99 ms | conflicts | urgent requeues | unschedulable | load avg | integrity |\n\
+         |--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n",
     );
     let mut prev: Option<(f64, f64)> = None;
     for v in runs {
@@ -51,11 +51,12 @@ pub fn markdown(runs: &[serde_json::Value]) -> String {
             .iter()
             .all(|key| f(v, key) == 0.0);
         out += &format!(
-            "| {:.0} | {:.0} | {:.0} | {} | {:.3} | {:.3} | {:.0} | {:.0} ({:.3}%) | {:.0} | {:.2} | {} |\n",
+            "| {:.0} | {:.0} | {:.0} | {} | {:.0} | {:.3} | {:.3} | {:.0} | {:.0} ({:.3}%) | {:.0} | {:.2} | {} |\n",
             k,
             f(v, "workers"),
             t,
             step,
+            f(v, "nodes_used"),
             f(v, "latency_ms.p99"),
             f(v, "cycle_latency_ms.p99"),
             f(v, "conflicts"),

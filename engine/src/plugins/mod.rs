@@ -429,6 +429,11 @@ macro_rules! plugins {
         }
 
         impl ScoreWeights {
+            /// The highest total score a node can get (every scorer at `MAX_NODE_SCORE`).
+            pub fn max_total(&self) -> i64 {
+                0 $(+ self.$s)* $(+ self.$n)*
+            }
+
             /// Every weight at its default.
             pub const DEFAULT: ScoreWeights = ScoreWeights {
                 $($s: <$S as Scorer>::WEIGHT.default,)*

@@ -475,8 +475,18 @@ fn preferred_affinity_and_prefer_no_schedule_taints_steer() {
     });
     let got = w.allocate(&p).unwrap();
     // b: affinity 100×2 + taints 100×3; a: 0 + 100×3; c: 100×2 + 0×3 — the taint weight (3)
-    // outweighs the affinity weight (2), as with upstream's defaults.
-    assert_eq!(got, ["b", "a", "c"]);
+    // outweighs the affinity weight (2), as with upstream's defaults. a and c score too far
+    // below b to be offered as fallbacks (`allocate::CANDIDATE_SCORE_GAP_PCT`).
+    assert_eq!(got, ["b"]);
+    let mut w = World::new();
+    w.node(labels(node("a", "4", "8Gi"), &[("disk", "hdd")]));
+    w.node(taint(
+        labels(node("c", "4", "8Gi"), &[("disk", "ssd")]),
+        "spot",
+        "true",
+        "PreferNoSchedule",
+    ));
+    assert_eq!(w.allocate(&p).unwrap(), ["a"], "without b: a over c");
 }
 
 #[test]
