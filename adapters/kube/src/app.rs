@@ -264,12 +264,19 @@ pub async fn run(
     });
 
     // Status writer (separate client, bounded and lossy).
-    let (sink, status_rx) = StatusSink::new(8192);
+    let drops = metrics.event_drops();
+    let (sink, status_lanes) = StatusSink::new(
+        crate::status::FAILED_CAPACITY,
+        crate::status::scheduled_capacity(settings.event_qps, settings.event_burst),
+        drops.clone(),
+    );
     let status_task = tokio::spawn(crate::status::run_writer(
         status_client,
         settings.scheduler_name.clone(),
         TokenBucket::new(settings.event_qps, settings.event_burst),
-        status_rx,
+        TokenBucket::new(settings.event_qps, settings.event_burst),
+        status_lanes,
+        drops,
     ));
 
     // Bind executor.

@@ -26,6 +26,7 @@
 //! | `magma_shard_nodes{state}` (desired, in_view, in_use, draining), `magma_shard_missing` | gauge | | engine source, at scrape (soft/hard mode) |
 //! | `magma_shard_status_writes_total{result}` (ok, conflict, error) | counter | | [`Metrics::observe_shard_write`] |
 //! | `magma_config_reload_total{result}` (ok, rejected) | counter | | [`Metrics::observe_config_reload`] |
+//! | `magma_events_dropped_total{reason}` (Scheduled, FailedScheduling) | counter | | [`Metrics::event_drops`], the status lanes |
 
 use magma_engine::queue::QueueDepths;
 use magma_engine::stats::StatsSnapshot;
@@ -195,6 +196,11 @@ impl Metrics {
         self.inner.m.shard_writes[result as usize].fetch_add(1, Relaxed);
     }
 
+    /// The counters the status lanes add their dropped writes to.
+    pub fn event_drops(&self) -> Arc<crate::status::EventDrops> {
+        self.inner.m.event_drops.clone()
+    }
+
     /// A `--scheduler-conf` update was applied (`ok`) or rejected, the old one kept.
     pub fn observe_config_reload(&self, ok: bool) {
         self.inner.m.config_reloads[usize::from(!ok)].fetch_add(1, Relaxed);
@@ -233,6 +239,8 @@ struct Shared {
     shard_writes: [AtomicU64; 3],
     /// `--scheduler-conf` updates: applied, rejected.
     config_reloads: [AtomicU64; 2],
+    /// Status writes shed because their lane was full (`status`).
+    event_drops: Arc<crate::status::EventDrops>,
     engine: RwLock<Option<Arc<EngineSource>>>,
 }
 
@@ -268,6 +276,7 @@ impl Shared {
             binds: Default::default(),
             shard_writes: Default::default(),
             config_reloads: Default::default(),
+            event_drops: Default::default(),
             bind_duration: Histogram::new(bind_buckets, SECONDS),
             throttle: Labeled::histograms(&["bind", "events"], throttle_buckets, SECONDS),
             leader: AtomicBool::new(false),
@@ -482,6 +491,22 @@ impl Collector for Shared {
                         &self.shard_writes[r as usize].load(Relaxed),
                         None,
                     )?;
+            }
+        }
+        {
+            let mut m = enc.encode_descriptor(
+                "magma_events_dropped",
+                "Status writes dropped because their queue was full, by event reason",
+                None,
+                MetricType::Counter,
+            )?;
+            let d = &self.event_drops;
+            for (r, c) in [
+                ("Scheduled", &d.scheduled),
+                ("FailedScheduling", &d.failed_scheduling),
+            ] {
+                m.encode_family(&[("reason", r)])?
+                    .encode_counter::<NoLabelSet, _, u64>(&c.load(Relaxed), None)?;
             }
         }
         {

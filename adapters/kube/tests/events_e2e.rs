@@ -1,0 +1,95 @@
+//! "Why is my pod pending?" answered at once, with the real binary against kube-sim: on a tiny
+//! events budget (`--event-qps=2`), a burst's `Scheduled` events queue up (and the surplus is
+//! shed, counted and logged), while an unschedulable pod's `PodScheduled=False` condition and
+//! `FailedScheduling` event are written in their own lane without waiting behind them.
+
+use std::time::Duration;
+
+mod procs;
+use procs::{SimProc, free_port, http_get_blocking, start_scheduler, wait_until};
+
+const WAIT: Duration = Duration::from_secs(60);
+const BURST: usize = 60;
+
+fn metric(port: u16, line_prefix: &str) -> u64 {
+    let (_, body) = http_get_blocking(port, "/metrics");
+    body.lines()
+        .find_map(|l| {
+            l.strip_prefix(line_prefix)
+                .and_then(|v| v.strip_prefix(' '))
+        })
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+fn pods_yaml(prefix: &str, n: usize, cpu: &str) -> String {
+    (0..n)
+        .map(|i| {
+            format!(
+                "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: {prefix}-{i}\n  namespace: default\nspec:\n  schedulerName: agent-scheduler\n  containers:\n  - name: c\n    image: sandbox\n    resources:\n      requests:\n        cpu: {cpu}\n        memory: 64Mi\n"
+            )
+        })
+        .collect()
+}
+
+fn events_with_reason(sim: &SimProc, reason: &str) -> usize {
+    let v = sim.kubectl_json(&["get", "events", "-n", "default"]);
+    v["items"]
+        .as_array()
+        .map_or(0, |a| a.iter().filter(|e| e["reason"] == reason).count())
+}
+
+#[test]
+fn conditions_never_wait_behind_scheduled_events() {
+    let dir = procs::tmpdir("events-e2e");
+    let sim = SimProc::start(&dir, 4, &[]);
+    let mx = free_port();
+    let s = start_scheduler(
+        &dir,
+        &sim,
+        "agent-scheduler",
+        &[
+            "--enable-metrics",
+            &format!("--listen-address=127.0.0.1:{mx}"),
+            "--event-qps=2",
+            "--event-burst=2",
+        ],
+    );
+    let (ok, out) = sim.kubectl(
+        &["create", "-f", "-"],
+        Some(&pods_yaml("fit", BURST, "100m")),
+    );
+    assert!(ok, "{out}");
+    wait_until("the burst is bound", WAIT, || {
+        metric(mx, "magma_binds_confirmed_total") as usize >= BURST
+    });
+    // Ten seconds of a 2/s budget hold 20 Scheduled events; the rest of the burst is shed.
+    assert!(metric(mx, "magma_events_dropped_total{reason=\"Scheduled\"}") > 0);
+    let log = std::fs::read_to_string(&s.log).unwrap();
+    assert!(log.contains("shedding Scheduled events"), "{log}");
+
+    let (ok, out) = sim.kubectl(&["create", "-f", "-"], Some(&pods_yaml("huge", 1, "100")));
+    assert!(ok, "{out}");
+    wait_until("huge-0 reports why it is pending", WAIT, || {
+        let p = sim.kubectl_json(&["get", "pod", "huge-0"]);
+        p["status"]["conditions"].as_array().is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c["type"] == "PodScheduled" && c["reason"] == "Unschedulable")
+        })
+    });
+    let scheduled_so_far = events_with_reason(&sim, "Scheduled");
+    assert!(
+        scheduled_so_far < 20,
+        "the condition was written while Scheduled events were still queued ({scheduled_so_far} written)"
+    );
+    wait_until("its FailedScheduling event", WAIT, || {
+        events_with_reason(&sim, "FailedScheduling") == 1
+    });
+    assert_eq!(
+        metric(
+            mx,
+            "magma_events_dropped_total{reason=\"FailedScheduling\"}"
+        ),
+        0
+    );
+}
