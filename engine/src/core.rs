@@ -201,7 +201,11 @@ pub struct Core {
     /// Recent wake-ups: (first snapshot sequence containing the change, reasons it helps).
     /// A worker that decided "unschedulable" on an older snapshot missed them (the pool was
     /// woken before its pod entered it), so its pod is retried instead of parked.
-    wakes: std::collections::VecDeque<(u64, Events)>,
+    /// (snapshot seq, wake number, events) of recent flushes' cluster events.
+    wakes: std::collections::VecDeque<(u64, u64, Events)>,
+    /// Wake-ups recorded so far (numbers the `wakes` entries; a task carries the number it was
+    /// handed off after).
+    wake_no: u64,
     /// Sharding (`shard` module); `None` in mode `none`.
     shard: Option<Sharding>,
     /// As the last `Input::Leadership` said (initially: as `Shared` says at construction).
@@ -233,6 +237,7 @@ impl Core {
             stats,
             pending_events: 0,
             wakes: std::collections::VecDeque::new(),
+            wake_no: 0,
             shard: None,
             lane_busy: None,
         }
@@ -628,17 +633,21 @@ impl Core {
                     .get(&uid)
                     .is_some_and(|e| !Arc::ptr_eq(e.pod(), &r.task.pod));
                 self.queue.mark_unschedulable(&uid, summary.wake, now);
-                // Decided on a snapshot older than a wake-up that could help: retry it.
-                let history_covers = self
-                    .wakes
-                    .front()
-                    .is_none_or(|&(s, _)| s <= r.snapshot_seq + 1)
-                    || self.wakes.len() < WAKE_HISTORY;
+                // Decided on a view older than a wake-up that could help: retry it. The view is
+                // the snapshot, and for a pod with claims also what was resolved at hand-off
+                // (storage objects and other pods' claims are not in the snapshot, and a change
+                // to them publishes none).
+                let handed = r.task.volumes.is_some().then_some(r.task.wakes_seen);
+                let after = |s: u64, n: u64| s > r.snapshot_seq || handed.is_some_and(|h| n > h);
+                let history_covers = self.wakes.len() < WAKE_HISTORY
+                    || self.wakes.front().is_none_or(|&(s, n, _)| {
+                        s <= r.snapshot_seq + 1 && handed.is_none_or(|h| n <= h + 1)
+                    });
                 let missed = if history_covers {
                     self.wakes
                         .iter()
-                        .filter(|&&(s, _)| s > r.snapshot_seq)
-                        .fold(0, |a, &(_, m)| a | m)
+                        .filter(|&&(s, n, _)| after(s, n))
+                        .fold(0, |a, &(_, _, m)| a | m)
                 } else {
                     event::ALL
                 };
@@ -666,7 +675,9 @@ impl Core {
         if self.pending_events != 0 {
             self.queue.on_cluster_event(self.pending_events, now);
             let seq = self.shared.latest_seq();
-            self.wakes.push_back((seq, self.pending_events));
+            self.wake_no += 1;
+            self.wakes
+                .push_back((seq, self.wake_no, self.pending_events));
             if self.wakes.len() > WAKE_HISTORY {
                 self.wakes.pop_front();
             }
@@ -748,6 +759,7 @@ impl Core {
                     arrived,
                     lane,
                     volumes,
+                    wakes_seen: self.wake_no,
                 })
                 .is_err()
             {

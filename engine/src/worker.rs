@@ -39,6 +39,9 @@ pub struct Task {
     pub lane: bool,
     /// Its claims, resolved when it was handed off (`volumes`).
     pub volumes: Option<Arc<PodVolumes>>,
+    /// The driver's wake-up count when it was handed off: later wake-ups may have changed what
+    /// `volumes` resolved.
+    pub wakes_seen: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

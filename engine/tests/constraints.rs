@@ -325,6 +325,53 @@ fn storage(c: &mut Sim, s: StorageInput) {
 }
 
 #[test]
+fn a_claim_that_appears_while_its_pod_is_in_flight_wakes_it() {
+    // The claim arrives after the pod was handed off (its volumes resolved without it) and
+    // before the worker decides. Storage is not in the snapshot, so no publication marks the
+    // change: the wake-up must still reach the decision, or the pod waits for the 5 min flush.
+    let mut c = Sim::workers(1);
+    zoned(&mut c, 2, 2, "8");
+    storage(
+        &mut c,
+        StorageInput::Class(StorageClassInput {
+            name: "fast".into(),
+            provisioner: "csi.example.com".into(),
+            binding_mode: "WaitForFirstConsumer".into(),
+            ..Default::default()
+        }),
+    );
+    c.add_pod(with_claim(mk_pod("p", "100m", "128Mi"), "data-p"));
+    c.h.flush();
+    assert_eq!(
+        c.h.handoff().len(),
+        1,
+        "in flight, its claim resolved as missing"
+    );
+    storage(
+        &mut c,
+        StorageInput::Pv(PvInput {
+            name: "pv-1".into(),
+            node_affinity: Some(in_zone("zone-1")),
+            labels: vec![(ZONE.into(), "zone-1".into())],
+            csi: Some(("csi.example.com".into(), "vol-1".into())),
+        }),
+    );
+    storage(
+        &mut c,
+        StorageInput::Pvc(pvc("data-p", "fast", Some("pv-1"))),
+    );
+    c.h.flush();
+    let start = c.h.now();
+    c.settle();
+    assert_eq!(
+        c.node_of("uid-p"),
+        Some("n1"),
+        "retried at once with its claim"
+    );
+    assert_eq!(c.h.now(), start);
+}
+
+#[test]
 fn a_pod_whose_claim_does_not_exist_waits_and_is_woken_when_it_appears() {
     let mut c = Sim::workers(1);
     zoned(&mut c, 2, 2, "8");

@@ -135,7 +135,9 @@ fn claims_publications_and_bumps_at_scale() {
             if changes.is_multiple_of(5) {
                 let n = (changes as usize / 5) % NODES;
                 let (used, alloc) = cache.node_usage(&names[n]).unwrap();
-                let get = |l: &[(u8, i64)]| l.iter().find(|x| x.0 == 0).map_or(0, |x| x.1);
+                let get = |l: &[(magma_engine::model::Slot, i64)]| {
+                    l.iter().find(|x| x.0 == 0).map_or(0, |x| x.1)
+                };
                 if get(&alloc) - get(&used) >= request {
                     let f = compile(&mut cache, &pod(&format!("foreign-{changes}"), 1000));
                     cache.apply_bound_pod(&f, &names[n], false);
