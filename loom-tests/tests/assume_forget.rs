@@ -51,6 +51,7 @@ fn scenario(check_wakeup: bool) {
             let mut w0 = d.worker(0);
             magma_loom_tests::spawn(move || {
                 w0.step();
+                w0
             })
         };
 
@@ -70,9 +71,17 @@ fn scenario(check_wakeup: bool) {
             "the capacity freed by forgetting a is not in the next snapshot"
         );
 
-        worker.join().unwrap();
-        d.results();
-        d.flush();
+        let w0 = worker.join().unwrap();
+        d.give_back(w0);
+        // Settle: an idle queue may hand b off again at once (it pops the first unschedulable
+        // backoff early), so step until nothing is in flight.
+        loop {
+            d.results();
+            d.flush();
+            if !d.step(0) {
+                break;
+            }
+        }
         let a = d.core().queue().get("uid-a").expect("a is still ours");
         assert!(matches!(a.state(), PodState::Backoff { .. }), "a backs off");
         assert!(
