@@ -377,15 +377,23 @@ impl SchedulingQueue {
             self.lane.pop();
         }
         if self.active.is_empty() && (self.lane.is_empty() || !lane_free) {
-            // Nothing ready: the first unschedulable backoff to end goes now (module doc).
-            while let Some(Reverse((until, generation, uid))) = self.backoff.pop() {
-                let live = self.entries.get(&uid).is_some_and(|e| {
-                    e.generation == generation && e.state == (PodState::Backoff { until })
-                });
-                if live {
-                    self.set_state(&uid, PodState::Active);
-                    return self.pop(now, lane_free);
+            // Nothing ready: the first unschedulable backoff to end goes now (module doc),
+            // unless it is a lane pod and the lane is busy (then it keeps its place).
+            while let Some(Reverse((until, generation, uid))) = self.backoff.peek().cloned() {
+                let Some(e) = self.entries.get(&uid) else {
+                    self.backoff.pop();
+                    continue;
+                };
+                if e.generation != generation || e.state != (PodState::Backoff { until }) {
+                    self.backoff.pop();
+                    continue;
                 }
+                if e.lane && !lane_free {
+                    break;
+                }
+                self.backoff.pop();
+                self.set_state(&uid, PodState::Active);
+                break;
             }
         }
         let from_lane = match (self.active.peek(), self.lane.peek().filter(|_| lane_free)) {
