@@ -54,6 +54,10 @@ pub struct E2eOptions {
     /// Each scheduler's `--kube-api-qps` / `--kube-api-burst` (the bind client's limiter).
     pub kube_api_qps: f64,
     pub kube_api_burst: u32,
+    /// Of `pods`, this many (spread evenly through the burst) ask for more CPU than any node
+    /// has: each one's created → `PodScheduled=False` time is measured, and the `Scheduled`
+    /// events' tail after the last bind (issue 14, point 6).
+    pub unschedulable: usize,
 }
 
 impl Default for E2eOptions {
@@ -74,6 +78,7 @@ impl Default for E2eOptions {
             sharding: magma_engine::ShardingMode::None,
             kube_api_qps: 2000.0,
             kube_api_burst: 2000,
+            unschedulable: 0,
         }
     }
 }
@@ -83,6 +88,10 @@ impl E2eOptions {
     pub fn validate(&self) -> anyhow::Result<()> {
         anyhow::ensure!(self.workers > 0, "--workers must be greater than 0");
         anyhow::ensure!(self.instances >= 1, "--instances must be at least 1");
+        anyhow::ensure!(
+            self.unschedulable <= self.pods / 2,
+            "--unschedulable must be at most half of --pods"
+        );
         anyhow::ensure!(
             self.instances == 1 || self.sharding != magma_engine::ShardingMode::None,
             "--instances {} needs --sharding soft or hard: unsharded schedulers would share nodes",
@@ -129,6 +138,14 @@ pub struct E2eReport {
     pub pods_outside_shard: u64,
     /// API writes per scheduled pod on the scheduler's hot path (bindings only), simulator only.
     pub binding_writes_per_pod: Option<f64>,
+    /// `--unschedulable`: pods that fit nowhere, and their created → condition written.
+    pub unschedulable: usize,
+    pub condition_ms: Option<Latency>,
+    /// `Scheduled` events written, and the last one's time after the last bind.
+    pub scheduled_events: u64,
+    pub events_tail_s: Option<f64>,
+    /// Status writes the scheduler shed (its `magma_events_dropped_total`).
+    pub events_dropped: u64,
 }
 
 impl E2eReport {
@@ -173,6 +190,18 @@ impl E2eReport {
         );
         if let Some(w) = self.binding_writes_per_pod {
             println!("  binding writes per scheduled pod: {w:.3}");
+        }
+        if let Some(c) = &self.condition_ms {
+            println!(
+                "  {} unschedulable: created→PodScheduled=False ms p50 {:.1}  p99 {:.1}  max {:.1}; Scheduled events {} written, {} shed, last {:.1} s after the last bind",
+                self.unschedulable,
+                c.p50,
+                c.p99,
+                c.max,
+                self.scheduled_events,
+                self.events_dropped,
+                self.events_tail_s.unwrap_or(f64::NAN)
+            );
         }
         let v = self.violations();
         if v.is_empty() {
@@ -321,8 +350,9 @@ pub async fn run(opts: &E2eOptions) -> anyhow::Result<E2eReport> {
     // The watch that sees bindings.
     let created: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
     let bound: Arc<Mutex<HashMap<String, (Instant, String)>>> = Arc::default();
+    let conditions: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
     let pods_api: Api<Pod> = Api::namespaced(client.clone(), &opts.namespace);
-    let (w_created, w_bound) = (created.clone(), bound.clone());
+    let (w_created, w_bound, w_cond) = (created.clone(), bound.clone(), conditions.clone());
     let wc = watcher::Config::default().labels(&format!("magma-e2e={run_id}"));
     let watch_api = pods_api.clone();
     let watch_task = tokio::spawn(async move {
@@ -332,6 +362,20 @@ pub async fn run(opts: &E2eOptions) -> anyhow::Result<E2eReport> {
                 Ok(Event::Apply(p)) | Ok(Event::InitApply(p)) => p,
                 _ => continue,
             };
+            let unschedulable = p
+                .status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|cs| {
+                    cs.iter().any(|c| {
+                        c.type_ == "PodScheduled"
+                            && c.status == "False"
+                            && c.reason.as_deref() == Some("Unschedulable")
+                    })
+                });
+            if unschedulable && let Some(name) = p.metadata.name.clone() {
+                w_cond.lock().await.entry(name).or_insert_with(Instant::now);
+            }
             let (Some(name), Some(node)) =
                 (p.metadata.name.clone(), p.spec.and_then(|s| s.node_name))
             else {
@@ -343,6 +387,30 @@ pub async fn run(opts: &E2eOptions) -> anyhow::Result<E2eReport> {
             let _ = &w_created;
         }
     });
+
+    // `Scheduled` events as they are written (only with --unschedulable).
+    let scheduled_events: Arc<Mutex<(u64, Option<Instant>)>> = Arc::default();
+    let events_task = (opts.unschedulable > 0).then(|| {
+        let api: Api<k8s_openapi::api::core::v1::Event> =
+            Api::namespaced(client.clone(), &opts.namespace);
+        let seen = scheduled_events.clone();
+        tokio::spawn(async move {
+            let mut s = watcher::watcher(api, watcher::Config::default()).boxed();
+            while let Some(ev) = s.next().await {
+                if let Ok(Event::Apply(e)) = ev
+                    && e.reason.as_deref() == Some("Scheduled")
+                {
+                    let mut g = seen.lock().await;
+                    g.0 += 1;
+                    g.1 = Some(Instant::now());
+                }
+            }
+        })
+    });
+    let every = (opts.unschedulable > 0).then(|| (opts.pods / opts.unschedulable).max(1));
+    let is_unschedulable =
+        |i: usize| every.is_some_and(|e| i % e == e / 2 && i / e < opts.unschedulable);
+    let to_bind = opts.pods - (0..opts.pods).filter(|&i| is_unschedulable(i)).count();
 
     // Create pods at the offered rate.
     let start = Instant::now();
@@ -356,12 +424,17 @@ pub async fn run(opts: &E2eOptions) -> anyhow::Result<E2eReport> {
         let permit = sem.clone().acquire_owned().await?;
         let name = format!("e2e-{run_id}-{i:07}");
         let scheduler = opts.scheduler(i % opts.instances);
+        let cpu = if is_unschedulable(i) {
+            "100000"
+        } else {
+            opts.cpu.as_str()
+        };
         let p = pod(
             &opts.namespace,
             &name,
             &scheduler,
             &run_id,
-            &opts.cpu,
+            cpu,
             &opts.memory,
         )?;
         let api = pods_api.clone();
@@ -383,21 +456,40 @@ pub async fn run(opts: &E2eOptions) -> anyhow::Result<E2eReport> {
     loop {
         let n = bound.lock().await.len();
         bar.set_position(n as u64);
-        if n >= opts.pods || Instant::now() > deadline {
+        let conds = conditions.lock().await.len();
+        if (n >= to_bind && conds >= opts.pods - to_bind) || Instant::now() > deadline {
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     bar.finish_and_clear();
+    let mut bound_per_instance = Vec::new();
+    // The Scheduled events' tail: until none has come for 3 s (or a minute).
+    if events_task.is_some() {
+        let end = Instant::now() + Duration::from_secs(60);
+        loop {
+            let last = scheduled_events.lock().await.1;
+            let quiet = last.is_some_and(|t| t.elapsed() >= Duration::from_secs(3));
+            if quiet || Instant::now() > end {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
     for (stop_tx, _, _) in &mut scheds {
         let _ = std::mem::replace(stop_tx, tokio::sync::oneshot::channel().0).send(());
     }
-    let mut bound_per_instance = Vec::new();
+    let mut events_dropped = 0;
     for (_, task, running) in scheds {
-        let _ = task.await;
+        if let Ok(Ok(summary)) = task.await {
+            events_dropped += summary.status_dropped;
+        }
         bound_per_instance.push(running.stats.snapshot().binds_confirmed as usize);
     }
     watch_task.abort();
+    if let Some(t) = &events_task {
+        t.abort();
+    }
 
     // Figures.
     let created = created.lock().await;
@@ -447,9 +539,27 @@ pub async fn run(opts: &E2eOptions) -> anyhow::Result<E2eReport> {
         bound: bound.len(),
         throughput_pods_per_s: bound.len() as f64 / elapsed.as_secs_f64(),
         latency_ms: Latency::from_histogram(&h),
-        lost_pods: (opts.pods - bound.len().min(opts.pods)) as u64,
+        lost_pods: (to_bind - bound.len().min(to_bind)) as u64,
+        unschedulable: opts.pods - to_bind,
+        events_dropped,
         ..E2eReport::default()
     };
+    if opts.unschedulable > 0 {
+        let conditions = conditions.lock().await;
+        let mut c = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3)?;
+        for (name, t) in conditions.iter() {
+            if let Some(at) = created.get(name) {
+                c.record(t.saturating_duration_since(*at).as_nanos().max(1) as u64)?;
+            }
+        }
+        report.condition_ms = Some(Latency::from_histogram(&c));
+        let (n, last_event) = *scheduled_events.lock().await;
+        report.scheduled_events = n;
+        report.events_tail_s = last_event.map(|t| t.saturating_duration_since(last).as_secs_f64());
+        if conditions.len() < opts.pods - to_bind {
+            report.lost_pods += (opts.pods - to_bind - conditions.len()) as u64;
+        }
+    }
     // Integrity from the API: requests per node against allocatable.
     let all = pods_api
         .list(&ListParams::default().labels(&format!("magma-e2e={run_id}")))

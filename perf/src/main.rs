@@ -116,6 +116,10 @@ struct E2eArgs {
     /// Each scheduler's bind burst (upstream's --kube-api-burst, default 2000).
     #[arg(long, default_value_t = 2000)]
     kube_api_burst: u32,
+    /// Of --pods, this many (spread through the burst) fit nowhere: report their created →
+    /// PodScheduled=False time and the Scheduled events' tail after the last bind.
+    #[arg(long, default_value_t = 0)]
+    unschedulable: usize,
 }
 
 #[derive(Debug, Args)]
@@ -426,6 +430,7 @@ fn e2e(a: E2eArgs) -> anyhow::Result<()> {
         sharding: a.sharding,
         kube_api_qps: a.kube_api_qps,
         kube_api_burst: a.kube_api_burst,
+        unschedulable: a.unschedulable,
         ..Default::default()
     };
     opts.validate()?;

@@ -5,8 +5,8 @@
 //! - **Failed** (`PodScheduled=False` + `FailedScheduling`): its own queue (8,192) and its own
 //!   token bucket (`--event-qps`/`--event-burst`). The engine already emits a status intent only
 //!   when a pod's message changes, so this lane is small; dropped only if 8,192 are waiting.
-//! - **Scheduled** events: their own queue and token bucket, the queue sized to ten seconds of
-//!   that budget, so the events tail ends within about ten seconds of the last bind. When it is
+//! - **Scheduled** events: their own queue and token bucket, the queue sized to eight seconds of
+//!   that budget, so the events tail ends within ten seconds of the last bind. When it is
 //!   full, new `Scheduled` events are shed (client-go's event broadcaster also drops when its
 //!   queue is full; here it is counted and logged): `magma_events_dropped_total{reason}` counts
 //!   them and one log line says when shedding starts and one when it ends.
@@ -56,9 +56,9 @@ pub struct EventDrops {
 /// Queue capacity of the Failed lane.
 pub const FAILED_CAPACITY: usize = 8192;
 
-/// Queue capacity of the Scheduled lane: ten seconds of its budget (at least its burst).
+/// Queue capacity of the Scheduled lane: eight seconds of its budget (at least its burst).
 pub fn scheduled_capacity(qps: f64, burst: u32) -> usize {
-    ((qps * 10.0).ceil() as usize).max(burst as usize).max(1)
+    ((qps * 8.0).ceil() as usize).max(burst as usize).max(1)
 }
 
 /// The sending side: never blocks, drops (and counts) when a lane is full.
@@ -113,7 +113,7 @@ impl StatusSink {
                     self.drops.scheduled.fetch_add(1, Ordering::Relaxed);
                     if !self.drops.shedding.swap(true, Ordering::Relaxed) {
                         tracing::warn!(
-                            "Scheduled events queue full (ten seconds of the --event-qps budget): \
+                            "Scheduled events queue full (eight seconds of the --event-qps budget): \
                              shedding Scheduled events until it drains"
                         );
                     }
