@@ -266,6 +266,18 @@ pub const UPSTREAM_ONLY_PLUGINS: &[&str] = &[
 /// `actions` list itself must name only `allocate`, as upstream's agent requires).
 const UPSTREAM_ONLY_ACTIONS: &[&str] = &["enqueue", "backfill", "preempt", "reclaim", "shuffle"];
 
+impl ConfError {
+    /// The argument key an argument error names ("" for the others).
+    fn argument_key(&self) -> String {
+        match self {
+            ConfError::ArgumentType { key, .. }
+            | ConfError::ArgumentValue { key, .. }
+            | ConfError::UnknownArgument { key, .. } => key.clone(),
+            _ => String::new(),
+        }
+    }
+}
+
 /// Where in the file an error is (resolved to a line by [`locate`]).
 #[derive(Debug, Clone)]
 enum Site {
@@ -444,12 +456,7 @@ impl Profile {
         // An argument error's site: the key it names.
         let arg_site = |tier: usize, plugin: usize| {
             move |e: ConfError| {
-                let key = match &e {
-                    ConfError::ArgumentType { key, .. }
-                    | ConfError::ArgumentValue { key, .. }
-                    | ConfError::UnknownArgument { key, .. } => key.clone(),
-                    _ => String::new(),
-                };
+                let key = e.argument_key();
                 (e, Site::PluginArg { tier, plugin, key })
             }
         };
@@ -539,12 +546,7 @@ impl Profile {
         let mut candidate_node_count = 3;
         for (ci, c) in conf.configurations.iter().enumerate() {
             let at = |e: ConfError| {
-                let key = match &e {
-                    ConfError::ArgumentType { key, .. }
-                    | ConfError::ArgumentValue { key, .. }
-                    | ConfError::UnknownArgument { key, .. } => key.clone(),
-                    _ => String::new(),
-                };
+                let key = e.argument_key();
                 (e, Site::ConfigurationArg { index: ci, key })
             };
             if c.name != "allocate" {

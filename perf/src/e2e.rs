@@ -212,7 +212,29 @@ impl E2eReport {
     }
 }
 
-async fn client_from(
+/// A scheduler in this process (`app::run`), started and synced; send on the sender to stop it.
+pub(crate) async fn start_in_process(
+    settings: Settings,
+) -> anyhow::Result<(
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<anyhow::Result<app::RunSummary>>,
+    app::Running,
+)> {
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let (started_tx, started_rx) = tokio::sync::oneshot::channel();
+    let task = tokio::spawn(app::run(
+        settings,
+        async move {
+            let _ = stop_rx.await;
+        },
+        Some(started_tx),
+    ));
+    let running = started_rx.await.context("scheduler failed to start")?;
+    running.sync.wait().await;
+    Ok((stop_tx, task, running))
+}
+
+pub(crate) async fn client_from(
     kubeconfig_yaml: &str,
     retry: bool,
 ) -> anyhow::Result<(kube::Config, kube::Client)> {
@@ -320,18 +342,7 @@ pub async fn run(opts: &E2eOptions) -> anyhow::Result<E2eReport> {
             },
             ..base
         };
-        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let (started_tx, started_rx) = tokio::sync::oneshot::channel();
-        let task = tokio::spawn(app::run(
-            settings,
-            async move {
-                let _ = stop_rx.await;
-            },
-            Some(started_tx),
-        ));
-        let running = started_rx.await.context("scheduler failed to start")?;
-        running.sync.wait().await;
-        scheds.push((stop_tx, task, running));
+        scheds.push(start_in_process(settings).await?);
     }
     // Sharded: wait until every scheduler uses its whole shard (write before use).
     if let Some(shards) = &shards {

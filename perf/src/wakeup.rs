@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::runtime::watcher::{self, Event};
 use kube_sim::{Sim, SimConfig};
-use magma_kube::app::{self, Settings};
+use magma_kube::app::Settings;
 use serde::Serialize;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -95,12 +95,7 @@ pub async fn run(opts: &WakeupOptions) -> anyhow::Result<WakeupReport> {
         ..SimConfig::default()
     })
     .await?;
-    let (cfg, client) = {
-        let kc = kube::config::Kubeconfig::from_yaml(&sim.kubeconfig_yaml())?;
-        let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await?;
-        let client = kube::Client::try_from(cfg.clone())?;
-        (cfg, client)
-    };
+    let (cfg, client) = crate::e2e::client_from(&sim.kubeconfig_yaml(), true).await?;
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     let object = |name: &str, node: Option<&str>| -> anyhow::Result<Pod> {
         let mut v = kube_sim::pod_object("default", name, "agent-scheduler", "1", "1Gi");
@@ -132,17 +127,7 @@ pub async fn run(opts: &WakeupOptions) -> anyhow::Result<WakeupReport> {
         workers: opts.workers,
         ..Settings::new(cfg.clone())
     };
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let (started_tx, started_rx) = tokio::sync::oneshot::channel();
-    let task = tokio::spawn(app::run(
-        settings,
-        async move {
-            let _ = stop_rx.await;
-        },
-        Some(started_tx),
-    ));
-    let running = started_rx.await.context("scheduler failed to start")?;
-    running.sync.wait().await;
+    let (stop_tx, task, running) = crate::e2e::start_in_process(settings).await?;
 
     // Bindings of waiting pods, as a watch sees them.
     let bound: Arc<std::sync::Mutex<(HashSet<String>, Vec<Instant>)>> = Arc::default();

@@ -6,21 +6,10 @@
 use std::time::Duration;
 
 mod procs;
-use procs::{SimProc, free_port, http_get_blocking, start_scheduler, wait_until};
+use procs::{SimProc, free_port, metric, start_scheduler, wait_until};
 
 const WAIT: Duration = Duration::from_secs(60);
 const BURST: usize = 60;
-
-fn metric(port: u16, line_prefix: &str) -> u64 {
-    let (_, body) = http_get_blocking(port, "/metrics");
-    body.lines()
-        .find_map(|l| {
-            l.strip_prefix(line_prefix)
-                .and_then(|v| v.strip_prefix(' '))
-        })
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0)
-}
 
 fn pods_yaml(prefix: &str, n: usize, cpu: &str) -> String {
     (0..n)

@@ -10,7 +10,7 @@ use std::process::Command;
 use std::time::Duration;
 
 mod procs;
-use procs::{SimProc, free_port, http_get_blocking, start_scheduler, wait_until};
+use procs::{SimProc, free_port, metric, start_scheduler, wait_until};
 
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -40,12 +40,10 @@ fn nodes_of(sim: &SimProc, prefix: &str, n: usize) -> Option<Vec<String>> {
 }
 
 fn reloads(port: u16, result: &str) -> u64 {
-    let (_, body) = http_get_blocking(port, "/metrics");
-    let want = format!("magma_config_reload_total{{result=\"{result}\"}} ");
-    body.lines()
-        .find_map(|l| l.strip_prefix(&want))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0)
+    metric(
+        port,
+        &format!("magma_config_reload_total{{result=\"{result}\"}}"),
+    )
 }
 
 /// Replace the file's contents in one rename, as an editor or a ConfigMap update does.

@@ -6,17 +6,9 @@
 use std::time::Duration;
 
 mod procs;
-use procs::{SimProc, free_port, http_get_blocking, start_scheduler, wait_until};
+use procs::{SimProc, free_port, metric, start_scheduler, wait_until};
 
 const WAIT: Duration = Duration::from_secs(60);
-
-fn metric(port: u16, name: &str) -> u64 {
-    let (_, body) = http_get_blocking(port, "/metrics");
-    body.lines()
-        .find_map(|l| l.strip_prefix(name).and_then(|v| v.strip_prefix(' ')))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0)
-}
 
 fn pod(name: &str, node: Option<&str>) -> String {
     let node = node.map_or(String::new(), |n| format!("  nodeName: {n}\n"));

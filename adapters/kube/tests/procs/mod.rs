@@ -343,6 +343,16 @@ pub async fn http_get(port: u16, path: &str) -> (u16, String) {
 }
 
 /// [`http_get`] for tests without a runtime.
+/// The value of one series on `/metrics` (e.g. `magma_config_reload_total{result="ok"}`), 0
+/// when it is not served.
+pub fn metric(port: u16, series: &str) -> u64 {
+    let (_, body) = http_get_blocking(port, "/metrics");
+    body.lines()
+        .find_map(|l| l.strip_prefix(series).and_then(|v| v.strip_prefix(' ')))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
 pub fn http_get_blocking(port: u16, path: &str) -> (u16, String) {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
