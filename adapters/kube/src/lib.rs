@@ -3,7 +3,7 @@
 //! elects a leader, serves health and metrics, and reloads configuration.
 //!
 //! Modules: [`flags`] (upstream-compatible command line), [`convert`] (API objects → engine
-//! inputs), [`watch`] (pod and node watches → engine inputs, relists → resets), [`bind`] (the
+//! inputs), [`feed`] (the relist feeder every watch goes through: watcher events → changes, a relist one reset), [`watch`] (the pod, node and storage watches → engine inputs), [`bind`] (the
 //! bind executor: rate-limited `pods/binding` with outcome classification), [`prebind`]
 //! (volume PreBind: annotate claims to provision, wait until bound, check the PVs), [`status`] (events
 //! and `PodScheduled` conditions on a separate, bounded, lossy sink), [`leader`] (Lease-based
@@ -16,6 +16,7 @@
 pub mod app;
 pub mod bind;
 pub mod convert;
+pub mod feed;
 pub mod flags;
 pub mod http;
 pub mod leader;

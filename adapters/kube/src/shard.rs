@@ -21,8 +21,8 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{ListParams, PostParams};
-use kube::runtime::WatchStreamExt;
-use kube::runtime::watcher::{self, Event};
+use crate::feed::Change;
+use kube::runtime::watcher;
 use kube::{Api, Client};
 use magma_engine::core::Input;
 use magma_engine::{EngineHandle, ShardInput, ShardStatusIntent};
@@ -53,20 +53,13 @@ pub async fn watch(
     synced: impl Fn() + Send + 'static,
 ) {
     let api: Api<NodeShard> = Api::all(client);
-    let mut stream = watcher::watcher(api, watcher::Config::default())
-        .default_backoff()
-        .boxed();
-    let mut relist: Option<Vec<ShardInput>> = None;
-    while let Some(ev) = stream.next().await {
-        match ev {
-            Ok(Event::Init) => relist = Some(Vec::new()),
-            Ok(Event::InitApply(ns)) => {
-                if let (Some(list), Some(s)) = (relist.as_mut(), shard_input(&ns)) {
-                    list.push(s);
-                }
-            }
-            Ok(Event::InitDone) => {
-                let list = relist.take().unwrap_or_default();
+    let changes = crate::feed::watch(api, watcher::Config::default(), "NodeShard", |ns| {
+        shard_input(&ns)
+    });
+    let mut changes = std::pin::pin!(changes);
+    while let Some(change) = changes.next().await {
+        match change {
+            Change::Reset(list) => {
                 if !list.iter().any(|s| s.name == own) {
                     tracing::warn!(
                         nodeshard = %own,
@@ -77,12 +70,10 @@ pub async fn watch(
                 engine.send(Input::ShardReset(list));
                 synced();
             }
-            Ok(Event::Apply(ns)) => {
-                if let Some(s) = shard_input(&ns) {
-                    engine.send(Input::ShardApply(s));
-                }
+            Change::Apply(s) => {
+                engine.send(Input::ShardApply(s));
             }
-            Ok(Event::Delete(ns)) => {
+            Change::Delete(ns) => {
                 if let Some(name) = ns.metadata.name {
                     if name == own {
                         tracing::warn!(nodeshard = %own, "this scheduler's NodeShard was deleted");
@@ -90,7 +81,6 @@ pub async fn watch(
                     engine.send(Input::ShardDelete(name));
                 }
             }
-            Err(e) => tracing::warn!(error = %e, "NodeShard watch error; retrying"),
         }
     }
 }

@@ -1,36 +1,40 @@
-//! Watches: pending pods for this scheduler, assigned pods from every scheduler (for
-//! accounting), nodes (with `--node-selector`), and what the cross-node plugins read:
-//! namespaces (pod affinity `namespaceSelector`), PersistentVolumeClaims (all namespaces),
-//! PersistentVolumes, StorageClasses and CSINodes (`storage.k8s.io/v1`), turned into engine
-//! inputs as they arrive. The claim watch also feeds the binds waiting for their claims to be
-//! provisioned (`prebind::Claims`). Scheduling starts once every one of them has delivered its
-//! first list ([`SyncState`]).
+//! Watches: one pod informer (every pod not yet finished, as kube-scheduler's), nodes (with
+//! `--node-selector`), and what the cross-node plugins read: namespaces (pod affinity
+//! `namespaceSelector`), PersistentVolumeClaims (all namespaces), PersistentVolumes,
+//! StorageClasses and CSINodes (`storage.k8s.io/v1`), turned into engine inputs as they arrive.
+//! The claim watch also feeds the binds waiting for their claims to be provisioned
+//! (`prebind::Claims`). Scheduling starts once every one of them has delivered its first list
+//! ([`SyncState`]).
 //!
-//! Each watch uses kube-runtime's `watcher` (list, then watch; relists on `410 Gone` and on
-//! reconnect, with backoff). A relist (`Init` … `InitDone`) becomes one engine reset carrying
-//! the complete set, so nothing is lost or duplicated across a relist. No object store is kept:
-//! every event is converted (`convert`) and dropped.
+//! Every watch goes through the relist feeder ([`crate::feed`]): kube-runtime's `watcher`
+//! (list, then watch; relists on `410 Gone` and on reconnect, with backoff), each relist one
+//! engine reset carrying the complete set, so nothing is lost or duplicated across a relist. No
+//! object store is kept: every event is converted once (`convert`) and dropped.
 //!
-//! A pod that stops matching the pending watch (because it was bound) is reported as deleted by
-//! the API server; that is why pending deletes only remove the pod from the queue, and only the
-//! assigned-pods watch removes a pod's resources from its node.
+//! **One pod watch.** Pods are watched once, with kube-scheduler's field selector
+//! `status.phase!=Succeeded,status.phase!=Failed`, and split in the handler: a pod with
+//! `spec.nodeName` is assigned (any scheduler: accounting), a pod without one is pending and
+//! ours if its `schedulerName` is, and anything else is skipped before it is converted. The
+//! API server's watch cache serves that selector with a full-size watcher buffer; a watch on
+//! the indexed `spec.nodeName` field gets a 10-event buffer and is force-closed under bursts
+//! (issue 15). One watch also decodes each pod change once, not once per watch it matches.
+//! A finished pod leaves the selector, so it arrives as a delete and frees its node.
 
 use crate::convert::{
     claim_key, csi_node_input, is_pending_for, namespace_input, node_input, node_selected,
     pod_input, pv_input, pvc_input, storage_class_input,
 };
+use crate::feed::{self, Change};
 use crate::prebind::Claims;
-use futures::StreamExt;
+use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
-use kube::runtime::WatchStreamExt;
-use kube::runtime::watcher::{self, Event};
+use kube::runtime::watcher;
 use kube::{Api, Client};
 use magma_engine::EngineHandle;
 use magma_engine::core::Input;
-use magma_engine::model::{NodeInput, PodInput};
+use magma_engine::model::PodInput;
 use magma_engine::volumes::StorageInput;
-use std::fmt::Debug;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::sync::Notify;
@@ -39,8 +43,7 @@ use tokio::task::JoinHandle;
 /// Which initial lists have completed.
 #[derive(Debug)]
 pub struct SyncState {
-    pending: AtomicBool,
-    bound: AtomicBool,
+    pods: AtomicBool,
     nodes: AtomicBool,
     shards: AtomicBool,
     namespaces: AtomicBool,
@@ -55,8 +58,7 @@ impl SyncState {
     /// `shards`: whether the NodeShard watch is part of the sync (soft and hard mode).
     pub fn new(shards: bool) -> SyncState {
         SyncState {
-            pending: AtomicBool::new(false),
-            bound: AtomicBool::new(false),
+            pods: AtomicBool::new(false),
             nodes: AtomicBool::new(false),
             shards: AtomicBool::new(!shards),
             namespaces: AtomicBool::new(false),
@@ -68,10 +70,9 @@ impl SyncState {
         }
     }
 
-    fn flags(&self) -> [&AtomicBool; 9] {
+    fn flags(&self) -> [&AtomicBool; 8] {
         [
-            &self.pending,
-            &self.bound,
+            &self.pods,
             &self.nodes,
             &self.shards,
             &self.namespaces,
@@ -88,9 +89,8 @@ impl SyncState {
 
     /// The watches that have not delivered their first list yet (for the log).
     pub fn unsynced(&self) -> Vec<&'static str> {
-        const NAMES: [&str; 9] = [
-            "pending pods",
-            "assigned pods",
+        const NAMES: [&str; 8] = [
+            "pods",
             "nodes",
             "nodeshards",
             "namespaces",
@@ -144,162 +144,201 @@ pub fn spawn(
     sync: Arc<SyncState>,
     claims: Arc<Claims>,
 ) -> Vec<JoinHandle<()>> {
-    let pods: Api<Pod> = Api::all(client.clone());
-    let nodes: Api<Node> = Api::all(client.clone());
     let mark = |flag: fn(&SyncState) -> &AtomicBool| {
         let sync = sync.clone();
         move || sync.mark(flag(&sync))
     };
+    let all = watcher::Config::default;
     vec![
-        tokio::spawn(watch_pending(
-            pods.clone(),
+        tokio::spawn(feed_pods(
+            feed::watch(
+                Api::<Pod>::all(client.clone()),
+                pod_watch_config(),
+                "pods",
+                pod_classifier(cfg.scheduler_name.clone()),
+            ),
             engine.clone(),
-            cfg.clone(),
-            sync.clone(),
+            mark(|s| &s.pods),
         )),
-        tokio::spawn(watch_bound(pods, engine.clone(), sync.clone())),
-        tokio::spawn(watch_nodes(nodes, engine.clone(), cfg, sync.clone())),
-        tokio::spawn(watch_kind(
-            Api::<Namespace>::all(client.clone()),
-            Feed {
-                what: "namespaces",
-                convert: namespace_input,
-                apply: Input::NamespaceApply,
-                delete: |n: &Namespace| n.metadata.name.clone().map(Input::NamespaceDelete),
-                reset: Input::NamespaceReset,
-            },
+        tokio::spawn(feed_nodes(
+            Api::<Node>::all(client.clone()),
+            cfg.node_selector,
             engine.clone(),
+            mark(|s| &s.nodes),
+        )),
+        tokio::spawn(feed_kind(
+            feed::watch(
+                Api::<Namespace>::all(client.clone()),
+                all(),
+                "namespaces",
+                |n: Namespace| namespace_input(&n),
+            ),
+            engine.clone(),
+            Input::NamespaceApply,
+            |n: Namespace| n.metadata.name.map(Input::NamespaceDelete),
+            Input::NamespaceReset,
             mark(|s| &s.namespaces),
-            |_: &Event<Namespace>| {},
         )),
-        tokio::spawn(watch_kind(
+        tokio::spawn(feed_claims(
             Api::<PersistentVolumeClaim>::all(client.clone()),
-            Feed {
-                what: "persistentvolumeclaims",
-                convert: pvc_input,
-                apply: |c| Input::Storage(StorageInput::Pvc(c)),
-                delete: |c: &PersistentVolumeClaim| {
-                    claim_key(c).map(|(namespace, name)| {
-                        Input::Storage(StorageInput::PvcDelete { namespace, name })
-                    })
-                },
-                reset: |all| Input::Storage(StorageInput::PvcReset(all)),
-            },
             engine.clone(),
+            claims,
             mark(|s| &s.claims),
-            claim_observer(claims),
         )),
-        tokio::spawn(watch_kind(
-            Api::<PersistentVolume>::all(client.clone()),
-            Feed {
-                what: "persistentvolumes",
-                convert: pv_input,
-                apply: |v| Input::Storage(StorageInput::Pv(v)),
-                delete: |v: &PersistentVolume| {
-                    v.metadata
-                        .name
-                        .clone()
-                        .map(|n| Input::Storage(StorageInput::PvDelete(n)))
-                },
-                reset: |all| Input::Storage(StorageInput::PvReset(all)),
-            },
+        tokio::spawn(feed_kind(
+            feed::watch(
+                Api::<PersistentVolume>::all(client.clone()),
+                all(),
+                "persistentvolumes",
+                |v: PersistentVolume| pv_input(&v),
+            ),
             engine.clone(),
+            |v| Input::Storage(StorageInput::Pv(v)),
+            |v: PersistentVolume| {
+                v.metadata
+                    .name
+                    .map(|n| Input::Storage(StorageInput::PvDelete(n)))
+            },
+            |all| Input::Storage(StorageInput::PvReset(all)),
             mark(|s| &s.volumes),
-            |_: &Event<PersistentVolume>| {},
         )),
-        tokio::spawn(watch_kind(
-            Api::<StorageClass>::all(client.clone()),
-            Feed {
-                what: "storageclasses",
-                convert: storage_class_input,
-                apply: |c| Input::Storage(StorageInput::Class(c)),
-                delete: |c: &StorageClass| {
-                    c.metadata
-                        .name
-                        .clone()
-                        .map(|n| Input::Storage(StorageInput::ClassDelete(n)))
-                },
-                reset: |all| Input::Storage(StorageInput::ClassReset(all)),
-            },
+        tokio::spawn(feed_kind(
+            feed::watch(
+                Api::<StorageClass>::all(client.clone()),
+                all(),
+                "storageclasses",
+                |c: StorageClass| storage_class_input(&c),
+            ),
             engine.clone(),
-            mark(|s| &s.classes),
-            |_: &Event<StorageClass>| {},
-        )),
-        tokio::spawn(watch_kind(
-            Api::<CSINode>::all(client),
-            Feed {
-                what: "csinodes",
-                convert: csi_node_input,
-                apply: |n| Input::Storage(StorageInput::CsiNode(n)),
-                delete: |n: &CSINode| {
-                    n.metadata
-                        .name
-                        .clone()
-                        .map(|n| Input::Storage(StorageInput::CsiNodeDelete(n)))
-                },
-                reset: |all| Input::Storage(StorageInput::CsiNodeReset(all)),
+            |c| Input::Storage(StorageInput::Class(c)),
+            |c: StorageClass| {
+                c.metadata
+                    .name
+                    .map(|n| Input::Storage(StorageInput::ClassDelete(n)))
             },
-            engine,
+            |all| Input::Storage(StorageInput::ClassReset(all)),
+            mark(|s| &s.classes),
+        )),
+        tokio::spawn(feed_kind(
+            feed::watch(
+                Api::<CSINode>::all(client),
+                all(),
+                "csinodes",
+                |n: CSINode| csi_node_input(&n),
+            ),
+            engine.clone(),
+            |n| Input::Storage(StorageInput::CsiNode(n)),
+            |n: CSINode| {
+                n.metadata
+                    .name
+                    .map(|n| Input::Storage(StorageInput::CsiNodeDelete(n)))
+            },
+            |all| Input::Storage(StorageInput::CsiNodeReset(all)),
             mark(|s| &s.csi_nodes),
-            |_: &Event<CSINode>| {},
         )),
     ]
 }
 
-/// How one kind's objects become engine inputs.
-struct Feed<K, T> {
-    what: &'static str,
-    /// `None`: the object cannot be identified; it is skipped.
-    convert: fn(&K) -> Option<T>,
-    apply: fn(T) -> Input,
-    delete: fn(&K) -> Option<Input>,
-    /// A relist: the complete set.
-    reset: fn(Vec<T>) -> Input,
+/// kube-scheduler's pod informer: every pod that has not finished.
+pub fn pod_watch_config() -> watcher::Config {
+    watcher::Config::default().fields(POD_FIELD_SELECTOR)
 }
 
-/// Watch every object of a kind: adds and changes as `apply`, deletions as `delete`, a relist
-/// (`Init` … `InitDone`) as one `reset` with the complete set; `synced` after the first list.
-/// `observe` sees every event first.
-async fn watch_kind<K, T>(
-    api: Api<K>,
-    feed: Feed<K, T>,
+/// The pod watch's field selector (kube-scheduler's `status.phase!=Succeeded,…Failed`).
+pub const POD_FIELD_SELECTOR: &str = "status.phase!=Succeeded,status.phase!=Failed";
+
+/// A pod as the engine sees it: assigned to a node (by any scheduler), or pending for us.
+#[derive(Debug)]
+pub enum PodSeen {
+    Assigned(PodInput),
+    Pending(PodInput),
+}
+
+/// Splits the pod watch: assigned pods of every scheduler, pending pods of ours; other
+/// schedulers' pending pods are skipped before they are converted.
+pub fn pod_classifier(scheduler_name: String) -> impl FnMut(Pod) -> Option<PodSeen> + Send {
+    move |p: Pod| {
+        let assigned = p
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_deref())
+            .is_some_and(|n| !n.is_empty());
+        if assigned {
+            pod_input(&p).map(PodSeen::Assigned)
+        } else if is_pending_for(&p, &scheduler_name) {
+            pod_input(&p).map(PodSeen::Pending)
+        } else {
+            None
+        }
+    }
+}
+
+/// Feed the pod watch's changes to the engine: a reset is one assigned-pods reset and one
+/// pending-pods reset; a delete of an assigned pod frees its node, a pending one leaves the
+/// queue (a bind in flight waits for its outcome).
+pub async fn feed_pods(
+    changes: impl Stream<Item = Change<PodSeen, Pod>>,
     engine: EngineHandle,
     synced: impl Fn(),
-    mut observe: impl FnMut(&Event<K>),
-) where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + Debug + Send + 'static,
-{
-    let mut stream = watcher::watcher(api, watcher::Config::default())
-        .default_backoff()
-        .boxed();
-    let mut relist: Option<Vec<T>> = None;
-    while let Some(ev) = stream.next().await {
-        let ev = match ev {
-            Ok(ev) => ev,
-            Err(e) => {
-                tracing::warn!(error = %e, "{} watch error; retrying", feed.what);
-                continue;
-            }
-        };
-        observe(&ev);
-        match ev {
-            Event::Init => relist = Some(Vec::new()),
-            Event::InitApply(o) => {
-                if let (Some(list), Some(i)) = (relist.as_mut(), (feed.convert)(&o)) {
-                    list.push(i);
+) {
+    let mut changes = std::pin::pin!(changes);
+    while let Some(change) = changes.next().await {
+        match change {
+            Change::Reset(all) => {
+                let (mut assigned, mut pending) = (Vec::new(), Vec::new());
+                for p in all {
+                    match p {
+                        PodSeen::Assigned(i) => assigned.push(i),
+                        PodSeen::Pending(i) => pending.push(i),
+                    }
                 }
-            }
-            Event::InitDone => {
-                engine.send((feed.reset)(relist.take().unwrap_or_default()));
+                engine.send(Input::BoundPodReset(assigned));
+                engine.send(Input::PendingPodReset(pending));
                 synced();
             }
-            Event::Apply(o) => {
-                if let Some(i) = (feed.convert)(&o) {
-                    engine.send((feed.apply)(i));
+            Change::Apply(PodSeen::Assigned(i) | PodSeen::Pending(i)) => {
+                engine.send(Input::PodApply(i));
+            }
+            Change::Delete(p) => {
+                let assigned = p
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.node_name.as_deref())
+                    .is_some_and(|n| !n.is_empty());
+                if let Some(uid) = p.metadata.uid {
+                    engine.send(if assigned {
+                        Input::PodDelete { uid }
+                    } else {
+                        Input::PendingPodDelete { uid }
+                    });
                 }
             }
-            Event::Delete(o) => {
-                if let Some(i) = (feed.delete)(&o) {
+        }
+    }
+}
+
+/// Feed one kind's changes: `apply`, `delete` (from the last state), `reset` (the complete
+/// set); `synced` after each list.
+async fn feed_kind<K, T>(
+    changes: impl Stream<Item = Change<T, K>>,
+    engine: EngineHandle,
+    apply: fn(T) -> Input,
+    delete: fn(K) -> Option<Input>,
+    reset: fn(Vec<T>) -> Input,
+    synced: impl Fn(),
+) {
+    let mut changes = std::pin::pin!(changes);
+    while let Some(change) = changes.next().await {
+        match change {
+            Change::Reset(all) => {
+                engine.send(reset(all));
+                synced();
+            }
+            Change::Apply(i) => {
+                engine.send(apply(i));
+            }
+            Change::Delete(k) => {
+                if let Some(i) = delete(k) {
                     engine.send(i);
                 }
             }
@@ -307,135 +346,73 @@ async fn watch_kind<K, T>(
     }
 }
 
-/// Hands claim events to the binds waiting for them; a relist's end tells them which claims
-/// are gone.
-fn claim_observer(claims: Arc<Claims>) -> impl FnMut(&Event<PersistentVolumeClaim>) {
-    let mut seen: Option<Vec<(String, String)>> = None;
-    move |ev| match ev {
-        Event::Init => seen = Some(Vec::new()),
-        Event::InitApply(c) => {
-            if let (Some(seen), Some(k)) = (seen.as_mut(), claim_key(c)) {
-                seen.push(k);
-            }
-            claims.observe(c);
-        }
-        Event::InitDone => {
-            let seen = seen.take().unwrap_or_default();
-            claims.relisted(seen.iter().map(|(ns, n)| (ns.as_str(), n.as_str())));
-        }
-        Event::Apply(c) => claims.observe(c),
-        Event::Delete(c) => claims.deleted(c),
-    }
-}
-
-async fn watch_pending(
-    api: Api<Pod>,
+/// Nodes: a node that stops matching `--node-selector` is deleted from the engine's view.
+async fn feed_nodes(
+    api: Api<Node>,
+    selector: Vec<(String, String)>,
     engine: EngineHandle,
-    cfg: WatchConfig,
-    sync: Arc<SyncState>,
+    synced: impl Fn(),
 ) {
-    let name = cfg.scheduler_name;
-    let wc =
-        watcher::Config::default().fields(&format!("spec.schedulerName={name},spec.nodeName="));
-    let mut stream = watcher::watcher(api, wc).default_backoff().boxed();
-    let mut relist: Option<Vec<PodInput>> = None;
-    while let Some(ev) = stream.next().await {
-        match ev {
-            Ok(Event::Init) => relist = Some(Vec::new()),
-            Ok(Event::InitApply(p)) => {
-                if let (Some(list), true) = (relist.as_mut(), is_pending_for(&p, &name)) {
-                    list.extend(pod_input(&p));
-                }
+    let convert = move |n: Node| Some((node_selected(&n, &selector), node_input(&n)?));
+    let changes = feed::watch(api, watcher::Config::default(), "nodes", convert);
+    let mut changes = std::pin::pin!(changes);
+    while let Some(change) = changes.next().await {
+        match change {
+            Change::Reset(all) => {
+                let selected = all.into_iter().filter(|(s, _)| *s).map(|(_, n)| n);
+                engine.send(Input::NodeReset(selected.collect()));
+                synced();
             }
-            Ok(Event::InitDone) => {
-                engine.send(Input::PendingPodReset(relist.take().unwrap_or_default()));
-                sync.mark(&sync.pending);
+            Change::Apply((true, n)) => {
+                engine.send(Input::NodeApply(n));
             }
-            Ok(Event::Apply(p)) => {
-                if let Some(i) = pod_input(&p) {
-                    // A bound pod seen on this watch is accounted like any assigned pod.
-                    if is_pending_for(&p, &name) || i.node_name.is_some() {
-                        engine.send(Input::PodApply(i));
-                    }
-                }
+            // It no longer matches --node-selector: stop scheduling onto it.
+            Change::Apply((false, n)) => {
+                engine.send(Input::NodeDelete(n.name));
             }
-            Ok(Event::Delete(p)) => {
-                if let Some(uid) = p.metadata.uid {
-                    engine.send(Input::PendingPodDelete { uid });
-                }
-            }
-            Err(e) => tracing::warn!(error = %e, "pending-pods watch error; retrying"),
-        }
-    }
-}
-
-async fn watch_bound(api: Api<Pod>, engine: EngineHandle, sync: Arc<SyncState>) {
-    let wc = watcher::Config::default().fields("spec.nodeName!=");
-    let mut stream = watcher::watcher(api, wc).default_backoff().boxed();
-    let mut relist: Option<Vec<PodInput>> = None;
-    while let Some(ev) = stream.next().await {
-        match ev {
-            Ok(Event::Init) => relist = Some(Vec::new()),
-            Ok(Event::InitApply(p)) => {
-                if let (Some(list), Some(i)) = (relist.as_mut(), pod_input(&p))
-                    && i.node_name.is_some()
-                {
-                    list.push(i);
-                }
-            }
-            Ok(Event::InitDone) => {
-                engine.send(Input::BoundPodReset(relist.take().unwrap_or_default()));
-                sync.mark(&sync.bound);
-            }
-            Ok(Event::Apply(p)) => {
-                if let Some(i) = pod_input(&p).filter(|i| i.node_name.is_some()) {
-                    engine.send(Input::PodApply(i));
-                }
-            }
-            Ok(Event::Delete(p)) => {
-                if let Some(uid) = p.metadata.uid {
-                    engine.send(Input::PodDelete { uid });
-                }
-            }
-            Err(e) => tracing::warn!(error = %e, "assigned-pods watch error; retrying"),
-        }
-    }
-}
-
-async fn watch_nodes(api: Api<Node>, engine: EngineHandle, cfg: WatchConfig, sync: Arc<SyncState>) {
-    let mut stream = watcher::watcher(api, watcher::Config::default())
-        .default_backoff()
-        .boxed();
-    let mut relist: Option<Vec<NodeInput>> = None;
-    while let Some(ev) = stream.next().await {
-        match ev {
-            Ok(Event::Init) => relist = Some(Vec::new()),
-            Ok(Event::InitApply(n)) => {
-                if let (Some(list), true) = (relist.as_mut(), node_selected(&n, &cfg.node_selector))
-                {
-                    list.extend(node_input(&n));
-                }
-            }
-            Ok(Event::InitDone) => {
-                engine.send(Input::NodeReset(relist.take().unwrap_or_default()));
-                sync.mark(&sync.nodes);
-            }
-            Ok(Event::Apply(n)) => match node_input(&n) {
-                Some(i) if node_selected(&n, &cfg.node_selector) => {
-                    engine.send(Input::NodeApply(i));
-                }
-                // It no longer matches --node-selector: stop scheduling onto it.
-                Some(i) => {
-                    engine.send(Input::NodeDelete(i.name));
-                }
-                None => {}
-            },
-            Ok(Event::Delete(n)) => {
+            Change::Delete(n) => {
                 if let Some(name) = n.metadata.name {
                     engine.send(Input::NodeDelete(name));
                 }
             }
-            Err(e) => tracing::warn!(error = %e, "nodes watch error; retrying"),
+        }
+    }
+}
+
+/// Claims feed the engine and the binds waiting for them (PreBind); a relist tells those
+/// binds which claims are gone.
+async fn feed_claims(
+    api: Api<PersistentVolumeClaim>,
+    engine: EngineHandle,
+    claims: Arc<Claims>,
+    synced: impl Fn(),
+) {
+    let changes = feed::watch(api, watcher::Config::default(), "persistentvolumeclaims", Some);
+    let mut changes = std::pin::pin!(changes);
+    while let Some(change) = changes.next().await {
+        match change {
+            Change::Reset(all) => {
+                for c in &all {
+                    claims.observe(c);
+                }
+                let keys: Vec<(String, String)> = all.iter().filter_map(claim_key).collect();
+                claims.relisted(keys.iter().map(|(ns, n)| (ns.as_str(), n.as_str())));
+                let inputs = all.iter().filter_map(pvc_input).collect();
+                engine.send(Input::Storage(StorageInput::PvcReset(inputs)));
+                synced();
+            }
+            Change::Apply(c) => {
+                claims.observe(&c);
+                if let Some(i) = pvc_input(&c) {
+                    engine.send(Input::Storage(StorageInput::Pvc(i)));
+                }
+            }
+            Change::Delete(c) => {
+                claims.deleted(&c);
+                if let Some((namespace, name)) = claim_key(&c) {
+                    engine.send(Input::Storage(StorageInput::PvcDelete { namespace, name }));
+                }
+            }
         }
     }
 }

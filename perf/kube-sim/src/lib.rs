@@ -82,8 +82,9 @@
 //!   the history yields a single `ERROR` event with a `410 Expired` Status. `allowWatchBookmarks`
 //!   adds a `BOOKMARK` every [`SimConfig::bookmark_interval`] carrying the version the watcher is
 //!   consistent with; `sendInitialEvents` adds the `initial-events-end` bookmark.
-//!   `timeoutSeconds` (default 1800) closes the stream. Selectors filter events (an object that
-//!   stops matching is not turned into `DELETED`). A watcher more than
+//!   `timeoutSeconds` (default 1800) closes the stream. Selectors filter events as the watch cache
+//!   does: a change that makes an object match is sent as `ADDED`, one that makes it stop
+//!   matching as `DELETED` (its previous state, with the change's version). A watcher more than
 //!   [`SimConfig::watch_buffer`] events behind is closed (the client resumes from its last
 //!   version).
 //! - **Binding**: 404 when the pod is missing; 409 `Conflict` on `pods/binding` when already

@@ -27,7 +27,7 @@ pub struct Stored {
 }
 
 impl Stored {
-    fn new(value: Value) -> Arc<Self> {
+    pub(crate) fn new(value: Value) -> Arc<Self> {
         let json = Bytes::from(serde_json::to_vec(&value).expect("Value serializes"));
         Arc::new(Self { value, json })
     }
@@ -71,6 +71,10 @@ pub struct Event {
     pub etype: EventType,
     /// The object after the change (for `DELETED`, the last state with the deletion's version).
     pub obj: Arc<Stored>,
+    /// The object before the change (`None` for `ADDED`): a watch with a selector turns a
+    /// change that leaves the selection into `DELETED` and one that enters it into `ADDED`,
+    /// as the API server's watch cache does.
+    pub prev: Option<Arc<Stored>>,
 }
 
 /// Which part of an object a write addresses.
@@ -153,16 +157,17 @@ impl State {
         );
         let stored = Stored::new(obj);
         let table = self.tables.entry(def.key.clone()).or_default();
-        if etype == EventType::Deleted {
-            table.remove(&key);
+        let prev = if etype == EventType::Deleted {
+            table.remove(&key)
         } else {
-            table.insert(key, stored.clone());
-        }
+            table.insert(key, stored.clone())
+        };
         let ev = Arc::new(Event {
             rv,
             key: def.key.clone(),
             etype,
             obj: stored.clone(),
+            prev,
         });
         if self.history.len() >= self.history_cap
             && let Some(old) = self.history.pop_front()
@@ -608,6 +613,7 @@ impl State {
                             key: key.clone(),
                             etype: EventType::Added,
                             obj,
+                            prev: None,
                         })
                     })
                     .collect()

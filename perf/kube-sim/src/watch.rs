@@ -8,7 +8,7 @@ use crate::error::ApiError;
 use crate::resources::ResourceDef;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::sim::Inner;
-use crate::store::{Event, WatchStart};
+use crate::store::{Event, EventType, Stored, WatchStart};
 use axum::body::Body;
 use axum::response::Response;
 use bytes::{BufMut, Bytes, BytesMut};
@@ -60,11 +60,32 @@ fn error_line(e: &ApiError) -> Bytes {
 }
 
 impl WatchRequest {
-    fn wants(&self, ev: &Event) -> bool {
-        ev.key == self.def.key
-            && self.ns.as_deref().is_none_or(|n| ev.obj.namespace() == n)
-            && self.labels.matches(&ev.obj.value)
-            && self.fields.matches(&ev.obj.value)
+    fn selects(&self, obj: &Stored) -> bool {
+        self.labels.matches(&obj.value) && self.fields.matches(&obj.value)
+    }
+
+    /// The line this watch sends for `ev`, if any. As the API server's watch cache
+    /// (`cacheWatcher.convertToWatchEvent`): a change that makes an object match the selectors
+    /// is `ADDED`; one that makes it stop matching is `DELETED`, carrying the previous state
+    /// with the change's `resourceVersion`.
+    fn line(&self, ev: &Event) -> Option<Bytes> {
+        if ev.key != self.def.key || self.ns.as_deref().is_some_and(|n| ev.obj.namespace() != n) {
+            return None;
+        }
+        let now = self.selects(&ev.obj);
+        match (ev.etype, &ev.prev) {
+            (EventType::Modified, Some(prev)) => match (self.selects(prev), now) {
+                (true, true) => Some(event_line("MODIFIED", &ev.obj.json)),
+                (false, true) => Some(event_line("ADDED", &ev.obj.json)),
+                (true, false) => {
+                    let mut last = prev.value.clone();
+                    last["metadata"]["resourceVersion"] = json!(ev.rv.to_string());
+                    Some(event_line("DELETED", &Stored::new(last).json))
+                }
+                (false, false) => None,
+            },
+            _ => now.then(|| event_line(ev.etype.as_str(), &ev.obj.json)),
+        }
     }
 }
 
@@ -116,11 +137,8 @@ async fn run(
     let mut drop_rx = inner.faults.drop_signal();
     drop_rx.borrow_and_update();
     for ev in &backlog {
-        if req.wants(ev)
-            && tx
-                .send(Ok(event_line(ev.etype.as_str(), &ev.obj.json)))
-                .await
-                .is_err()
+        if let Some(line) = req.line(ev)
+            && tx.send(Ok(line)).await.is_err()
         {
             return;
         }
@@ -153,7 +171,9 @@ async fn run(
                         continue;
                     }
                     seen = ev.rv;
-                    if req.wants(&ev) && tx.send(Ok(event_line(ev.etype.as_str(), &ev.obj.json))).await.is_err() {
+                    if let Some(line) = req.line(&ev)
+                        && tx.send(Ok(line)).await.is_err()
+                    {
                         return;
                     }
                 }

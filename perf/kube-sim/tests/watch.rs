@@ -131,6 +131,73 @@ async fn watch_with_selectors_and_initial_state() {
     sim.shutdown().await;
 }
 
+/// As the watch cache: an object that stops matching a field selector is `DELETED` (its
+/// previous state, at the change's version); one that starts matching is `ADDED`.
+#[tokio::test]
+async fn leaving_and_entering_a_selection_are_delete_and_add() {
+    let (sim, client) = start(SimConfig {
+        running_delay: None,
+        ..small()
+    })
+    .await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    pods.create(&PostParams::default(), &pod("p", "magma"))
+        .await
+        .unwrap();
+    let all: Api<Pod> = Api::all(client.clone());
+    let wp = |f: &str| WatchParams::default().fields(f).timeout(5).disable_bookmarks();
+    let rv = all
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let mut pending = all.watch(&wp("spec.nodeName="), &rv).await.unwrap().boxed();
+    let mut bound = all.watch(&wp("spec.nodeName!="), &rv).await.unwrap().boxed();
+    let mut running = all
+        .watch(&wp("status.phase!=Succeeded,status.phase!=Failed"), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    bind(&pods, "p", "node-00000").await.unwrap();
+    match pending.try_next().await.unwrap() {
+        Some(WatchEvent::Deleted(p)) => {
+            // The last state that matched, at the binding's version.
+            assert_eq!(p.spec.unwrap().node_name, None);
+            assert_ne!(p.metadata.resource_version.as_deref(), Some(rv.as_str()));
+        }
+        other => panic!("pending watch: {other:?}"),
+    }
+    match bound.try_next().await.unwrap() {
+        Some(WatchEvent::Added(p)) => {
+            assert_eq!(p.spec.unwrap().node_name.as_deref(), Some("node-00000"))
+        }
+        other => panic!("bound watch: {other:?}"),
+    }
+    match running.try_next().await.unwrap() {
+        Some(WatchEvent::Modified(p)) => assert_eq!(p.metadata.name.as_deref(), Some("p")),
+        other => panic!("phase watch: {other:?}"),
+    }
+    // The pod finishes: it leaves the phase selection.
+    let pods_status: Api<Pod> = Api::namespaced(client.clone(), "default");
+    pods_status
+        .patch_status(
+            "p",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"status": {"phase": "Succeeded"}})),
+        )
+        .await
+        .unwrap();
+    match running.try_next().await.unwrap() {
+        Some(WatchEvent::Deleted(p)) => {
+            assert_ne!(p.status.unwrap().phase.as_deref(), Some("Succeeded"))
+        }
+        other => panic!("phase watch: {other:?}"),
+    }
+    sim.shutdown().await;
+}
+
 #[tokio::test]
 async fn expired_versions_get_410() {
     let (sim, client) = start(SimConfig {

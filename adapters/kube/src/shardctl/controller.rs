@@ -45,8 +45,8 @@ use crate::ratelimit::TokenBucket;
 use futures::{StreamExt, stream::BoxStream};
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
-use kube::runtime::watcher::{self, Event};
-use kube::runtime::{WatchStreamExt, watcher as watch_stream};
+use crate::feed::{self, Change};
+use kube::runtime::watcher;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
@@ -184,10 +184,10 @@ fn classify(verb: &'static str, name: &str, e: kube::Error) -> WriteFailure {
     reason = "each message is moved once, from the merged stream to its handler"
 )]
 enum Msg {
-    Node(Result<Event<Node>, watcher::Error>),
-    Pod(Result<Event<Pod>, watcher::Error>),
-    Shard(Result<Event<NodeShard>, watcher::Error>),
-    Config(Result<Event<ConfigMap>, watcher::Error>),
+    Node(Change<Node, Node>),
+    Pod(Change<Pod, Pod>),
+    Shard(Change<NodeShard, NodeShard>),
+    Config(Change<ConfigMap, ConfigMap>),
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -220,10 +220,6 @@ struct Controller {
     /// resourceVersion of the ConfigMap last processed (a relist re-delivers it).
     config_rv: Option<String>,
     synced: Synced,
-    node_relist: Option<NodeRelist>,
-    pod_relist: Option<PodRelist>,
-    shard_relist: Option<Vec<NodeShard>>,
-    config_relist: Option<Option<ConfigMap>>,
     /// When the next (event- or reload-triggered) sync is due.
     pending: Option<Instant>,
     /// When the next periodic sync is due.
@@ -272,10 +268,6 @@ pub async fn run(
         config: None,
         config_rv: None,
         synced: Synced::default(),
-        node_relist: None,
-        pod_relist: None,
-        shard_relist: None,
-        config_relist: None,
         pending: Some(Instant::now()),
         periodic: None,
         leading: *leading_rx.borrow(),
@@ -298,29 +290,41 @@ pub async fn run(
 }
 
 fn watch_streams(client: &kube::Client, s: &ControllerSettings) -> BoxStream<'static, Msg> {
-    let nodes = watch_stream(
+    let nodes = feed::watch(
         Api::<Node>::all(client.clone()),
         watcher::Config::default().any_semantic(),
+        "node",
+        Some,
     )
-    .default_backoff()
     .map(Msg::Node);
-    let pods = watch_stream(
+    // Finished pods hold no resources: kube-scheduler's selector (a finished pod arrives as a
+    // delete).
+    let pods = feed::watch(
         Api::<Pod>::all(client.clone()),
-        watcher::Config::default().any_semantic(),
+        watcher::Config::default()
+            .any_semantic()
+            .fields(crate::watch::POD_FIELD_SELECTOR),
+        "pod",
+        Some,
     )
-    .default_backoff()
     .map(Msg::Pod);
-    let shards = watch_stream(
+    let shards = feed::watch(
         Api::<NodeShard>::all(client.clone()),
         watcher::Config::default(),
+        "NodeShard (is the shard.volcano.sh CRD installed?)",
+        Some,
     )
-    .default_backoff()
     .map(Msg::Shard);
-    let config = watch_stream(
+    let configmap = format!(
+        "sharding ConfigMap {}/{}",
+        s.configmap_namespace, s.configmap_name
+    );
+    let config = feed::watch(
         Api::<ConfigMap>::namespaced(client.clone(), &s.configmap_namespace),
         watcher::Config::default().fields(&format!("metadata.name={}", s.configmap_name)),
+        configmap,
+        Some,
     )
-    .default_backoff()
     .map(Msg::Config);
     futures::stream::select_all([nodes.boxed(), pods.boxed(), shards.boxed(), config.boxed()])
         .boxed()
@@ -449,35 +453,27 @@ impl Controller {
 
     fn handle(&mut self, msg: Msg) {
         match msg {
-            Msg::Node(Ok(e)) => self.on_node(e),
-            Msg::Pod(Ok(e)) => self.on_pod(e),
-            Msg::Shard(Ok(e)) => self.on_shard(e),
-            Msg::Config(Ok(e)) => self.on_config(e),
-            Msg::Node(Err(e)) => tracing::warn!(error = %e, "node watch failed; retrying"),
-            Msg::Pod(Err(e)) => tracing::warn!(error = %e, "pod watch failed; retrying"),
-            Msg::Shard(Err(e)) => tracing::warn!(
-                error = %e,
-                "NodeShard watch failed (is the shard.volcano.sh CRD installed?); retrying"
-            ),
-            Msg::Config(Err(e)) => {
-                tracing::warn!(error = %e, configmap = %self.configmap, "ConfigMap watch failed; retrying")
-            }
+            Msg::Node(c) => self.on_node(c),
+            Msg::Pod(c) => self.on_pod(c),
+            Msg::Shard(c) => self.on_shard(c),
+            Msg::Config(c) => self.on_config(c),
         }
     }
 
-    fn on_node(&mut self, e: Event<Node>) {
+    fn on_node(&mut self, c: Change<Node, Node>) {
         let events = self.event_trigger_enabled();
-        match e {
-            Event::Init => self.node_relist = Some(NodeRelist::default()),
-            Event::InitApply(n) => self.node_relist.get_or_insert_default().apply(&n),
-            Event::InitDone => {
-                let r = self.node_relist.take().unwrap_or_default();
+        match c {
+            Change::Reset(all) => {
+                let mut r = NodeRelist::default();
+                for n in &all {
+                    r.apply(n);
+                }
                 if self.index.finish_node_relist(r) && events {
                     self.trigger("nodes relisted with changes");
                 }
                 self.mark_synced(|s| s.nodes = true);
             }
-            Event::Apply(n) => {
+            Change::Apply(n) => {
                 if let Some(change) = self.index.apply_node(&n, self.threshold())
                     && events
                 {
@@ -489,7 +485,7 @@ impl Controller {
                     self.trigger("node changed");
                 }
             }
-            Event::Delete(n) => {
+            Change::Delete(n) => {
                 let name = n.metadata.name.unwrap_or_default();
                 if self.index.delete_node(&name) && events {
                     tracing::debug!(node = %name, "node deleted");
@@ -499,14 +495,15 @@ impl Controller {
         }
     }
 
-    fn on_pod(&mut self, e: Event<Pod>) {
+    fn on_pod(&mut self, c: Change<Pod, Pod>) {
         let events = self.event_trigger_enabled();
         let th = self.threshold();
-        match e {
-            Event::Init => self.pod_relist = Some(PodRelist::default()),
-            Event::InitApply(p) => self.pod_relist.get_or_insert_default().apply(&p),
-            Event::InitDone => {
-                let r = self.pod_relist.take().unwrap_or_default();
+        match c {
+            Change::Reset(all) => {
+                let mut r = PodRelist::default();
+                for p in &all {
+                    r.apply(p);
+                }
                 self.index.finish_pod_relist(r);
                 if events && self.synced.pods {
                     // A relist after a disconnect may have missed changes.
@@ -514,13 +511,13 @@ impl Controller {
                 }
                 self.mark_synced(|s| s.pods = true);
             }
-            Event::Apply(p) => {
+            Change::Apply(p) => {
                 let touched = self.index.apply_pod(&p);
                 if events && touched.iter().any(|n| self.index.usage_significant(n, th)) {
                     self.trigger("node utilisation changed");
                 }
             }
-            Event::Delete(p) => {
+            Change::Delete(p) => {
                 let ns = p.metadata.namespace.as_deref().unwrap_or("");
                 let name = p.metadata.name.as_deref().unwrap_or("");
                 if let Some(n) = self.index.delete_pod(ns, name)
@@ -533,12 +530,9 @@ impl Controller {
         }
     }
 
-    fn on_shard(&mut self, e: Event<NodeShard>) {
-        match e {
-            Event::Init => self.shard_relist = Some(vec![]),
-            Event::InitApply(s) => self.shard_relist.get_or_insert_default().push(s),
-            Event::InitDone => {
-                let list = self.shard_relist.take().unwrap_or_default();
+    fn on_shard(&mut self, c: Change<NodeShard, NodeShard>) {
+        match c {
+            Change::Reset(list) => {
                 let new: BTreeMap<String, NodeShard> = list
                     .into_iter()
                     .filter_map(|s| Some((s.metadata.name.clone()?, s)))
@@ -550,7 +544,7 @@ impl Controller {
                 self.trigger("NodeShards relisted");
                 self.mark_synced(|s| s.shards = true);
             }
-            Event::Apply(s) => {
+            Change::Apply(s) => {
                 let Some(name) = s.metadata.name.clone() else {
                     return;
                 };
@@ -565,7 +559,7 @@ impl Controller {
                     self.trigger("NodeShard changed");
                 }
             }
-            Event::Delete(s) => {
+            Change::Delete(s) => {
                 if let Some(name) = s.metadata.name {
                     self.metrics.remove_shard(&name);
                     if self.shards.remove(&name).is_some() {
@@ -576,19 +570,18 @@ impl Controller {
         }
     }
 
-    fn on_config(&mut self, e: Event<ConfigMap>) {
-        match e {
-            Event::Init => self.config_relist = Some(None),
-            Event::InitApply(cm) => self.config_relist = Some(Some(cm)),
-            Event::InitDone => {
-                match self.config_relist.take().flatten() {
+    fn on_config(&mut self, c: Change<ConfigMap, ConfigMap>) {
+        match c {
+            Change::Reset(list) => {
+                // The field selector names one object: a list holds it or nothing.
+                match list.into_iter().next_back() {
                     Some(cm) => self.load_configmap(&cm),
                     None => self.configmap_absent("not found"),
                 }
                 self.mark_synced(|s| s.config = true);
             }
-            Event::Apply(cm) => self.load_configmap(&cm),
-            Event::Delete(_) => self.configmap_absent("deleted"),
+            Change::Apply(cm) => self.load_configmap(&cm),
+            Change::Delete(_) => self.configmap_absent("deleted"),
         }
     }
 
