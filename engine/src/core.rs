@@ -208,6 +208,8 @@ pub struct Core {
     wake_no: u64,
     /// Sharding (`shard` module); `None` in mode `none`.
     shard: Option<Sharding>,
+    /// See [`Core::with_max_binds_in_flight`].
+    max_binds_in_flight: usize,
     /// As the last `Input::Leadership` said (initially: as `Shared` says at construction).
     leading: bool,
     /// The lane task in flight (uid, generation): no other is handed off until its result is
@@ -239,11 +241,20 @@ impl Core {
             wakes: std::collections::VecDeque::new(),
             wake_no: 0,
             shard: None,
+            max_binds_in_flight: usize::MAX,
             lane_busy: None,
         }
     }
 
     /// Schedule within a NodeShard (`--scheduler-sharding-mode` soft or hard).
+    /// At most `n` pods handed off or binding at once (backpressure from the bind executor:
+    /// the adapter's bind queue holds at least this many, so handing the engine's intents on
+    /// never waits; see `EngineOptions::max_binds_in_flight`).
+    pub fn with_max_binds_in_flight(mut self, n: usize) -> Core {
+        self.max_binds_in_flight = n.max(1);
+        self
+    }
+
     pub fn with_sharding(mut self, opts: ShardingOptions) -> Core {
         if opts.mode != ShardingMode::None {
             let (sharding, view) = Sharding::new(opts, self.leading);
@@ -732,6 +743,11 @@ impl Core {
             return;
         }
         while self.handoff.len() < self.handoff.capacity() {
+            let d = self.queue.depths();
+            if d.in_flight + d.binding >= self.max_binds_in_flight {
+                inc(&self.stats.driver.bind_backpressure, 1);
+                break;
+            }
             let Some((pod, generation, lane)) = self.queue.pop(now, self.lane_busy.is_none())
             else {
                 break;

@@ -35,6 +35,10 @@ pub struct EngineOptions {
     /// enough that workers rarely park between pods, shallow enough to cost well under a
     /// millisecond of inversion.
     pub handoff_capacity: Option<usize>,
+    /// At most this many pods handed off or binding at once (`None`: no bound). The adapter
+    /// sizes its bind queue to it, so the engine, not a blocked channel, holds pods back when
+    /// binds are the bottleneck.
+    pub max_binds_in_flight: Option<usize>,
     pub profile: Profile,
     /// `--scheduler-sharding-mode` and `--scheduler-sharding-name`.
     pub sharding: crate::shard::ShardingOptions,
@@ -49,6 +53,7 @@ impl Default for EngineOptions {
             pin_workers: false,
             queue: QueueOptions::default(),
             handoff_capacity: None,
+            max_binds_in_flight: None,
             profile: Profile::default(),
             sharding: crate::shard::ShardingOptions::default(),
             idle_tick: Duration::from_millis(100),
@@ -119,7 +124,8 @@ impl Engine {
             itx,
             stats.clone(),
         )
-        .with_sharding(opts.sharding);
+        .with_sharding(opts.sharding)
+        .with_max_binds_in_flight(opts.max_binds_in_flight.unwrap_or(usize::MAX));
 
         let cores = if opts.pin_workers {
             core_affinity::get_core_ids().unwrap_or_default()
