@@ -1,83 +1,84 @@
-//! Wiring: builds the engine and every adapter task from [`Settings`], runs until the shutdown
-//! future resolves, then shuts down gracefully. This is the library entry point of the
-//! `agent-scheduler` binary, of the end-to-end tests and of the end-to-end benchmark.
+//! The scheduler process: its components, how they are wired, and the order in which they
+//! start and stop. This is the library entry point of the `agent-scheduler` binary, of the
+//! end-to-end tests and of the end-to-end benchmark: [`spawn`] starts a scheduler and returns
+//! a [`SchedulerHandle`] (its [`Observer`] for tests and the harness, and `stop`); [`run`]
+//! runs one until a shutdown future resolves.
 //!
-//! Start-up: API discovery must succeed (as upstream) → configuration loaded → engine started
-//! (not claiming while not leading) → watches started (standby replicas keep warm caches) →
-//! bind executor, status writer, intent router → leader election → config watcher → HTTP.
+//! ## Components
 //!
-//! Shutdown (SIGTERM): stop claiming at once, let the engine account for every in-flight
-//! result, finish the binds already sent, release the lease, stop.
+//! Each is a [`Component`] (`run(self, shutdown)`) under one [`Supervisor`]; each owns what
+//! its row says and touches nothing else.
+//!
+//! | component | owns | ends |
+//! |---|---|---|
+//! | `watches` | the pod informer, node, namespace and storage watches ([`watch`]), the NodeShard watch | on shutdown |
+//! | `intents` | the engine's intent channel: routes each intent to its kind's queue | when the engine closes it |
+//! | `binder` | the bind queue and executor ([`crate::bind`]) | when the bind queue closes and its calls are done |
+//! | `status` | the two status lanes and their writer ([`crate::status`]) | on shutdown |
+//! | `nodeshard-writer`, `nodeshard-lister` | our NodeShard's status writes, the acquired nodes' pod lists ([`crate::shard`]) | on shutdown |
+//! | `elector` | the Lease ([`crate::leader`]) | on shutdown, after releasing it |
+//! | `leadership` | claims only while leading and synced (`Engine::set_leading`) | on shutdown |
+//! | `readiness` | `/readyz` and the leader gauge follow sync and leadership | on shutdown |
+//! | `config-reload` | the `--scheduler-conf` watcher ([`crate::reload`]) | on shutdown |
+//! | `admin-http` | `/healthz`, `/readyz`, `/metrics` ([`crate::http`]) | on shutdown |
+//!
+//! **Engine → adapter.** The engine emits intents on one channel; `intents` reads it on a
+//! blocking thread and hands each kind to its own bounded queue (flume: a synchronous send, an
+//! asynchronous receive): binds, NodeShard status writes, node pod lists; status messages go
+//! to the lossy status lanes. No kind waits behind another: the engine holds at most
+//! `BindConfig::queue` pods handed off or binding (`EngineOptions::max_binds_in_flight`), so
+//! the bind queue cannot fill, and when binds are the bottleneck the backpressure stops the
+//! engine's hand-off (`magma_bind_backpressure_total`), not the router; the engine keeps at
+//! most one NodeShard status write in flight.
+//!
+//! ## Start-up
+//!
+//! 1. Connect: API discovery must succeed (as upstream).
+//! 2. Start the engine, not claiming (not leading until step 7 says so).
+//! 3. Start `watches`: a standby keeps warm caches too.
+//! 4. Start `intents`, `binder`, `status` and, when sharded, the NodeShard writer and lister.
+//! 5. Start `elector` (or lead at once without leader election).
+//! 6. Bind the admin HTTP ports (a port in use fails start-up) and start `admin-http`,
+//!    `readiness` and `config-reload`.
+//! 7. `leadership`: once every watch delivered its first list (or `--resource-sync-timeout`
+//!    passed), claim while leading.
+//!
+//! ## Shutdown
+//!
+//! On `stop` (SIGTERM for the binary), or when a component fails:
+//!
+//! 1. Stop `leadership`, then stop claiming: no pod is handed to a worker any more.
+//! 2. Stop `watches` and `readiness`: no new inputs.
+//! 3. Shut the engine down: its workers finish, every in-flight result is accounted for, and
+//!    its intent channel closes.
+//! 4. `intents` forwards the last intents and ends, closing the kinds' queues.
+//! 5. `binder` finishes the binds it holds (each bounded by the bind timeout) and ends.
+//! 6. `elector` releases the Lease, only now, so a successor never binds while ours are in
+//!    flight.
+//! 7. `status`, the NodeShard writer and lister, and `config-reload` stop.
+//! 8. `admin-http` stops last: probes answer until the end.
 
 use crate::bind::{BindConfig, BindExecutor, OutcomeHook};
+use crate::metrics::Metrics;
+use crate::process::{Component, ComponentId, Shutdown, Supervisor, Task, until};
 use crate::ratelimit::TokenBucket;
-use crate::status::{StatusMsg, StatusSink};
+use crate::status::{StatusLanes, StatusMsg, StatusSink};
 use crate::watch::{self, SyncState, WatchConfig};
 use anyhow::Context;
 use kube::Client;
-use magma_engine::core::{BindResult, Input, Intent};
-use magma_engine::{Clock, Engine, EngineOptions, Nanos, Profile, ShardingMode, ShardingOptions};
+use magma_engine::core::{BindIntent, BindResult, Input, Intent};
+use magma_engine::{
+    Clock, Engine, EngineHandle, EngineOptions, Nanos, Profile, ShardStatusIntent, ShardingMode,
+    ShardingOptions,
+};
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use tokio::sync::{mpsc, watch as tokio_watch};
+use tokio::sync::watch as tokio_watch;
 
-/// The binaries' common `main`: `-v` logging to stderr, a two-thread runtime, `run`, and the
-/// error report and exit code (1 on error; flag errors are the caller's, exit 2).
-pub fn run_main<F>(name: &str, verbosity: u8, run: F) -> std::process::ExitCode
-where
-    F: Future<Output = anyhow::Result<()>>,
-{
-    init_logging(name, verbosity);
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("{name}: cannot start the runtime: {e}");
-            return std::process::ExitCode::FAILURE;
-        }
-    };
-    match rt.block_on(run) {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            tracing::error!("{e:#}");
-            eprintln!("{name}: {e:#}");
-            std::process::ExitCode::FAILURE
-        }
-    }
-}
-
-/// klog's `-v` as a `tracing` filter (0–1 info, 2–4 debug, 5+ trace); `RUST_LOG` overrides.
-fn init_logging(name: &str, v: u8) {
-    let level = match v {
-        0..=1 => "info",
-        2..=4 => "debug",
-        _ => "trace",
-    };
-    let bin = name.replace('-', "_");
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        tracing_subscriber::EnvFilter::new(format!(
-            "warn,magma_kube={level},magma_engine={level},{bin}={level}"
-        ))
-    });
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
-}
-
-/// Resolves on SIGTERM or SIGINT.
-pub async fn shutdown_signal() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .expect("SIGTERM handler");
-    tokio::select! {
-        _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
-        _ = tokio::signal::ctrl_c() => tracing::info!("interrupt: shutting down"),
-    }
-}
+use crate::process::client_for;
+pub use crate::process::{connect, kube_config, run_main, shutdown_signal};
 
 /// Monotonic system time for the engine.
 #[derive(Debug)]
@@ -167,40 +168,112 @@ pub struct RunSummary {
     pub status_dropped: u64,
 }
 
-/// Shared view of a running scheduler.
+/// What tests and the benchmark may observe of a running scheduler (cheap to clone).
 #[derive(Clone)]
-pub struct Running {
+pub struct Observer {
     pub sync: Arc<SyncState>,
     pub leading: tokio_watch::Receiver<bool>,
     pub stats: Arc<magma_engine::stats::Stats>,
+    metrics: Metrics,
+    binds: tokio_watch::Receiver<u64>,
 }
 
-fn client_for(cfg: &kube::Config) -> anyhow::Result<Client> {
-    Client::try_from(cfg.clone()).context("building the Kubernetes client")
+/// The former name of [`Observer`].
+pub type Running = Observer;
+
+impl Observer {
+    /// Resolves once every watch has delivered its first list.
+    pub async fn synced(&self) {
+        self.sync.wait().await
+    }
+
+    pub fn is_leading(&self) -> bool {
+        *self.leading.borrow()
+    }
+
+    /// Resolves once leadership is `want`.
+    pub async fn leading_is(&self, want: bool) {
+        let mut rx = self.leading.clone();
+        let _ = rx.wait_for(|l| *l == want).await;
+    }
+
+    /// The engine's counters now.
+    pub fn engine_stats(&self) -> magma_engine::stats::StatsSnapshot {
+        self.stats.snapshot()
+    }
+
+    /// Bind calls completed (any outcome) so far.
+    pub fn binds_done(&self) -> u64 {
+        *self.binds.borrow()
+    }
+
+    /// Resolves once at least `n` bind calls have completed (any outcome).
+    pub async fn binds_at_least(&self, n: u64) {
+        let mut rx = self.binds.clone();
+        let _ = rx.wait_for(|b| *b >= n).await;
+    }
+
+    /// The Prometheus exposition, as `/metrics` serves it.
+    pub fn metrics_text(&self) -> String {
+        self.metrics.encode()
+    }
 }
 
-/// A client for `cfg`, once API discovery answered: upstream's binaries refuse to start when
-/// it fails; so do ours, with the reason.
-pub async fn connect(cfg: &kube::Config) -> anyhow::Result<Client> {
-    let client = client_for(cfg)?;
-    let version = client
-        .apiserver_version()
-        .await
-        .context("API server discovery failed")?;
-    tracing::info!(server = %version.git_version, "connected to the API server");
-    Ok(client)
+/// A running scheduler: observe it, stop it.
+pub struct SchedulerHandle {
+    observer: Observer,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<anyhow::Result<RunSummary>>,
 }
 
-/// Run the scheduler until `shutdown` resolves. `started` receives handles once it is running.
+impl SchedulerHandle {
+    pub fn observer(&self) -> &Observer {
+        &self.observer
+    }
+
+    /// Shut down in order (the module doc) and report.
+    pub async fn stop(mut self) -> anyhow::Result<RunSummary> {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        self.task.await.context("the scheduler task panicked")?
+    }
+
+    /// Run until `shutdown` resolves (then stop), or until a component fails.
+    pub async fn run_until(
+        mut self,
+        shutdown: impl Future<Output = ()> + Send,
+    ) -> anyhow::Result<RunSummary> {
+        tokio::select! {
+            _ = shutdown => self.stop().await,
+            r = &mut self.task => r.context("the scheduler task panicked")?,
+        }
+    }
+}
+
+/// Run the scheduler until `shutdown` resolves. `started` receives its observer once it is
+/// running (before the caches have synced).
 pub async fn run(
     settings: Settings,
     shutdown: impl Future<Output = ()> + Send,
-    started: Option<tokio::sync::oneshot::Sender<Running>>,
+    started: Option<tokio::sync::oneshot::Sender<Observer>>,
 ) -> anyhow::Result<RunSummary> {
+    let handle = spawn(settings).await?;
+    if let Some(tx) = started {
+        let _ = tx.send(handle.observer().clone());
+    }
+    handle.run_until(shutdown).await
+}
+
+/// Start a scheduler (start-up steps 1–7 of the module doc). Returns once every component
+/// runs; the caches sync in the background ([`Observer::synced`]).
+pub async fn spawn(settings: Settings) -> anyhow::Result<SchedulerHandle> {
+    // 1. Connect.
     let watch_client = connect(&settings.client_config).await?;
     let bind_client = client_for(&settings.client_config)?;
     let status_client = client_for(&settings.client_config)?;
 
+    // 2. The engine, not claiming.
     let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
     let engine = Engine::start(
         EngineOptions {
@@ -208,241 +281,128 @@ pub async fn run(
             pin_workers: settings.pin_workers,
             profile: settings.profile.clone(),
             sharding: settings.sharding.clone(),
+            max_binds_in_flight: Some(settings.bind.queue.max(1)),
             ..Default::default()
         },
         clock,
     )?;
+    engine.set_leading(false);
     let sharded = settings.sharding.mode != ShardingMode::None;
     let (leading_tx, leading_rx) = tokio_watch::channel(settings.leader.is_none());
-    // Not before the caches have synced (the leadership follower below).
-    engine.set_leading(false);
-
-    // Watches: always on, so a standby's caches are warm when it takes over.
-    let sync = Arc::new(SyncState::new(sharded));
-    // The claims binds wait for (PreBind), fed by the claim watch.
-    let claims = crate::prebind::Claims::new();
-    let mut watches = watch::spawn(
-        watch_client.clone(),
-        engine.handle(),
-        WatchConfig {
-            scheduler_name: settings.scheduler_name.clone(),
-            node_selector: settings.node_selector.clone(),
-        },
-        sync.clone(),
-        claims.clone(),
-    );
-
-    // Metrics: engine counters are read at scrape time (per-worker atomics, no contention).
-    let metrics = crate::metrics::Metrics::new();
+    let metrics = Metrics::new();
     {
         let stats = engine.stats_handle();
         metrics.set_engine_source(move || (stats.snapshot(), stats.queue_depths()));
     }
+    let sync = Arc::new(SyncState::new(sharded));
+    let mut sup = Supervisor::new();
 
-    // Sharding: the NodeShard watch and our NodeShard's status writer (soft and hard mode).
-    let (shard_tx, shard_rx) = mpsc::channel(16);
-    let (list_tx, list_rx) = mpsc::channel(64);
-    let shard_writer = sharded.then(|| {
-        tokio::spawn(crate::shard::run_lister(
-            status_client.clone(),
-            engine.handle(),
-            list_rx,
-        ));
-        let s = sync.clone();
-        watches.push(tokio::spawn(crate::shard::watch(
-            watch_client.clone(),
-            engine.handle(),
-            settings.sharding.shard_name.clone(),
-            move || s.mark_shards(),
-        )));
-        tokio::spawn(crate::shard::run_writer(
-            status_client.clone(),
-            engine.handle(),
-            metrics.clone(),
-            shard_rx,
-        ))
+    // 3. Watches.
+    let claims = crate::prebind::Claims::new();
+    let watches = sup.start(Watches {
+        client: watch_client.clone(),
+        engine: engine.handle(),
+        cfg: WatchConfig {
+            scheduler_name: settings.scheduler_name.clone(),
+            node_selector: settings.node_selector.clone(),
+        },
+        sync: sync.clone(),
+        claims: claims.clone(),
+        own_shard: sharded.then(|| settings.sharding.shard_name.clone()),
     });
 
-    // Status writer (separate client, bounded and lossy).
+    // 4. The intent router, the kinds' queues and their consumers.
+    let (bind_tx, bind_rx) = flume::bounded(settings.bind.queue.max(1));
+    let (shard_tx, shard_rx) = flume::bounded(16);
+    let (list_tx, list_rx) = flume::bounded(64);
     let drops = metrics.event_drops();
     let (sink, status_lanes) = StatusSink::new(
         crate::status::FAILED_CAPACITY,
         crate::status::scheduled_capacity(settings.event_qps, settings.event_burst),
         drops.clone(),
     );
-    let status_task = tokio::spawn(crate::status::run_writer(
-        status_client,
-        settings.scheduler_name.clone(),
-        TokenBucket::new(settings.event_qps, settings.event_burst),
-        TokenBucket::new(settings.event_qps, settings.event_burst),
-        status_lanes,
+    let intents = sup.start(IntentRouter {
+        intents: engine.intents().clone(),
+        binds: bind_tx,
+        shard_status: shard_tx,
+        node_pod_lists: list_tx,
+        status: sink.clone(),
+        metrics: metrics.clone(),
+    });
+    let status = sup.start(StatusWriter {
+        client: status_client.clone(),
+        component: settings.scheduler_name.clone(),
+        qps: settings.event_qps,
+        burst: settings.event_burst,
+        lanes: status_lanes,
         drops,
-    ));
+    });
+    let (binds_tx, binds_rx) = tokio_watch::channel(0u64);
+    let binds_sent = Arc::new(AtomicU64::new(0));
+    let binder = sup.start(Binder {
+        executor: BindExecutor::new(
+            bind_client,
+            engine.handle(),
+            settings.bind.clone(),
+            leading_rx.clone(),
+            claims,
+        )
+        .on_outcome(outcome_hook(
+            metrics.clone(),
+            sink.clone(),
+            binds_sent.clone(),
+            binds_tx,
+        )),
+        queue: bind_rx,
+    });
+    let mut shard_parts = Vec::new();
+    if sharded {
+        let (client, engine_h, m) = (status_client.clone(), engine.handle(), metrics.clone());
+        shard_parts.push(
+            sup.start(Task::new("nodeshard-writer", move |sd| async move {
+                until(&sd, crate::shard::run_writer(client, engine_h, m, shard_rx)).await;
+                Ok(())
+            })),
+        );
+        let (client, engine_h) = (status_client, engine.handle());
+        shard_parts.push(
+            sup.start(Task::new("nodeshard-lister", move |sd| async move {
+                until(&sd, crate::shard::run_lister(client, engine_h, list_rx)).await;
+                Ok(())
+            })),
+        );
+    }
 
-    // Bind executor.
-    let (bind_tx, bind_rx) = mpsc::channel(65_536);
-    let sink_for_binds = sink.clone();
-    let binds_sent = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let binds_counter = binds_sent.clone();
-    let bind_metrics = metrics.clone();
-    let hook: OutcomeHook = Arc::new(move |intent, result, took, throttled| {
-        binds_counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        use crate::metrics::BindOutcomeLabel as L;
-        let label = match result {
-            BindResult::Bound => L::Bound,
-            BindResult::AlreadyBound => L::AlreadyBound,
-            BindResult::PodGone => L::PodGone,
-            BindResult::Failed(_) | BindResult::Abandoned => L::Failed,
-        };
-        bind_metrics.observe_bind(label, took);
-        bind_metrics.observe_throttle("bind", throttled);
-        bind_metrics.observe_attempt(if *result == BindResult::Bound {
-            "scheduled"
-        } else {
-            "error"
-        });
-        if *result == BindResult::Bound {
-            if let Some(age) = since_creation(intent.pod.created_unix_ms) {
-                bind_metrics.observe_task_latency("Bound", age);
-            }
-            sink_for_binds.offer(StatusMsg::Scheduled {
-                namespace: intent.pod.namespace.clone(),
-                name: intent.pod.name.clone(),
-                uid: intent.pod.uid.clone(),
-                node: intent.node.clone(),
-            });
+    // 5. Leader election.
+    // Without leader election, leadership is a constant `true` whose sender lives as long as
+    // the scheduler (a closed channel would read as "leadership lost" to the binds).
+    let (elector, constant_leader) = match settings.leader.clone() {
+        Some(cfg) => {
+            let elector = crate::leader::LeaderElector::new(watch_client.clone(), cfg);
+            (
+                Some(sup.start(crate::leader::Elector::new(elector, leading_tx))),
+                None,
+            )
         }
-    });
-    let binder = BindExecutor::new(
-        bind_client,
-        engine.handle(),
-        settings.bind.clone(),
-        leading_rx.clone(),
-        claims,
-    )
-    .on_outcome(hook);
-    let bind_task = tokio::spawn(binder.run(bind_rx));
-
-    // Intent router: the engine's output channel is synchronous; route it on a thread.
-    let intents = engine.intents().clone();
-    let router_sink = sink.clone();
-    let router_metrics = metrics.clone();
-    let router = std::thread::Builder::new()
-        .name("magma-intents".into())
-        .spawn(move || {
-            while let Ok(intent) = intents.recv() {
-                match intent {
-                    Intent::Bind(b) => {
-                        // One scheduling cycle: popped from the queue → claimed.
-                        router_metrics.observe_cycle(b.claimed.saturating_since(b.popped));
-                        if let Some(age) = since_creation(b.pod.created_unix_ms) {
-                            router_metrics.observe_task_latency("Assumed", age);
-                        }
-                        if bind_tx.blocking_send(b).is_err() {
-                            break;
-                        }
-                    }
-                    Intent::Status(s) => {
-                        if s.reason == magma_engine::StatusReason::Unschedulable {
-                            router_metrics.observe_attempt("unschedulable");
-                        }
-                        router_sink.offer(StatusMsg::Failed(s));
-                    }
-                    Intent::ShardStatus(s) => {
-                        // At most one is in flight (the engine waits for its outcome).
-                        if shard_tx.blocking_send(s).is_err() {
-                            tracing::warn!("NodeShard status writer stopped");
-                        }
-                    }
-                    Intent::ListNodePods(nodes) => {
-                        if list_tx.blocking_send(nodes).is_err() {
-                            tracing::warn!("acquired-node pod lister stopped");
-                        }
-                    }
-                    Intent::Error(e) => tracing::warn!(error = %e, "input rejected"),
-                }
-            }
-        })?;
-
-    // Leader election.
-    let (stop_tx, stop_rx) = tokio_watch::channel(false);
-    let leader_task = settings.leader.clone().map(|cfg| {
-        let elector = crate::leader::LeaderElector::new(watch_client.clone(), cfg);
-        let tx = leading_tx.clone();
-        let stop = stop_rx.clone();
-        tokio::spawn(async move {
-            if let Err(e) = elector.run(tx, stop).await {
-                tracing::error!(error = %e, "leader election failed");
-            }
-        })
-    });
-    // Follow leadership: claim only while leading, and only once the caches have synced, so
-    // no pod is placed on a node whose pods are not counted yet (upstream waits the same way).
-    let follow = {
-        let mut rx = leading_rx.clone();
-        let handle_leading = engine.leading_setter();
-        let (sync, wait) = (sync.clone(), settings.resource_sync_timeout);
-        tokio::spawn(async move {
-            if !wait.is_zero() && tokio::time::timeout(wait, sync.wait()).await.is_err() {
-                tracing::warn!(
-                    ?wait,
-                    unsynced = ?sync.unsynced(),
-                    "caches did not sync within --resource-sync-timeout; scheduling anyway"
-                );
-            }
-            loop {
-                let leading = *rx.borrow_and_update();
-                handle_leading(leading);
-                if rx.changed().await.is_err() {
-                    break;
-                }
-            }
-        })
+        None => (None, Some(leading_tx)),
     };
 
-    // Config hot reload: a valid new profile reaches every worker at its next cycle.
-    let reload_handle = engine.handle();
-    let reload_metrics = metrics.clone();
-    let _config_watcher = match &settings.config_path {
-        Some(path) => {
-            let sampling = settings.profile.sampling;
-            Some(crate::reload::watch(
-                path.clone(),
-                sampling,
-                move |r| match r {
-                    Ok(p) => {
-                        for w in &p.warnings {
-                            tracing::warn!("scheduler configuration: {w}");
-                        }
-                        tracing::info!("scheduler configuration reloaded");
-                        reload_metrics.observe_config_reload(true);
-                        reload_handle.send(Input::Profile(Arc::new(p)));
-                    }
-                    Err(reason) => {
-                        reload_metrics.observe_config_reload(false);
-                        tracing::error!(%reason, "new scheduler configuration rejected; keeping the current one")
-                    }
-                },
-            )?)
-        }
-        None => None,
-    };
-
-    // Health, readiness and metrics.
+    // 6. Admin HTTP, readiness, config reload.
     let readiness = Arc::new(crate::http::Readiness::new(settings.leader.is_some()));
-    let (http_stop_tx, http_stop_rx) = tokio_watch::channel(false);
-    let encoder = {
-        let m = metrics.clone();
-        Arc::new(move || m.encode()) as crate::http::MetricsEncoder
+    let admin = {
+        let encoder = {
+            let m = metrics.clone();
+            Arc::new(move || m.encode()) as crate::http::MetricsEncoder
+        };
+        sup.start(
+            crate::http::Admin::bind(
+                settings.healthz_addr,
+                settings.metrics_addr.map(|a| (a, encoder)),
+                readiness.clone(),
+            )
+            .await?,
+        )
     };
-    let servers = crate::http::serve_admin(
-        settings.healthz_addr,
-        settings.metrics_addr.map(|a| (a, encoder)),
-        readiness.clone(),
-        http_stop_rx,
-    )
-    .await?;
-    // Readiness follows cache sync and leadership; metrics follow leadership.
     let readiness_task = {
         let (sync, readiness, metrics, mut rx) = (
             sync.clone(),
@@ -450,59 +410,382 @@ pub async fn run(
             metrics.clone(),
             leading_rx.clone(),
         );
-        tokio::spawn(async move {
-            sync.wait().await;
-            readiness.set_synced();
-            loop {
-                let leading = *rx.borrow_and_update();
-                // A standby watches everything: its caches are warm once synced.
-                readiness.set_leader_state(leading, true);
-                metrics.set_leader(leading);
-                if rx.changed().await.is_err() {
-                    break;
+        sup.start(Task::new("readiness", move |sd| async move {
+            until(&sd, async move {
+                sync.wait().await;
+                readiness.set_synced();
+                loop {
+                    let leading = *rx.borrow_and_update();
+                    // A standby watches everything: its caches are warm once synced.
+                    readiness.set_leader_state(leading, true);
+                    metrics.set_leader(leading);
+                    if rx.changed().await.is_err() {
+                        break;
+                    }
                 }
-            }
-        })
+            })
+            .await;
+            Ok(())
+        }))
+    };
+    let reload = match &settings.config_path {
+        Some(path) => Some(sup.start(config_reload(
+            path.clone(),
+            settings.profile.sampling,
+            engine.handle(),
+            metrics.clone(),
+        )?)),
+        None => None,
     };
 
-    if let Some(tx) = started {
-        let _ = tx.send(Running {
-            sync: sync.clone(),
-            leading: leading_rx.clone(),
-            stats: engine.stats_handle(),
-        });
-    }
+    // 7. Claim while leading, once synced.
+    let leadership = {
+        let mut rx = leading_rx.clone();
+        let set_leading = engine.leading_setter();
+        let (sync, wait) = (sync.clone(), settings.resource_sync_timeout);
+        sup.start(Task::new("leadership", move |sd| async move {
+            until(&sd, async move {
+                if !wait.is_zero() && tokio::time::timeout(wait, sync.wait()).await.is_err() {
+                    tracing::warn!(
+                        ?wait,
+                        unsynced = ?sync.unsynced(),
+                        "caches did not sync within --resource-sync-timeout; scheduling anyway"
+                    );
+                }
+                loop {
+                    let leading = *rx.borrow_and_update();
+                    set_leading(leading);
+                    if rx.changed().await.is_err() {
+                        break;
+                    }
+                }
+            })
+            .await;
+            Ok(())
+        }))
+    };
 
-    shutdown.await;
+    let observer = Observer {
+        sync,
+        leading: leading_rx,
+        stats: engine.stats_handle(),
+        metrics,
+        binds: binds_rx,
+    };
+    let parts = Parts {
+        leadership,
+        watches,
+        readiness: readiness_task,
+        intents,
+        binder,
+        elector,
+        status,
+        shard_parts,
+        reload,
+        admin,
+    };
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        let _constant_leader = constant_leader;
+        let failure = tokio::select! {
+            _ = stop_rx => None,
+            e = sup.failed() => Some(e),
+        };
+        if let Some(e) = &failure {
+            tracing::error!("{e:#}; shutting down");
+        }
+        let summary = shut_down(sup, parts, engine, &binds_sent, &sink).await;
+        match failure {
+            Some(e) => Err(e),
+            None => summary,
+        }
+    });
+    Ok(SchedulerHandle {
+        observer,
+        stop: Some(stop_tx),
+        task,
+    })
+}
+
+/// Every component of a running scheduler, for [`shut_down`].
+struct Parts {
+    leadership: ComponentId,
+    watches: ComponentId,
+    readiness: ComponentId,
+    intents: ComponentId,
+    binder: ComponentId,
+    elector: Option<ComponentId>,
+    status: ComponentId,
+    shard_parts: Vec<ComponentId>,
+    reload: Option<ComponentId>,
+    admin: ComponentId,
+}
+
+/// Shutdown steps 1–8 of the module doc.
+async fn shut_down(
+    mut sup: Supervisor,
+    p: Parts,
+    engine: Engine,
+    binds_sent: &AtomicU64,
+    sink: &StatusSink,
+) -> anyhow::Result<RunSummary> {
+    const QUICK: Duration = Duration::from_secs(2);
     tracing::info!("shutting down: no new claims");
+    // 1.
+    let _ = sup.stop(p.leadership, QUICK).await;
     engine.set_leading(false);
-    let _ = stop_tx.send(true);
-    for w in &watches {
-        w.abort();
-    }
-    follow.abort();
-    readiness_task.abort();
-    // The engine accounts for every in-flight result; then its intent channel closes, the
-    // router ends, the bind executor finishes what it has and stops.
+    // 2.
+    let _ = sup.stop(p.watches, QUICK).await;
+    let _ = sup.stop(p.readiness, QUICK).await;
+    // 3.
     let core = tokio::task::spawn_blocking(move || engine.shutdown()).await?;
     drop(core);
-    let _ = tokio::task::spawn_blocking(move || router.join()).await;
-    let _ = bind_task.await;
-    if let Some(t) = leader_task {
-        let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
+    // 4. and 5.: each ends when its input closes (the binds by the bind timeout).
+    let _ = sup.join(p.intents, QUICK).await;
+    let _ = sup.join(p.binder, Duration::from_secs(60)).await;
+    // 6.
+    if let Some(e) = p.elector {
+        let _ = sup.stop(e, Duration::from_secs(5)).await;
     }
-    status_task.abort();
-    if let Some(t) = shard_writer {
-        t.abort();
+    // 7.
+    let _ = sup.stop(p.status, QUICK).await;
+    for s in p.shard_parts {
+        let _ = sup.stop(s, QUICK).await;
     }
-    let _ = http_stop_tx.send(true);
-    for s in servers {
-        let _ = tokio::time::timeout(Duration::from_secs(2), s).await;
+    if let Some(r) = p.reload {
+        let _ = sup.stop(r, QUICK).await;
     }
+    // 8.
+    let _ = sup.stop(p.admin, QUICK).await;
     Ok(RunSummary {
-        binds_sent: binds_sent.load(std::sync::atomic::Ordering::Relaxed),
+        binds_sent: binds_sent.load(Ordering::Relaxed),
         status_dropped: sink.dropped(),
     })
+}
+
+/// The watches (step 3): every watch of [`watch`], plus the NodeShard watch when sharded.
+struct Watches {
+    client: Client,
+    engine: EngineHandle,
+    cfg: WatchConfig,
+    sync: Arc<SyncState>,
+    claims: Arc<crate::prebind::Claims>,
+    own_shard: Option<String>,
+}
+
+impl Component for Watches {
+    fn name(&self) -> &'static str {
+        "watches"
+    }
+
+    async fn run(self, shutdown: Shutdown) -> anyhow::Result<()> {
+        let mut tasks = watch::spawn(
+            self.client.clone(),
+            self.engine.clone(),
+            self.cfg,
+            self.sync.clone(),
+            self.claims,
+        );
+        if let Some(own) = self.own_shard {
+            let sync = self.sync.clone();
+            tasks.push(tokio::spawn(crate::shard::watch(
+                self.client,
+                self.engine,
+                own,
+                move || sync.mark_shards(),
+            )));
+        }
+        shutdown.cancelled().await;
+        for t in &tasks {
+            t.abort();
+        }
+        Ok(())
+    }
+}
+
+/// Routes the engine's intents to their kinds' queues (see "Engine → adapter"). Ends when the
+/// engine closes its intent channel (shutdown step 3), not on shutdown.
+struct IntentRouter {
+    intents: crossbeam_channel::Receiver<Intent>,
+    binds: flume::Sender<BindIntent>,
+    shard_status: flume::Sender<ShardStatusIntent>,
+    node_pod_lists: flume::Sender<Vec<String>>,
+    status: StatusSink,
+    metrics: Metrics,
+}
+
+impl IntentRouter {
+    /// Hand `item` to `queue`; a full queue is a broken invariant (the engine bounds each
+    /// kind), so it is logged, then waited for rather than lost.
+    fn forward<T>(queue: &flume::Sender<T>, item: T, what: &str) -> bool {
+        match queue.try_send(item) {
+            Ok(()) => true,
+            Err(flume::TrySendError::Full(item)) => {
+                tracing::warn!("{what} queue full; waiting");
+                queue.send(item).is_ok()
+            }
+            Err(flume::TrySendError::Disconnected(_)) => false,
+        }
+    }
+
+    fn route(self) {
+        while let Ok(intent) = self.intents.recv() {
+            match intent {
+                Intent::Bind(b) => {
+                    // One scheduling cycle: popped from the queue → claimed.
+                    self.metrics
+                        .observe_cycle(b.claimed.saturating_since(b.popped));
+                    if let Some(age) = since_creation(b.pod.created_unix_ms) {
+                        self.metrics.observe_task_latency("Assumed", age);
+                    }
+                    if !Self::forward(&self.binds, b, "bind") {
+                        tracing::warn!("bind executor stopped");
+                    }
+                }
+                Intent::Status(s) => {
+                    if s.reason == magma_engine::StatusReason::Unschedulable {
+                        self.metrics.observe_attempt("unschedulable");
+                    }
+                    self.status.offer(StatusMsg::Failed(s));
+                }
+                Intent::ShardStatus(s) => {
+                    if !Self::forward(&self.shard_status, s, "NodeShard status") {
+                        tracing::warn!("NodeShard status writer stopped");
+                    }
+                }
+                Intent::ListNodePods(nodes) => {
+                    if !Self::forward(&self.node_pod_lists, nodes, "node pod list") {
+                        tracing::warn!("acquired-node pod lister stopped");
+                    }
+                }
+                Intent::Error(e) => tracing::warn!(error = %e, "input rejected"),
+            }
+        }
+    }
+}
+
+impl Component for IntentRouter {
+    fn name(&self) -> &'static str {
+        "intents"
+    }
+
+    async fn run(self, _shutdown: Shutdown) -> anyhow::Result<()> {
+        tokio::task::spawn_blocking(move || self.route())
+            .await
+            .context("the intent router panicked")
+    }
+}
+
+/// The bind executor over its queue; ends when the queue closes and its calls are done.
+struct Binder {
+    executor: BindExecutor,
+    queue: flume::Receiver<BindIntent>,
+}
+
+impl Component for Binder {
+    fn name(&self) -> &'static str {
+        "binder"
+    }
+
+    async fn run(self, _shutdown: Shutdown) -> anyhow::Result<()> {
+        self.executor.run(self.queue).await;
+        Ok(())
+    }
+}
+
+/// Metrics, the `Scheduled` event, and the observer's count, after every bind call.
+fn outcome_hook(
+    metrics: Metrics,
+    sink: StatusSink,
+    sent: Arc<AtomicU64>,
+    done: tokio_watch::Sender<u64>,
+) -> OutcomeHook {
+    Arc::new(move |intent, result, took, throttled| {
+        let n = sent.fetch_add(1, Ordering::Relaxed) + 1;
+        use crate::metrics::BindOutcomeLabel as L;
+        let label = match result {
+            BindResult::Bound => L::Bound,
+            BindResult::AlreadyBound => L::AlreadyBound,
+            BindResult::PodGone => L::PodGone,
+            BindResult::Failed(_) | BindResult::Abandoned => L::Failed,
+        };
+        metrics.observe_bind(label, took);
+        metrics.observe_throttle("bind", throttled);
+        metrics.observe_attempt(if *result == BindResult::Bound {
+            "scheduled"
+        } else {
+            "error"
+        });
+        if *result == BindResult::Bound {
+            if let Some(age) = since_creation(intent.pod.created_unix_ms) {
+                metrics.observe_task_latency("Bound", age);
+            }
+            sink.offer(StatusMsg::Scheduled {
+                namespace: intent.pod.namespace.clone(),
+                name: intent.pod.name.clone(),
+                uid: intent.pod.uid.clone(),
+                node: intent.node.clone(),
+            });
+        }
+        done.send_replace(n);
+    })
+}
+
+/// The events and conditions writer ([`crate::status`]).
+struct StatusWriter {
+    client: Client,
+    component: String,
+    qps: f64,
+    burst: u32,
+    lanes: StatusLanes,
+    drops: Arc<crate::status::EventDrops>,
+}
+
+impl Component for StatusWriter {
+    fn name(&self) -> &'static str {
+        "status"
+    }
+
+    async fn run(self, shutdown: Shutdown) -> anyhow::Result<()> {
+        let writer = crate::status::run_writer(
+            self.client,
+            self.component,
+            TokenBucket::new(self.qps, self.burst),
+            TokenBucket::new(self.qps, self.burst),
+            self.lanes,
+            self.drops,
+        );
+        until(&shutdown, writer).await;
+        Ok(())
+    }
+}
+
+/// Config hot reload: a valid new profile reaches every worker at its next cycle.
+fn config_reload(
+    path: std::path::PathBuf,
+    sampling: magma_engine::Sampling,
+    engine: EngineHandle,
+    metrics: Metrics,
+) -> anyhow::Result<impl Component> {
+    let watcher = crate::reload::watch(path, sampling, move |r| match r {
+        Ok(p) => {
+            for w in &p.warnings {
+                tracing::warn!("scheduler configuration: {w}");
+            }
+            tracing::info!("scheduler configuration reloaded");
+            metrics.observe_config_reload(true);
+            engine.send(Input::Profile(Arc::new(p)));
+        }
+        Err(reason) => {
+            metrics.observe_config_reload(false);
+            tracing::error!(%reason, "new scheduler configuration rejected; keeping the current one")
+        }
+    })?;
+    Ok(Task::new("config-reload", move |sd: Shutdown| async move {
+        sd.cancelled().await;
+        drop(watcher);
+        Ok(())
+    }))
 }
 
 /// Time since a pod's creation timestamp (upstream's task-latency metrics measure from there).
@@ -512,34 +795,6 @@ fn since_creation(created_unix_ms: Option<i64>) -> Option<Duration> {
         .duration_since(std::time::UNIX_EPOCH)
         .ok()?;
     now.checked_sub(Duration::from_millis(created))
-}
-
-/// The client configuration: `--kubeconfig`, else in-cluster / `KUBECONFIG` / `~/.kube/config`
-/// (`Config::infer`); `--master` overrides the server URL in either case.
-pub async fn kube_config(kubeconfig: &str, master: &str) -> anyhow::Result<kube::Config> {
-    let mut cfg = if !kubeconfig.is_empty() {
-        let kc = kube::config::Kubeconfig::read_from(kubeconfig)
-            .with_context(|| format!("reading --kubeconfig {kubeconfig}"))?;
-        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
-            .await
-            .with_context(|| format!("loading --kubeconfig {kubeconfig}"))?
-    } else if !master.is_empty() {
-        kube::Config::new(
-            master
-                .parse()
-                .with_context(|| format!("invalid --master {master:?}"))?,
-        )
-    } else {
-        kube::Config::infer()
-            .await
-            .context("no --kubeconfig given and no in-cluster or default configuration found")?
-    };
-    if !master.is_empty() {
-        cfg.cluster_url = master
-            .parse()
-            .with_context(|| format!("invalid --master {master:?}"))?;
-    }
-    Ok(cfg)
 }
 
 /// Translate validated flags into [`Settings`] (the profile is loaded separately).

@@ -31,7 +31,7 @@ use magma_engine::EngineHandle;
 use magma_engine::core::{BindIntent, BindResult, Input};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::{Semaphore, mpsc, watch};
+use tokio::sync::{Semaphore, watch};
 
 /// How binds are sent.
 #[derive(Debug, Clone)]
@@ -43,6 +43,10 @@ pub struct BindConfig {
     /// Most binds waiting for their volumes at once (PreBind); more wait for a turn, within
     /// their volume timeout.
     pub volume_concurrency: usize,
+    /// Capacity of the bind queue between the engine and the executor; the engine holds at
+    /// most this many pods handed off or binding (`EngineOptions::max_binds_in_flight`), so
+    /// the queue never fills and nothing waits behind a bind.
+    pub queue: usize,
 }
 
 impl Default for BindConfig {
@@ -53,6 +57,7 @@ impl Default for BindConfig {
             concurrency: 256,
             timeout: Duration::from_secs(10),
             volume_concurrency: 1024,
+            queue: 65_536,
         }
     }
 }
@@ -147,9 +152,9 @@ impl BindExecutor {
 
     /// Bind every intent received until the channel closes, then wait for in-flight calls
     /// (binds still waiting for their volumes are abandoned).
-    pub async fn run(self, mut rx: mpsc::Receiver<BindIntent>) {
+    pub async fn run(self, rx: flume::Receiver<BindIntent>) {
         let (stop_tx, stop_rx) = watch::channel(false);
-        while let Some(intent) = rx.recv().await {
+        while let Ok(intent) = rx.recv_async().await {
             if !*self.leading.borrow() {
                 self.engine.send(Input::BindOutcome {
                     uid: intent.pod.uid.to_string(),

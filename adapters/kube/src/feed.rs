@@ -130,9 +130,11 @@ mod tests {
 
     async fn run(events: Vec<Result<Event<i32>, watcher::Error>>) -> Vec<Change<i32, i32>> {
         // Odd numbers are objects the conversion rejects.
-        changes(stream::iter(events), "test", |o: i32| (o % 2 == 0).then_some(o * 10))
-            .collect()
-            .await
+        changes(stream::iter(events), "test", |o: i32| {
+            (o % 2 == 0).then_some(o * 10)
+        })
+        .collect()
+        .await
     }
 
     #[tokio::test]

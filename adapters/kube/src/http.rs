@@ -179,6 +179,49 @@ pub async fn serve(
     Ok((local, task))
 }
 
+/// The admin HTTP servers of either binary, as a component: listening from [`Admin::bind`]
+/// (so a port in use fails start-up), serving until shutdown.
+pub struct Admin {
+    servers: Vec<JoinHandle<anyhow::Result<()>>>,
+    stop_tx: tokio::sync::watch::Sender<bool>,
+}
+
+impl Admin {
+    pub async fn bind(
+        healthz: Option<SocketAddr>,
+        metrics: Option<(SocketAddr, MetricsEncoder)>,
+        readiness: Arc<Readiness>,
+    ) -> anyhow::Result<Admin> {
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let servers = serve_admin(healthz, metrics, readiness, stop_rx).await?;
+        Ok(Admin { servers, stop_tx })
+    }
+}
+
+impl crate::process::Component for Admin {
+    fn name(&self) -> &'static str {
+        "admin-http"
+    }
+
+    async fn run(self, shutdown: crate::process::Shutdown) -> anyhow::Result<()> {
+        let serving = !self.servers.is_empty();
+        let mut servers = futures::future::try_join_all(self.servers);
+        tokio::select! {
+            // A server only ends when told to: one that ends early is a failure.
+            r = &mut servers, if serving => {
+                anyhow::Context::context(r, "an admin HTTP server panicked")?
+                    .into_iter()
+                    .collect::<anyhow::Result<()>>()?;
+                anyhow::bail!("the admin HTTP servers stopped");
+            }
+            _ = shutdown.cancelled() => {}
+        }
+        let _ = self.stop_tx.send(true);
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(2), servers).await;
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -445,6 +445,37 @@ fn now_micro() -> MicroTime {
     MicroTime(k8s_openapi::jiff::Timestamp::from_microsecond(micros).unwrap_or_default())
 }
 
+/// Leader election: releases the Lease when stopped.
+pub struct Elector {
+    elector: LeaderElector,
+    leading: watch::Sender<bool>,
+}
+
+impl Elector {
+    /// `leading` hears every change of leadership.
+    pub fn new(elector: LeaderElector, leading: watch::Sender<bool>) -> Elector {
+        Elector { elector, leading }
+    }
+}
+
+impl crate::process::Component for Elector {
+    fn name(&self) -> &'static str {
+        "elector"
+    }
+
+    async fn run(self, shutdown: crate::process::Shutdown) -> anyhow::Result<()> {
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let run = self.elector.run(self.leading, stop_rx);
+        tokio::pin!(run);
+        tokio::select! {
+            r = &mut run => return r.map_err(|e| e.context("leader election")),
+            _ = shutdown.cancelled() => {}
+        }
+        let _ = stop_tx.send(true);
+        run.await.map_err(|e| e.context("leader election"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,8 +8,9 @@
 //! (volume PreBind: annotate claims to provision, wait until bound, check the PVs), [`status`] (events
 //! and `PodScheduled` conditions on a separate, bounded, lossy sink), [`leader`] (Lease-based
 //! leader election with client-go semantics), [`reload`] (config file hot reload), [`metrics`]
-//! and [`http`] (health, readiness, Prometheus), [`ratelimit`] (token bucket), [`app`] (wiring
-//! and graceful shutdown), [`nodeshard`] (Volcano's `NodeShard` custom resource types),
+//! and [`http`] (health, readiness, Prometheus), [`ratelimit`] (token bucket), [`process`] (the process scaffolding both binaries share: main,
+//! signals, the component supervisor), [`app`] (the scheduler's components, their wiring
+//! and shutdown order), [`nodeshard`] (Volcano's `NodeShard` custom resource types),
 //! [`shardctl`] (the sharding controller: its pure core — config, policies, node assignment,
 //! hand-off pinning, sync plan — and its runtime behind the `shard-controller` binary).
 
@@ -23,6 +24,7 @@ pub mod leader;
 pub mod metrics;
 pub mod nodeshard;
 pub mod prebind;
+pub mod process;
 pub mod ratelimit;
 pub mod reload;
 pub mod shard;

@@ -346,7 +346,7 @@ impl Collector for Shared {
             .unwrap_or_else(|p| p.into_inner())
             .clone();
         let (s, q) = source.map(|f| f()).unwrap_or_default();
-        let counters: [(&str, &str, u64); 12] = [
+        let counters: [(&str, &str, u64); 13] = [
             (
                 "magma_scheduling_attempts",
                 "Pods taken by a worker for a scheduling attempt",
@@ -402,6 +402,11 @@ impl Collector for Shared {
                 "magma_unchanged_pod_updates",
                 "Pending-pod updates ignored because nothing the scheduler reads changed (e.g. its own PodScheduled condition)",
                 s.unchanged_updates,
+            ),
+            (
+                "magma_bind_backpressure",
+                "Times the engine held pods back because the bind queue's worth of pods were handed off or binding",
+                s.bind_backpressure,
             ),
         ];
         for (name, help, v) in counters {

@@ -15,19 +15,18 @@
 //! engine, so pods the previous owner bound moments ago count even if the pod watch lags.
 
 use crate::convert::pod_input;
+use crate::feed::Change;
 use crate::metrics::{Metrics, ShardWriteLabel};
 use crate::nodeshard::{NodeShard, status_for};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{ListParams, PostParams};
-use crate::feed::Change;
 use kube::runtime::watcher;
 use kube::{Api, Client};
 use magma_engine::core::Input;
 use magma_engine::{EngineHandle, ShardInput, ShardStatusIntent};
 use std::time::Duration;
-use tokio::sync::mpsc;
 
 /// Attempts of one status write when it meets `409 Conflict`.
 pub const CONFLICT_ATTEMPTS: u32 = 5;
@@ -90,10 +89,10 @@ pub async fn run_writer(
     client: Client,
     engine: EngineHandle,
     metrics: Metrics,
-    mut rx: mpsc::Receiver<ShardStatusIntent>,
+    rx: flume::Receiver<ShardStatusIntent>,
 ) {
     let api: Api<NodeShard> = Api::all(client);
-    while let Some(intent) = rx.recv().await {
+    while let Ok(intent) = rx.recv_async().await {
         let written = write_status(&api, &intent, &metrics).await;
         engine.send(Input::ShardStatusWritten(written));
     }
@@ -101,9 +100,9 @@ pub async fn run_writer(
 
 /// Answer every `ListNodePods` request: list each node's pods, send them, then the
 /// `NodePodsListed` answer. A failed list is retried with backoff until it succeeds.
-pub async fn run_lister(client: Client, engine: EngineHandle, mut rx: mpsc::Receiver<Vec<String>>) {
+pub async fn run_lister(client: Client, engine: EngineHandle, rx: flume::Receiver<Vec<String>>) {
     let api: Api<Pod> = Api::all(client);
-    while let Some(nodes) = rx.recv().await {
+    while let Ok(nodes) = rx.recv_async().await {
         for node in &nodes {
             let lp = ListParams::default().fields(&format!("spec.nodeName={node}"));
             let mut wait = Duration::from_millis(200);

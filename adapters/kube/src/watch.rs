@@ -387,7 +387,12 @@ async fn feed_claims(
     claims: Arc<Claims>,
     synced: impl Fn(),
 ) {
-    let changes = feed::watch(api, watcher::Config::default(), "persistentvolumeclaims", Some);
+    let changes = feed::watch(
+        api,
+        watcher::Config::default(),
+        "persistentvolumeclaims",
+        Some,
+    );
     let mut changes = std::pin::pin!(changes);
     while let Some(change) = changes.next().await {
         match change {

@@ -302,6 +302,71 @@ async fn a_node_is_handed_over_only_after_its_holder_released_it() {
     sim.shutdown().await;
 }
 
+/// Binds saturated (one bind a second, an eight-pod bind queue, 40 pods waiting) do not delay
+/// our NodeShard's status: the engine holds pods back (`bind_backpressure`) instead of the
+/// intent router blocking on a full bind queue with the status write behind it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_saturated_bind_queue_does_not_delay_a_nodeshard_status_write() {
+    const PODS: usize = 40;
+    let sim = Sim::start(cfg(4)).await.unwrap();
+    create_shard(&sim, "agent-scheduler", &[node(0), node(1)]);
+    let s = Sched::start(&sim, |s| {
+        s.sharding = ShardingOptions {
+            mode: ShardingMode::Hard,
+            shard_name: "agent-scheduler".into(),
+            handover_hold: Duration::ZERO,
+        };
+        s.bind.qps = 1.0;
+        s.bind.burst = 1;
+        s.bind.concurrency = 1;
+        s.bind.queue = 8;
+    })
+    .await;
+    claimed(&sim, &s, &[node(0), node(1)]).await;
+    for i in 0..PODS {
+        sim.create_pod(
+            "default",
+            &format!("p{i}"),
+            "agent-scheduler",
+            "10m",
+            "16Mi",
+        )
+        .unwrap();
+    }
+    // The queue is full: at least its eight binds claimed, one bound at most.
+    eventually("the bind queue is full", WAIT, || {
+        s.running.engine_stats().bind_intents >= 8
+    })
+    .await;
+    let client = kube::Client::try_from(client_config(&sim).await).unwrap();
+    set_desired(
+        &Api::<NodeShard>::all(client),
+        "agent-scheduler",
+        &[node(0), node(1), node(2)],
+    )
+    .await;
+    // At one bind a second the pods take 40 s; the status write must not wait for them.
+    eventually(
+        "node 2 claimed while binds are still queued",
+        Duration::from_secs(8),
+        || in_use(&sim, "agent-scheduler") == [node(0), node(1), node(2)],
+    )
+    .await;
+    let bound = (0..PODS)
+        .filter(|i| node_of(&sim, &format!("p{i}")).is_some())
+        .count();
+    assert!(
+        bound < PODS / 2,
+        "the status write waited for {bound} binds"
+    );
+    assert!(
+        s.running.engine_stats().bind_backpressure > 0,
+        "the engine held pods back"
+    );
+    s.stop().await;
+    sim.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mode_none_neither_watches_nor_writes_nodeshards() {
     let sim = Sim::start(cfg(3)).await.unwrap();

@@ -24,7 +24,7 @@ fn main() -> std::process::ExitCode {
         return std::process::ExitCode::SUCCESS;
     }
     let verbosity = opts.verbosity;
-    app::run_main("agent-scheduler", verbosity, async move {
+    magma_kube::process::run_main("agent-scheduler", verbosity, async move {
         for w in &opts.warnings {
             tracing::warn!("{w}");
         }
@@ -55,6 +55,6 @@ async fn run(opts: flags::Options) -> anyhow::Result<()> {
         profile: loaded.profile,
         ..settings
     };
-    app::run(settings, app::shutdown_signal(), None).await?;
+    app::run(settings, magma_kube::process::shutdown_signal(), None).await?;
     Ok(())
 }

@@ -33,7 +33,7 @@ fn main() -> std::process::ExitCode {
         return std::process::ExitCode::SUCCESS;
     }
     let verbosity = opts.verbosity;
-    magma_kube::app::run_main("shard-controller", verbosity, run(opts))
+    magma_kube::process::run_main("shard-controller", verbosity, run(opts))
 }
 
 async fn run(opts: ControllerOptions) -> anyhow::Result<()> {
@@ -41,8 +41,8 @@ async fn run(opts: ControllerOptions) -> anyhow::Result<()> {
         .flag_config
         .clone()
         .context("the flag configuration is built while parsing")?;
-    let client_config = magma_kube::app::kube_config(&opts.kubeconfig, &opts.master).await?;
-    let client = magma_kube::app::connect(&client_config).await?;
+    let client_config = magma_kube::process::kube_config(&opts.kubeconfig, &opts.master).await?;
+    let client = magma_kube::process::connect(&client_config).await?;
 
     let mut settings = ControllerSettings::new(client, flag_config);
     settings.configmap_name = opts.sharding_configmap.clone();
@@ -52,8 +52,9 @@ async fn run(opts: ControllerOptions) -> anyhow::Result<()> {
     settings.api_burst = opts.kube_api_burst;
     settings.readiness = Arc::new(http::Readiness::new(opts.leader_elect));
 
-    // Admin endpoints; one server when both addresses are the same.
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    // Admin endpoints (one server when both addresses are the same), under the supervisor
+    // both binaries share.
+    let mut sup = magma_kube::process::Supervisor::new();
     let healthz = opts
         .enable_healthz
         .then(|| opts.healthz_addr())
@@ -64,18 +65,16 @@ async fn run(opts: ControllerOptions) -> anyhow::Result<()> {
         .transpose()?;
     let m = settings.metrics.clone();
     let encoder = Arc::new(move || m.encode()) as http::MetricsEncoder;
-    let servers = http::serve_admin(
-        healthz,
-        metrics_addr.map(|a| (a, encoder)),
-        settings.readiness.clone(),
-        stop_rx,
-    )
-    .await?;
-
-    controller::run(settings, magma_kube::app::shutdown_signal()).await?;
-    stop_tx.send_replace(true);
-    for s in servers {
-        let _ = tokio::time::timeout(std::time::Duration::from_secs(2), s).await;
-    }
-    Ok(())
+    let admin = sup.start(
+        http::Admin::bind(
+            healthz,
+            metrics_addr.map(|a| (a, encoder)),
+            settings.readiness.clone(),
+        )
+        .await?,
+    );
+    let result = controller::run(settings, magma_kube::process::shutdown_signal()).await;
+    // The admin endpoints answer until the controller has stopped.
+    let _ = sup.stop(admin, std::time::Duration::from_secs(2)).await;
+    Ok(result?)
 }

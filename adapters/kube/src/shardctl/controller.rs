@@ -38,14 +38,15 @@ use super::handoff::ObservedShard;
 use super::index::{ClusterIndex, NodeRelist, PodRelist};
 use super::metrics::ControllerMetrics;
 use super::plan::{ShardWrite, SyncPlan, plan_sync};
+use crate::feed::{self, Change};
 use crate::http::Readiness;
-use crate::leader::{LeaderElector, LeaseConfig};
+use crate::leader::{Elector, LeaderElector, LeaseConfig};
 use crate::nodeshard::NodeShard;
+use crate::process::Supervisor;
 use crate::ratelimit::TokenBucket;
 use futures::{StreamExt, stream::BoxStream};
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
-use crate::feed::{self, Change};
 use kube::runtime::watcher;
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -142,6 +143,8 @@ pub enum ControllerError {
     NoResourceVersion { name: String },
     #[error("no sync succeeded within {attempts} rounds; last failure: {last}")]
     Exhausted { attempts: u32, last: String },
+    #[error("{0}")]
+    Component(String),
     #[error("no active sharding configuration")]
     NoConfig,
 }
@@ -235,21 +238,22 @@ pub async fn run(
     let client = settings.client.clone();
     let streams = watch_streams(&client, &settings);
 
-    // Leadership: the elector's channel, or a constant `true` whose sender we keep.
+    // Leadership: the elector (a component of the shared scaffolding), or a constant `true`
+    // whose sender we keep.
     let (leading_tx, mut leading_rx) = watch::channel(settings.lease.is_none());
-    let (elector_stop, elector_stop_rx) = watch::channel(false);
-    let mut elector = None;
+    let mut sup = Supervisor::new();
     let mut _constant_leader = None;
-    match settings.lease.clone() {
+    let elector = match settings.lease.clone() {
         Some(lease) => {
             let renew = lease.renew_deadline;
-            let task = tokio::spawn(
-                LeaderElector::new(client.clone(), lease).run(leading_tx, elector_stop_rx),
-            );
-            elector = Some((task, renew));
+            let elector = Elector::new(LeaderElector::new(client.clone(), lease), leading_tx);
+            Some((sup.start(elector), renew))
         }
-        None => _constant_leader = Some(leading_tx),
-    }
+        None => {
+            _constant_leader = Some(leading_tx);
+            None
+        }
+    };
 
     let mut c = Controller {
         api: Api::all(client),
@@ -273,20 +277,25 @@ pub async fn run(
         leading: *leading_rx.borrow(),
     };
     c.publish_leader();
-    c.run_loop(streams, &mut leading_rx, shutdown).await;
+    // A failed elector ends the run as a shutdown would, and the process exits with it.
+    let mut failure = None;
+    let stop = async {
+        tokio::select! {
+            _ = shutdown => {}
+            e = sup.failed() => failure = Some(e),
+        }
+    };
+    c.run_loop(streams, &mut leading_rx, stop).await;
 
     // Stop competing and release the Lease (bounded: never hang the process on it).
-    if let Some((task, renew)) = elector {
-        elector_stop.send_replace(true);
-        match tokio::time::timeout(renew + Duration::from_secs(2), task).await {
-            Ok(Ok(Ok(()))) => {}
-            Ok(Ok(Err(e))) => tracing::warn!(error = %e, "leader election ended with an error"),
-            Ok(Err(e)) => tracing::warn!(error = %e, "leader election task failed"),
-            Err(_) => tracing::warn!("releasing the lease timed out"),
-        }
+    if let Some((id, renew)) = elector {
+        let _ = sup.stop(id, renew + Duration::from_secs(2)).await;
     }
     c.metrics.set_leader(false);
-    Ok(())
+    match failure {
+        Some(e) => Err(ControllerError::Component(format!("{e:#}"))),
+        None => Ok(()),
+    }
 }
 
 fn watch_streams(client: &kube::Client, s: &ControllerSettings) -> BoxStream<'static, Msg> {

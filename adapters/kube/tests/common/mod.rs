@@ -44,9 +44,12 @@ impl Sched {
             .await
             .unwrap()
             .unwrap();
-        tokio::time::timeout(Duration::from_secs(10), running.sync.wait())
+        if tokio::time::timeout(Duration::from_secs(10), running.sync.wait())
             .await
-            .expect("caches sync");
+            .is_err()
+        {
+            panic!("caches did not sync: {:?}", running.sync.unsynced());
+        }
         Sched {
             stop: Some(stop_tx),
             task,
