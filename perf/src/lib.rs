@@ -3,12 +3,15 @@
 //! server and keeps an independent ledger for integrity checks, compared with a straightforward
 //! reference scheduler ([`baseline`]) on the same plan, swept over worker and candidate counts
 //! ([`sweep`]), and reported as text, JSON, Markdown tables ([`report`]) and SVG plots ([`plot`]).
+//! End to end: the scheduler in process against the HTTP API simulator ([`e2e`]), or the shipped
+//! binaries as separate processes with their CPU from `/proc` ([`procs`]).
 
 pub mod baseline;
 pub mod clock;
 pub mod e2e;
 pub mod plan;
 pub mod plot;
+pub mod procs;
 pub mod progress;
 pub mod report;
 pub mod runner;

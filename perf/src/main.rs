@@ -56,6 +56,10 @@ enum Cmd {
     /// (or a real cluster with --kubeconfig); pods created through the API, created→bound
     /// measured from a watch.
     E2e(E2eArgs),
+    /// End to end as deployed: the shipped agent-scheduler and kube-sim binaries as separate
+    /// processes (HTTPS with --tls); scheduler and simulator CPU per pod from /proc, requests
+    /// per pod, throughput against the API ceiling measured in the same run.
+    Processes(ProcArgs),
     /// POST bindings as fast as possible against the simulator: the API's own ceiling.
     Blast(BlastArgs),
     /// Wake-up latency on the simulator: every node full, pods waiting for room, blockers
@@ -120,6 +124,42 @@ struct E2eArgs {
     /// PodScheduled=False time and the Scheduled events' tail after the last bind.
     #[arg(long, default_value_t = 0)]
     unschedulable: usize,
+}
+
+#[derive(Debug, Args)]
+struct ProcArgs {
+    #[arg(long, default_value_t = 5000)]
+    nodes: usize,
+    #[arg(long, default_value_t = 10_000)]
+    pods: usize,
+    #[arg(long, default_value_t = 2)]
+    workers: usize,
+    /// Concurrent pod-creation (and ceiling binding) requests.
+    #[arg(long, default_value_t = 64)]
+    creators: usize,
+    /// Create the pods while no scheduler runs, then start it: time to drain the backlog.
+    #[arg(long)]
+    backlog: bool,
+    /// Serve the simulator over HTTPS (self-signed; the scheduler verifies it).
+    #[arg(long)]
+    tls: bool,
+    /// The agent-scheduler binary (default: beside this one).
+    #[arg(long)]
+    scheduler_bin: Option<PathBuf>,
+    /// The kube-sim binary (default: beside this one).
+    #[arg(long)]
+    sim_bin: Option<PathBuf>,
+    #[arg(long, default_value_t = 2000.0)]
+    kube_api_qps: f64,
+    #[arg(long, default_value_t = 2000)]
+    kube_api_burst: u32,
+    /// Seconds to wait for every pod to be bound.
+    #[arg(long, default_value_t = 300)]
+    timeout: u64,
+    #[arg(long)]
+    json: Option<PathBuf>,
+    #[arg(short, long)]
+    quiet: bool,
 }
 
 #[derive(Debug, Args)]
@@ -445,6 +485,37 @@ fn e2e(a: E2eArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+fn processes(a: ProcArgs) -> anyhow::Result<()> {
+    use magma_perf::procs::{ProcOptions, run};
+    let o = ProcOptions {
+        nodes: a.nodes,
+        pods: a.pods,
+        workers: a.workers,
+        creators: a.creators,
+        backlog: a.backlog,
+        tls: a.tls,
+        scheduler_bin: a
+            .scheduler_bin
+            .unwrap_or_else(|| ProcOptions::sibling("agent-scheduler")),
+        sim_bin: a.sim_bin.unwrap_or_else(|| ProcOptions::sibling("kube-sim")),
+        kube_api_qps: a.kube_api_qps,
+        kube_api_burst: a.kube_api_burst,
+        timeout: Duration::from_secs(a.timeout),
+        progress: !a.quiet,
+    };
+    let rt = tokio::runtime::Runtime::new()?;
+    let report = rt.block_on(run(&o))?;
+    report.print();
+    if let Some(path) = &a.json {
+        std::fs::write(path, serde_json::to_string_pretty(&report)? + "\n")?;
+    }
+    anyhow::ensure!(
+        report.duplicate_binds == 0 && report.lost_pods == 0,
+        "integrity violated"
+    );
+    Ok(())
+}
+
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let (s, a) = match cli.cmd {
@@ -456,6 +527,7 @@ fn main() -> anyhow::Result<()> {
         Cmd::Mixed(a) => (Scenario::Mixed, a),
         Cmd::Sweep(a) => return sweep(a),
         Cmd::E2e(a) => return e2e(a),
+        Cmd::Processes(a) => return processes(a),
         Cmd::Wakeup(a) => {
             let opts = magma_perf::wakeup::WakeupOptions {
                 nodes: a.nodes,

@@ -145,7 +145,12 @@ async fn leaving_and_entering_a_selection_are_delete_and_add() {
         .await
         .unwrap();
     let all: Api<Pod> = Api::all(client.clone());
-    let wp = |f: &str| WatchParams::default().fields(f).timeout(5).disable_bookmarks();
+    let wp = |f: &str| {
+        WatchParams::default()
+            .fields(f)
+            .timeout(5)
+            .disable_bookmarks()
+    };
     let rv = all
         .list(&ListParams::default())
         .await
@@ -154,7 +159,11 @@ async fn leaving_and_entering_a_selection_are_delete_and_add() {
         .resource_version
         .unwrap();
     let mut pending = all.watch(&wp("spec.nodeName="), &rv).await.unwrap().boxed();
-    let mut bound = all.watch(&wp("spec.nodeName!="), &rv).await.unwrap().boxed();
+    let mut bound = all
+        .watch(&wp("spec.nodeName!="), &rv)
+        .await
+        .unwrap()
+        .boxed();
     let mut running = all
         .watch(&wp("status.phase!=Succeeded,status.phase!=Failed"), &rv)
         .await

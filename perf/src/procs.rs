@@ -1,0 +1,643 @@
+//! Separate processes: the shipped `agent-scheduler` binary against the `kube-sim` binary,
+//! each its own process, with this harness as a third (the pod creator and bind watcher). What
+//! a user deploying Magma would see, and what it costs: the scheduler's and the simulator's
+//! CPU per pod (from `/proc/<pid>/stat`), the scheduler's API requests per pod by verb and
+//! resource (the simulator's request record, told apart from the harness's by `User-Agent`),
+//! its open sockets, throughput against the API's own ceiling measured in the same run, and
+//! created → bound latency from a watch.
+//!
+//! Scenarios:
+//! - **burst**: the scheduler runs and is ready; `pods` pods are created as fast as the
+//!   creators go.
+//! - **backlog**: `pods` pods are created while no scheduler runs; then it starts. Time from
+//!   its start to the last bind, against the ceiling.
+//!
+//! The ceiling ("blast"): before the scenario, `pods` pods for a scheduler nobody runs are
+//! created in their own namespace and bound by the harness itself, as fast as `creators`
+//! concurrent requests go, over the same transport: the rate the API accepts bindings at.
+
+use crate::report::Latency;
+use anyhow::Context;
+use futures::StreamExt;
+use hdrhistogram::Histogram;
+use k8s_openapi::api::core::v1::{Binding, Namespace, ObjectReference, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Api, PostParams};
+use kube::runtime::watcher::{self, Event};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::Mutex;
+
+/// The harness's own `User-Agent`: requests without it are the scheduler's.
+const HARNESS_AGENT: &str = "magma-perf";
+
+#[derive(Debug, Clone)]
+pub struct ProcOptions {
+    pub nodes: usize,
+    pub pods: usize,
+    pub workers: usize,
+    pub creators: usize,
+    pub backlog: bool,
+    /// Serve the simulator over HTTPS (self-signed, as a real API server); needs a kube-sim
+    /// with `--tls`.
+    pub tls: bool,
+    pub scheduler_bin: PathBuf,
+    pub sim_bin: PathBuf,
+    pub kube_api_qps: f64,
+    pub kube_api_burst: u32,
+    pub timeout: Duration,
+    pub progress: bool,
+}
+
+impl ProcOptions {
+    /// The binaries beside this executable (`target/release/` for `cargo run --release`).
+    pub fn sibling(name: &str) -> PathBuf {
+        std::env::current_exe()
+            .ok()
+            .and_then(|p| p.parent().map(|d| d.join(name)))
+            .unwrap_or_else(|| PathBuf::from(name))
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ProcReport {
+    pub scenario: String,
+    pub transport: String,
+    pub nodes: usize,
+    pub pods: usize,
+    pub workers: usize,
+    pub bound: usize,
+    /// Bound pods ÷ (last bind − first create), or − scheduler start for the backlog.
+    pub throughput_pods_per_s: f64,
+    /// Bindings/s the API accepted from the harness itself (same run, same transport).
+    pub ceiling_pods_per_s: f64,
+    pub fraction_of_ceiling: f64,
+    /// Backlog: scheduler start → last bind.
+    pub drain_s: Option<f64>,
+    pub latency_ms: Latency,
+    /// Scheduler CPU (user + system) per bound pod, over the scenario until it is idle again.
+    pub scheduler_cpu_ms_per_pod: f64,
+    pub sim_cpu_ms_per_pod: f64,
+    pub scheduler_rss_mib: f64,
+    /// The scheduler's requests per bound pod, by `verb resource[/subresource]`.
+    pub requests_per_pod: BTreeMap<String, f64>,
+    pub scheduler_requests_per_pod: f64,
+    /// Sockets the scheduler holds open at the end (its connection pool).
+    pub scheduler_open_sockets: usize,
+    /// The simulator's accepted connections per pod over the scenario, when it reports them.
+    pub new_connections_per_pod: Option<f64>,
+    pub duplicate_binds: u64,
+    pub lost_pods: u64,
+}
+
+impl ProcReport {
+    pub fn print(&self) {
+        println!(
+            "processes/{} over {}: {} nodes, {} pods, {} workers",
+            self.scenario, self.transport, self.nodes, self.pods, self.workers
+        );
+        println!(
+            "  bound {}  throughput {:.0} pods/s = {:.0}% of the API ceiling {:.0}/s{}",
+            self.bound,
+            self.throughput_pods_per_s,
+            self.fraction_of_ceiling * 100.0,
+            self.ceiling_pods_per_s,
+            self.drain_s
+                .map(|d| format!("  drained in {d:.2} s"))
+                .unwrap_or_default()
+        );
+        println!(
+            "  created→bound ms: p50 {:.1}  p90 {:.1}  p99 {:.1}  max {:.1}",
+            self.latency_ms.p50, self.latency_ms.p90, self.latency_ms.p99, self.latency_ms.max
+        );
+        println!(
+            "  CPU per pod: scheduler {:.3} ms, kube-sim {:.3} ms;  scheduler RSS {:.0} MiB, {} open sockets",
+            self.scheduler_cpu_ms_per_pod,
+            self.sim_cpu_ms_per_pod,
+            self.scheduler_rss_mib,
+            self.scheduler_open_sockets
+        );
+        let by: Vec<String> = self
+            .requests_per_pod
+            .iter()
+            .map(|(k, v)| format!("{k} {v:.3}"))
+            .collect();
+        println!(
+            "  scheduler requests per pod {:.3}: {}",
+            self.scheduler_requests_per_pod,
+            by.join(", ")
+        );
+        if let Some(c) = self.new_connections_per_pod {
+            println!("  new connections per pod {c:.4}");
+        }
+        if self.duplicate_binds > 0 || self.lost_pods > 0 {
+            println!(
+                "  integrity: VIOLATED: {} duplicate bind(s), {} pod(s) not bound",
+                self.duplicate_binds, self.lost_pods
+            );
+        } else {
+            println!("  integrity: OK (every pod bound exactly once)");
+        }
+    }
+}
+
+/// A child process killed when dropped.
+struct Proc {
+    name: &'static str,
+    child: Child,
+    log: PathBuf,
+}
+
+impl Proc {
+    fn spawn(name: &'static str, bin: &Path, args: &[String], dir: &Path) -> anyhow::Result<Proc> {
+        anyhow::ensure!(
+            bin.exists(),
+            "{} not found: build it first (cargo build --release -p magma-kube -p kube-sim) or \
+             pass its path",
+            bin.display()
+        );
+        let log = dir.join(format!("{name}.log"));
+        let out = std::fs::File::create(&log)?;
+        let child = Command::new(bin)
+            .args(args)
+            .stdout(out.try_clone()?)
+            .stderr(out)
+            .stdin(Stdio::null())
+            .spawn()
+            .with_context(|| format!("starting {}", bin.display()))?;
+        Ok(Proc { name, child, log })
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Fails with the log's tail if the process has exited.
+    fn check_alive(&mut self) -> anyhow::Result<()> {
+        if let Some(status) = self.child.try_wait()? {
+            let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(20).collect();
+            anyhow::bail!(
+                "{} exited ({status}):\n{}",
+                self.name,
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            );
+        }
+        Ok(())
+    }
+
+    fn stop(&mut self) {
+        // SIGTERM first, so the scheduler shuts down as in production.
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.pid().to_string())
+            .status();
+        let end = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < end {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// CPU time (user + system) of a process so far, from `/proc/<pid>/stat`.
+pub fn cpu_time(pid: u32) -> anyhow::Result<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // Fields after the command name (which may contain spaces) in parentheses.
+    let rest = stat
+        .rsplit_once(')')
+        .map(|(_, r)| r)
+        .context("malformed /proc stat")?;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the whole line: 12 and 13 after the name.
+    let ticks: u64 = f.get(11).context("utime")?.parse::<u64>()?
+        + f.get(12).context("stime")?.parse::<u64>()?;
+    Ok(Duration::from_nanos(ticks * 1_000_000_000 / clock_ticks()))
+}
+
+fn clock_ticks() -> u64 {
+    static TICKS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *TICKS.get_or_init(|| {
+        Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .ok()
+            .and_then(|o| String::from_utf8(o.stdout).ok())
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(100)
+    })
+}
+
+fn rss_mib(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kib| kib / 1024.0)
+}
+
+fn open_sockets(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter(|e| {
+                    std::fs::read_link(e.path())
+                        .is_ok_and(|l| l.to_string_lossy().starts_with("socket:"))
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+/// `GET path` on a plain-HTTP admin port: the status code.
+async fn admin_get(port: u16, path: &str) -> Option<u16> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.ok()?;
+    let req = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).await.ok()?;
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).await.ok()?;
+    let head = String::from_utf8_lossy(&buf);
+    head.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The simulator's JSON records (`/sim/<what>`), through the harness's client.
+async fn sim_records(client: &kube::Client, what: &str) -> anyhow::Result<Vec<serde_json::Value>> {
+    let req = http::Request::get(format!("/sim/{what}")).body(Vec::new())?;
+    let text = client.request_text(req).await?;
+    Ok(serde_json::from_str(&text)?)
+}
+
+/// The simulator's accepted-connection count, if it reports one (`/sim/stats`).
+async fn sim_connections(client: &kube::Client) -> Option<u64> {
+    let req = http::Request::get("/sim/stats").body(Vec::new()).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&client.request_text(req).await.ok()?).ok()?;
+    v.get("connectionsAccepted")?.as_u64()
+}
+
+struct Cluster {
+    sim: Proc,
+    kubeconfig: PathBuf,
+    client: kube::Client,
+}
+
+async fn start_sim(o: &ProcOptions, dir: &Path) -> anyhow::Result<Cluster> {
+    let port = free_port()?;
+    let kubeconfig = dir.join("kubeconfig");
+    let mut args: Vec<String> = [
+        "--port",
+        &port.to_string(),
+        "--nodes",
+        &o.nodes.to_string(),
+        "--kubeconfig-out",
+        &kubeconfig.display().to_string(),
+        "--history",
+        &(o.pods * 12).max(100_000).to_string(),
+        "--auto-create-namespaces",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    if o.tls {
+        args.push("--tls".into());
+    }
+    let mut sim = Proc::spawn("kube-sim", &o.sim_bin, &args, dir)?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !kubeconfig.exists() || std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        sim.check_alive()?;
+        anyhow::ensure!(Instant::now() < deadline, "kube-sim did not start in 60 s");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let yaml = std::fs::read_to_string(&kubeconfig)?;
+    let (mut cfg, _) = crate::e2e::client_from(&yaml, true).await?;
+    cfg.headers.push((
+        http::header::USER_AGENT,
+        http::HeaderValue::from_static(HARNESS_AGENT),
+    ));
+    let client = kube::Client::try_from(cfg)?;
+    Ok(Cluster {
+        sim,
+        kubeconfig,
+        client,
+    })
+}
+
+fn start_scheduler(o: &ProcOptions, c: &Cluster, dir: &Path) -> anyhow::Result<(Proc, u16)> {
+    let admin = free_port()?;
+    let args: Vec<String> = vec![
+        format!("--kubeconfig={}", c.kubeconfig.display()),
+        format!("--scheduler-worker-count={}", o.workers),
+        format!("--kube-api-qps={}", o.kube_api_qps),
+        format!("--kube-api-burst={}", o.kube_api_burst),
+        "--enable-healthz=true".into(),
+        "--enable-metrics=true".into(),
+        format!("--healthz-address=127.0.0.1:{admin}"),
+        format!("--listen-address=127.0.0.1:{admin}"),
+        "--leader-elect=false".into(),
+    ];
+    Ok((Proc::spawn("agent-scheduler", &o.scheduler_bin, &args, dir)?, admin))
+}
+
+async fn wait_ready(p: &mut Proc, admin: u16) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while admin_get(admin, "/readyz").await != Some(200) {
+        p.check_alive()?;
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "the scheduler was not ready in 120 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok(())
+}
+
+/// Wait until a process's CPU time stops growing (under 5 ms per 500 ms), at most `cap`.
+async fn until_idle(pid: u32, cap: Duration) -> Duration {
+    let end = Instant::now() + cap;
+    let mut last = cpu_time(pid).unwrap_or_default();
+    loop {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let now = cpu_time(pid).unwrap_or_default();
+        if now.saturating_sub(last) < Duration::from_millis(5) || Instant::now() > end {
+            return now;
+        }
+        last = now;
+    }
+}
+
+fn pod_object(ns: &str, name: &str, scheduler: &str) -> anyhow::Result<Pod> {
+    let mut v = kube_sim::pod_object(ns, name, scheduler, "100m", "128Mi");
+    v["metadata"]["labels"] = serde_json::json!({"magma-procs": "1"});
+    Ok(serde_json::from_value(v)?)
+}
+
+/// Create `n` pods named `{prefix}{i}` in `ns` for `scheduler`, `creators` at a time.
+async fn create_pods(
+    client: &kube::Client,
+    ns: &str,
+    prefix: &str,
+    scheduler: &str,
+    n: usize,
+    creators: usize,
+    created: Option<Arc<Mutex<HashMap<String, Instant>>>>,
+) -> anyhow::Result<()> {
+    let api: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let sem = Arc::new(tokio::sync::Semaphore::new(creators.max(1)));
+    let mut tasks = Vec::with_capacity(n);
+    for i in 0..n {
+        let permit = sem.clone().acquire_owned().await?;
+        let name = format!("{prefix}{i:07}");
+        let p = pod_object(ns, &name, scheduler)?;
+        let (api, created) = (api.clone(), created.clone());
+        tasks.push(tokio::spawn(async move {
+            if let Some(c) = &created {
+                c.lock().await.insert(name, Instant::now());
+            }
+            let r = api.create(&PostParams::default(), &p).await;
+            drop(permit);
+            r.map(|_| ())
+        }));
+    }
+    for t in tasks {
+        t.await?.context("creating a pod")?;
+    }
+    Ok(())
+}
+
+/// The API's ceiling for bindings over this transport: create `n` pods nobody schedules,
+/// then bind them from here as fast as `creators` concurrent requests allow.
+async fn ceiling(client: &kube::Client, nodes: usize, n: usize, creators: usize) -> anyhow::Result<f64> {
+    let ns = "magma-blast";
+    let _ = Api::<Namespace>::all(client.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(serde_json::json!({"metadata": {"name": ns}}))?,
+        )
+        .await;
+    create_pods(client, ns, "blast-", "nobody", n, creators, None).await?;
+    let api: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let sem = Arc::new(tokio::sync::Semaphore::new(creators.max(1)));
+    let start = Instant::now();
+    let mut tasks = Vec::with_capacity(n);
+    for i in 0..n {
+        let permit = sem.clone().acquire_owned().await?;
+        let api = api.clone();
+        let node = kube_sim::node_name(i % nodes.max(1));
+        tasks.push(tokio::spawn(async move {
+            let name = format!("blast-{i:07}");
+            let b = Binding {
+                metadata: ObjectMeta {
+                    name: Some(name.clone()),
+                    ..Default::default()
+                },
+                target: ObjectReference {
+                    kind: Some("Node".into()),
+                    name: Some(node),
+                    ..Default::default()
+                },
+            };
+            let r = api
+                .create_subresource::<Binding, serde_json::Value>(
+                    "binding",
+                    &name,
+                    &PostParams::default(),
+                    &b,
+                )
+                .await;
+            drop(permit);
+            r.is_ok()
+        }));
+    }
+    let mut ok = 0usize;
+    for t in tasks {
+        ok += usize::from(t.await.unwrap_or(false));
+    }
+    Ok(ok as f64 / start.elapsed().as_secs_f64())
+}
+
+pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
+    anyhow::ensure!(o.pods > 0 && o.nodes > 0, "--pods and --nodes must be positive");
+    let dir = std::env::temp_dir().join(format!("magma-procs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let mut c = start_sim(o, &dir).await?;
+    let client = c.client.clone();
+    let ceiling_rate = ceiling(&client, o.nodes, o.pods, o.creators).await?;
+
+    // The bind watch over the scenario's pods.
+    let created: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
+    let bound: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
+    let pods_api: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let w_bound = bound.clone();
+    let wc = watcher::Config::default().labels("magma-procs=1");
+    let watch_task = tokio::spawn({
+        let api = pods_api.clone();
+        async move {
+            let mut s = watcher::watcher(api, wc).boxed();
+            while let Some(ev) = s.next().await {
+                if let Ok(Event::Apply(p) | Event::InitApply(p)) = ev
+                    && let (Some(name), true) = (
+                        p.metadata.name.clone(),
+                        p.spec.and_then(|s| s.node_name).is_some(),
+                    )
+                {
+                    w_bound.lock().await.entry(name).or_insert_with(Instant::now);
+                }
+            }
+        }
+    });
+
+    let mut requests_before = sim_records(&client, "requests").await?.len();
+    let mut connections_before = sim_connections(&client).await;
+    // Burst: the simulator's cost includes the creates (a real API server serves them too);
+    // backlog: from the scheduler's start, which lists the backlog.
+    let (mut sched, start, sched_cpu0, sim_cpu_start) = if o.backlog {
+        create_pods(
+            &client,
+            "default",
+            "procs-",
+            "agent-scheduler",
+            o.pods,
+            o.creators,
+            Some(created.clone()),
+        )
+        .await?;
+        let sim_cpu0 = cpu_time(c.sim.pid())?;
+        let (s, _admin) = start_scheduler(o, &c, &dir)?;
+        (s, Instant::now(), Duration::ZERO, sim_cpu0)
+    } else {
+        let (mut s, admin) = start_scheduler(o, &c, &dir)?;
+        wait_ready(&mut s, admin).await?;
+        // Idle before the burst: its start-up (lists, caches) is not the pods' cost.
+        let cpu0 = until_idle(s.pid(), Duration::from_secs(10)).await;
+        requests_before = sim_records(&client, "requests").await?.len();
+        connections_before = sim_connections(&client).await;
+        let sim_cpu0 = cpu_time(c.sim.pid())?;
+        let start = Instant::now();
+        create_pods(
+            &client,
+            "default",
+            "procs-",
+            "agent-scheduler",
+            o.pods,
+            o.creators,
+            Some(created.clone()),
+        )
+        .await?;
+        (s, start, cpu0, sim_cpu0)
+    };
+    let bar = crate::progress::bar(o.pods as u64, o.progress);
+    let deadline = Instant::now() + o.timeout;
+    loop {
+        let n = bound.lock().await.len();
+        bar.set_position(n as u64);
+        if n >= o.pods || Instant::now() > deadline {
+            break;
+        }
+        sched.check_alive()?;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    bar.finish_and_clear();
+    // Until both are idle again: the scheduler's events and conditions count too.
+    let sched_cpu1 = until_idle(sched.pid(), Duration::from_secs(30)).await;
+    let sim_cpu1 = until_idle(c.sim.pid(), Duration::from_secs(10)).await;
+    let rss = rss_mib(sched.pid());
+    let sockets = open_sockets(sched.pid());
+    let requests = sim_records(&client, "requests").await?;
+    let connections_after = sim_connections(&client).await;
+    let bindings = sim_records(&client, "bindings").await?;
+    sched.stop();
+    watch_task.abort();
+
+    let created = created.lock().await;
+    let bound = bound.lock().await;
+    let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3)?;
+    let mut last = start;
+    for (name, t) in bound.iter() {
+        if let Some(at) = created.get(name) {
+            h.record(t.saturating_duration_since(*at).as_nanos().max(1) as u64)?;
+        }
+        last = last.max(*t);
+    }
+    let n = bound.len().max(1) as f64;
+    let elapsed = last.saturating_duration_since(start).as_secs_f64().max(1e-6);
+    let mut by: BTreeMap<String, f64> = BTreeMap::new();
+    let mut total = 0usize;
+    for r in requests.iter().skip(requests_before) {
+        if r["user_agent"].as_str() == Some(HARNESS_AGENT) {
+            continue;
+        }
+        let sub = r["subresource"].as_str().unwrap_or("");
+        let key = format!(
+            "{} {}{}{}",
+            r["verb"].as_str().unwrap_or("?"),
+            r["resource"].as_str().unwrap_or("?"),
+            if sub.is_empty() { "" } else { "/" },
+            sub
+        );
+        *by.entry(key).or_default() += 1.0;
+        total += 1;
+    }
+    for v in by.values_mut() {
+        *v /= n;
+    }
+    let mut seen = std::collections::HashSet::new();
+    let duplicate_binds = bindings
+        .iter()
+        .filter(|b| b["namespace"] == "default")
+        .filter(|b| !seen.insert(b["name"].as_str().unwrap_or("").to_owned()))
+        .count() as u64;
+    let throughput = bound.len() as f64 / elapsed;
+    let report = ProcReport {
+        scenario: if o.backlog { "backlog" } else { "burst" }.into(),
+        transport: if o.tls { "HTTPS" } else { "HTTP" }.into(),
+        nodes: o.nodes,
+        pods: o.pods,
+        workers: o.workers,
+        bound: bound.len(),
+        throughput_pods_per_s: throughput,
+        ceiling_pods_per_s: ceiling_rate,
+        fraction_of_ceiling: throughput / ceiling_rate.max(1e-9),
+        drain_s: o.backlog.then_some(elapsed),
+        latency_ms: Latency::from_histogram(&h),
+        scheduler_cpu_ms_per_pod: sched_cpu1.saturating_sub(sched_cpu0).as_secs_f64() * 1e3 / n,
+        sim_cpu_ms_per_pod: sim_cpu1.saturating_sub(sim_cpu_start).as_secs_f64() * 1e3 / n,
+        scheduler_rss_mib: rss,
+        requests_per_pod: by,
+        scheduler_requests_per_pod: total as f64 / n,
+        scheduler_open_sockets: sockets,
+        new_connections_per_pod: connections_before
+            .zip(connections_after)
+            .map(|(a, b)| b.saturating_sub(a) as f64 / n),
+        duplicate_binds,
+        lost_pods: (o.pods - bound.len().min(o.pods)) as u64,
+    };
+    c.sim.stop();
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(report)
+}
