@@ -120,6 +120,9 @@ async fn unmatched_selector_waits_until_a_node_is_labelled() {
 async fn other_schedulers_pods_are_untouched() {
     let sim = Sim::start(sim_cfg(3)).await.unwrap();
     let s = Sched::start(&sim, |_| {}).await;
+    // Theirs first: by the time the scheduler has finished with ours (bound, and its
+    // `Scheduled` event written, the last thing it does for a pod), it has had every chance to
+    // act on theirs.
     sim.create_pod("default", "theirs", "volcano", "100m", "128Mi")
         .unwrap();
     sim.create_pod("default", "ours", "agent-scheduler", "100m", "128Mi")
@@ -128,7 +131,27 @@ async fn other_schedulers_pods_are_untouched() {
         node_of(&sim, "ours").is_some()
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let event_of = |pod: &str| {
+        sim.writes().into_iter().any(|w| {
+            w.resource == "events" && w.code == 201 && w.name.starts_with(&format!("{pod}."))
+        })
+    };
+    wait_for(
+        "the Scheduled event of ours",
+        Duration::from_secs(10),
+        || event_of("ours").then_some(()),
+        || format!("{:?}", sim.writes()),
+    )
+    .await;
+    let touched: Vec<_> = sim
+        .writes()
+        .into_iter()
+        .filter(|w| w.name == "theirs" || w.name.starts_with("theirs."))
+        .collect();
+    assert!(
+        touched.is_empty(),
+        "the scheduler wrote to another scheduler's pod: {touched:?}"
+    );
     assert!(node_of(&sim, "theirs").is_none());
     let p = sim.get("v1", "pods", "default", "theirs").unwrap();
     assert_eq!(p["spec"]["schedulerName"], "volcano");
@@ -208,30 +231,69 @@ async fn relists_during_a_burst_lose_and_duplicate_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pod_deleted_while_its_bind_is_in_flight_is_forgotten() {
     let sim = Sim::start(sim_cfg(1)).await.unwrap();
-    // Slow API: binds take a while, long enough to delete the pod meanwhile.
+    let s = Sched::start(&sim, |_| {}).await;
+    // Slow API: kube-sim records a request when it routes it, then holds it this long before
+    // serving it, so the binding request is seen arriving while it cannot have been served.
+    const LATENCY_MS: u64 = 1500;
     sim.faults().set(Faults {
-        latency_ms: 400,
+        latency_ms: LATENCY_MS,
         ..Faults::default()
     });
-    let s = Sched::start(&sim, |_| {}).await;
-    sim.faults().clear();
+    let binding_requests = || {
+        sim.requests()
+            .iter()
+            .filter(|r| r.resource == "pods" && r.subresource == "binding")
+            .count()
+    };
+    assert_eq!(binding_requests(), 0);
     sim.create_pod("default", "doomed", "agent-scheduler", "1", "128Mi")
         .unwrap();
-    sim.faults().set(Faults {
-        latency_ms: 400,
-        ..Faults::default()
-    });
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    wait_for(
+        "the binding request of doomed",
+        Duration::from_secs(10),
+        || (binding_requests() > 0).then_some(()),
+        || format!("{:?}", sim.requests()),
+    )
+    .await;
+    // The delete goes through the simulator's handle: no HTTP, no latency.
     sim.delete("v1", "pods", "default", "doomed").unwrap();
+    let binding_writes = || -> Vec<_> {
+        sim.writes()
+            .into_iter()
+            .filter(|w| w.resource == "pods/binding" && w.name == "doomed")
+            .collect()
+    };
+    let first = wait_for(
+        "the answer to doomed's binding",
+        Duration::from_secs(10),
+        || binding_writes().first().cloned(),
+        || format!("{:?}", sim.writes()),
+    )
+    .await;
+    assert_eq!(
+        first.code, 404,
+        "the delete did not land while the bind was in flight (the binding was answered \
+         {} before it; raise LATENCY_MS if the machine is that slow)",
+        first.code
+    );
     sim.faults().clear();
+    assert!(
+        sim.bindings().iter().all(|b| b.name != "doomed"),
+        "{:?}",
+        sim.bindings()
+    );
     // Its CPU must come back: a pod needing the whole node fits afterwards.
-    tokio::time::sleep(Duration::from_millis(800)).await;
     sim.create_pod("default", "next", "agent-scheduler", "32", "128Mi")
         .unwrap();
     eventually("next bound", Duration::from_secs(10), || {
         node_of(&sim, "next").is_some()
     })
     .await;
+    assert!(
+        binding_writes().iter().all(|w| w.code == 404),
+        "doomed was never bound: {:?}",
+        binding_writes()
+    );
     s.stop().await;
     sim.shutdown().await;
 }
@@ -244,7 +306,17 @@ async fn config_reload_valid_applies_invalid_is_rejected() {
     std::fs::write(&path, magma_engine::conf::DEFAULT_SCHEDULER_CONF).unwrap();
     let sim = Sim::start(sim_cfg(2)).await.unwrap();
     let p2 = path.clone();
-    let s = Sched::start(&sim, move |st| st.config_path = Some(p2)).await;
+    let port = free_port();
+    let s = Sched::start(&sim, move |st| {
+        st.config_path = Some(p2);
+        st.metrics_addr = Some(([127, 0, 0, 1], port).into());
+    })
+    .await;
+    const OK: &str = "magma_config_reload_total{result=\"ok\"}";
+    const REJECTED: &str = "magma_config_reload_total{result=\"rejected\"}";
+    let wait = Duration::from_secs(10);
+    assert_eq!(metric_reaches(port, OK, 0, wait).await, 0);
+    assert_eq!(metric_reaches(port, REJECTED, 0, wait).await, 0);
     // Load one node a little so binpack vs spread differ.
     sim.create_pod("default", "a", "agent-scheduler", "2", "128Mi")
         .unwrap();
@@ -255,7 +327,7 @@ async fn config_reload_valid_applies_invalid_is_rejected() {
     let first = node_of(&sim, "a").unwrap();
     // Invalid: rejected, the old config stays (spread).
     std::fs::write(&path, "actions: \"enqueue, allocate\"\n").unwrap();
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    metric_reaches(port, REJECTED, 1, wait).await;
     sim.create_pod("default", "b", "agent-scheduler", "1", "128Mi")
         .unwrap();
     eventually("b bound", Duration::from_secs(10), || {
@@ -269,7 +341,7 @@ async fn config_reload_valid_applies_invalid_is_rejected() {
         "actions: allocate\ntiers:\n- plugins:\n  - name: predicates\n  - name: nodeorder\n    arguments:\n      leastrequested.weight: 0\n      balancedresource.weight: 0\n      mostrequested.weight: 10\n",
     )
     .unwrap();
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    metric_reaches(port, OK, 1, wait).await;
     sim.create_pod("default", "c", "agent-scheduler", "1", "128Mi")
         .unwrap();
     eventually("c bound", Duration::from_secs(10), || {
@@ -277,6 +349,11 @@ async fn config_reload_valid_applies_invalid_is_rejected() {
     })
     .await;
     assert_eq!(node_of(&sim, "c").unwrap(), first, "binpack after reload");
+    assert_eq!(
+        metric(port, OK).await,
+        Some(1),
+        "the valid config was applied once"
+    );
     assert!(
         *s.running.leading.borrow(),
         "no leader election: always leading"

@@ -23,7 +23,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 mod procs;
 use procs::{
-    KillOnDrop as Proc, SimProc, free_port, http_get_blocking, kubectl, run_with_stdin, wait_until,
+    KillOnDrop as Proc, SimProc, free_port, http_get_blocking, kubectl, poll_until, run_with_stdin,
+    try_http_get_blocking, wait_until,
 };
 use std::time::Duration;
 
@@ -672,6 +673,66 @@ fn assert_rbac(what: &str, used: &BTreeSet<Req>, granted: &BTreeSet<Grant>) {
     }
 }
 
+/// The metric families served on `port`, empty while it does not answer `200`.
+fn try_families(port: u16) -> BTreeSet<String> {
+    match try_http_get_blocking(port, "/metrics") {
+        Some((200, body)) => families(&body),
+        _ => BTreeSet::new(),
+    }
+}
+
+/// Whether every rule of `granted` has been used by the recorded requests.
+fn all_grants_used(used: &BTreeSet<Req>, granted: &BTreeSet<Grant>) -> bool {
+    granted.iter().all(|(gv, gg, gr, gns)| {
+        used.iter()
+            .any(|(v, g, r, ns)| gv == v && gg == g && gr == r && (gns.is_empty() || gns == ns))
+    })
+}
+
+/// Requests on Leases with `verb` (of the binaries, not kubectl), and successful Lease
+/// updates (renewals).
+fn lease_activity(sim: &SimProc, verb: &str) -> (usize, usize) {
+    let reqs = sim
+        .records_blocking("requests")
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| {
+            r["resource"] == "leases"
+                && r["verb"] == verb
+                && !r["user_agent"]
+                    .as_str()
+                    .unwrap_or("")
+                    .starts_with("kubectl")
+        })
+        .count();
+    let renewals = sim
+        .records_blocking("writes")
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["resource"] == "leases" && w["verb"] == "update" && w["code"] == 200)
+        .count();
+    (reqs, renewals)
+}
+
+/// Waits until the process serves `/metrics` on `port`; panics with its log if it exits first.
+fn wait_serving(p: &mut Proc, port: u16, log: &Path, what: &str) {
+    wait_until(
+        &format!("{what} serving /metrics"),
+        Duration::from_secs(30),
+        || {
+            if let Some(st) = p.0.try_wait().unwrap() {
+                panic!(
+                    "{what} exited ({st}): {}",
+                    std::fs::read_to_string(log).unwrap_or_default()
+                );
+            }
+            matches!(try_http_get_blocking(port, "/metrics"), Some((200, _)))
+        },
+    );
+}
+
 fn scrape(port: u16) -> String {
     let (code, body) = http_get_blocking(port, "/metrics");
     assert_eq!(code, 200, "GET /metrics on port {port}: {body}");
@@ -848,8 +909,23 @@ fn rbac_and_dashboard_match_what_the_binaries_do() {
             })
         },
     );
-    // Let the leader renew and the standby retry a few times.
-    std::thread::sleep(Duration::from_secs(5));
+    // The leader has renewed the Lease and the standby has read it a few times: both replicas
+    // got the Lease at start (404), one created it; the other's reads after that are its
+    // retries.
+    wait_until(
+        "a Lease renewal and two standby retries",
+        Duration::from_secs(60),
+        || {
+            let (gets, renewals) = lease_activity(&sim, "get");
+            gets >= 4 && renewals >= 1
+        },
+    );
+    // The events and conditions of the scenario are written off the scheduling path: wait until
+    // every rule of the role has been used (asserted below, with what was used).
+    let granted = grants(&objs, &sa);
+    poll_until(Duration::from_secs(30), || {
+        all_grants_used(&requests(&sim), &granted)
+    });
     let served: BTreeSet<String> = metrics_ports
         .iter()
         .flat_map(|p| families(&scrape(*p)))
@@ -862,11 +938,7 @@ fn rbac_and_dashboard_match_what_the_binaries_do() {
     drop(procs);
 
     let used = requests(&sim);
-    assert_rbac(
-        "agent-scheduler (default chart)",
-        &used,
-        &grants(&objs, &sa),
-    );
+    assert_rbac("agent-scheduler (default chart)", &used, &granted);
 
     // The dashboard only charts what is served. Sharding metrics come from the soft/hard
     // scheduler and the shard-controller, checked below when those run.
@@ -904,11 +976,8 @@ fn rbac_and_dashboard_match_what_the_binaries_do() {
             &args,
             &log,
         );
-        std::thread::sleep(Duration::from_secs(2));
-        let exited = p.0.try_wait().unwrap().is_some();
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        wait_serving(&mut p, m, &log, "the hard-mode agent-scheduler");
         {
-            assert!(!exited, "hard-mode agent-scheduler exited: {text}");
             let (ok, out) = sim.kubectl(
                 &["create", "-f", "-"],
                 Some(&pods_yaml("a", "agent-scheduler-a", 6, "100m")),
@@ -941,17 +1010,24 @@ fn rbac_and_dashboard_match_what_the_binaries_do() {
                 .iter()
                 .all(|b| ["node-00000", "node-00001"].contains(&b["node"].as_str().unwrap_or("")));
             assert!(on_shard, "hard mode binds only inside the NodeShard");
-            std::thread::sleep(Duration::from_secs(3));
-            sharded_served.extend(families(&scrape(m)));
-            drop(p);
             let sa = hard["spec"]["template"]["spec"]["serviceAccountName"]
                 .as_str()
                 .unwrap();
-            assert_rbac(
-                "agent-scheduler (hard mode)",
-                &requests(&sim),
-                &grants(&sharded, sa),
-            );
+            let granted = grants(&sharded, sa);
+            // Until the shard metrics are served and every rule has been used (both asserted
+            // below, with what was seen).
+            let shard_metrics: Vec<&String> = wanted
+                .iter()
+                .filter(|m| m.starts_with("magma_shard_"))
+                .collect();
+            poll_until(Duration::from_secs(30), || {
+                let served = try_families(m);
+                shard_metrics.iter().all(|x| served.contains(*x))
+                    && all_grants_used(&requests(&sim), &granted)
+            });
+            sharded_served.extend(families(&scrape(m)));
+            drop(p);
+            assert_rbac("agent-scheduler (hard mode)", &requests(&sim), &granted);
             for m in wanted.iter().filter(|m| m.starts_with("magma_shard_")) {
                 assert!(
                     sharded_served.contains(m),
@@ -974,7 +1050,9 @@ fn rbac_and_dashboard_match_what_the_binaries_do() {
         );
         assert!(ok, "{out}");
         let (args, m) = local_args(&container_args(&ctl), &sim.kubeconfig, None);
-        let _p = spawn(&ctl_bin, &args, &dir.join("ctl.log"));
+        let log = dir.join("ctl.log");
+        let mut p = spawn(&ctl_bin, &args, &log);
+        wait_serving(&mut p, m, &log, "shard-controller");
         wait_until(
             "the controller updates, creates and deletes NodeShards",
             Duration::from_secs(60),
@@ -996,12 +1074,23 @@ fn rbac_and_dashboard_match_what_the_binaries_do() {
                     && !shards.contains_key("stale")
             },
         );
-        std::thread::sleep(Duration::from_secs(3));
-        sharded_served.extend(families(&scrape(m)));
         let sa = ctl["spec"]["template"]["spec"]["serviceAccountName"]
             .as_str()
             .unwrap();
-        assert_rbac("shard-controller", &requests(&sim), &grants(&sharded, sa));
+        let granted = grants(&sharded, sa);
+        // Until the controller's metrics are served and every rule has been used (both asserted
+        // below, with what was seen).
+        let ctl_metrics: Vec<&String> = wanted
+            .iter()
+            .filter(|m| m.starts_with("magma_shardctl_"))
+            .collect();
+        poll_until(Duration::from_secs(30), || {
+            let served = try_families(m);
+            ctl_metrics.iter().all(|x| served.contains(*x))
+                && all_grants_used(&requests(&sim), &granted)
+        });
+        sharded_served.extend(families(&scrape(m)));
+        assert_rbac("shard-controller", &requests(&sim), &granted);
         pending.retain(|m| !m.starts_with("magma_shardctl_"));
         for m in wanted.iter().filter(|m| m.starts_with("magma_shardctl_")) {
             assert!(

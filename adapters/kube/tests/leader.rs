@@ -22,12 +22,51 @@ async fn sim() -> (SimHandle, kube::Client) {
     })
     .await
     .expect("simulator starts");
+    let client = client_as(&sim, "test").await;
+    (sim, client)
+}
+
+/// A client whose requests the simulator records with `User-Agent: <who>`, so each
+/// candidate's requests can be told apart.
+async fn client_as(sim: &SimHandle, who: &str) -> kube::Client {
     let kc = Kubeconfig::from_yaml(&sim.kubeconfig_yaml()).expect("kubeconfig");
-    let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+    let mut config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
         .await
         .expect("config");
-    let client = kube::Client::try_from(config).expect("client");
-    (sim, client)
+    config.headers.push((
+        axum::http::header::USER_AGENT,
+        axum::http::HeaderValue::from_str(who).expect("header value"),
+    ));
+    kube::Client::try_from(config).expect("client")
+}
+
+/// How many `verb` requests on the Lease the candidate `who` has made so far.
+fn lease_requests(sim: &SimHandle, who: &str, verb: &str) -> usize {
+    sim.requests()
+        .iter()
+        .filter(|r| r.resource == "leases" && r.user_agent == who && r.verb == verb)
+        .count()
+}
+
+/// Waits until `who` has made at least `n` `verb` requests on the Lease.
+async fn lease_requests_reach(sim: &SimHandle, who: &str, verb: &str, n: usize) {
+    let end = Instant::now() + Duration::from_secs(10);
+    loop {
+        let seen = lease_requests(sim, who, verb);
+        if seen >= n {
+            return;
+        }
+        assert!(
+            Instant::now() < end,
+            "{who} made {seen} {verb} requests on the Lease, waited for {n}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// `who`'s writes to the Lease so far.
+fn lease_writes(sim: &SimHandle, who: &str) -> usize {
+    lease_requests(sim, who, "create") + lease_requests(sim, who, "update")
 }
 
 /// Short timings: lease 1 s, renew 600 ms, retry 200 ms.
@@ -93,9 +132,9 @@ fn leases(client: &kube::Client) -> Api<Lease> {
 
 #[tokio::test]
 async fn single_elector_acquires_and_writes_the_client_go_record() {
-    let (_sim, client) = sim().await;
+    let (sim, client) = sim().await;
     let api = leases(&client);
-    let mut a = start(&client, short("a"));
+    let mut a = start(&client_as(&sim, "a").await, short("a"));
     a.wait_for(true, Duration::from_secs(3)).await;
 
     let first = spec(&api).await;
@@ -105,7 +144,17 @@ async fn single_elector_acquires_and_writes_the_client_go_record() {
     assert!(first.acquire_time.is_some());
     assert_eq!(first.acquire_time, first.renew_time);
 
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    // The next renewal: a successful update by a after the create.
+    let renewed = |sim: &SimHandle| {
+        sim.writes()
+            .iter()
+            .any(|w| w.resource == "leases" && w.verb == "update" && w.code == 200)
+    };
+    let end = Instant::now() + Duration::from_secs(3);
+    while !renewed(&sim) {
+        assert!(Instant::now() < end, "a never renewed: {:?}", sim.writes());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let later = spec(&api).await;
     assert_eq!(holder(&later), "a");
     assert!(later.renew_time > first.renew_time, "the leader renews");
@@ -126,7 +175,7 @@ async fn single_elector_acquires_and_writes_the_client_go_record() {
 
 #[tokio::test]
 async fn standby_waits_while_the_leader_renews_and_takes_over_on_release() {
-    let (_sim, client) = sim().await;
+    let (sim, client) = sim().await;
     let api = leases(&client);
     // A long lease, so a hand-over well inside it can only come from the release.
     let cfg = |id: &str| LeaseConfig {
@@ -136,11 +185,18 @@ async fn standby_waits_while_the_leader_renews_and_takes_over_on_release() {
         retry_period: Duration::from_millis(200),
         ..LeaseConfig::default()
     };
-    let mut a = start(&client, cfg("a"));
+    let mut a = start(&client_as(&sim, "a").await, cfg("a"));
     a.wait_for(true, Duration::from_secs(3)).await;
-    let mut b = start(&client, cfg("b"));
+    let mut b = start(&client_as(&sim, "b").await, cfg("b"));
 
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Over three more renewals by a, b reads the Lease (at least three times) and stays a
+    // standby: it never writes.
+    for round in 1..=3 {
+        let renewals = lease_requests(&sim, "a", "update");
+        lease_requests_reach(&sim, "a", "update", renewals + 1).await;
+        lease_requests_reach(&sim, "b", "get", round).await;
+    }
+    assert_eq!(lease_writes(&sim, "b"), 0, "the standby never writes");
     assert!(!*b.leading.borrow(), "the standby must not lead");
     assert!(*a.leading.borrow(), "the leader keeps leading");
     assert_eq!(holder(&spec(&api).await), "a");
@@ -165,12 +221,14 @@ async fn standby_waits_while_the_leader_renews_and_takes_over_on_release() {
 
 #[tokio::test]
 async fn killed_leader_is_replaced_once_its_lease_expires() {
-    let (_sim, client) = sim().await;
+    let (sim, client) = sim().await;
     let api = leases(&client);
-    let mut a = start(&client, short("a"));
+    let mut a = start(&client_as(&sim, "a").await, short("a"));
     a.wait_for(true, Duration::from_secs(3)).await;
-    let mut b = start(&client, short("b"));
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    let mut b = start(&client_as(&sim, "b").await, short("b"));
+    // b has read a's valid Lease (twice) and stayed a standby.
+    lease_requests_reach(&sim, "b", "get", 2).await;
+    assert_eq!(lease_writes(&sim, "b"), 0, "the standby never writes");
     assert!(!*b.leading.borrow());
 
     // No release: the process died.
@@ -223,9 +281,9 @@ async fn leadership_is_lost_at_the_renew_deadline_and_competed_for_again() {
 
 #[tokio::test]
 async fn a_foreign_holder_makes_the_leader_step_down() {
-    let (_sim, client) = sim().await;
+    let (sim, client) = sim().await;
     let api = leases(&client);
-    let mut a = start(&client, short("a"));
+    let mut a = start(&client_as(&sim, "a").await, short("a"));
     a.wait_for(true, Duration::from_secs(3)).await;
 
     // Another scheduler (say a Go replica) writes the lease as its own.
@@ -242,7 +300,14 @@ async fn a_foreign_holder_makes_the_leader_step_down() {
         took < Duration::from_millis(700),
         "stepped down after {took:?}"
     );
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // a keeps competing: two more reads of the foreign Lease, and no write.
+    let (reads, writes) = (lease_requests(&sim, "a", "get"), lease_writes(&sim, "a"));
+    lease_requests_reach(&sim, "a", "get", reads + 2).await;
+    assert_eq!(
+        lease_writes(&sim, "a"),
+        writes,
+        "a valid foreign lease is not written"
+    );
     assert!(!*a.leading.borrow(), "a valid foreign lease is respected");
     a.stop().await;
     assert_eq!(
@@ -308,7 +373,12 @@ async fn racing_candidates_one_wins_the_loser_gets_409() {
     assert!(!winner.try_acquire_or_renew().await.expect("step"));
     assert!(!loser.try_acquire_or_renew().await.expect("step"));
     assert_eq!(winner.observed_holder(), Some("ghost"));
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    // Both observed the ghost's record before `observed`; it expires, for both, once its own
+    // leaseDurationSeconds have passed since: wait until that instant, read from the record.
+    let observed = Instant::now();
+    let ghost_secs = spec(&api).await.lease_duration_seconds.expect("duration");
+    assert_eq!(ghost_secs, 1);
+    tokio::time::sleep_until(observed + Duration::from_secs(ghost_secs as u64)).await;
 
     sim.clear_records();
     sim.faults().update(|f| f.latency_ms = 300);

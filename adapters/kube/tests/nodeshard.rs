@@ -15,7 +15,11 @@ use magma_kube::nodeshard::{
 };
 use serde_json::{Value, json};
 
-const UPSTREAM: &str = concat!(
+/// Upstream Volcano's NodeShard CRD, an unmodified copy (provenance in `data/README.md`).
+const UPSTREAM_CRD: &str = include_str!("data/upstream-shard.volcano.sh_nodeshards.yaml");
+/// The shared checkout the copy was taken from, when it is next to the repository: the copy
+/// must still be identical to it.
+const SHARED_UPSTREAM_CRD: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../../shared/upstream/shard.volcano.sh_nodeshards.yaml"
 );
@@ -212,11 +216,14 @@ fn everything_rust_writes_is_declared_by_the_schema() {
 
 #[test]
 fn deploy_crd_is_upstreams() {
-    let Ok(text) = std::fs::read_to_string(UPSTREAM) else {
-        println!("SKIP deploy_crd_is_upstreams: {UPSTREAM} not found");
-        return;
-    };
-    let upstream: Value = serde_saphyr::from_str(&text).expect("upstream CRD parses");
+    if let Ok(shared) = std::fs::read_to_string(SHARED_UPSTREAM_CRD) {
+        assert_eq!(
+            UPSTREAM_CRD, shared,
+            "tests/data/upstream-shard.volcano.sh_nodeshards.yaml is no longer the unmodified \
+             upstream file {SHARED_UPSTREAM_CRD}"
+        );
+    }
+    let upstream: Value = serde_saphyr::from_str(UPSTREAM_CRD).expect("upstream CRD parses");
     let ours = deploy_crd();
     assert_eq!(ours["apiVersion"], upstream["apiVersion"]);
     assert_eq!(ours["kind"], upstream["kind"]);

@@ -9,7 +9,10 @@
 //!   full; hard leaves the pod Unschedulable with `PodScheduled=False/Unschedulable` and the
 //!   message, then schedules it once room is made; none follows the scores and ignores the shard;
 //!   the NodeShards exist and the scheduler writes its own status (`nodesInUse`,
-//!   `lastUpdateTime`), and only in soft and hard mode.
+//!   `lastUpdateTime`), and only in soft and hard mode. Another scheduler's placeholder is
+//!   known to be in the scheduler's view once a witness pod, which can only be placed beside
+//!   it (required pod affinity), is bound; that the pending pod stays pending in hard mode is
+//!   checked after the scheduler has decided it again (room made outside the shard).
 //! - **Live rebalance**: two hard-mode schedulers on two shards of six 4-CPU nodes, while the
 //!   controller moves ten nodes between them in six steps (the test relabels nodes for the
 //!   `warmup` policies and rewrites the ConfigMap's `maxNodes`; the controller rewrites
@@ -27,6 +30,9 @@
 //!   4. every pod is bound exactly once, none is left pending;
 //!   5. the hand-offs really happened under load: at least 6 of the moves had pods bound onto
 //!      the node by the releasing scheduler just before and by the receiving one just after.
+//!
+//!   After each move the test waits, on the recorded history, until pods have landed on every
+//!   node of the new layout (bound by its new holder) before the next move.
 //!
 //!   The check itself is tested on hand-made histories at the end of the file.
 
@@ -143,11 +149,15 @@ async fn create_pod(client: &kube::Client, name: &str, scheduler: &str, cpu: &st
         .unwrap_or_else(|e| panic!("creating pod {name}: {e}"));
 }
 
+/// The label every placeholder carries (its own name), for its witness's pod affinity.
+const PLACEHOLDER_LABEL: &str = "e2e.magma.io/placeholder";
+
 /// A pod of another scheduler created straight onto `node` (upstream's placeholder).
 async fn create_bound_pod(client: &kube::Client, name: &str, node: &str, cpu: &str) {
     let api: Api<Pod> = Api::namespaced(client.clone(), "default");
     let mut v = kube_sim::pod_object("default", name, "volcano", cpu, "1Gi");
     v["spec"]["nodeName"] = json!(node);
+    v["metadata"]["labels"] = json!({ PLACEHOLDER_LABEL: name });
     let pod: Pod = serde_json::from_value(v).expect("pod");
     api.create(&PostParams::default(), &pod)
         .await
@@ -179,6 +189,37 @@ fn scheduled_condition(p: &Pod) -> Option<(String, String, String)> {
         c.reason.clone().unwrap_or_default(),
         c.message.clone().unwrap_or_default(),
     ))
+}
+
+/// Waits until the scheduler's view holds the placeholder `name` (on `node`). The scheduler
+/// learns of another scheduler's pod from its assigned-pods watch, a stream separate from its
+/// pending-pods watch, so a pod created next could be decided before it. The witness is a pod
+/// of ours (10m CPU) that can only be placed beside the placeholder (required pod affinity to
+/// its label, per hostname): once the scheduler has bound it there, its view holds the
+/// placeholder.
+async fn witness(client: &kube::Client, name: &str, node: &str) {
+    let api: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let witness = format!("{name}-witness");
+    let mut v = kube_sim::pod_object("default", &witness, "agent-scheduler", "10m", "64Mi");
+    v["spec"]["affinity"] = json!({"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+        "labelSelector": {"matchLabels": { PLACEHOLDER_LABEL: name }},
+        "topologyKey": "kubernetes.io/hostname",
+    }]}});
+    let pod: Pod = serde_json::from_value(v).expect("pod");
+    api.create(&PostParams::default(), &pod)
+        .await
+        .unwrap_or_else(|e| panic!("creating {witness}: {e}"));
+    let n = bound(client, std::slice::from_ref(&witness)).await;
+    assert_eq!(n, [node], "{witness} is placed beside {name}");
+}
+
+/// One series of the scheduler's `/metrics` (e.g. `magma_unschedulable_total`).
+async fn metric(port: u16, series: &str) -> Result<u64, String> {
+    let (code, body) = http_get(port, "/metrics").await;
+    body.lines()
+        .find_map(|l| l.strip_prefix(series).and_then(|v| v.strip_prefix(' ')))
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or_else(|| format!("{code}: no {series}"))
 }
 
 /// Waits until every named pod is bound; returns their nodes.
@@ -402,11 +443,11 @@ async fn hard_mode_schedules_in_the_shard_and_leaves_a_pod_unschedulable_when_it
     })
     .await;
 
-    // Fill the shard node with a placeholder bound pod (31 of its 32 CPU; 0.4 are in use).
+    // Fill the shard node with a placeholder bound pod (31 of its 32 CPU; 0.4 are in use), and
+    // put another scheduler's pod on a node outside the shard (deleted below).
     create_bound_pod(&t.client, "placeholder", &t.shard_node, "31").await;
-    // The scheduler learns of the placeholder from its assigned-pods watch, a stream separate
-    // from its pending-pods watch: give it a moment, or the next pod could race it.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    create_bound_pod(&t.client, "elsewhere", &node(0), "1").await;
+    witness(&t.client, "placeholder", &t.shard_node).await;
     create_pod(&t.client, "too-big", "agent-scheduler", "1").await;
     let (status, reason, message) = eventually("too-big reported unschedulable", WAIT, || async {
         let p = get_pod(&t.client, "too-big").await;
@@ -422,8 +463,24 @@ async fn hard_mode_schedules_in_the_shard_and_leaves_a_pod_unschedulable_when_it
         "0/4 nodes are unavailable: 1 Insufficient cpu, 3 node isn't in scheduler node shard."
     );
     // Three nodes have room, but not in the shard: the pod stays pending (upstream checks a
-    // minute; a few seconds and several retries show the same here).
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // minute). Room appears outside the shard (a pod there goes): the scheduler decides the
+    // pod again (its unschedulable count grows, and it is the only pending pod) and still
+    // leaves it pending.
+    const UNSCHEDULABLE: &str = "magma_unschedulable_total";
+    let decided = metric(t.metrics_port, UNSCHEDULABLE)
+        .await
+        .expect("unschedulable count");
+    Api::<Pod>::namespaced(t.client.clone(), "default")
+        .delete("elsewhere", &DeleteParams::default())
+        .await
+        .expect("delete elsewhere");
+    eventually("too-big decided again", WAIT, || async {
+        match metric(t.metrics_port, UNSCHEDULABLE).await? {
+            n if n > decided => Ok(()),
+            n => Err(format!("{UNSCHEDULABLE} {n}")),
+        }
+    })
+    .await;
     let p = get_pod(&t.client, "too-big").await;
     assert_eq!(
         node_of(&p),
@@ -456,7 +513,7 @@ async fn soft_mode_prefers_the_shard_and_falls_back_outside_when_it_is_full() {
         .await;
 
     create_bound_pod(&t.client, "placeholder", &t.shard_node, "31").await;
-    tokio::time::sleep(Duration::from_millis(1500)).await; // see the hard-mode case
+    witness(&t.client, "placeholder", &t.shard_node).await;
     create_pod(&t.client, "spill", "agent-scheduler", "1").await;
     let n = bound(&t.client, &["spill".to_owned()]).await;
     assert_ne!(n[0], t.shard_node, "the full shard node cannot take it");
@@ -476,7 +533,7 @@ async fn none_mode_follows_the_scores_and_ignores_the_shard() {
     // Half of the shard node is taken by another scheduler's pod: by the scores, the other
     // three nodes are better. Soft or hard mode would still use the shard node.
     create_bound_pod(&t.client, "placeholder", &t.shard_node, "16").await;
-    tokio::time::sleep(Duration::from_millis(1500)).await; // see the hard-mode case
+    witness(&t.client, "placeholder", &t.shard_node).await;
     // One pod at a time, each after the previous is bound: with a burst, a node whose bind
     // version moved since the snapshot is tried after the unchanged ones whatever its score
     // (upstream's SelectBestNodes sets nodes in the binder aside the same way), so only
@@ -984,11 +1041,13 @@ enum Step {
 
 /// Waits until the two NodeShards' specs satisfy `ok` (the controller has made the move) and
 /// both schedulers have completed the hand-offs (each status lists exactly its desired nodes).
+/// Returns the desired sets and the resourceVersion of that layout (the later of the two
+/// NodeShards').
 async fn settled(
     client: &kube::Client,
     what: &str,
     ok: impl Fn(&BTreeSet<String>, &BTreeSet<String>) -> bool,
-) -> (BTreeSet<String>, BTreeSet<String>) {
+) -> (BTreeSet<String>, BTreeSet<String>, u64) {
     eventually(what, WAIT, || async {
         let s = shards(client).await;
         let (Some(a), Some(b)) = (s.get(SHARD_A), s.get(SHARD_B)) else {
@@ -1000,12 +1059,65 @@ async fn settled(
             in_use(x) == desired(x) && st.nodes_to_add.is_empty() && st.nodes_to_remove.is_empty()
         };
         if ok(&da, &db) && done(a) && done(b) && s.len() == 2 {
-            Ok((da, db))
+            Ok((da, db, rv_of(&a.metadata).max(rv_of(&b.metadata))))
         } else {
             Err(describe(&s))
         }
     })
     .await
+}
+
+/// Bindings per layout node before the next move (see [`landed`]).
+const LANDED_PER_NODE: usize = 2;
+
+/// Waits until pods have landed on the layout `(a, b)` settled at resourceVersion `since`: the
+/// recorded history holds, for every node, `LANDED_PER_NODE` bindings after `since` by the
+/// scheduler whose shard holds it.
+async fn landed(
+    history: &SharedHistory,
+    layout: (&BTreeSet<String>, &BTreeSet<String>),
+    since: u64,
+) {
+    eventually("pods land on the new layout", WAIT, || async {
+        let h = history.lock().unwrap();
+        assert!(h.errors.is_empty(), "recorder: {:?}", h.errors);
+        // Each pod's binding: the first version at which it has a node.
+        let mut bound_at: HashMap<&str, (u64, &str, &str)> = HashMap::new();
+        for e in &h.events {
+            if let Rec::Pod {
+                name,
+                scheduler,
+                node: Some(n),
+                ..
+            } = &e.rec
+            {
+                let b = bound_at.entry(name).or_insert((e.rv, scheduler, n));
+                if e.rv < b.0 {
+                    *b = (e.rv, scheduler, n);
+                }
+            }
+        }
+        let mut per: HashMap<(&str, &str), usize> = HashMap::new();
+        for (rv, sched, n) in bound_at.into_values() {
+            if rv > since {
+                *per.entry((sched, n)).or_default() += 1;
+            }
+        }
+        let short: Vec<String> = [(SHARD_A, layout.0), (SHARD_B, layout.1)]
+            .into_iter()
+            .flat_map(|(shard, nodes)| nodes.iter().map(move |n| (shard, n)))
+            .filter_map(|(shard, n)| {
+                let c = per.get(&(shard, n.as_str())).copied().unwrap_or(0);
+                (c < LANDED_PER_NODE).then(|| format!("{shard} on {n}: {c}"))
+            })
+            .collect();
+        if short.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("bindings since rv {since}: {short:?}"))
+        }
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1075,7 +1187,7 @@ async fn live_rebalance_hands_nodes_over_without_sharing_or_overcommitting_them(
         let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
         scheds.push(start_scheduler(dir.path(), &sim, name, &flags));
     }
-    settled(&client, "both schedulers claim their shards", |a, b| {
+    let (_, _, mut layout_rv) = settled(&client, "both schedulers claim their shards", |a, b| {
         *a == wa && *b == wb
     })
     .await;
@@ -1100,8 +1212,8 @@ async fn live_rebalance_hands_nodes_over_without_sharing_or_overcommitting_them(
         i
     });
 
-    // The moves, while the pods stream in: each waits for the hand-offs to complete, then lets
-    // pods land on the new layout for a moment.
+    // The moves, while the pods stream in: each waits for the hand-offs to complete, then for
+    // pods to land on the new layout (every node used by its new holder).
     let steps = [
         Step::Swap(2, 3),
         Step::Swap(0, 4),
@@ -1110,7 +1222,7 @@ async fn live_rebalance_hands_nodes_over_without_sharing_or_overcommitting_them(
         Step::Swap(1, 5),
         Step::Swap(3, 2),
     ];
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    landed(&history, (&wa, &wb), layout_rv).await;
     let mut last_settled = feed_start;
     let mut burst_names = Vec::new();
     for (k, step) in steps.iter().copied().enumerate() {
@@ -1120,7 +1232,7 @@ async fn live_rebalance_hands_nodes_over_without_sharing_or_overcommitting_them(
         };
         let stop_burst = Arc::new(AtomicBool::new(false));
         let burst = tokio::spawn(burst_pods(client.clone(), k, stop_burst.clone()));
-        match step {
+        let (la, lb, rv) = match step {
             Step::Swap(x, y) => {
                 pool[x] = "b";
                 pool[y] = "a";
@@ -1130,7 +1242,7 @@ async fn live_rebalance_hands_nodes_over_without_sharing_or_overcommitting_them(
                 settled(&client, &format!("{step:?} completes"), |a, b| {
                     *a == wa && *b == wb
                 })
-                .await;
+                .await
             }
             Step::Limits(ma, mb) => {
                 put_configmap(&client, &rebalance_configmap(ma, mb)).await;
@@ -1142,13 +1254,14 @@ async fn live_rebalance_hands_nodes_over_without_sharing_or_overcommitting_them(
                         && (a.is_superset(&labelled_a) || labelled_a.is_superset(a))
                         && (*a != before_a || *b != before_b)
                 })
-                .await;
+                .await
             }
-        }
+        };
         last_settled = Instant::now();
+        layout_rv = rv;
         stop_burst.store(true, Ordering::Relaxed);
         burst_names.extend(burst.await.expect("burst"));
-        tokio::time::sleep(Duration::from_secs(2)).await;
+        landed(&history, (&la, &lb), layout_rv).await;
     }
     let moves_done_at = last_settled - feed_start;
     moves_done.store(true, Ordering::Relaxed);

@@ -8,6 +8,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube_sim::{SimConfig, SimHandle};
 use magma_kube::app::{self, Running, Settings};
 use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 pub async fn client_config(sim: &SimHandle) -> kube::Config {
     let kc = Kubeconfig::from_yaml(&sim.kubeconfig_yaml()).unwrap();
@@ -79,6 +80,70 @@ pub async fn eventually<F: Fn() -> bool>(what: &str, timeout: Duration, f: F) {
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     panic!("timed out waiting for {what}");
+}
+
+/// Polls `f` every 25 ms until it returns `Some`; panics naming `what` and the last state
+/// `seen` describes after `timeout`.
+pub async fn wait_for<T>(
+    what: &str,
+    timeout: Duration,
+    mut f: impl FnMut() -> Option<T>,
+    seen: impl Fn() -> String,
+) -> T {
+    let end = Instant::now() + timeout;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(
+            Instant::now() < end,
+            "timed out after {timeout:?} waiting for {what}; last seen: {}",
+            seen()
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// A free TCP port on 127.0.0.1 (for the scheduler's `/metrics`).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("local address")
+        .port()
+}
+
+/// The value of one series on `http://127.0.0.1:<port>/metrics` (e.g.
+/// `magma_config_reload_total{result="ok"}`); `None` while nothing serves there or the series
+/// is absent.
+pub async fn metric(port: u16, series: &str) -> Option<u64> {
+    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .ok()?;
+    let req = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    s.write_all(req.as_bytes()).await.ok()?;
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).await.ok()?;
+    let text = String::from_utf8_lossy(&buf);
+    text.lines()
+        .find_map(|l| l.strip_prefix(series).and_then(|v| v.strip_prefix(' ')))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// Waits until `series` on the scheduler's `/metrics` reaches at least `want`; returns it.
+pub async fn metric_reaches(port: u16, series: &str, want: u64, timeout: Duration) -> u64 {
+    let end = Instant::now() + timeout;
+    loop {
+        let v = metric(port, series).await;
+        if let Some(v) = v.filter(|v| *v >= want) {
+            return v;
+        }
+        assert!(
+            Instant::now() < end,
+            "timed out after {timeout:?} waiting for {series} >= {want}; last seen: {v:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
 }
 
 pub fn node_of(sim: &SimHandle, name: &str) -> Option<String> {

@@ -56,6 +56,21 @@ pub fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
     panic!("timed out waiting for {what}");
 }
 
+/// Polls `f` every 100 ms until it holds or `timeout` passes; returns whether it held. For a
+/// wait whose failure the caller reports itself (with the assertion the wait precedes).
+pub fn poll_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + timeout;
+    loop {
+        if f() {
+            return true;
+        }
+        if Instant::now() >= end {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// A child process killed (and reaped) when dropped.
 pub struct KillOnDrop(pub Child);
 
@@ -351,6 +366,12 @@ pub fn metric(port: u16, series: &str) -> u64 {
         .find_map(|l| l.strip_prefix(series).and_then(|v| v.strip_prefix(' ')))
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or(0)
+}
+
+/// [`http_get_blocking`], `None` while nothing accepts connections on the port.
+pub fn try_http_get_blocking(port: u16, path: &str) -> Option<(u16, String)> {
+    std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    Some(http_get_blocking(port, path))
 }
 
 pub fn http_get_blocking(port: u16, path: &str) -> (u16, String) {
