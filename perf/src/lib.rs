@@ -2,7 +2,9 @@
 //! run against the engine on an in-process simulated cluster ([`runner`]) that plays the API
 //! server and keeps an independent ledger for integrity checks, compared with a straightforward
 //! reference scheduler ([`baseline`]) on the same plan, swept over worker and candidate counts
-//! ([`sweep`]), and reported as text, JSON, Markdown tables ([`report`]) and SVG plots ([`plot`]).
+//! ([`sweep`]), and reported as text, JSON, Markdown tables ([`report`]) and SVG plots ([`plot`]);
+//! end to end through the API simulator ([`e2e`], [`wakeup`]), and kube-scheduler's own benchmark
+//! workloads replayed against Magma ([`scheduler_perf`]).
 
 pub mod baseline;
 pub mod clock;
@@ -13,5 +15,6 @@ pub mod progress;
 pub mod report;
 pub mod runner;
 pub mod scenario;
+pub mod scheduler_perf;
 pub mod sweep;
 pub mod wakeup;
