@@ -98,6 +98,12 @@ struct SchedulerPerfArgs {
     kube_api_qps: f64,
     #[arg(long, default_value_t = 5000)]
     kube_api_burst: u32,
+    /// The in-process scheduler's status/event lanes (Magma's default 50; conditions such as
+    /// PodScheduled=False, which `barrier stageRequirement: Attempted` waits for, use them).
+    #[arg(long, default_value_t = 50.0)]
+    event_qps: f64,
+    #[arg(long, default_value_t = 100)]
+    event_burst: u32,
     /// Seconds each wait (createPods, barrier) may take, as upstream's 10 minutes.
     #[arg(long, default_value_t = 600)]
     timeout: u64,
@@ -120,6 +126,8 @@ fn scheduler_perf(a: SchedulerPerfArgs) -> anyhow::Result<()> {
         workers: a.workers,
         kube_api_qps: a.kube_api_qps,
         kube_api_burst: a.kube_api_burst,
+        event_qps: a.event_qps,
+        event_burst: a.event_burst,
         timeout: Duration::from_secs(a.timeout),
         dry_run: a.dry_run,
         ..magma_perf::scheduler_perf::Options::new(a.file)

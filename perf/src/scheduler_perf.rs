@@ -66,6 +66,9 @@ pub struct Options {
     pub workers: usize,
     pub kube_api_qps: f64,
     pub kube_api_burst: u32,
+    /// The in-process scheduler's status/event lanes (`--event-qps/--event-burst`).
+    pub event_qps: f64,
+    pub event_burst: u32,
     /// Per wait (a createPods op, a barrier), as upstream's 10 minutes.
     pub timeout: Duration,
     /// Resolve and check only.
@@ -85,6 +88,8 @@ impl Options {
             workers: 2,
             kube_api_qps: 5000.0,
             kube_api_burst: 5000,
+            event_qps: 50.0,
+            event_burst: 100,
             timeout: Duration::from_secs(600),
             dry_run: false,
         }
@@ -125,6 +130,9 @@ pub struct WorkloadReport {
     pub threshold_passed: Option<bool>,
     pub measurements: Vec<Measurement>,
     pub churn: Vec<ChurnStat>,
+    /// Status writes (conditions, events) the in-process scheduler shed over its
+    /// `event_qps` budget (`magma_events_dropped_total`); `None` without an in-process one.
+    pub status_writes_shed: Option<u64>,
     pub error: Option<String>,
     pub duration_s: f64,
 }
@@ -136,6 +144,8 @@ pub struct Report {
     pub target: String,
     pub scheduler_name: String,
     pub workers: usize,
+    pub event_qps: f64,
+    pub event_burst: u32,
     pub workloads: Vec<WorkloadReport>,
 }
 
@@ -197,6 +207,11 @@ impl Report {
                         .unwrap_or_default()
                 );
             }
+            if let Some(n) = w.status_writes_shed.filter(|n| *n > 0) {
+                println!(
+                    "    the scheduler shed {n} status writes (conditions/events) over its --event-qps budget"
+                );
+            }
             if let Some(e) = &w.error {
                 println!("    error: {e}");
             }
@@ -243,6 +258,10 @@ pub async fn run(opts: &Options) -> anyhow::Result<Report> {
         "--kube-api-qps and --kube-api-burst must be positive"
     );
     anyhow::ensure!(
+        opts.event_qps > 0.0 && opts.event_burst > 0,
+        "--event-qps and --event-burst must be positive"
+    );
+    anyhow::ensure!(
         !opts.in_process_scheduler || opts.kubeconfig.is_some(),
         "--in-process-scheduler only applies with --kubeconfig (the simulator always gets one)"
     );
@@ -264,6 +283,8 @@ pub async fn run(opts: &Options) -> anyhow::Result<Report> {
         },
         scheduler_name: opts.scheduler_name.clone(),
         workers: opts.workers,
+        event_qps: opts.event_qps,
+        event_burst: opts.event_burst,
         workloads: Vec::new(),
     };
     for (tc, w) in chosen {
@@ -284,6 +305,7 @@ pub async fn run(opts: &Options) -> anyhow::Result<Report> {
             threshold_passed: None,
             measurements: Vec::new(),
             churn: Vec::new(),
+            status_writes_shed: None,
             error: None,
             duration_s: 0.0,
         };
@@ -304,7 +326,9 @@ pub async fn run(opts: &Options) -> anyhow::Result<Report> {
                     wr.status = Status::Checked;
                 } else {
                     eprintln!("scheduler-perf: running {}", wr.name);
-                    match run_workload(opts, &wr.name, &ops).await {
+                    let (outcome, shed) = run_workload(opts, &wr.name, &ops).await;
+                    wr.status_writes_shed = shed;
+                    match outcome {
                         Ok((measurements, churn)) => {
                             wr.measurements = measurements;
                             for c in &churn {
@@ -368,17 +392,29 @@ async fn start_scheduler(opts: &Options, cfg: kube::Config) -> anyhow::Result<Sc
             burst: opts.kube_api_burst,
             ..base.bind.clone()
         },
+        event_qps: opts.event_qps,
+        event_burst: opts.event_burst,
         ..base
     };
     let (stop, task, _running) = crate::e2e::start_in_process(settings).await?;
     Ok((stop, task))
 }
 
-async fn run_workload(
+type Outcome = anyhow::Result<(Vec<Measurement>, Vec<ChurnStat>)>;
+
+/// Runs the ops; also returns the in-process scheduler's shed status writes.
+async fn run_workload(opts: &Options, name: &str, ops: &[config::Op]) -> (Outcome, Option<u64>) {
+    let mut shed = None;
+    let r = run_workload_inner(opts, name, ops, &mut shed).await;
+    (r, shed)
+}
+
+async fn run_workload_inner(
     opts: &Options,
     name: &str,
     ops: &[config::Op],
-) -> anyhow::Result<(Vec<Measurement>, Vec<ChurnStat>)> {
+    shed: &mut Option<u64>,
+) -> Outcome {
     let (sim, kubeconfig) = match &opts.kubeconfig {
         Some(p) => (
             None,
@@ -424,7 +460,9 @@ async fn run_workload(
     watch.abort();
     if let Some((stop, task)) = scheduler {
         let _ = stop.send(());
-        let _ = task.await;
+        if let Ok(Ok(summary)) = task.await {
+            *shed = Some(summary.status_dropped);
+        }
     }
     if let Some(sim) = sim {
         sim.shutdown().await;

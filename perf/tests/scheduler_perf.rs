@@ -72,7 +72,10 @@ async fn small_workload_file_replays_end_to_end_with_unsupported_parts_reported(
         .iter()
         .map(|x| x["what"].as_str().unwrap())
         .collect();
-    assert!(what.contains(&"op 1: opcode startCollectingProfile"), "{what:?}");
+    assert!(
+        what.contains(&"op 1: opcode startCollectingProfile"),
+        "{what:?}"
+    );
     assert!(
         what.contains(&"featureGate DynamicResourceAllocation=true"),
         "{what:?}"

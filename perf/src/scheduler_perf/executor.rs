@@ -83,12 +83,31 @@ pub struct Executor {
     pods_per_ns: BTreeMap<String, usize>,
     namespaces: Vec<String>,
     nodes: Vec<String>,
+    node_names: std::collections::HashSet<String>,
     csinodes: Vec<String>,
     background: Vec<tokio::task::JoinHandle<anyhow::Result<()>>>,
     churns: Vec<(tokio::task::JoinHandle<()>, Arc<Mutex<Vec<ChurnStat>>>)>,
     collector: Option<Active>,
     resources: HashMap<String, (ApiResource, Scope)>,
     pub measurements: Vec<Measurement>,
+}
+
+/// Creates `obj`; when it asks for a generated name and the server's draw is taken (409
+/// AlreadyExists), tries again, as the real API server does itself since 1.32
+/// (RetryGenerateName, 7 more attempts) and kube-sim does not.
+async fn create_generated<K>(api: &Api<K>, obj: &K) -> kube::Result<K>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + Serialize + std::fmt::Debug,
+{
+    let generated =
+        obj.meta().name.as_deref().is_none_or(str::is_empty) && obj.meta().generate_name.is_some();
+    let mut attempt = 0;
+    loop {
+        match api.create(&PostParams::default(), obj).await {
+            Err(e) if generated && attempt < 7 && api_err(&e) == Some(409) => attempt += 1,
+            r => return r,
+        }
+    }
 }
 
 fn api_err(e: &kube::Error) -> Option<u16> {
@@ -116,6 +135,7 @@ impl Executor {
             pods_per_ns: BTreeMap::new(),
             namespaces: Vec::new(),
             nodes: Vec::new(),
+            node_names: Default::default(),
             csinodes: Vec::new(),
             background: Vec::new(),
             churns: Vec::new(),
@@ -470,13 +490,23 @@ impl Executor {
                 "node template is a {}",
                 node["kind"]
             );
-            let name = match node["metadata"]["name"].as_str() {
-                Some(n) if !n.is_empty() => n.to_string(),
-                _ => format!(
-                    "{}{}",
-                    node["metadata"]["generateName"].as_str().unwrap_or(""),
-                    objects::random_suffix(5)
-                ),
+            let generated = !node["metadata"]["name"]
+                .as_str()
+                .is_some_and(|n| !n.is_empty());
+            let name = if generated {
+                // upstream draws the name client-side (to label it) and retries a taken one.
+                let prefix = node["metadata"]["generateName"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string();
+                loop {
+                    let n = format!("{prefix}{}", objects::random_suffix(5));
+                    if self.node_names.insert(n.clone()) {
+                        break n;
+                    }
+                }
+            } else {
+                node["metadata"]["name"].as_str().unwrap_or("").to_string()
             };
             node["metadata"]["name"] = Value::String(name.clone());
             objects::label_mut(&mut node)
@@ -524,20 +554,38 @@ impl Executor {
                     }
                 }
             }
-            nodes.push((name, node));
+            nodes.push((name, node, generated));
         }
         let api: Api<DynamicObject> = self.api_for(&objects::base_node(""), None).await?;
-        let mut results = futures::stream::iter(nodes.into_iter().map(|(name, node)| {
-            let api = api.clone();
-            async move {
-                let d: DynamicObject = serde_json::from_value(node)?;
-                api.create(&PostParams::default(), &d)
-                    .await
-                    .with_context(|| format!("creating node {name}"))?;
-                anyhow::Ok(name)
-            }
-        }))
-        .buffer_unordered(CREATE_PARALLELISM);
+        let mut results =
+            futures::stream::iter(nodes.into_iter().map(|(name, mut node, generated)| {
+                let api = api.clone();
+                async move {
+                    let mut name = name;
+                    for attempt in 0.. {
+                        let d: DynamicObject = serde_json::from_value(node.clone())?;
+                        match api.create(&PostParams::default(), &d).await {
+                            Ok(_) => break,
+                            // Taken by an object this harness did not create (a reused cluster).
+                            Err(e) if generated && attempt < 5 && api_err(&e) == Some(409) => {
+                                let prefix =
+                                    node["metadata"]["generateName"].as_str().unwrap_or("");
+                                name = format!("{prefix}{}", objects::random_suffix(5));
+                                node["metadata"]["name"] = Value::String(name.clone());
+                                objects::label_mut(&mut node)
+                                    .insert("kubernetes.io/hostname".into(), name.clone().into());
+                            }
+                            Err(e) => {
+                                return Err(
+                                    anyhow::Error::new(e).context(format!("creating node {name}"))
+                                );
+                            }
+                        }
+                    }
+                    anyhow::Ok(name)
+                }
+            }))
+            .buffer_unordered(CREATE_PARALLELISM);
         while let Some(r) = results.next().await {
             self.nodes.push(r?);
         }
@@ -584,7 +632,7 @@ impl Executor {
             let api = api.clone();
             let pod = render(i);
             async move {
-                api.create(&PostParams::default(), &pod?)
+                create_generated(&api, &pod?)
                     .await
                     .context("creating pod")?;
                 anyhow::Ok(())
@@ -657,7 +705,7 @@ impl Executor {
                         }
                         continue;
                     }
-                    let r = api.create(&PostParams::default(), obj).await;
+                    let r = create_generated(api, obj).await;
                     let mut s = st.lock().unwrap_or_else(|e| e.into_inner());
                     match r {
                         Ok(o) => {
