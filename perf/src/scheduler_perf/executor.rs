@@ -65,6 +65,9 @@ pub struct ChurnStat {
     pub first_error: Option<String>,
 }
 
+/// Per template, shared with the churn task.
+type ChurnStats = Arc<Mutex<Vec<ChurnStat>>>;
+
 struct Active {
     name: String,
     filter: Filter,
@@ -86,7 +89,7 @@ pub struct Executor {
     node_names: std::collections::HashSet<String>,
     csinodes: Vec<String>,
     background: Vec<tokio::task::JoinHandle<anyhow::Result<()>>>,
-    churns: Vec<(tokio::task::JoinHandle<()>, Arc<Mutex<Vec<ChurnStat>>>)>,
+    churns: Vec<(tokio::task::JoinHandle<()>, ChurnStats)>,
     collector: Option<Active>,
     resources: HashMap<String, (ApiResource, Scope)>,
     pub measurements: Vec<Measurement>,
@@ -490,9 +493,7 @@ impl Executor {
                 "node template is a {}",
                 node["kind"]
             );
-            let generated = !node["metadata"]["name"]
-                .as_str()
-                .is_some_and(|n| !n.is_empty());
+            let generated = node["metadata"]["name"].as_str().is_none_or(str::is_empty);
             let name = if generated {
                 // upstream draws the name client-side (to label it) and retries a taken one.
                 let prefix = node["metadata"]["generateName"]
@@ -653,7 +654,7 @@ impl Executor {
         interval: Duration,
         templates: &[std::path::PathBuf],
     ) -> anyhow::Result<()> {
-        let stats: Arc<Mutex<Vec<ChurnStat>>> = Arc::default();
+        let stats: ChurnStats = Arc::default();
         let mut makers = Vec::new();
         for (i, path) in templates.iter().enumerate() {
             let mut obj = Template::load(path, &BTreeMap::new())?.render(0, 1)?;
