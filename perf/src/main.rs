@@ -9,6 +9,7 @@
 //! magma-perf sweep burst --workers 1,2,4,8 --candidates 1,3,5 --json sweep.json
 //! magma-perf table burst.json steady.json                          # Markdown rows
 //! magma-perf plot --sweep sweep.json --latency burst.json --out-dir .
+//! magma-perf scheduler-perf misc/performance-config.yaml --testcase SchedulingBasic --workload 5000Nodes_10000Pods --json out.json
 //! ```
 
 use clap::{Args, Parser, Subcommand};
@@ -65,6 +66,95 @@ enum Cmd {
     /// Wake-up latency on the simulator: every node full, pods waiting for room, blockers
     /// deleted one by one; room freed → waiting pod bound.
     Wakeup(WakeupArgs),
+    /// Replay kube-scheduler's scheduler_perf workloads (a performance-config.yaml) against
+    /// Magma and report SchedulingThroughput as upstream computes it.
+    SchedulerPerf(SchedulerPerfArgs),
+}
+
+#[derive(Debug, Args)]
+struct SchedulerPerfArgs {
+    /// A scheduler_perf `performance-config.yaml` (template paths resolve against its directory).
+    file: PathBuf,
+    /// Only the test case with this name (e.g. SchedulingBasic).
+    #[arg(long)]
+    testcase: Option<String>,
+    /// Only the workload with this name (e.g. 5000Nodes_10000Pods, or TestCase/Workload).
+    #[arg(long)]
+    workload: Option<String>,
+    /// Label filter as upstream's -perf-scheduling-label-filter (e.g. performance,-integration-test);
+    /// ignored for a workload named by --workload.
+    #[arg(long)]
+    labels: Option<String>,
+    /// spec.schedulerName of every created pod, and the in-process scheduler's name.
+    #[arg(long, default_value = "agent-scheduler")]
+    scheduler_name: String,
+    /// Run against this cluster instead of an embedded kube-sim; the scheduler is expected to
+    /// run there already unless --in-process-scheduler.
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// With --kubeconfig: start Magma in this process against that cluster.
+    #[arg(long)]
+    in_process_scheduler: bool,
+    #[arg(long, default_value_t = 2)]
+    workers: usize,
+    /// The in-process scheduler's bind rate limit (scheduler_perf gives kube-scheduler 5000).
+    #[arg(long, default_value_t = 5000.0)]
+    kube_api_qps: f64,
+    #[arg(long, default_value_t = 5000)]
+    kube_api_burst: u32,
+    /// The in-process scheduler's status/event lanes (Magma's default 50; conditions such as
+    /// PodScheduled=False, which `barrier stageRequirement: Attempted` waits for, use them).
+    #[arg(long, default_value_t = 50.0)]
+    event_qps: f64,
+    #[arg(long, default_value_t = 100)]
+    event_burst: u32,
+    /// Seconds each wait (createPods, barrier) may take, as upstream's 10 minutes.
+    #[arg(long, default_value_t = 600)]
+    timeout: u64,
+    /// Write the report as JSON to this file (`-`: stdout, instead of the text summary).
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Resolve and check the workloads (params, templates, support) without running them.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+fn scheduler_perf(a: SchedulerPerfArgs) -> anyhow::Result<()> {
+    let opts = magma_perf::scheduler_perf::Options {
+        test_case: a.testcase,
+        workload: a.workload,
+        labels: a.labels,
+        scheduler_name: a.scheduler_name,
+        kubeconfig: a.kubeconfig,
+        in_process_scheduler: a.in_process_scheduler,
+        workers: a.workers,
+        kube_api_qps: a.kube_api_qps,
+        kube_api_burst: a.kube_api_burst,
+        event_qps: a.event_qps,
+        event_burst: a.event_burst,
+        timeout: Duration::from_secs(a.timeout),
+        dry_run: a.dry_run,
+        ..magma_perf::scheduler_perf::Options::new(a.file)
+    };
+    let rt = tokio::runtime::Runtime::new()?;
+    let report = rt.block_on(magma_perf::scheduler_perf::run(&opts))?;
+    let text = serde_json::to_string_pretty(&report)? + "\n";
+    match a.json.as_deref() {
+        Some(p) if p == std::path::Path::new("-") => print!("{text}"),
+        Some(p) => {
+            std::fs::write(p, text)?;
+            report.print();
+        }
+        None => report.print(),
+    }
+    let failed: Vec<&str> = report
+        .workloads
+        .iter()
+        .filter(|w| w.status == magma_perf::scheduler_perf::Status::Error)
+        .map(|w| w.name.as_str())
+        .collect();
+    anyhow::ensure!(failed.is_empty(), "workloads failed: {}", failed.join(", "));
+    Ok(())
 }
 
 #[derive(Debug, Args)]
@@ -528,6 +618,7 @@ fn main() -> anyhow::Result<()> {
         Cmd::Sweep(a) => return sweep(a),
         Cmd::E2e(a) => return e2e(a),
         Cmd::Processes(a) => return processes(a),
+        Cmd::SchedulerPerf(a) => return scheduler_perf(a),
         Cmd::Wakeup(a) => {
             let opts = magma_perf::wakeup::WakeupOptions {
                 nodes: a.nodes,

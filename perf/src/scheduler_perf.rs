@@ -1,0 +1,471 @@
+//! Replays kube-scheduler's own benchmark, scheduler_perf (`test/integration/scheduler_perf` in
+//! kubernetes/kubernetes), against Magma: its unmodified `performance-config.yaml` files
+//! ([`config`]), their templates ([`template`], [`objects`]) and `$params`, the opcodes
+//! `createNodes`, `createNamespaces`, `createPods` (`collectMetrics`,
+//! `skipWaitToCompletion`), `churn`, `barrier`, `deletePods`, `sleep`,
+//! `startCollectingMetrics`/`stopCollectingMetrics` and `updateAny` ([`executor`]), with every
+//! pod's `schedulerName` set to Magma's, and SchedulingThroughput computed as upstream's
+//! `throughputCollector` does ([`throughput`]) from a pod watch ([`tracker`]).
+//!
+//! Before a workload runs, [`support::check`] decides what of it can be replayed: opcodes,
+//! fields and feature gates this harness or Magma do not implement, and preemption, are
+//! reported per workload and the workload is **not run**; a part that cannot change where the
+//! measured pods go (Service churn on kube-sim, which serves no Services) is left out and the
+//! workload marked **partial**. Nothing is skipped silently.
+//!
+//! ## Targets
+//!
+//! - Default: for each workload a fresh embedded kube-sim (no nodes) and Magma's scheduler in
+//!   process against it (`magma_kube::app::run`, as `e2e`), as upstream starts a fresh API
+//!   server and scheduler per workload.
+//! - `kubeconfig`: any cluster. The scheduler is expected to run there already under
+//!   `scheduler_name`, unless `in_process_scheduler` starts Magma in this process against it.
+//!   The namespaces `namespace-<op>` must not exist; what a workload created (namespaces,
+//!   nodes, CSINodes) is deleted after it.
+//!
+//! ## Differences from upstream, all on the harness side
+//!
+//! Node prepare strategies are applied in the node's create instead of a patch right after it
+//! (and to the op's own nodes; upstream patches the `nextNodeIndex`-th nodes of the sorted node
+//! list, which with random names are not necessarily the new ones). Nodes without
+//! `status.allocatable` are sent with it set to their capacity, as the real API server
+//! defaults it (kube-sim does not). `deletePods` without a rate sends one DELETE per pod
+//! (kube-sim has no DeleteCollection). Churn failures are counted and reported.
+
+pub mod config;
+pub mod executor;
+pub mod objects;
+pub mod support;
+pub mod template;
+pub mod throughput;
+pub mod tracker;
+
+use anyhow::Context;
+use config::{ConfigFile, Unsupported};
+use executor::{ChurnStat, Executor, Measurement};
+use kube_sim::{Sim, SimConfig};
+use serde::Serialize;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// What to replay and against what.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub file: PathBuf,
+    /// Only test cases with this name.
+    pub test_case: Option<String>,
+    /// Only workloads with this name (`TestCase/Workload` also accepted).
+    pub workload: Option<String>,
+    /// upstream's label filter (`performance,-integration-test`); applies to workloads that
+    /// `workload` did not name explicitly.
+    pub labels: Option<String>,
+    pub scheduler_name: String,
+    pub kubeconfig: Option<PathBuf>,
+    /// With `kubeconfig`: start Magma in this process against that cluster.
+    pub in_process_scheduler: bool,
+    pub workers: usize,
+    pub kube_api_qps: f64,
+    pub kube_api_burst: u32,
+    /// The in-process scheduler's status/event lanes (`--event-qps/--event-burst`).
+    pub event_qps: f64,
+    pub event_burst: u32,
+    /// Per wait (a createPods op, a barrier), as upstream's 10 minutes.
+    pub timeout: Duration,
+    /// Resolve and check only.
+    pub dry_run: bool,
+}
+
+impl Options {
+    pub fn new(file: impl Into<PathBuf>) -> Options {
+        Options {
+            file: file.into(),
+            test_case: None,
+            workload: None,
+            labels: None,
+            scheduler_name: "agent-scheduler".into(),
+            kubeconfig: None,
+            in_process_scheduler: false,
+            workers: 2,
+            kube_api_qps: 5000.0,
+            kube_api_burst: 5000,
+            event_qps: 50.0,
+            event_burst: 100,
+            timeout: Duration::from_secs(600),
+            dry_run: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    /// Ran completely.
+    Ran,
+    /// Ran with the `partial` parts left out (they cannot change the measured placement).
+    Partial,
+    /// Not run: see `unsupported`.
+    NotRun,
+    /// Started and failed: see `error`.
+    Error,
+    /// `dry_run`: resolved and checked only.
+    Checked,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkloadReport {
+    /// `<testcase>/<workload>`.
+    pub name: String,
+    pub test_case: String,
+    pub workload: String,
+    pub labels: Vec<String>,
+    pub params: std::collections::BTreeMap<String, serde_json::Value>,
+    pub status: Status,
+    pub unsupported: Vec<Unsupported>,
+    pub partial: Vec<Unsupported>,
+    pub notes: Vec<String>,
+    /// The file's `threshold` for this workload (SchedulingThroughput Average, pods/s).
+    pub threshold: Option<f64>,
+    /// Every measurement's Average ≥ threshold (`None`: no threshold, or nothing measured).
+    pub threshold_passed: Option<bool>,
+    pub measurements: Vec<Measurement>,
+    pub churn: Vec<ChurnStat>,
+    /// Status writes (conditions, events) the in-process scheduler shed over its
+    /// `event_qps` budget (`magma_events_dropped_total`); `None` without an in-process one.
+    pub status_writes_shed: Option<u64>,
+    pub error: Option<String>,
+    pub duration_s: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    pub file: String,
+    pub target: String,
+    pub scheduler_name: String,
+    pub workers: usize,
+    pub event_qps: f64,
+    pub event_burst: u32,
+    pub workloads: Vec<WorkloadReport>,
+}
+
+impl Report {
+    pub fn print(&self) {
+        println!(
+            "scheduler-perf {} on {} (scheduler {})",
+            self.file, self.target, self.scheduler_name
+        );
+        for w in &self.workloads {
+            let status = match w.status {
+                Status::Ran => "ran",
+                Status::Partial => "PARTIAL",
+                Status::NotRun => "NOT RUN",
+                Status::Error => "ERROR",
+                Status::Checked => "checked",
+            };
+            println!("  {:<60} {status} ({:.1} s)", w.name, w.duration_s);
+            for m in &w.measurements {
+                match &m.scheduling_throughput {
+                    Some(s) => println!(
+                        "    {}: {} pods, SchedulingThroughput avg {:.1}  p50 {:.1}  p90 {:.1}  p99 {:.1} pods/s ({} samples){}",
+                        m.name,
+                        m.pods_measured,
+                        s.average,
+                        s.perc50,
+                        s.perc90,
+                        s.perc99,
+                        s.samples,
+                        match (w.threshold, w.threshold_passed) {
+                            (Some(t), Some(true)) => format!("; threshold {t}: pass"),
+                            (Some(t), Some(false)) => format!("; threshold {t}: FAIL"),
+                            _ => String::new(),
+                        }
+                    ),
+                    None => println!(
+                        "    {}: {} pods in {:.2} s, too fast for two 1 s samples: no SchedulingThroughput (as upstream)",
+                        m.name, m.pods_measured, m.duration_s
+                    ),
+                }
+            }
+            for u in &w.unsupported {
+                println!("    unsupported: {}: {}", u.what, u.reason);
+            }
+            for u in &w.partial {
+                println!("    left out: {}: {}", u.what, u.reason);
+            }
+            for c in &w.churn {
+                println!(
+                    "    churn {} ({}): {} created, {} deleted, {} failed{}",
+                    c.template,
+                    c.kind,
+                    c.created,
+                    c.deleted,
+                    c.failed,
+                    c.first_error
+                        .as_ref()
+                        .map(|e| format!(" (first error: {e})"))
+                        .unwrap_or_default()
+                );
+            }
+            if let Some(n) = w.status_writes_shed.filter(|n| *n > 0) {
+                println!(
+                    "    the scheduler shed {n} status writes (conditions/events) over its --event-qps budget"
+                );
+            }
+            if let Some(e) = &w.error {
+                println!("    error: {e}");
+            }
+        }
+    }
+}
+
+/// The workloads `opts` selects, in file order.
+fn selected<'a>(
+    file: &'a ConfigFile,
+    opts: &Options,
+) -> Vec<(&'a config::TestCase, &'a config::Workload)> {
+    let mut out = Vec::new();
+    for tc in &file.test_cases {
+        if opts.test_case.as_ref().is_some_and(|n| n != &tc.name) {
+            continue;
+        }
+        for w in &tc.workloads {
+            let named = opts
+                .workload
+                .as_ref()
+                .map(|n| *n == w.name || *n == format!("{}/{}", tc.name, w.name));
+            if named == Some(false) {
+                continue;
+            }
+            let mut labels = tc.labels.clone();
+            labels.extend(w.labels.iter().cloned());
+            if named.is_none()
+                && let Some(f) = &opts.labels
+                && !config::labels_match(f, &labels)
+            {
+                continue;
+            }
+            out.push((tc, w));
+        }
+    }
+    out
+}
+
+pub async fn run(opts: &Options) -> anyhow::Result<Report> {
+    anyhow::ensure!(opts.workers > 0, "--workers must be greater than 0");
+    anyhow::ensure!(
+        opts.kube_api_qps > 0.0 && opts.kube_api_burst > 0,
+        "--kube-api-qps and --kube-api-burst must be positive"
+    );
+    anyhow::ensure!(
+        opts.event_qps > 0.0 && opts.event_burst > 0,
+        "--event-qps and --event-burst must be positive"
+    );
+    anyhow::ensure!(
+        !opts.in_process_scheduler || opts.kubeconfig.is_some(),
+        "--in-process-scheduler only applies with --kubeconfig (the simulator always gets one)"
+    );
+    let file = config::load(&opts.file)?;
+    let chosen = selected(&file, opts);
+    anyhow::ensure!(
+        !chosen.is_empty(),
+        "{}: no workload matches (test case {:?}, workload {:?}, labels {:?})",
+        opts.file.display(),
+        opts.test_case,
+        opts.workload,
+        opts.labels
+    );
+    let mut report = Report {
+        file: opts.file.display().to_string(),
+        target: match &opts.kubeconfig {
+            Some(p) => format!("kubeconfig {}", p.display()),
+            None => "embedded kube-sim".into(),
+        },
+        scheduler_name: opts.scheduler_name.clone(),
+        workers: opts.workers,
+        event_qps: opts.event_qps,
+        event_burst: opts.event_burst,
+        workloads: Vec::new(),
+    };
+    for (tc, w) in chosen {
+        let started = Instant::now();
+        let mut labels = tc.labels.clone();
+        labels.extend(w.labels.iter().cloned());
+        let mut wr = WorkloadReport {
+            name: format!("{}/{}", tc.name, w.name),
+            test_case: tc.name.clone(),
+            workload: w.name.clone(),
+            labels,
+            params: w.params.clone(),
+            status: Status::NotRun,
+            unsupported: Vec::new(),
+            partial: Vec::new(),
+            notes: Vec::new(),
+            threshold: config::threshold(w, &file.topic),
+            threshold_passed: None,
+            measurements: Vec::new(),
+            churn: Vec::new(),
+            status_writes_shed: None,
+            error: None,
+            duration_s: 0.0,
+        };
+        match config::resolve(&file, tc, w) {
+            Err(e) => {
+                wr.status = Status::Error;
+                wr.error = Some(format!("{e:#}"));
+            }
+            Ok((ops, unsupported)) => {
+                let f = support::check(&file, tc, w, &ops, opts.kubeconfig.is_none());
+                wr.unsupported = unsupported;
+                wr.unsupported.extend(f.unsupported);
+                wr.partial = f.partial;
+                wr.notes = f.notes;
+                if !wr.unsupported.is_empty() {
+                    wr.status = Status::NotRun;
+                } else if opts.dry_run {
+                    wr.status = Status::Checked;
+                } else {
+                    eprintln!("scheduler-perf: running {}", wr.name);
+                    let (outcome, shed) = run_workload(opts, &wr.name, &ops).await;
+                    wr.status_writes_shed = shed;
+                    match outcome {
+                        Ok((measurements, churn)) => {
+                            wr.measurements = measurements;
+                            for c in &churn {
+                                if c.created == 0
+                                    && c.failed + u64::from(c.first_error.is_some()) > 0
+                                    && !wr.partial.iter().any(|p| p.what.contains(&c.template))
+                                {
+                                    wr.partial.push(Unsupported {
+                                        what: format!("churn of {} ({})", c.kind, c.template),
+                                        reason: format!(
+                                            "no object could be created: {}",
+                                            c.first_error.clone().unwrap_or_default()
+                                        ),
+                                    });
+                                }
+                            }
+                            wr.churn = churn;
+                            wr.status = if wr.partial.is_empty() {
+                                Status::Ran
+                            } else {
+                                Status::Partial
+                            };
+                        }
+                        Err(e) => {
+                            wr.status = Status::Error;
+                            wr.error = Some(format!("{e:#}"));
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(t) = wr.threshold {
+            let avgs: Vec<f64> = wr
+                .measurements
+                .iter()
+                .filter_map(|m| m.scheduling_throughput.map(|s| s.average))
+                .collect();
+            if !avgs.is_empty() {
+                wr.threshold_passed = Some(avgs.iter().all(|a| *a >= t));
+            }
+        }
+        wr.duration_s = started.elapsed().as_secs_f64();
+        report.workloads.push(wr);
+    }
+    Ok(report)
+}
+
+type Scheduler = (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<anyhow::Result<magma_kube::app::RunSummary>>,
+);
+
+async fn start_scheduler(opts: &Options, cfg: kube::Config) -> anyhow::Result<Scheduler> {
+    use magma_kube::app::Settings;
+    let base = Settings::new(cfg);
+    let settings = Settings {
+        workers: opts.workers,
+        scheduler_name: opts.scheduler_name.clone(),
+        bind: magma_kube::bind::BindConfig {
+            qps: opts.kube_api_qps,
+            burst: opts.kube_api_burst,
+            ..base.bind.clone()
+        },
+        event_qps: opts.event_qps,
+        event_burst: opts.event_burst,
+        ..base
+    };
+    let (stop, task, _running) = crate::e2e::start_in_process(settings).await?;
+    Ok((stop, task))
+}
+
+type Outcome = anyhow::Result<(Vec<Measurement>, Vec<ChurnStat>)>;
+
+/// Runs the ops; also returns the in-process scheduler's shed status writes.
+async fn run_workload(opts: &Options, name: &str, ops: &[config::Op]) -> (Outcome, Option<u64>) {
+    let mut shed = None;
+    let r = run_workload_inner(opts, name, ops, &mut shed).await;
+    (r, shed)
+}
+
+async fn run_workload_inner(
+    opts: &Options,
+    name: &str,
+    ops: &[config::Op],
+    shed: &mut Option<u64>,
+) -> Outcome {
+    let (sim, kubeconfig) = match &opts.kubeconfig {
+        Some(p) => (
+            None,
+            std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?,
+        ),
+        None => {
+            let sim = Sim::start(SimConfig {
+                nodes: 0,
+                history: 1_000_000,
+                ..SimConfig::default()
+            })
+            .await?;
+            let y = sim.kubeconfig_yaml();
+            (Some(sim), y)
+        }
+    };
+    let (cfg, client) = crate::e2e::client_from(&kubeconfig, true).await?;
+    let scheduler = if sim.is_some() || opts.in_process_scheduler {
+        Some(start_scheduler(opts, cfg).await?)
+    } else {
+        None
+    };
+    let tracker = tracker::Tracker::new();
+    let watch = tracker.spawn_watch(client.clone());
+    let mut ex = Executor::new(client, tracker, &opts.scheduler_name, opts.timeout, name);
+    let mut result = async {
+        for (i, op) in ops.iter().enumerate() {
+            ex.run_op(i, op).await.with_context(|| format!("op {i}"))?;
+        }
+        anyhow::Ok(())
+    }
+    .await;
+    let churn = match ex.finish().await {
+        Ok(c) => c,
+        Err(e) => {
+            result = result.and(Err(e));
+            Vec::new()
+        }
+    };
+    if sim.is_none() {
+        ex.cleanup().await;
+    }
+    watch.abort();
+    if let Some((stop, task)) = scheduler {
+        let _ = stop.send(());
+        if let Ok(Ok(summary)) = task.await {
+            *shed = Some(summary.status_dropped);
+        }
+    }
+    if let Some(sim) = sim {
+        sim.shutdown().await;
+    }
+    result.map(|()| (ex.measurements, churn))
+}

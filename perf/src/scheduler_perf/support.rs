@@ -1,0 +1,242 @@
+//! What of a workload Magma (and this harness) can replay faithfully, decided before it runs:
+//! feature gates, preemption, and objects the target does not serve. Each finding is
+//! - **unsupported**: the workload is not run (the part could change what is measured);
+//! - **partial**: run, with the part left out, only where it cannot change which pods get
+//!   scheduled where (e.g. Service churn: Magma has no Service-dependent plugin);
+//! - a **note**: a kube-scheduler setting that has no Magma counterpart and does not change
+//!   the workload (its internal feature gates).
+
+use super::config::{ConfigFile, Op, TestCase, Unsupported, Workload};
+use super::objects::{self, Template};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// kube-scheduler implementation switches: they change how kube-scheduler works internally,
+/// not what the workload asks of a scheduler.
+const INTERNAL_GATES: &[&str] = &[
+    "SchedulerQueueingHints",
+    "SchedulerAsyncAPICalls",
+    "SchedulerAsyncPreemption",
+    "SchedulerPopFromBackoffQ",
+];
+
+/// Gates of API features Magma does not implement: off is what Magma does, on is unsupported.
+const FEATURE_REASONS: &[(&str, &str)] = &[
+    ("DynamicResourceAllocation", "Magma has no DRA support"),
+    ("DRAExtendedResource", "Magma has no DRA support"),
+    (
+        "InPlacePodVerticalScaling",
+        "in-place resizes (pods/resize) are not served by kube-sim, and Magma's handling of them is untested",
+    ),
+    (
+        "NodeDeclaredFeatures",
+        "Magma has no NodeDeclaredFeatures filter",
+    ),
+    ("GenericWorkload", "Magma does not schedule PodGroups"),
+];
+
+#[derive(Debug, Default, Clone)]
+pub struct Findings {
+    pub unsupported: Vec<Unsupported>,
+    pub partial: Vec<Unsupported>,
+    pub notes: Vec<String>,
+}
+
+/// Kinds kube-sim serves (its lib.rs table); on a real cluster every kind is tried.
+const SIM_KINDS: &[&str] = &[
+    "Pod",
+    "Node",
+    "Namespace",
+    "ConfigMap",
+    "Event",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "StorageClass",
+    "CSINode",
+    "Lease",
+];
+
+pub fn check(
+    file: &ConfigFile,
+    tc: &TestCase,
+    w: &Workload,
+    ops: &[Op],
+    embedded: bool,
+) -> Findings {
+    let mut f = Findings::default();
+    let mut gates = tc.feature_gates.clone();
+    gates.extend(w.feature_gates.clone());
+    for (gate, on) in &gates {
+        if INTERNAL_GATES.contains(&gate.as_str()) {
+            f.notes.push(format!(
+                "featureGate {gate}={on}: a kube-scheduler implementation switch with no Magma counterpart (ignored)"
+            ));
+        } else if let Some((_, why)) = FEATURE_REASONS.iter().find(|(g, _)| g == gate) {
+            if *on {
+                f.unsupported.push(Unsupported {
+                    what: format!("featureGate {gate}=true"),
+                    reason: why.to_string(),
+                });
+            } else {
+                f.notes
+                    .push(format!("featureGate {gate}=false: {why}, which matches"));
+            }
+        } else if *on {
+            f.unsupported.push(Unsupported {
+                what: format!("featureGate {gate}=true"),
+                reason: "a feature gate this harness does not know; Magma may not implement it"
+                    .into(),
+            });
+        } else {
+            f.notes.push(format!(
+                "featureGate {gate}=false: not known to this harness (assumed off in Magma)"
+            ));
+        }
+    }
+    for (k, _) in tc.other.iter().chain(w.other.iter()) {
+        let reason = match k.as_str() {
+            "schedulerConfigPath" => {
+                "a KubeSchedulerConfiguration for kube-scheduler; Magma runs its own default profile"
+            }
+            "metricsCollectorConfig" => {
+                "kube-scheduler's Prometheus histograms; only SchedulingThroughput is measured"
+            }
+            _ => "a field this harness does not interpret",
+        };
+        f.unsupported.push(Unsupported {
+            what: format!("field {k}"),
+            reason: reason.into(),
+        });
+    }
+    for sel in [&tc.threshold_metric_selector, &w.threshold_metric_selector]
+        .into_iter()
+        .flatten()
+    {
+        let name = sel.get("name").and_then(Value::as_str).unwrap_or("");
+        if name != "SchedulingThroughput" {
+            f.notes.push(format!(
+                "thresholdMetricSelector names {name:?}: the threshold is not compared (only SchedulingThroughput is measured)"
+            ));
+        }
+    }
+    preemption(file, ops, &mut f);
+    if embedded {
+        for op in ops {
+            if let Op::CreatePods {
+                template: Some(t), ..
+            } = op
+                && let Ok(p) = Template::from_ref(t).and_then(|t| t.render(0, 1))
+                && p["metadata"]["finalizers"].is_array()
+            {
+                f.unsupported.push(Unsupported {
+                    what: format!("pods with finalizers ({})", t.path.display()),
+                    reason: "kube-sim has no graceful deletion or finalizers: a deleted pod goes at once instead of staying with a deletionTimestamp".into(),
+                });
+            }
+        }
+        for op in ops {
+            if let Op::Churn { templates, .. } = op {
+                for t in templates {
+                    match Template::load(t, &BTreeMap::new()).and_then(|t| t.render(0, 1)) {
+                        Ok(obj) => {
+                            let kind = obj["kind"].as_str().unwrap_or("").to_string();
+                            if !SIM_KINDS.contains(&kind.as_str()) {
+                                f.partial.push(Unsupported {
+                                    what: format!("churn of {kind} ({})", t.display()),
+                                    reason: format!(
+                                        "kube-sim does not serve {kind}s; Magma watches no {kind}s, so the measured pods' placement cannot depend on them (the API load they add is not reproduced)"
+                                    ),
+                                });
+                            }
+                        }
+                        Err(e) => f.unsupported.push(Unsupported {
+                            what: format!("churn template {}", t.display()),
+                            reason: format!("{e:#}"),
+                        }),
+                    }
+                }
+            }
+        }
+    }
+    f
+}
+
+/// kube-scheduler preempts lower-priority pods for a pending higher-priority one; Magma does
+/// not. That changes a workload only if some higher-priority pod could fit on some node after
+/// evicting lower-priority pods, i.e. its requests fit a node's allocatable. If it fits none,
+/// kube-scheduler's preemption attempts fail and both schedulers leave it pending.
+fn preemption(file: &ConfigFile, ops: &[Op], f: &mut Findings) {
+    let _ = file;
+    let mut pods: Vec<(String, Value)> = Vec::new();
+    let mut nodes: Vec<Value> = Vec::new();
+    let mut add = |path: String, obj: Value| match obj["kind"].as_str() {
+        Some("Pod") => pods.push((path, obj)),
+        Some("Node") => nodes.push(obj),
+        _ => {}
+    };
+    for op in ops {
+        match op {
+            Op::CreatePods { template, .. } => match template {
+                Some(t) => match Template::from_ref(t).and_then(|t| t.render(0, 1)) {
+                    Ok(o) => add(t.path.display().to_string(), o),
+                    Err(e) => f
+                        .notes
+                        .push(format!("preemption check skipped a template: {e:#}")),
+                },
+                None => add("upstream base pod".into(), objects::base_pod()),
+            },
+            Op::CreateNodes { template, .. } => match template {
+                Some(t) => {
+                    if let Ok(mut o) = Template::from_ref(t).and_then(|t| t.render(0, 1)) {
+                        objects::default_allocatable(&mut o);
+                        add(t.path.display().to_string(), o);
+                    }
+                }
+                None => add("base node".into(), objects::base_node("node-")),
+            },
+            Op::Churn { templates, .. } => {
+                for t in templates {
+                    if let Ok(mut o) =
+                        Template::load(t, &BTreeMap::new()).and_then(|t| t.render(0, 1))
+                    {
+                        objects::default_allocatable(&mut o);
+                        add(t.display().to_string(), o);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    for (path, p) in &pods {
+        if p["spec"]["priorityClassName"].is_string() {
+            f.unsupported.push(Unsupported {
+                what: format!("priorityClassName in {path}"),
+                reason: "PriorityClass objects are not created by this harness".into(),
+            });
+        }
+    }
+    let prio = |p: &Value| p["spec"]["priority"].as_i64().unwrap_or(0);
+    let Some(lowest) = pods.iter().map(|(_, p)| prio(p)).min() else {
+        return;
+    };
+    let fits_some_node = |p: &Value| {
+        let (cpu, mem) = objects::pod_requests(p);
+        nodes.iter().any(|n| {
+            let (ncpu, nmem) = objects::node_allocatable(n);
+            cpu <= ncpu && mem <= nmem
+        })
+    };
+    for (path, p) in pods.iter().filter(|(_, p)| prio(p) > lowest) {
+        if fits_some_node(p) {
+            f.unsupported.push(Unsupported {
+                what: format!("preemption ({path}, priority {})", prio(p)),
+                reason: "these pods fit a node once lower-priority pods are evicted; kube-scheduler preempts for them, Magma does not preempt".into(),
+            });
+        } else {
+            f.notes.push(format!(
+                "{path} (priority {}) requests more than any node's allocatable: kube-scheduler tries preemption for each and fails, Magma (no preemption) leaves them pending too",
+                prio(p)
+            ));
+        }
+    }
+}

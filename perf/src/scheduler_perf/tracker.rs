@@ -1,0 +1,250 @@
+//! What the workload's pods look like, from one watch over all pods (upstream reads the
+//! scheduler's shared pod informer): per pod its labels, whether it is scheduled
+//! (`spec.nodeName` set) and whether it was attempted (has a `PodScheduled` condition). The
+//! throughput collectors count pods as they become scheduled, in the watch handler, so a pod
+//! created, scheduled and deleted between two samples still counts (as upstream's handler).
+//! Waiters (barriers, createPods' wait) wake on every change through a version channel.
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::Api;
+use kube::runtime::watcher::{self, Event};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+struct PodRec {
+    labels: BTreeMap<String, String>,
+    scheduled: bool,
+    attempted: bool,
+}
+
+/// Which pods a collector or barrier looks at: namespaces (empty = all) and equality labels.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    pub namespaces: HashSet<String>,
+    pub labels: BTreeMap<String, String>,
+}
+
+impl Filter {
+    fn matches(&self, ns: &str, labels: &BTreeMap<String, String>) -> bool {
+        (self.namespaces.is_empty() || self.namespaces.contains(ns))
+            && self.labels.iter().all(|(k, v)| labels.get(k) == Some(v))
+    }
+}
+
+/// Pods that matched a collector's filter when they became scheduled.
+#[derive(Debug, Default)]
+pub struct Counter {
+    filter: Filter,
+    scheduled: AtomicUsize,
+}
+
+impl Counter {
+    pub fn scheduled(&self) -> usize {
+        self.scheduled.load(Ordering::Acquire)
+    }
+}
+
+#[derive(Default)]
+struct State {
+    pods: HashMap<(String, String), PodRec>,
+    counters: Vec<Arc<Counter>>,
+}
+
+pub struct Tracker {
+    state: Mutex<State>,
+    version: tokio::sync::watch::Sender<u64>,
+}
+
+/// Counts for one namespace under a filter.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub scheduled: usize,
+    pub attempted: usize,
+    pub total: usize,
+}
+
+fn is_attempted(p: &Pod) -> bool {
+    p.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "PodScheduled"))
+}
+
+impl Tracker {
+    pub fn new() -> Arc<Tracker> {
+        Arc::new(Tracker {
+            state: Mutex::default(),
+            version: tokio::sync::watch::channel(0).0,
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Starts the pod watch; the returned task runs until aborted.
+    pub fn spawn_watch(self: &Arc<Self>, client: kube::Client) -> tokio::task::JoinHandle<()> {
+        let me = self.clone();
+        tokio::spawn(async move {
+            let api: Api<Pod> = Api::all(client);
+            let mut s = watcher::watcher(api, watcher::Config::default()).boxed();
+            while let Some(ev) = s.next().await {
+                match ev {
+                    Ok(Event::Apply(p)) | Ok(Event::InitApply(p)) => me.apply(&p),
+                    Ok(Event::Delete(p)) => me.delete(&p),
+                    Ok(Event::Init) | Ok(Event::InitDone) => {}
+                    Err(e) => {
+                        eprintln!("scheduler-perf: pod watch: {e}");
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                    }
+                }
+            }
+        })
+    }
+
+    pub fn apply(&self, p: &Pod) {
+        let (Some(ns), Some(name)) = (p.metadata.namespace.clone(), p.metadata.name.clone()) else {
+            return;
+        };
+        let scheduled = p
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_deref())
+            .is_some_and(|n| !n.is_empty());
+        let labels: BTreeMap<String, String> = p.metadata.labels.clone().unwrap_or_default();
+        {
+            let mut st = self.lock();
+            let was = st
+                .pods
+                .get(&(ns.clone(), name.clone()))
+                .is_some_and(|r| r.scheduled);
+            if scheduled && !was {
+                for c in &st.counters {
+                    if c.filter.matches(&ns, &labels) {
+                        c.scheduled.fetch_add(1, Ordering::AcqRel);
+                    }
+                }
+            }
+            st.pods.insert(
+                (ns, name),
+                PodRec {
+                    labels,
+                    scheduled,
+                    attempted: is_attempted(p),
+                },
+            );
+        }
+        self.version.send_modify(|v| *v += 1);
+    }
+
+    pub fn delete(&self, p: &Pod) {
+        if let (Some(ns), Some(name)) = (p.metadata.namespace.clone(), p.metadata.name.clone()) {
+            self.lock().pods.remove(&(ns, name));
+            self.version.send_modify(|v| *v += 1);
+        }
+    }
+
+    /// A collector counting pods that become scheduled from now on.
+    pub fn counter(&self, filter: Filter) -> Arc<Counter> {
+        let c = Arc::new(Counter {
+            filter,
+            scheduled: AtomicUsize::new(0),
+        });
+        self.lock().counters.push(c.clone());
+        c
+    }
+
+    pub fn drop_counter(&self, c: &Arc<Counter>) {
+        self.lock().counters.retain(|x| !Arc::ptr_eq(x, c));
+    }
+
+    pub fn counts(&self, ns: &str, labels: &BTreeMap<String, String>) -> Counts {
+        let st = self.lock();
+        let mut c = Counts::default();
+        for ((pns, _), r) in &st.pods {
+            if pns == ns && labels.iter().all(|(k, v)| r.labels.get(k) == Some(v)) {
+                c.total += 1;
+                c.scheduled += usize::from(r.scheduled);
+                c.attempted += usize::from(!r.scheduled && r.attempted);
+            }
+        }
+        c
+    }
+
+    /// Names of the pods in `ns` matching `labels`, as this watch currently sees them.
+    pub fn pod_names(&self, ns: &str, labels: &BTreeMap<String, String>) -> Vec<String> {
+        let st = self.lock();
+        let mut v: Vec<String> = st
+            .pods
+            .iter()
+            .filter(|((pns, _), r)| {
+                pns == ns && labels.iter().all(|(k, v)| r.labels.get(k) == Some(v))
+            })
+            .map(|((_, n), _)| n.clone())
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Waits until `done` holds, re-checking on every change; `Err` with the last state's
+    /// description after `timeout`.
+    pub async fn wait_until(
+        &self,
+        timeout: Duration,
+        mut done: impl FnMut(&Tracker) -> Result<(), String>,
+    ) -> anyhow::Result<()> {
+        let mut rx = self.version.subscribe();
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            rx.borrow_and_update();
+            let why = match done(self) {
+                Ok(()) => return Ok(()),
+                Err(why) => why,
+            };
+            match tokio::time::timeout_at(deadline, rx.changed()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => anyhow::bail!("pod watch ended while waiting: {why}"),
+                Err(_) => anyhow::bail!("timed out after {timeout:?}: {why}"),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(ns: &str, name: &str, node: Option<&str>, label: &str) -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"namespace": ns, "name": name, "labels": {"type": label}},
+            "spec": {"containers": [], "nodeName": node}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_collector_counts_each_matching_pod_once_when_it_becomes_scheduled() {
+        let t = Tracker::new();
+        t.apply(&pod("a", "early", Some("n"), "x")); // scheduled before the collector
+        let c = t.counter(Filter {
+            namespaces: HashSet::from(["a".to_string()]),
+            labels: BTreeMap::from([("type".to_string(), "x".to_string())]),
+        });
+        t.apply(&pod("a", "p", None, "x"));
+        t.apply(&pod("a", "p", Some("n"), "x"));
+        t.apply(&pod("a", "p", Some("n"), "x")); // a later update: not again
+        t.apply(&pod("b", "q", Some("n"), "x")); // other namespace
+        t.apply(&pod("a", "r", Some("n"), "y")); // other label
+        t.apply(&pod("a", "s", Some("n"), "x")); // added already scheduled
+        assert_eq!(c.scheduled(), 2);
+        let all = t.counts("a", &BTreeMap::new());
+        assert_eq!((all.scheduled, all.total), (4, 4));
+        t.delete(&pod("a", "p", None, "x"));
+        assert_eq!(t.counts("a", &BTreeMap::new()).total, 3);
+        assert_eq!(c.scheduled(), 2);
+    }
+}
