@@ -587,7 +587,9 @@ fn processes(a: ProcArgs) -> anyhow::Result<()> {
         scheduler_bin: a
             .scheduler_bin
             .unwrap_or_else(|| ProcOptions::sibling("agent-scheduler")),
-        sim_bin: a.sim_bin.unwrap_or_else(|| ProcOptions::sibling("kube-sim")),
+        sim_bin: a
+            .sim_bin
+            .unwrap_or_else(|| ProcOptions::sibling("kube-sim")),
         kube_api_qps: a.kube_api_qps,
         kube_api_burst: a.kube_api_burst,
         timeout: Duration::from_secs(a.timeout),

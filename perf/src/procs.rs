@@ -227,8 +227,8 @@ pub fn cpu_time(pid: u32) -> anyhow::Result<Duration> {
         .context("malformed /proc stat")?;
     let f: Vec<&str> = rest.split_whitespace().collect();
     // utime and stime are fields 14 and 15 of the whole line: 12 and 13 after the name.
-    let ticks: u64 = f.get(11).context("utime")?.parse::<u64>()?
-        + f.get(12).context("stime")?.parse::<u64>()?;
+    let ticks: u64 =
+        f.get(11).context("utime")?.parse::<u64>()? + f.get(12).context("stime")?.parse::<u64>()?;
     Ok(Duration::from_nanos(ticks * 1_000_000_000 / clock_ticks()))
 }
 
@@ -278,7 +278,9 @@ fn free_port() -> anyhow::Result<u16> {
 /// `GET path` on a plain-HTTP admin port: the status code.
 async fn admin_get(port: u16, path: &str) -> Option<u16> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.ok()?;
+    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .ok()?;
     let req = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
     s.write_all(req.as_bytes()).await.ok()?;
     let mut buf = Vec::new();
@@ -361,7 +363,10 @@ fn start_scheduler(o: &ProcOptions, c: &Cluster, dir: &Path) -> anyhow::Result<(
         format!("--listen-address=127.0.0.1:{admin}"),
         "--leader-elect=false".into(),
     ];
-    Ok((Proc::spawn("agent-scheduler", &o.scheduler_bin, &args, dir)?, admin))
+    Ok((
+        Proc::spawn("agent-scheduler", &o.scheduler_bin, &args, dir)?,
+        admin,
+    ))
 }
 
 async fn wait_ready(p: &mut Proc, admin: u16) -> anyhow::Result<()> {
@@ -432,7 +437,12 @@ async fn create_pods(
 
 /// The API's ceiling for bindings over this transport: create `n` pods nobody schedules,
 /// then bind them from here as fast as `creators` concurrent requests allow.
-async fn ceiling(client: &kube::Client, nodes: usize, n: usize, creators: usize) -> anyhow::Result<f64> {
+async fn ceiling(
+    client: &kube::Client,
+    nodes: usize,
+    n: usize,
+    creators: usize,
+) -> anyhow::Result<f64> {
     let ns = "magma-blast";
     let _ = Api::<Namespace>::all(client.clone())
         .create(
@@ -482,7 +492,10 @@ async fn ceiling(client: &kube::Client, nodes: usize, n: usize, creators: usize)
 }
 
 pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
-    anyhow::ensure!(o.pods > 0 && o.nodes > 0, "--pods and --nodes must be positive");
+    anyhow::ensure!(
+        o.pods > 0 && o.nodes > 0,
+        "--pods and --nodes must be positive"
+    );
     let dir = std::env::temp_dir().join(format!("magma-procs-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let mut c = start_sim(o, &dir).await?;
@@ -506,7 +519,11 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
                         p.spec.and_then(|s| s.node_name).is_some(),
                     )
                 {
-                    w_bound.lock().await.entry(name).or_insert_with(Instant::now);
+                    w_bound
+                        .lock()
+                        .await
+                        .entry(name)
+                        .or_insert_with(Instant::now);
                 }
             }
         }
@@ -585,7 +602,10 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
         last = last.max(*t);
     }
     let n = bound.len().max(1) as f64;
-    let elapsed = last.saturating_duration_since(start).as_secs_f64().max(1e-6);
+    let elapsed = last
+        .saturating_duration_since(start)
+        .as_secs_f64()
+        .max(1e-6);
     let mut by: BTreeMap<String, f64> = BTreeMap::new();
     let mut total = 0usize;
     for r in requests.iter().skip(requests_before) {
