@@ -1,0 +1,72 @@
+//! `magma-perf processes` end to end on a small cluster: the real `agent-scheduler` and
+//! `kube-sim` binaries as separate processes; every pod bound once, and the figures the
+//! benchmark reports (CPU from /proc, requests per pod, the ceiling) present and sane.
+
+use magma_perf::procs::{ProcOptions, run};
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+/// The binaries, built (or found up to date) in this build's target directory.
+fn binaries() -> (PathBuf, PathBuf) {
+    let dir = PathBuf::from(env!("CARGO_BIN_EXE_magma-perf"))
+        .parent()
+        .expect("target dir")
+        .to_owned();
+    let profile = if dir.ends_with("release") {
+        vec!["--release"]
+    } else {
+        vec![]
+    };
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "-q", "-p", "magma-kube", "--bin", "agent-scheduler"])
+        .args(["-p", "kube-sim", "--bin", "kube-sim"])
+        .args(profile)
+        .status()
+        .expect("cargo runs");
+    assert!(status.success(), "building agent-scheduler and kube-sim");
+    (dir.join("agent-scheduler"), dir.join("kube-sim"))
+}
+
+fn opts(backlog: bool) -> ProcOptions {
+    let (scheduler_bin, sim_bin) = binaries();
+    ProcOptions {
+        nodes: 50,
+        pods: 300,
+        workers: 2,
+        creators: 16,
+        backlog,
+        tls: false,
+        scheduler_bin,
+        sim_bin,
+        kube_api_qps: 2000.0,
+        kube_api_burst: 2000,
+        timeout: Duration::from_secs(60),
+        progress: false,
+    }
+}
+
+fn check(r: &magma_perf::procs::ProcReport) {
+    assert_eq!(r.bound, 300, "{r:?}");
+    assert_eq!((r.duplicate_binds, r.lost_pods), (0, 0), "{r:?}");
+    assert!(r.scheduler_cpu_ms_per_pod > 0.0, "{r:?}");
+    assert!(r.sim_cpu_ms_per_pod > 0.0, "{r:?}");
+    assert!(r.ceiling_pods_per_s > 0.0 && r.throughput_pods_per_s > 0.0, "{r:?}");
+    // One binding per pod, nothing else on the hot path but (some) events.
+    assert_eq!(r.requests_per_pod.get("create pods/binding"), Some(&1.0), "{r:?}");
+    assert!(r.scheduler_open_sockets > 0, "{r:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn burst_as_separate_processes() {
+    let r = run(&opts(false)).await.unwrap();
+    check(&r);
+    assert_eq!(r.drain_s, None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backlog_drains_after_the_scheduler_starts() {
+    let r = run(&opts(true)).await.unwrap();
+    check(&r);
+    assert!(r.drain_s.is_some_and(|d| d > 0.0), "{r:?}");
+}
