@@ -1,6 +1,7 @@
 //! # kube-sim: a protocol-faithful Kubernetes API server simulator
 //!
-//! An HTTP/1.1 server on loopback that speaks the subset of the Kubernetes REST API that the
+//! An HTTP/1.1 and HTTP/2 server on loopback (plain HTTP by default, HTTPS with a self-signed CA
+//! with [`SimConfig::tls`]) that speaks the subset of the Kubernetes REST API that the
 //! unmodified `kube` client and `kubectl` (get / apply / delete) use, with all state in memory.
 //! Magma's adapter tests, end-to-end tests and benchmarks run against it (DESIGN.md §5). It is
 //! strict where that matters to a scheduler: the status codes, `Status` reasons and messages of
@@ -10,6 +11,23 @@
 //!
 //! Start it with [`Sim::start`] (tests use port 0) or the `kube-sim` binary, then point a client at
 //! [`SimHandle::kubeconfig_yaml`].
+//!
+//! ## HTTPS
+//!
+//! With [`SimConfig::tls`] (binary: `--tls`) the simulator serves HTTPS as a real API server does
+//! with its self-signed certificates: at start it generates a CA (`kube-sim-ca@<unix time>`) and a
+//! serving certificate it signs for `127.0.0.1`, `::1`, `localhost`, `kubernetes`,
+//! `kubernetes.default` and `kubernetes.default.svc`; rustls (ring) offers ALPN `h2` and
+//! `http/1.1`, so Go clients (kubectl) speak HTTP/2 and the `kube` client HTTP/1.1. TLS
+//! handshakes run in their own tasks (a stalled handshake holds up no other connection; 10 s
+//! timeout). [`SimHandle::url`] is then `https://127.0.0.1:PORT`, [`SimHandle::ca_pem`] the CA
+//! (PEM), and [`SimHandle::kubeconfig_yaml`] / [`SimHandle::write_kubeconfig`] carry it as
+//! `certificate-authority-data`, so `kube::Config::from_custom_kubeconfig` and
+//! `kubectl --kubeconfig` verify the server; a client without the CA fails its handshake
+//! (`UnknownIssuer` / "certificate signed by unknown authority"). [`kubeconfig_yaml_with_ca`]
+//! builds the same YAML from a URL and PEM. Accepted TCP connections (both modes), completed and
+//! failed handshakes are counted in [`SimHandle::stats`] / `GET /sim/stats`, so a test or
+//! benchmark can report new connections per pod.
 //!
 //! ## Endpoints
 //!
@@ -32,6 +50,7 @@
 //! | `/sim/faults/expire-watches` | POST | `{"count": n}`: the next n watches get `410 Expired` |
 //! | `/sim/faults/drop-watches` | POST | close every open watch now |
 //! | `/sim/bindings`, `/sim/writes` | GET | the [`BindingRecord`]s and [`WriteRecord`]s as JSON |
+//! | `/sim/stats` | GET | the [`SimStats`] counters (connections accepted, TLS handshakes and failures, watches force-closed) as JSON |
 //! | `/sim/requests` | GET | the [`RequestRecord`]s (every API request: verb, group, resource, subresource, namespace, user agent) as JSON |
 //!
 //! Served resources: core `v1` nodes, pods, configmaps, namespaces, events,
@@ -162,9 +181,10 @@
 //! [--node-pods 110] [--running-delay 0s|never] [--pod-lifetime 30s]
 //! [--error-rate VERB[:RESOURCE]=RATE[:CODE]]... [--latency-ms MS] [--drop-watches-after-ms MS]
 //! [--history 100000] [--auto-create-namespaces] [--install-nodeshard-crd]
-//! [--provisioner-delay 300ms | --provisioner-never]` serves on
-//! `127.0.0.1:P`, writes a kubeconfig usable by `kubectl --kubeconfig FILE` and
-//! `kube::Config::from_custom_kubeconfig`, and exits 0 on SIGTERM/SIGINT.
+//! [--provisioner-delay 300ms | --provisioner-never] [--tls [--ca-out FILE]]` serves on
+//! `127.0.0.1:P` (HTTPS with `--tls`), writes the CA (PEM) to `--ca-out` and then, atomically, a
+//! kubeconfig usable by `kubectl --kubeconfig FILE` and `kube::Config::from_custom_kubeconfig`
+//! (with the CA embedded in TLS mode), and exits 0 on SIGTERM/SIGINT.
 //!
 //! ## Notes for clients
 //!
@@ -177,7 +197,7 @@
 //!
 //! ## Deviations from the real API server
 //!
-//! No authentication/authorization (any token is accepted), no admission plugins beyond the pod
+//! No authentication/authorization (any token is accepted; no client certificates), no admission plugins beyond the pod
 //! defaults above, no OpenAPI schemas (v2 is 404, v3 carries no schemas), no unknown-field
 //! detection for `fieldValidation`, no protobuf/CBOR (JSON only), no Table output (kubectl prints from
 //! the plain objects), no `dryRun` (400), no `deletecollection`, no paging, no graceful deletion,
@@ -203,6 +223,7 @@ mod server;
 mod sim;
 mod storage;
 mod store;
+mod tls;
 mod validation;
 mod watch;
 
@@ -215,13 +236,26 @@ pub use provisioner::{
     HOSTNAME_LABEL, NO_PROVISIONER, PROVISIONED_BY_ANNOTATION, SELECTED_NODE_ANNOTATION,
     STORAGE_PROVISIONER_ANNOTATION,
 };
-pub use sim::{BindingRecord, RequestRecord, Sim, SimError, SimHandle, WriteRecord};
+pub use sim::{BindingRecord, RequestRecord, Sim, SimError, SimHandle, SimStats, WriteRecord};
 pub use storage::{
     BETA_STORAGE_CLASS_ANNOTATION, DEFAULT_CLASS_ANNOTATION, pvc_object, storage_class_object,
 };
 
 /// A kubeconfig for a simulator at `server` (`http://127.0.0.1:PORT`): no TLS, a dummy token.
 pub fn kubeconfig_yaml(server: &str) -> String {
+    kubeconfig_yaml_with_ca(server, None)
+}
+
+/// A kubeconfig for a simulator at `server` with a dummy token; with `ca_pem` (an
+/// `https://` server) the CA is embedded as `certificate-authority-data`.
+pub fn kubeconfig_yaml_with_ca(server: &str, ca_pem: Option<&str>) -> String {
+    use base64::Engine as _;
+    let ca = ca_pem.map_or(String::new(), |pem| {
+        format!(
+            "    certificate-authority-data: {}\n",
+            base64::engine::general_purpose::STANDARD.encode(pem)
+        )
+    });
     format!(
         "apiVersion: v1
 kind: Config
@@ -229,7 +263,7 @@ clusters:
 - name: kube-sim
   cluster:
     server: {server}
-contexts:
+{ca}contexts:
 - name: kube-sim
   context:
     cluster: kube-sim

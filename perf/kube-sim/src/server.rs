@@ -31,6 +31,7 @@ pub(crate) fn router(inner: Arc<Inner>) -> Router {
         .route("/sim/bindings", get(get_bindings))
         .route("/sim/writes", get(get_writes))
         .route("/sim/requests", get(get_requests))
+        .route("/sim/stats", get(get_stats))
         .fallback(api)
         .with_state(inner)
 }
@@ -83,6 +84,10 @@ async fn get_requests(State(inner): State<Arc<Inner>>) -> Response {
         200,
         serde_json::to_vec(&inner.requests()).unwrap_or_default(),
     )
+}
+
+async fn get_stats(State(inner): State<Arc<Inner>>) -> Json<crate::SimStats> {
+    Json(inner.stats.snapshot())
 }
 
 fn handle_records(inner: &Arc<Inner>) -> (Vec<crate::BindingRecord>, Vec<crate::WriteRecord>) {
