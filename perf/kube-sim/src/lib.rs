@@ -51,7 +51,7 @@
 //! | `/sim/faults/drop-watches` | POST | close every open watch now |
 //! | `/sim/bindings`, `/sim/writes` | GET | the [`BindingRecord`]s and [`WriteRecord`]s as JSON |
 //! | `/sim/stats` | GET | the [`SimStats`] counters (connections accepted, TLS handshakes and failures, watches force-closed) as JSON |
-//! | `/sim/requests` | GET | the [`RequestRecord`]s (every API request: verb, group, resource, subresource, namespace, user agent) as JSON |
+//! | `/sim/requests` | GET | the [`RequestRecord`]s (every API request, any outcome: verb, group, resource, subresource, namespace, name, user agent, `write`, status `code`) as JSON |
 //!
 //! Served resources: core `v1` nodes, pods, configmaps, namespaces, events,
 //! persistentvolumeclaims (`pvc`, `/status`), persistentvolumes (`pv`, cluster-scoped, `/status`);
@@ -173,7 +173,9 @@
 //! - **Records**: every write request (verb, resource/subresource, namespace, name, code) and every
 //!   successful binding with its time, for "bound exactly once" and "one write per pod" checks;
 //!   and every request of any verb as RBAC sees it (verb, group, resource, subresource,
-//!   namespace), so tests can derive the roles a client needs.
+//!   namespace), so tests can derive the roles a client needs, with the object name, whether it
+//!   writes and the status code answered, so "no pod bound twice" counts binding *attempts*
+//!   (a second `pods/binding` is a recorded 409, not only a missing success).
 //!
 //! ## Binary
 //!

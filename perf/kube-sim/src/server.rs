@@ -307,22 +307,27 @@ async fn resource(
     let Some(verb) = verb_of(method, t.name.is_some(), t.sub.as_deref(), watching) else {
         return ApiError::method_not_allowed().into_response();
     };
-    inner.record_request(RequestRecord {
+    let is_write = matches!(verb, "create" | "update" | "patch" | "delete");
+    let mut rec = RequestRecord {
         verb,
         group: group.to_string(),
         resource: t.def.plural.clone(),
         subresource: t.sub.clone().unwrap_or_default(),
         namespace: t.ns.clone().unwrap_or_default(),
+        name: t.name.clone().unwrap_or_default(),
         user_agent,
-    });
+        write: is_write,
+        code: 0,
+    };
     if t.sub.as_deref() == Some("binding") && verb != "create" {
+        rec.code = 405;
+        inner.record_request(rec);
         return ApiError::method_not_allowed().into_response();
     }
     let resource_name = match &t.sub {
         Some(s) => format!("{}/{s}", t.def.plural),
         None => t.def.plural.clone(),
     };
-    let is_write = matches!(verb, "create" | "update" | "patch" | "delete");
     let (latency, fault) = inner.faults.decide(verb, &resource_name);
     if !latency.is_zero() {
         tokio::time::sleep(latency).await;
@@ -338,9 +343,19 @@ async fn resource(
     };
     let (code, resp, written_name) = match result {
         Ok(Served::Response(code, resp, n)) => (code, resp, n),
-        Ok(Served::Watch(req)) => return watch::serve(inner.clone(), req),
+        Ok(Served::Watch(req)) => {
+            // A watch answers 200 and streams (an expired version is an ERROR event inside).
+            rec.code = 200;
+            inner.record_request(rec);
+            return watch::serve(inner.clone(), req);
+        }
         Err(e) => (e.code, e.into_response(), None),
     };
+    rec.code = code;
+    if let Some(n) = &written_name {
+        rec.name.clone_from(n);
+    }
+    inner.record_request(rec);
     if is_write {
         inner.record_write(
             verb,
@@ -391,19 +406,24 @@ fn unrouted_request(
         ),
         _ => ("", rest.to_vec()),
     };
-    let (resource, named, sub) = match rest.as_slice() {
-        [p] => (*p, false, None),
-        [p, _] => (*p, true, None),
-        [p, _, s] => (*p, true, Some(*s)),
+    let (resource, name, sub) = match rest.as_slice() {
+        [p] => (*p, None, None),
+        [p, n] => (*p, Some(*n), None),
+        [p, n, s] => (*p, Some(*n), Some(*s)),
         _ => return None,
     };
+    let named = name.is_some();
+    let verb = verb_of(method, named, sub, watching)?;
     Some(RequestRecord {
-        verb: verb_of(method, named, sub, watching)?,
+        verb,
         group: group.to_string(),
         resource: resource.to_string(),
         subresource: sub.unwrap_or("").to_string(),
         namespace: ns.to_string(),
+        name: name.unwrap_or("").to_string(),
         user_agent,
+        write: matches!(verb, "create" | "update" | "patch" | "delete"),
+        code: 404,
     })
 }
 

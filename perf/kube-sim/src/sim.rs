@@ -54,8 +54,10 @@ pub struct WriteRecord {
 }
 
 /// One API request of any verb (get, list, watch, create, update, patch, delete), as RBAC sees
-/// it: what a Role must grant for the request to be allowed. Recorded when the request is
-/// routed, including requests for resources the simulator does not serve (404).
+/// it (what a Role must grant for the request to be allowed), with the object name and the
+/// status code answered. Recorded when the response is produced (a watch when its stream opens),
+/// for every routed request whatever its outcome: failed writes (a `409` binding, an injected
+/// `500`/`429`) and requests for resources the simulator does not serve (`404`) included.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RequestRecord {
     /// Kubernetes verb.
@@ -68,8 +70,15 @@ pub struct RequestRecord {
     pub subresource: String,
     /// Namespace ("" for cluster-scoped or all-namespace requests).
     pub namespace: String,
+    /// Object name from the URL, or the name a `generateName` create was given ("" for lists,
+    /// watches and collection requests).
+    pub name: String,
     /// The `User-Agent` header, to tell clients apart.
     pub user_agent: String,
+    /// Whether the verb writes (create, update, patch, delete; `pods/binding` is a create).
+    pub write: bool,
+    /// HTTP status code answered (200 for a watch whose stream opened).
+    pub code: u16,
 }
 
 /// Connection and watch counters, read with [`SimHandle::stats`] or `GET /sim/stats`.
@@ -577,7 +586,7 @@ impl SimHandle {
         self.inner.snapshot_records().1
     }
 
-    /// Every API request so far (any verb), in arrival order.
+    /// Every API request so far (any verb, any outcome), in completion order.
     pub fn requests(&self) -> Vec<RequestRecord> {
         self.inner.requests()
     }
