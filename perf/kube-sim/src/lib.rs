@@ -92,9 +92,23 @@
 //!   `key`, `!key`; field selectors `=`, `==`, `!=` over the fields the real server supports per
 //!   resource (pods: `metadata.name/namespace`, `spec.nodeName`, `spec.schedulerName`,
 //!   `status.phase`, …; PVs and PVCs also the legacy `name`; others 400 `field label not
-//!   supported`). `limit`/`continue` are ignored
-//!   (everything in one page, no continue token); `resourceVersion`/`resourceVersionMatch` on
-//!   lists are ignored (always the latest state).
+//!   supported`; `status.phase!=Succeeded,status.phase!=Failed` as kube-scheduler's pod informer
+//!   uses). `ListOptions` are validated as `ValidateListOptions` does (a 422 `Invalid` on
+//!   `ListOptions.meta.k8s.io ""`: `resourceVersionMatch` without `resourceVersion` or with
+//!   `continue`, an unsupported match, `Exact` with `0`, `sendInitialEvents` on a list). Reads:
+//!   no `resourceVersion` → the latest state; `0` → any state, served whole (the watch cache
+//!   ignores `limit`); `N` or `N` + `NotOlderThan` → the latest state once the server has
+//!   reached N; `N` + `Exact` → the state at exactly N, rebuilt from the watch history (410
+//!   `Expired` "The resourceVersion for the provided list is too old." beyond it); a version the
+//!   server has not reached waits 3 s, then 504 `Timeout` "Too large resource version: N, current:
+//!   C" (cause `ResourceVersionTooLarge`, `Retry-After: 1`). `limit` > 0 pages in key order
+//!   (namespace, name), counting matching items; while more objects follow, the page carries an
+//!   opaque `metadata.continue` (the real token format: base64url JSON `{v, rv, start}`) and,
+//!   without selectors, `metadata.remainingItemCount`. A continue page reads the first page's
+//!   version (later writes do not show); a token older than the history is 410 `Expired` ("The
+//!   provided continue parameter is too old…"), a malformed one 400 "invalid continue token: …",
+//!   and a token together with a non-zero `resourceVersion` 400 "specifying resource version is
+//!   not allowed when using continue". kube-runtime's watcher lists in pages of 500.
 //! - **Watch**: `resourceVersion` unset or `0` starts with synthetic `ADDED` events for the current
 //!   state; otherwise events after that version are replayed from a bounded history
 //!   ([`SimConfig::history`], default 100k events across all resources) and a version older than
@@ -202,7 +216,8 @@
 //! No authentication/authorization (any token is accepted; no client certificates), no admission plugins beyond the pod
 //! defaults above, no OpenAPI schemas (v2 is 404, v3 carries no schemas), no unknown-field
 //! detection for `fieldValidation`, no protobuf/CBOR (JSON only), no Table output (kubectl prints from
-//! the plain objects), no `dryRun` (400), no `deletecollection`, no paging, no graceful deletion,
+//! the plain objects), no `dryRun` (400), no `deletecollection`, no graceful deletion,
+//! no inconsistent-continue token in a 410 list answer,
 //! no CRD schema validation or conversion, no server-side-apply field management, core and
 //! `events.k8s.io` events are stored separately, and other resources (services, deployments, …)
 //! are 404. Storage: quantities are stored as sent (the real server canonicalizes them, e.g.
@@ -216,6 +231,7 @@ mod error;
 mod faults;
 mod kinds;
 mod kwok;
+mod list;
 mod meta;
 mod patch;
 mod provisioner;

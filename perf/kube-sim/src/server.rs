@@ -5,6 +5,7 @@
 
 use crate::error::{ApiError, json_response, success_status};
 use crate::faults::Faults;
+use crate::list::{self, ListRequest};
 use crate::patch::PatchKind;
 use crate::resources::{self, ResourceDef};
 use crate::selector::{FieldSelector, LabelSelector};
@@ -339,10 +340,18 @@ async fn resource(
         None if q.contains_key("dryRun") && is_write => {
             Err(ApiError::bad_request("dryRun is not supported by kube-sim"))
         }
-        None => serve_verb(inner, verb, &t, q, headers, body),
+        None => match serve_verb(inner, verb, &t, q, headers, body) {
+            Ok(Served::List(req, labels, fields)) => {
+                list::serve(inner, &t.def, t.ns.as_deref(), &req, &labels, &fields)
+                    .await
+                    .map(|b| Served::Response(200, json_response(200, b), None))
+            }
+            other => other,
+        },
     };
     let (code, resp, written_name) = match result {
         Ok(Served::Response(code, resp, n)) => (code, resp, n),
+        Ok(Served::List(..)) => unreachable!("lists are served above"),
         Ok(Served::Watch(req)) => {
             // A watch answers 200 and streams (an expired version is an ERROR event inside).
             rec.code = 200;
@@ -430,6 +439,8 @@ fn unrouted_request(
 enum Served {
     /// Code, response, and the object name when the URL did not carry it (generateName).
     Response(u16, Response, Option<String>),
+    /// A validated list, served (possibly after waiting for a future version) outside the lock.
+    List(ListRequest, LabelSelector, FieldSelector),
     Watch(WatchRequest),
 }
 
@@ -469,12 +480,8 @@ fn serve_verb(
         "get" => ok(200, inner.state().get(def, ns, name)?),
         "list" => {
             let (labels, fields) = selectors(q, def)?;
-            let (rv, items) = inner.state().list(def, t.ns.as_deref());
-            Ok(Served::Response(
-                200,
-                list_response(def, rv, &items, &labels, &fields),
-                None,
-            ))
+            let req = ListRequest::parse(q)?;
+            Ok(Served::List(req, labels, fields))
         }
         "watch" => {
             let (labels, fields) = selectors(q, def)?;
@@ -576,35 +583,6 @@ fn serve_verb(
         }
         _ => Err(ApiError::method_not_allowed()),
     }
-}
-
-fn list_response(
-    def: &ResourceDef,
-    rv: u64,
-    items: &[Arc<Stored>],
-    labels: &LabelSelector,
-    fields: &FieldSelector,
-) -> Response {
-    let head = format!(
-        "{{\"kind\":\"{}List\",\"apiVersion\":\"{}\",\"metadata\":{{\"resourceVersion\":\"{rv}\"}},\"items\":[",
-        def.kind,
-        def.api_version()
-    );
-    let mut out = Vec::with_capacity(head.len() + items.len() * 1024);
-    out.extend_from_slice(head.as_bytes());
-    let mut first = true;
-    for it in items {
-        if !labels.matches(&it.value) || !fields.matches(&it.value) {
-            continue;
-        }
-        if !first {
-            out.push(b',');
-        }
-        first = false;
-        out.extend_from_slice(&it.json);
-    }
-    out.extend_from_slice(b"]}");
-    json_response(200, out)
 }
 
 #[cfg(test)]
