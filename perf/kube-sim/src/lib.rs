@@ -113,12 +113,26 @@
 //!   state; otherwise events after that version are replayed from a bounded history
 //!   ([`SimConfig::history`], default 100k events across all resources) and a version older than
 //!   the history yields a single `ERROR` event with a `410 Expired` Status. `allowWatchBookmarks`
-//!   adds a `BOOKMARK` every [`SimConfig::bookmark_interval`] carrying the version the watcher is
-//!   consistent with; `sendInitialEvents` adds the `initial-events-end` bookmark.
-//!   `timeoutSeconds` (default 1800) closes the stream. Selectors filter events (an object that
-//!   stops matching is not turned into `DELETED`). A watcher more than
-//!   [`SimConfig::watch_buffer`] events behind is closed (the client resumes from its last
-//!   version).
+//!   adds a `BOOKMARK` (only `kind`, `apiVersion` and `metadata.resourceVersion`: the version the
+//!   watcher is consistent with) every [`SimConfig::bookmark_interval`] (the real server: about a
+//!   minute; 1 s by default here so tests see one quickly) and one as the watch ends at its
+//!   timeout; a bookmark that finds the watch's buffer full is skipped; `sendInitialEvents` adds
+//!   the `initial-events-end` bookmark. `timeoutSeconds` (default 1800) closes the stream.
+//!   Selectors are applied to the object before and after each change as the watch cache does:
+//!   an object that starts matching arrives as `ADDED`, one that stops matching as `DELETED`
+//!   (its previous state at the new version) — a `spec.nodeName=` watch sees a bound pod leave, a
+//!   `status.phase!=Succeeded,status.phase!=Failed` watch a finished pod leave, and neither its
+//!   later deletion.
+//! - **Slow watchers** are closed as the real watch cache closes them: each watch has a bounded
+//!   input buffer sized as `suggestedWatchChannelSize` caps it on a busy server (10 for a pod
+//!   watch with an exact `spec.nodeName` field selector, the indexed trigger; 1000 for other pod
+//!   watches; 100 for other resources); an event that finds it full waits for room up to the
+//!   dispatch budget shared by all watches (50 ms refilled per second, at most 100 ms), then the
+//!   watch is ended ("Forcing watcher close due to unresponsiveness" at WARN) and counted in
+//!   [`SimStats::watches_forced_closed`]; the client resumes from its last version. Unlike the
+//!   real server a blocked watch does not delay the others' events (each watch dispatches for
+//!   itself), and the initial events do not pass through the buffer. A watch more than
+//!   [`SimConfig::watch_buffer`] events behind the store's broadcast is also closed.
 //! - **Binding**: 404 when the pod is missing; 409 `Conflict` on `pods/binding` when already
 //!   assigned (`pod p is already assigned to node "n"`), when `metadata.uid` mismatches, when the
 //!   pod is being deleted, or when it still has `spec.schedulingGates` (`pod p has non-empty

@@ -138,6 +138,8 @@ pub struct Inner {
     pub(crate) addr: Mutex<Option<SocketAddr>>,
     /// Connection and watch counters.
     pub(crate) stats: Arc<Stats>,
+    /// The watch dispatch time budget shared by all watches.
+    budget: Mutex<crate::watch::TimeBudget>,
     /// The runtime the simulator was started on: KWOK tasks run there even when a helper is
     /// called from a thread outside it.
     pub(crate) rt: tokio::runtime::Handle,
@@ -153,6 +155,7 @@ impl Inner {
             records: Mutex::new(Records::default()),
             addr: Mutex::new(None),
             stats: Arc::new(Stats::default()),
+            budget: Mutex::new(crate::watch::TimeBudget::default()),
             rt: tokio::runtime::Handle::current(),
         })
     }
@@ -160,6 +163,10 @@ impl Inner {
     /// The state lock; a panic while holding it poisons nothing we cannot continue from.
     pub(crate) fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn budget(&self) -> MutexGuard<'_, crate::watch::TimeBudget> {
+        self.budget.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn records(&self) -> MutexGuard<'_, Records> {
