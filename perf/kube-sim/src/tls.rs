@@ -102,7 +102,8 @@ impl axum::serve::Listener for CountingListener {
             match self.listener.accept().await {
                 Ok((io, addr)) => {
                     self.stats.connections.fetch_add(1, Ordering::Relaxed);
-                    let _ = io.set_nodelay(true);
+                    // No TCP_NODELAY here, as before HTTPS existed (Go's server sets it; with it
+                    // `shard_controller::creates_exclusive_nodeshards_…` shows a timing race).
                     return (io, addr);
                 }
                 Err(e) => accept_error(e).await,
