@@ -221,10 +221,32 @@ async fn relists_during_a_burst_lose_and_duplicate_nothing() {
         sim.bindings().len() >= 600
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let b = sim.bindings();
-    assert_eq!(b.len(), 600, "no pod bound twice");
+    // Stopped first, so no binding request is still in flight when the attempts are counted.
     s.stop().await;
+    // Every `pods/binding` POST, whatever its answer: the simulator refuses a second binding of a
+    // pod with 409, so counting successes alone could never see a double send.
+    let mut attempts: std::collections::BTreeMap<String, Vec<u16>> = Default::default();
+    for r in sim.requests() {
+        if r.resource == "pods" && r.subresource == "binding" {
+            assert_eq!((r.verb, r.write), ("create", true), "{r:?}");
+            attempts.entry(r.name.clone()).or_default().push(r.code);
+        }
+    }
+    assert_eq!(attempts.len(), 600, "a binding attempt for every pod");
+    let twice: Vec<_> = attempts
+        .iter()
+        .filter(|(_, codes)| codes.len() > 1)
+        .collect();
+    assert!(
+        twice.is_empty(),
+        "no pod bound twice: {} pods got more than one binding request (codes): {twice:?}",
+        twice.len()
+    );
+    assert!(
+        attempts.values().all(|codes| codes == &[201]),
+        "one successful binding per pod"
+    );
+    assert_eq!(sim.bindings().len(), 600);
     sim.shutdown().await;
 }
 

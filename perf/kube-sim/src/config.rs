@@ -39,6 +39,9 @@ pub struct SimConfig {
     /// Dynamic provisioning and binding of PersistentVolumeClaims (a PV controller plus a CSI
     /// external provisioner); off by default.
     pub provisioner: Provisioner,
+    /// Serve HTTPS with a self-signed CA generated at start (the handle's `ca_pem`, and its
+    /// kubeconfig carries it), as a real API server; plain HTTP when false (the default).
+    pub tls: bool,
     /// Initial faults (changeable at runtime).
     pub faults: Faults,
 }
@@ -78,6 +81,7 @@ impl Default for SimConfig {
             install_nodeshard_crd: false,
             record_limit: 1_000_000,
             provisioner: Provisioner::Off,
+            tls: false,
             faults: Faults::default(),
         }
     }

@@ -199,6 +199,34 @@ impl ApiError {
         )
     }
 
+    /// 410 Expired for a list (`Exact` read or continue token) older than the retained history.
+    pub fn gone(message: &str) -> Self {
+        Self::new(410, "Expired", message.into())
+    }
+
+    /// 504 Timeout of a read at a version the server has not reached (`Too large resource
+    /// version`, cause `ResourceVersionTooLarge`, retry after 1 s), as the watch cache answers
+    /// after waiting for it.
+    pub fn too_large_resource_version(requested: u64, current: u64) -> Self {
+        let mut e = Self::new(
+            504,
+            "Timeout",
+            format!("Too large resource version: {requested}, current: {current}"),
+        );
+        e.details = Some(Box::new(Details {
+            name: String::new(),
+            group: String::new(),
+            kind: String::new(),
+            causes: vec![Cause {
+                reason: "ResourceVersionTooLarge".into(),
+                message: "Too large resource version".into(),
+                field: String::new(),
+            }],
+        }));
+        e.retry_after = Some(1);
+        e
+    }
+
     /// 429 TooManyRequests with `Retry-After`.
     pub fn too_many_requests(retry_after: u32) -> Self {
         let mut e = Self::new(
@@ -223,11 +251,16 @@ impl ApiError {
     pub fn status(&self) -> Value {
         let mut details = serde_json::Map::new();
         if let Some(d) = &self.details {
-            details.insert("name".into(), json!(d.name));
+            // Go's `omitempty`: empty strings are left out.
+            if !d.name.is_empty() {
+                details.insert("name".into(), json!(d.name));
+            }
             if !d.group.is_empty() {
                 details.insert("group".into(), json!(d.group));
             }
-            details.insert("kind".into(), json!(d.kind));
+            if !d.kind.is_empty() {
+                details.insert("kind".into(), json!(d.kind));
+            }
             if !d.causes.is_empty() {
                 let causes: Vec<Value> = d
                     .causes

@@ -1,6 +1,7 @@
 //! # kube-sim: a protocol-faithful Kubernetes API server simulator
 //!
-//! An HTTP/1.1 server on loopback that speaks the subset of the Kubernetes REST API that the
+//! An HTTP/1.1 and HTTP/2 server on loopback (plain HTTP by default, HTTPS with a self-signed CA
+//! with [`SimConfig::tls`]) that speaks the subset of the Kubernetes REST API that the
 //! unmodified `kube` client and `kubectl` (get / apply / delete) use, with all state in memory.
 //! Magma's adapter tests, end-to-end tests and benchmarks run against it (DESIGN.md §5). It is
 //! strict where that matters to a scheduler: the status codes, `Status` reasons and messages of
@@ -10,6 +11,23 @@
 //!
 //! Start it with [`Sim::start`] (tests use port 0) or the `kube-sim` binary, then point a client at
 //! [`SimHandle::kubeconfig_yaml`].
+//!
+//! ## HTTPS
+//!
+//! With [`SimConfig::tls`] (binary: `--tls`) the simulator serves HTTPS as a real API server does
+//! with its self-signed certificates: at start it generates a CA (`kube-sim-ca@<unix time>`) and a
+//! serving certificate it signs for `127.0.0.1`, `::1`, `localhost`, `kubernetes`,
+//! `kubernetes.default` and `kubernetes.default.svc`; rustls (ring) offers ALPN `h2` and
+//! `http/1.1`, so Go clients (kubectl) speak HTTP/2 and the `kube` client HTTP/1.1. TLS
+//! handshakes run in their own tasks (a stalled handshake holds up no other connection; 10 s
+//! timeout). [`SimHandle::url`] is then `https://127.0.0.1:PORT`, [`SimHandle::ca_pem`] the CA
+//! (PEM), and [`SimHandle::kubeconfig_yaml`] / [`SimHandle::write_kubeconfig`] carry it as
+//! `certificate-authority-data`, so `kube::Config::from_custom_kubeconfig` and
+//! `kubectl --kubeconfig` verify the server; a client without the CA fails its handshake
+//! (`UnknownIssuer` / "certificate signed by unknown authority"). [`kubeconfig_yaml_with_ca`]
+//! builds the same YAML from a URL and PEM. Accepted TCP connections (both modes), completed and
+//! failed handshakes are counted in [`SimHandle::stats`] / `GET /sim/stats`, so a test or
+//! benchmark can report new connections per pod.
 //!
 //! ## Endpoints
 //!
@@ -32,7 +50,8 @@
 //! | `/sim/faults/expire-watches` | POST | `{"count": n}`: the next n watches get `410 Expired` |
 //! | `/sim/faults/drop-watches` | POST | close every open watch now |
 //! | `/sim/bindings`, `/sim/writes` | GET | the [`BindingRecord`]s and [`WriteRecord`]s as JSON |
-//! | `/sim/requests` | GET | the [`RequestRecord`]s (every API request: verb, group, resource, subresource, namespace, user agent) as JSON |
+//! | `/sim/stats` | GET | the [`SimStats`] counters (connections accepted, TLS handshakes and failures, watches force-closed) as JSON |
+//! | `/sim/requests` | GET | the [`RequestRecord`]s (every API request, any outcome: verb, group, resource, subresource, namespace, name, user agent, `write`, status `code`) as JSON |
 //!
 //! Served resources: core `v1` nodes, pods, configmaps, namespaces, events,
 //! persistentvolumeclaims (`pvc`, `/status`), persistentvolumes (`pv`, cluster-scoped, `/status`);
@@ -73,20 +92,47 @@
 //!   `key`, `!key`; field selectors `=`, `==`, `!=` over the fields the real server supports per
 //!   resource (pods: `metadata.name/namespace`, `spec.nodeName`, `spec.schedulerName`,
 //!   `status.phase`, …; PVs and PVCs also the legacy `name`; others 400 `field label not
-//!   supported`). `limit`/`continue` are ignored
-//!   (everything in one page, no continue token); `resourceVersion`/`resourceVersionMatch` on
-//!   lists are ignored (always the latest state).
+//!   supported`; `status.phase!=Succeeded,status.phase!=Failed` as kube-scheduler's pod informer
+//!   uses). `ListOptions` are validated as `ValidateListOptions` does (a 422 `Invalid` on
+//!   `ListOptions.meta.k8s.io ""`: `resourceVersionMatch` without `resourceVersion` or with
+//!   `continue`, an unsupported match, `Exact` with `0`, `sendInitialEvents` on a list). Reads:
+//!   no `resourceVersion` → the latest state; `0` → any state, served whole (the watch cache
+//!   ignores `limit`); `N` or `N` + `NotOlderThan` → the latest state once the server has
+//!   reached N; `N` + `Exact` → the state at exactly N, rebuilt from the watch history (410
+//!   `Expired` "The resourceVersion for the provided list is too old." beyond it); a version the
+//!   server has not reached waits 3 s, then 504 `Timeout` "Too large resource version: N, current:
+//!   C" (cause `ResourceVersionTooLarge`, `Retry-After: 1`). `limit` > 0 pages in key order
+//!   (namespace, name), counting matching items; while more objects follow, the page carries an
+//!   opaque `metadata.continue` (the real token format: base64url JSON `{v, rv, start}`) and,
+//!   without selectors, `metadata.remainingItemCount`. A continue page reads the first page's
+//!   version (later writes do not show); a token older than the history is 410 `Expired` ("The
+//!   provided continue parameter is too old…"), a malformed one 400 "invalid continue token: …",
+//!   and a token together with a non-zero `resourceVersion` 400 "specifying resource version is
+//!   not allowed when using continue". kube-runtime's watcher lists in pages of 500.
 //! - **Watch**: `resourceVersion` unset or `0` starts with synthetic `ADDED` events for the current
 //!   state; otherwise events after that version are replayed from a bounded history
 //!   ([`SimConfig::history`], default 100k events across all resources) and a version older than
 //!   the history yields a single `ERROR` event with a `410 Expired` Status. `allowWatchBookmarks`
-//!   adds a `BOOKMARK` every [`SimConfig::bookmark_interval`] carrying the version the watcher is
-//!   consistent with; `sendInitialEvents` adds the `initial-events-end` bookmark.
-//!   `timeoutSeconds` (default 1800) closes the stream. Selectors filter events as the watch cache
-//!   does: a change that makes an object match is sent as `ADDED`, one that makes it stop
-//!   matching as `DELETED` (its previous state, with the change's version). A watcher more than
-//!   [`SimConfig::watch_buffer`] events behind is closed (the client resumes from its last
-//!   version).
+//!   adds a `BOOKMARK` (only `kind`, `apiVersion` and `metadata.resourceVersion`: the version the
+//!   watcher is consistent with) every [`SimConfig::bookmark_interval`] (the real server: about a
+//!   minute; 1 s by default here so tests see one quickly) and one as the watch ends at its
+//!   timeout; a bookmark that finds the watch's buffer full is skipped; `sendInitialEvents` adds
+//!   the `initial-events-end` bookmark. `timeoutSeconds` (default 1800) closes the stream.
+//!   Selectors are applied to the object before and after each change as the watch cache does:
+//!   an object that starts matching arrives as `ADDED`, one that stops matching as `DELETED`
+//!   (its previous state at the new version) — a `spec.nodeName=` watch sees a bound pod leave, a
+//!   `status.phase!=Succeeded,status.phase!=Failed` watch a finished pod leave, and neither its
+//!   later deletion.
+//! - **Slow watchers** are closed as the real watch cache closes them: each watch has a bounded
+//!   input buffer sized as `suggestedWatchChannelSize` caps it on a busy server (10 for a pod
+//!   watch with an exact `spec.nodeName` field selector, the indexed trigger; 1000 for other pod
+//!   watches; 100 for other resources); an event that finds it full waits for room up to the
+//!   dispatch budget shared by all watches (50 ms refilled per second, at most 100 ms), then the
+//!   watch is ended ("Forcing watcher close due to unresponsiveness" at WARN) and counted in
+//!   [`SimStats::watches_forced_closed`]; the client resumes from its last version. Unlike the
+//!   real server a blocked watch does not delay the others' events (each watch dispatches for
+//!   itself), and the initial events do not pass through the buffer. A watch more than
+//!   [`SimConfig::watch_buffer`] events behind the store's broadcast is also closed.
 //! - **Binding**: 404 when the pod is missing; 409 `Conflict` on `pods/binding` when already
 //!   assigned (`pod p is already assigned to node "n"`), when `metadata.uid` mismatches, when the
 //!   pod is being deleted, or when it still has `spec.schedulingGates` (`pod p has non-empty
@@ -155,7 +201,9 @@
 //! - **Records**: every write request (verb, resource/subresource, namespace, name, code) and every
 //!   successful binding with its time, for "bound exactly once" and "one write per pod" checks;
 //!   and every request of any verb as RBAC sees it (verb, group, resource, subresource,
-//!   namespace), so tests can derive the roles a client needs.
+//!   namespace), so tests can derive the roles a client needs, with the object name, whether it
+//!   writes and the status code answered, so "no pod bound twice" counts binding *attempts*
+//!   (a second `pods/binding` is a recorded 409, not only a missing success).
 //!
 //! ## Binary
 //!
@@ -163,9 +211,10 @@
 //! [--node-pods 110] [--running-delay 0s|never] [--pod-lifetime 30s]
 //! [--error-rate VERB[:RESOURCE]=RATE[:CODE]]... [--latency-ms MS] [--drop-watches-after-ms MS]
 //! [--history 100000] [--auto-create-namespaces] [--install-nodeshard-crd]
-//! [--provisioner-delay 300ms | --provisioner-never]` serves on
-//! `127.0.0.1:P`, writes a kubeconfig usable by `kubectl --kubeconfig FILE` and
-//! `kube::Config::from_custom_kubeconfig`, and exits 0 on SIGTERM/SIGINT.
+//! [--provisioner-delay 300ms | --provisioner-never] [--tls [--ca-out FILE]]` serves on
+//! `127.0.0.1:P` (HTTPS with `--tls`), writes the CA (PEM) to `--ca-out` and then, atomically, a
+//! kubeconfig usable by `kubectl --kubeconfig FILE` and `kube::Config::from_custom_kubeconfig`
+//! (with the CA embedded in TLS mode), and exits 0 on SIGTERM/SIGINT.
 //!
 //! ## Notes for clients
 //!
@@ -178,10 +227,11 @@
 //!
 //! ## Deviations from the real API server
 //!
-//! No authentication/authorization (any token is accepted), no admission plugins beyond the pod
+//! No authentication/authorization (any token is accepted; no client certificates), no admission plugins beyond the pod
 //! defaults above, no OpenAPI schemas (v2 is 404, v3 carries no schemas), no unknown-field
 //! detection for `fieldValidation`, no protobuf/CBOR (JSON only), no Table output (kubectl prints from
-//! the plain objects), no `dryRun` (400), no `deletecollection`, no paging, no graceful deletion,
+//! the plain objects), no `dryRun` (400), no `deletecollection`, no graceful deletion,
+//! no inconsistent-continue token in a 410 list answer,
 //! no CRD schema validation or conversion, no server-side-apply field management, core and
 //! `events.k8s.io` events are stored separately, and other resources (services, deployments, …)
 //! are 404. Storage: quantities are stored as sent (the real server canonicalizes them, e.g.
@@ -195,6 +245,7 @@ mod error;
 mod faults;
 mod kinds;
 mod kwok;
+mod list;
 mod meta;
 mod patch;
 mod provisioner;
@@ -204,6 +255,7 @@ mod server;
 mod sim;
 mod storage;
 mod store;
+mod tls;
 mod validation;
 mod watch;
 
@@ -216,13 +268,26 @@ pub use provisioner::{
     HOSTNAME_LABEL, NO_PROVISIONER, PROVISIONED_BY_ANNOTATION, SELECTED_NODE_ANNOTATION,
     STORAGE_PROVISIONER_ANNOTATION,
 };
-pub use sim::{BindingRecord, RequestRecord, Sim, SimError, SimHandle, WriteRecord};
+pub use sim::{BindingRecord, RequestRecord, Sim, SimError, SimHandle, SimStats, WriteRecord};
 pub use storage::{
     BETA_STORAGE_CLASS_ANNOTATION, DEFAULT_CLASS_ANNOTATION, pvc_object, storage_class_object,
 };
 
 /// A kubeconfig for a simulator at `server` (`http://127.0.0.1:PORT`): no TLS, a dummy token.
 pub fn kubeconfig_yaml(server: &str) -> String {
+    kubeconfig_yaml_with_ca(server, None)
+}
+
+/// A kubeconfig for a simulator at `server` with a dummy token; with `ca_pem` (an
+/// `https://` server) the CA is embedded as `certificate-authority-data`.
+pub fn kubeconfig_yaml_with_ca(server: &str, ca_pem: Option<&str>) -> String {
+    use base64::Engine as _;
+    let ca = ca_pem.map_or(String::new(), |pem| {
+        format!(
+            "    certificate-authority-data: {}\n",
+            base64::engine::general_purpose::STANDARD.encode(pem)
+        )
+    });
     format!(
         "apiVersion: v1
 kind: Config
@@ -230,7 +295,7 @@ clusters:
 - name: kube-sim
   cluster:
     server: {server}
-contexts:
+{ca}contexts:
 - name: kube-sim
   context:
     cluster: kube-sim

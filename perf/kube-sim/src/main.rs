@@ -65,6 +65,13 @@ struct Args {
     /// volume stay Pending).
     #[arg(long)]
     provisioner_never: bool,
+    /// Serve HTTPS with a self-signed CA generated at start (the kubeconfig embeds it), as a real
+    /// API server; plain HTTP otherwise.
+    #[arg(long)]
+    tls: bool,
+    /// Also write the CA certificate (PEM) here (with --tls).
+    #[arg(long, requires = "tls")]
+    ca_out: Option<PathBuf>,
 }
 
 fn config(a: &Args) -> anyhow::Result<SimConfig> {
@@ -110,6 +117,7 @@ fn config(a: &Args) -> anyhow::Result<SimConfig> {
         auto_create_namespaces: a.auto_create_namespaces,
         install_nodeshard_crd: a.install_nodeshard_crd,
         provisioner,
+        tls: a.tls,
         faults: Faults {
             errors,
             latency_ms: a.latency_ms,
@@ -142,8 +150,15 @@ async fn main() -> anyhow::Result<()> {
     let sim = Sim::start(config(&args)?)
         .await
         .context("starting kube-sim")?;
+    if let (Some(path), Some(pem)) = (&args.ca_out, sim.ca_pem()) {
+        std::fs::write(path, pem).with_context(|| format!("writing {}", path.display()))?;
+    }
+    // Written last (through a rename, so a reader never sees half a file): once it is there, the
+    // server and the CA file are ready.
     if let Some(path) = &args.kubeconfig_out {
-        sim.write_kubeconfig(path)
+        let tmp = path.with_extension("tmp");
+        sim.write_kubeconfig(&tmp)
+            .and_then(|()| std::fs::rename(&tmp, path))
             .with_context(|| format!("writing {}", path.display()))?;
     }
     tracing::info!(addr = %sim.addr(), nodes = args.nodes, "kube-sim serving");

@@ -122,6 +122,11 @@ impl LabelSelector {
         Ok(Self { reqs })
     }
 
+    /// No requirements (matches everything).
+    pub fn is_empty(&self) -> bool {
+        self.reqs.is_empty()
+    }
+
     /// Matches an object's `metadata.labels`.
     pub fn matches(&self, obj: &Value) -> bool {
         let labels = obj
@@ -204,6 +209,20 @@ impl FieldSelector {
             reqs.push((field.to_string(), eq, value.trim().to_string()));
         }
         Ok(Self { reqs })
+    }
+
+    /// No requirements (matches everything).
+    pub fn is_empty(&self) -> bool {
+        self.reqs.is_empty()
+    }
+
+    /// The value `field` must equal, when the selector requires an exact match on it
+    /// (`fields.Selector.RequiresExactMatch`): `spec.nodeName=` requires "".
+    pub fn exact(&self, field: &str) -> Option<&str> {
+        self.reqs
+            .iter()
+            .find(|(f, eq, _)| *eq && f == field)
+            .map(|(_, _, v)| v.as_str())
     }
 
     /// Matches an object; missing fields compare as "".

@@ -5,6 +5,7 @@
 
 use crate::error::{ApiError, json_response, success_status};
 use crate::faults::Faults;
+use crate::list::{self, ListRequest};
 use crate::patch::PatchKind;
 use crate::resources::{self, ResourceDef};
 use crate::selector::{FieldSelector, LabelSelector};
@@ -31,6 +32,7 @@ pub(crate) fn router(inner: Arc<Inner>) -> Router {
         .route("/sim/bindings", get(get_bindings))
         .route("/sim/writes", get(get_writes))
         .route("/sim/requests", get(get_requests))
+        .route("/sim/stats", get(get_stats))
         .fallback(api)
         .with_state(inner)
 }
@@ -83,6 +85,10 @@ async fn get_requests(State(inner): State<Arc<Inner>>) -> Response {
         200,
         serde_json::to_vec(&inner.requests()).unwrap_or_default(),
     )
+}
+
+async fn get_stats(State(inner): State<Arc<Inner>>) -> Json<crate::SimStats> {
+    Json(inner.stats.snapshot())
 }
 
 fn handle_records(inner: &Arc<Inner>) -> (Vec<crate::BindingRecord>, Vec<crate::WriteRecord>) {
@@ -302,22 +308,27 @@ async fn resource(
     let Some(verb) = verb_of(method, t.name.is_some(), t.sub.as_deref(), watching) else {
         return ApiError::method_not_allowed().into_response();
     };
-    inner.record_request(RequestRecord {
+    let is_write = matches!(verb, "create" | "update" | "patch" | "delete");
+    let mut rec = RequestRecord {
         verb,
         group: group.to_string(),
         resource: t.def.plural.clone(),
         subresource: t.sub.clone().unwrap_or_default(),
         namespace: t.ns.clone().unwrap_or_default(),
+        name: t.name.clone().unwrap_or_default(),
         user_agent,
-    });
+        write: is_write,
+        code: 0,
+    };
     if t.sub.as_deref() == Some("binding") && verb != "create" {
+        rec.code = 405;
+        inner.record_request(rec);
         return ApiError::method_not_allowed().into_response();
     }
     let resource_name = match &t.sub {
         Some(s) => format!("{}/{s}", t.def.plural),
         None => t.def.plural.clone(),
     };
-    let is_write = matches!(verb, "create" | "update" | "patch" | "delete");
     let (latency, fault) = inner.faults.decide(verb, &resource_name);
     if !latency.is_zero() {
         tokio::time::sleep(latency).await;
@@ -329,13 +340,31 @@ async fn resource(
         None if q.contains_key("dryRun") && is_write => {
             Err(ApiError::bad_request("dryRun is not supported by kube-sim"))
         }
-        None => serve_verb(inner, verb, &t, q, headers, body),
+        None => match serve_verb(inner, verb, &t, q, headers, body) {
+            Ok(Served::List(req, labels, fields)) => {
+                list::serve(inner, &t.def, t.ns.as_deref(), &req, &labels, &fields)
+                    .await
+                    .map(|b| Served::Response(200, json_response(200, b), None))
+            }
+            other => other,
+        },
     };
     let (code, resp, written_name) = match result {
         Ok(Served::Response(code, resp, n)) => (code, resp, n),
-        Ok(Served::Watch(req)) => return watch::serve(inner.clone(), req),
+        Ok(Served::List(..)) => unreachable!("lists are served above"),
+        Ok(Served::Watch(req)) => {
+            // A watch answers 200 and streams (an expired version is an ERROR event inside).
+            rec.code = 200;
+            inner.record_request(rec);
+            return watch::serve(inner.clone(), req);
+        }
         Err(e) => (e.code, e.into_response(), None),
     };
+    rec.code = code;
+    if let Some(n) = &written_name {
+        rec.name.clone_from(n);
+    }
+    inner.record_request(rec);
     if is_write {
         inner.record_write(
             verb,
@@ -386,25 +415,32 @@ fn unrouted_request(
         ),
         _ => ("", rest.to_vec()),
     };
-    let (resource, named, sub) = match rest.as_slice() {
-        [p] => (*p, false, None),
-        [p, _] => (*p, true, None),
-        [p, _, s] => (*p, true, Some(*s)),
+    let (resource, name, sub) = match rest.as_slice() {
+        [p] => (*p, None, None),
+        [p, n] => (*p, Some(*n), None),
+        [p, n, s] => (*p, Some(*n), Some(*s)),
         _ => return None,
     };
+    let named = name.is_some();
+    let verb = verb_of(method, named, sub, watching)?;
     Some(RequestRecord {
-        verb: verb_of(method, named, sub, watching)?,
+        verb,
         group: group.to_string(),
         resource: resource.to_string(),
         subresource: sub.unwrap_or("").to_string(),
         namespace: ns.to_string(),
+        name: name.unwrap_or("").to_string(),
         user_agent,
+        write: matches!(verb, "create" | "update" | "patch" | "delete"),
+        code: 404,
     })
 }
 
 enum Served {
     /// Code, response, and the object name when the URL did not carry it (generateName).
     Response(u16, Response, Option<String>),
+    /// A validated list, served (possibly after waiting for a future version) outside the lock.
+    List(ListRequest, LabelSelector, FieldSelector),
     Watch(WatchRequest),
 }
 
@@ -444,12 +480,8 @@ fn serve_verb(
         "get" => ok(200, inner.state().get(def, ns, name)?),
         "list" => {
             let (labels, fields) = selectors(q, def)?;
-            let (rv, items) = inner.state().list(def, t.ns.as_deref());
-            Ok(Served::Response(
-                200,
-                list_response(def, rv, &items, &labels, &fields),
-                None,
-            ))
+            let req = ListRequest::parse(q)?;
+            Ok(Served::List(req, labels, fields))
         }
         "watch" => {
             let (labels, fields) = selectors(q, def)?;
@@ -551,35 +583,6 @@ fn serve_verb(
         }
         _ => Err(ApiError::method_not_allowed()),
     }
-}
-
-fn list_response(
-    def: &ResourceDef,
-    rv: u64,
-    items: &[Arc<Stored>],
-    labels: &LabelSelector,
-    fields: &FieldSelector,
-) -> Response {
-    let head = format!(
-        "{{\"kind\":\"{}List\",\"apiVersion\":\"{}\",\"metadata\":{{\"resourceVersion\":\"{rv}\"}},\"items\":[",
-        def.kind,
-        def.api_version()
-    );
-    let mut out = Vec::with_capacity(head.len() + items.len() * 1024);
-    out.extend_from_slice(head.as_bytes());
-    let mut first = true;
-    for it in items {
-        if !labels.matches(&it.value) || !fields.matches(&it.value) {
-            continue;
-        }
-        if !first {
-            out.push(b',');
-        }
-        first = false;
-        out.extend_from_slice(&it.json);
-    }
-    out.extend_from_slice(b"]}");
-    json_response(200, out)
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ use serde_json::Value;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
 use tokio::sync::oneshot;
@@ -53,8 +54,10 @@ pub struct WriteRecord {
 }
 
 /// One API request of any verb (get, list, watch, create, update, patch, delete), as RBAC sees
-/// it: what a Role must grant for the request to be allowed. Recorded when the request is
-/// routed, including requests for resources the simulator does not serve (404).
+/// it (what a Role must grant for the request to be allowed), with the object name and the
+/// status code answered. Recorded when the response is produced (a watch when its stream opens),
+/// for every routed request whatever its outcome: failed writes (a `409` binding, an injected
+/// `500`/`429`) and requests for resources the simulator does not serve (`404`) included.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RequestRecord {
     /// Kubernetes verb.
@@ -67,8 +70,55 @@ pub struct RequestRecord {
     pub subresource: String,
     /// Namespace ("" for cluster-scoped or all-namespace requests).
     pub namespace: String,
+    /// Object name from the URL, or the name a `generateName` create was given ("" for lists,
+    /// watches and collection requests).
+    pub name: String,
     /// The `User-Agent` header, to tell clients apart.
     pub user_agent: String,
+    /// Whether the verb writes (create, update, patch, delete; `pods/binding` is a create).
+    pub write: bool,
+    /// HTTP status code answered (200 for a watch whose stream opened).
+    pub code: u16,
+}
+
+/// Connection and watch counters, read with [`SimHandle::stats`] or `GET /sim/stats`.
+#[derive(Debug, Default)]
+pub(crate) struct Stats {
+    /// TCP connections accepted (HTTP and HTTPS).
+    pub connections: AtomicU64,
+    /// TLS handshakes completed.
+    pub tls_handshakes: AtomicU64,
+    /// TLS handshakes that failed (e.g. a client that does not trust the CA) or timed out.
+    pub tls_handshake_failures: AtomicU64,
+    /// Watches closed because their buffer stayed full past the dispatch budget.
+    pub watches_forced_closed: AtomicU64,
+}
+
+/// A snapshot of the simulator's counters (`GET /sim/stats`, camelCase JSON).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SimStats {
+    /// TCP connections accepted since start (HTTP and HTTPS): a client that reuses its
+    /// connections keeps this flat while its request count grows.
+    pub connections_accepted: u64,
+    /// TLS handshakes completed (HTTPS mode).
+    pub tls_handshakes: u64,
+    /// TLS handshakes that failed or timed out (HTTPS mode).
+    pub tls_handshake_failures: u64,
+    /// Watches the simulator closed because they did not read fast enough, as the real watch
+    /// cache's "Forcing … watcher close due to unresponsiveness".
+    pub watches_forced_closed: u64,
+}
+
+impl Stats {
+    pub(crate) fn snapshot(&self) -> SimStats {
+        SimStats {
+            connections_accepted: self.connections.load(Ordering::Relaxed),
+            tls_handshakes: self.tls_handshakes.load(Ordering::Relaxed),
+            tls_handshake_failures: self.tls_handshake_failures.load(Ordering::Relaxed),
+            watches_forced_closed: self.watches_forced_closed.load(Ordering::Relaxed),
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -86,6 +136,10 @@ pub struct Inner {
     records: Mutex<Records>,
     pub(crate) faults: FaultHandle,
     pub(crate) addr: Mutex<Option<SocketAddr>>,
+    /// Connection and watch counters.
+    pub(crate) stats: Arc<Stats>,
+    /// The watch dispatch time budget shared by all watches.
+    budget: Mutex<crate::watch::TimeBudget>,
     /// The runtime the simulator was started on: KWOK tasks run there even when a helper is
     /// called from a thread outside it.
     pub(crate) rt: tokio::runtime::Handle,
@@ -100,6 +154,8 @@ impl Inner {
             state: Mutex::new(state),
             records: Mutex::new(Records::default()),
             addr: Mutex::new(None),
+            stats: Arc::new(Stats::default()),
+            budget: Mutex::new(crate::watch::TimeBudget::default()),
             rt: tokio::runtime::Handle::current(),
         })
     }
@@ -107,6 +163,10 @@ impl Inner {
     /// The state lock; a panic while holding it poisons nothing we cannot continue from.
     pub(crate) fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn budget(&self) -> MutexGuard<'_, crate::watch::TimeBudget> {
+        self.budget.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn records(&self) -> MutexGuard<'_, Records> {
@@ -250,6 +310,9 @@ pub enum SimError {
     /// Creating the initial objects failed.
     #[error("creating initial objects: {0}")]
     Seed(#[from] ApiError),
+    /// Generating the self-signed certificates or the TLS configuration failed.
+    #[error("TLS: {0}")]
+    Tls(String),
 }
 
 /// Entry point.
@@ -296,18 +359,40 @@ impl Sim {
             source,
         })?;
         *inner.addr.lock().unwrap_or_else(|p| p.into_inner()) = Some(addr);
-        let controllers = crate::provisioner::spawn(&inner).into_iter().collect();
+        let mut controllers: Vec<JoinHandle<()>> =
+            crate::provisioner::spawn(&inner).into_iter().collect();
         let app = crate::server::router(inner.clone());
         let (tx, rx) = oneshot::channel::<()>();
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app)
-                .with_graceful_shutdown(async move {
-                    let _ = rx.await;
-                })
-                .await;
-        });
+        let shutdown = async move {
+            let _ = rx.await;
+        };
+        let stats = inner.stats.clone();
+        let (task, ca_pem) = if cfg.tls {
+            let material = crate::tls::generate().map_err(SimError::Tls)?;
+            let (listener, acceptor) = crate::tls::TlsListener::start(listener, &material, stats)
+                .map_err(|source| SimError::Bind {
+                addr: cfg.addr,
+                source,
+            })?;
+            controllers.push(acceptor);
+            let task = tokio::spawn(async move {
+                let _ = axum::serve(listener, app)
+                    .with_graceful_shutdown(shutdown)
+                    .await;
+            });
+            (task, Some(material.ca_pem))
+        } else {
+            let listener = crate::tls::CountingListener { listener, stats };
+            let task = tokio::spawn(async move {
+                let _ = axum::serve(listener, app)
+                    .with_graceful_shutdown(shutdown)
+                    .await;
+            });
+            (task, None)
+        };
         Ok(SimHandle {
             addr,
+            ca_pem,
             inner,
             shutdown: Some(tx),
             task: Some(task),
@@ -320,6 +405,8 @@ impl Sim {
 #[derive(Debug)]
 pub struct SimHandle {
     addr: SocketAddr,
+    /// The CA certificate (PEM) when serving HTTPS.
+    ca_pem: Option<String>,
     inner: Arc<Inner>,
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
@@ -345,14 +432,32 @@ impl SimHandle {
         self.addr
     }
 
-    /// `http://127.0.0.1:PORT`.
+    /// `http://127.0.0.1:PORT`, or `https://127.0.0.1:PORT` with [`SimConfig::tls`].
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.ca_pem.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{}", self.addr)
     }
 
-    /// A kubeconfig for this server (no TLS, a dummy token), for kubectl and the kube client.
+    /// The self-signed CA certificate (PEM) the serving certificate chains to, when serving
+    /// HTTPS ([`SimConfig::tls`]); None for plain HTTP.
+    pub fn ca_pem(&self) -> Option<&str> {
+        self.ca_pem.as_deref()
+    }
+
+    /// A kubeconfig for this server, for kubectl and the kube client (a dummy token; with
+    /// [`SimConfig::tls`] the `https://` URL and the CA as `certificate-authority-data`, so clients
+    /// verify the server certificate).
     pub fn kubeconfig_yaml(&self) -> String {
-        crate::kubeconfig_yaml(&self.url())
+        crate::kubeconfig_yaml_with_ca(&self.url(), self.ca_pem.as_deref())
+    }
+
+    /// The connection and watch counters (also `GET /sim/stats`).
+    pub fn stats(&self) -> SimStats {
+        self.inner.stats.snapshot()
     }
 
     /// Writes [`SimHandle::kubeconfig_yaml`] to `path`.
@@ -488,7 +593,7 @@ impl SimHandle {
         self.inner.snapshot_records().1
     }
 
-    /// Every API request so far (any verb), in arrival order.
+    /// Every API request so far (any verb, any outcome), in completion order.
     pub fn requests(&self) -> Vec<RequestRecord> {
         self.inner.requests()
     }

@@ -27,7 +27,7 @@ pub struct Stored {
 }
 
 impl Stored {
-    pub(crate) fn new(value: Value) -> Arc<Self> {
+    fn new(value: Value) -> Arc<Self> {
         let json = Bytes::from(serde_json::to_vec(&value).expect("Value serializes"));
         Arc::new(Self { value, json })
     }
@@ -71,9 +71,8 @@ pub struct Event {
     pub etype: EventType,
     /// The object after the change (for `DELETED`, the last state with the deletion's version).
     pub obj: Arc<Stored>,
-    /// The object before the change (`None` for `ADDED`): a watch with a selector turns a
-    /// change that leaves the selection into `DELETED` and one that enters it into `ADDED`,
-    /// as the API server's watch cache does.
+    /// The object before the change (None for `ADDED`): lists at an older version undo events
+    /// with it, and watches with selectors tell an object entering or leaving their selection.
     pub prev: Option<Arc<Stored>>,
 }
 
@@ -201,6 +200,55 @@ impl State {
                 .collect(),
         };
         (self.rv, items)
+    }
+
+    /// The objects of a resource as they were at version `at` (in one namespace when `ns` is
+    /// set), sorted by namespace/name, rebuilt from the current state by undoing the retained
+    /// events after `at`; None when the history no longer reaches back to `at`.
+    pub fn list_at(
+        &self,
+        def: &ResourceDef,
+        ns: Option<&str>,
+        at: u64,
+    ) -> Option<Vec<Arc<Stored>>> {
+        if at >= self.rv {
+            return Some(self.list(def, ns).1);
+        }
+        if at < self.evicted_rv {
+            return None;
+        }
+        let mut objs: BTreeMap<(String, String), Arc<Stored>> = self
+            .list(def, ns)
+            .1
+            .into_iter()
+            .map(|o| {
+                (
+                    (o.namespace().to_string(), name_of(&o.value).to_string()),
+                    o,
+                )
+            })
+            .collect();
+        for e in self.history.iter().rev() {
+            if e.rv <= at {
+                break;
+            }
+            if e.key != def.key || ns.is_some_and(|n| e.obj.namespace() != n) {
+                continue;
+            }
+            let key = (
+                e.obj.namespace().to_string(),
+                name_of(&e.obj.value).to_string(),
+            );
+            match &e.prev {
+                None => {
+                    objs.remove(&key);
+                }
+                Some(p) => {
+                    objs.insert(key, p.clone());
+                }
+            }
+        }
+        Some(objs.into_values().collect())
     }
 
     /// Number of objects of a resource.

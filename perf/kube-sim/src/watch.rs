@@ -1,24 +1,81 @@
 //! Watch streams: newline-delimited `{"type":…,"object":…}` events over a chunked response.
 //! A watch starts from the retained history (or the current state when no version is given), then
-//! follows the store's broadcast; it sends periodic `BOOKMARK`s when asked, reports an expired
-//! version as an `ERROR` event with a `410 Expired` Status, and ends at `timeoutSeconds`, when the
-//! fault configuration drops it, when the client goes away, or when it falls too far behind.
+//! follows the store's broadcast; it sends periodic `BOOKMARK`s when asked (and one as it ends at
+//! its timeout), reports an expired version as an `ERROR` event with a `410 Expired` Status, and
+//! ends at `timeoutSeconds`, when the fault configuration drops it, when the client goes away, or
+//! when it does not keep up.
+//!
+//! Slow watchers are treated as the real watch cache (`cacher.go`) treats them: each watch has a
+//! bounded input buffer sized as `suggestedWatchChannelSize` caps it on a busy server — 10 for a
+//! pod watch with an exact `spec.nodeName` field selector (the indexed trigger), 1000 for other
+//! pod watches (indexed resource, no trigger), 100 for resources without an index. An event that
+//! finds the buffer full waits for room up to the dispatch time budget shared by all watches
+//! (refilled 50 ms per second, at most 100 ms); when it runs out the watch is closed ("Forcing …
+//! watcher close due to unresponsiveness") and counted in [`crate::SimStats`]. As in the real
+//! server the buffer holds every event of the resource for non-trigger watches (selectors are
+//! applied as events leave it), and only events whose object had or has the trigger value for
+//! trigger watches. Selectors see transitions as the real server shows them: an object that
+//! starts matching arrives as `ADDED`, one that stops matching as `DELETED` (its previous state at
+//! the new version).
 
 use crate::error::ApiError;
 use crate::resources::ResourceDef;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::sim::Inner;
-use crate::store::{Event, EventType, Stored, WatchStart};
+use crate::store::{Event, EventType, WatchStart};
 use axum::body::Body;
 use axum::response::Response;
 use bytes::{BufMut, Bytes, BytesMut};
 use http::{HeaderValue, header};
-use serde_json::json;
+use serde_json::{Value, json};
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{broadcast, mpsc};
+use tokio_stream::StreamExt as _;
 use tokio_stream::wrappers::ReceiverStream;
+
+/// `maxWatchChanSizeWithIndexAndTrigger`.
+pub(crate) const CHAN_SIZE_TRIGGER: usize = 10;
+/// `maxWatchChanSizeWithIndexWithoutTrigger`.
+pub(crate) const CHAN_SIZE_INDEX: usize = 1000;
+/// `maxWatchChanSizeWithoutIndex`.
+pub(crate) const CHAN_SIZE_NO_INDEX: usize = 100;
+/// The cacher's `refreshPerSecond` and `maxBudget`.
+const BUDGET_REFRESH_PER_SECOND: Duration = Duration::from_millis(50);
+const BUDGET_MAX: Duration = Duration::from_millis(100);
+
+/// The dispatch time budget shared by all watches (`timeBudget`).
+#[derive(Debug)]
+pub(crate) struct TimeBudget {
+    budget: Duration,
+    last: Instant,
+}
+
+impl Default for TimeBudget {
+    fn default() -> Self {
+        Self {
+            budget: BUDGET_MAX,
+            last: Instant::now(),
+        }
+    }
+}
+
+impl TimeBudget {
+    fn take(&mut self) -> Duration {
+        let now = Instant::now();
+        let acc = BUDGET_REFRESH_PER_SECOND.mul_f64(now.duration_since(self.last).as_secs_f64());
+        self.budget = (self.budget + acc).min(BUDGET_MAX);
+        self.last = now;
+        std::mem::take(&mut self.budget)
+    }
+
+    fn give_back(&mut self, unused: Duration) {
+        self.budget = (self.budget + unused).min(BUDGET_MAX);
+    }
+}
 
 /// What a watch request asked for.
 #[derive(Debug)]
@@ -59,38 +116,90 @@ fn error_line(e: &ApiError) -> Bytes {
     )
 }
 
+/// An entry of a watch's input buffer.
+enum Item {
+    /// A store event, filtered by the selectors as it leaves the buffer.
+    Event(Arc<Event>),
+    /// A ready line (bookmark).
+    Line(Bytes),
+}
+
 impl WatchRequest {
-    fn selects(&self, obj: &Stored) -> bool {
-        self.labels.matches(&obj.value) && self.fields.matches(&obj.value)
+    fn selects(&self, obj: &Value) -> bool {
+        self.labels.matches(obj) && self.fields.matches(obj)
     }
 
-    /// The line this watch sends for `ev`, if any. As the API server's watch cache
-    /// (`cacheWatcher.convertToWatchEvent`): a change that makes an object match the selectors
-    /// is `ADDED`; one that makes it stop matching is `DELETED`, carrying the previous state
-    /// with the change's `resourceVersion`.
-    fn line(&self, ev: &Event) -> Option<Bytes> {
-        if ev.key != self.def.key || self.ns.as_deref().is_some_and(|n| ev.obj.namespace() != n) {
-            return None;
+    /// The indexed trigger: pods watched with an exact `spec.nodeName`.
+    fn trigger(&self) -> Option<&str> {
+        (self.def.key.as_ref() == "/pods")
+            .then(|| self.fields.exact("spec.nodeName"))
+            .flatten()
+    }
+
+    /// `suggestedWatchChannelSize` on a busy server.
+    fn channel_size(&self) -> usize {
+        match (self.def.key.as_ref() == "/pods", self.trigger().is_some()) {
+            (true, true) => CHAN_SIZE_TRIGGER,
+            (true, false) => CHAN_SIZE_INDEX,
+            (false, _) => CHAN_SIZE_NO_INDEX,
         }
-        let now = self.selects(&ev.obj);
-        match (ev.etype, &ev.prev) {
-            (EventType::Modified, Some(prev)) => match (self.selects(prev), now) {
-                (true, true) => Some(event_line("MODIFIED", &ev.obj.json)),
-                (false, true) => Some(event_line("ADDED", &ev.obj.json)),
-                (true, false) => {
-                    let mut last = prev.value.clone();
-                    last["metadata"]["resourceVersion"] = json!(ev.rv.to_string());
-                    Some(event_line("DELETED", &Stored::new(last).json))
+    }
+
+    /// Whether the dispatcher puts `ev` into this watch's buffer: the resource and namespace,
+    /// and for a trigger watch the trigger value of the object before or after the change.
+    fn enqueues(&self, ev: &Event) -> bool {
+        if ev.key != self.def.key || self.ns.as_deref().is_some_and(|n| ev.obj.namespace() != n) {
+            return false;
+        }
+        match self.trigger() {
+            None => true,
+            Some(want) => {
+                let node = |v: &Value| {
+                    v.pointer("/spec/nodeName")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        == want
+                };
+                node(&ev.obj.value) || ev.prev.as_ref().is_some_and(|p| node(&p.value))
+            }
+        }
+    }
+
+    /// The line this watch sends for `ev` (`cacheWatcher.convertToWatchEvent`): `ADDED` /
+    /// `MODIFIED` / `DELETED` as the object enters, stays in or leaves the selection.
+    fn render(&self, ev: &Event) -> Option<Bytes> {
+        let cur = self.selects(&ev.obj.value);
+        match ev.etype {
+            EventType::Added | EventType::Deleted => {
+                cur.then(|| event_line(ev.etype.as_str(), &ev.obj.json))
+            }
+            EventType::Modified => {
+                let old = ev.prev.as_ref().is_some_and(|p| self.selects(&p.value));
+                match (cur, old) {
+                    (true, true) => Some(event_line("MODIFIED", &ev.obj.json)),
+                    (true, false) => Some(event_line("ADDED", &ev.obj.json)),
+                    (false, true) => {
+                        let mut gone = ev.prev.as_ref()?.value.clone();
+                        crate::meta::metadata_mut(&mut gone)
+                            .insert("resourceVersion".into(), json!(ev.rv.to_string()));
+                        Some(event_line(
+                            "DELETED",
+                            &serde_json::to_vec(&gone).unwrap_or_default(),
+                        ))
+                    }
+                    (false, false) => None,
                 }
-                (false, false) => None,
-            },
-            _ => now.then(|| event_line(ev.etype.as_str(), &ev.obj.json)),
+            }
         }
     }
 }
 
-fn streaming(rx: mpsc::Receiver<Result<Bytes, Infallible>>) -> Response {
-    let mut resp = Response::new(Body::from_stream(ReceiverStream::new(rx)));
+fn streaming(rx: mpsc::Receiver<Item>, req: Arc<WatchRequest>) -> Response {
+    let lines = ReceiverStream::new(rx).filter_map(move |item| match item {
+        Item::Event(ev) => req.render(&ev).map(Ok::<_, Infallible>),
+        Item::Line(b) => Some(Ok(b)),
+    });
+    let mut resp = Response::new(Body::from_stream(lines));
     resp.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
@@ -100,7 +209,8 @@ fn streaming(rx: mpsc::Receiver<Result<Bytes, Infallible>>) -> Response {
 
 /// Opens the watch and returns the streaming response.
 pub(crate) fn serve(inner: Arc<Inner>, req: WatchRequest) -> Response {
-    let (tx, rx) = mpsc::channel(256);
+    let req = Arc::new(req);
+    let (tx, rx) = mpsc::channel(req.channel_size());
     let start = if inner.faults.take_expire() {
         let rv = inner.state().rv();
         WatchStart::Expired(ApiError::expired(req.from.unwrap_or(0), rv))
@@ -111,34 +221,58 @@ pub(crate) fn serve(inner: Arc<Inner>, req: WatchRequest) -> Response {
     };
     match start {
         WatchStart::Expired(e) => {
-            let _ = tx.try_send(Ok(error_line(&e)));
+            let _ = tx.try_send(Item::Line(error_line(&e)));
         }
         WatchStart::Ok(backlog, brx, rv) => {
-            tokio::spawn(run(inner, req, backlog, brx, rv, tx));
+            tokio::spawn(run(inner, req.clone(), backlog, brx, rv, tx));
         }
     }
-    streaming(rx)
+    streaming(rx, req)
+}
+
+/// Puts an event into a watch's buffer as the cacher's `dispatchEvent` does: at once when there
+/// is room, otherwise waiting up to the shared budget. False: the watch is to be closed.
+async fn dispatch(inner: &Inner, tx: &mpsc::Sender<Item>, item: Item) -> Result<(), bool> {
+    let item = match tx.try_send(item) {
+        Ok(()) => return Ok(()),
+        Err(TrySendError::Closed(_)) => return Err(false),
+        Err(TrySendError::Full(item)) => item,
+    };
+    let budget = inner.budget().take();
+    let started = Instant::now();
+    let sent = !budget.is_zero()
+        && tokio::time::timeout(budget, tx.send(item))
+            .await
+            .is_ok_and(|r| r.is_ok());
+    inner
+        .budget()
+        .give_back(budget.saturating_sub(started.elapsed()));
+    if sent { Ok(()) } else { Err(!tx.is_closed()) }
 }
 
 async fn run(
     inner: Arc<Inner>,
-    req: WatchRequest,
+    req: Arc<WatchRequest>,
     backlog: Vec<Arc<Event>>,
     mut brx: broadcast::Receiver<Arc<Event>>,
     mut seen: u64,
-    tx: mpsc::Sender<Result<Bytes, Infallible>>,
+    tx: mpsc::Sender<Item>,
 ) {
     let life = match inner.faults.watch_drop_after() {
         Some(d) => d.min(req.timeout),
         None => req.timeout,
     };
+    let timed_out = life == req.timeout;
     let deadline = tokio::time::sleep(life);
     tokio::pin!(deadline);
     let mut drop_rx = inner.faults.drop_signal();
     drop_rx.borrow_and_update();
+    // The initial state and replayed history go straight to the client (the real watcher
+    // sends them from its own goroutine before it reads its buffer).
     for ev in &backlog {
-        if let Some(line) = req.line(ev)
-            && tx.send(Ok(line)).await.is_err()
+        if req.ns.as_deref().is_none_or(|n| ev.obj.namespace() == n)
+            && ev.key == req.def.key
+            && tx.send(Item::Event(ev.clone())).await.is_err()
         {
             return;
         }
@@ -146,7 +280,7 @@ async fn run(
     if req.send_initial_events
         && req.bookmarks
         && tx
-            .send(Ok(bookmark_line(&req.def, seen, true)))
+            .send(Item::Line(bookmark_line(&req.def, seen, true)))
             .await
             .is_err()
     {
@@ -157,11 +291,18 @@ async fn run(
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
-            _ = &mut deadline => return,
+            _ = &mut deadline => {
+                // A watch ending at its timeout tells the client how far it got.
+                if timed_out && req.bookmarks {
+                    let _ = tx.try_send(Item::Line(bookmark_line(&req.def, seen, false)));
+                }
+                return;
+            }
             _ = drop_rx.changed() => return,
             _ = tx.closed() => return,
             _ = tick.tick(), if req.bookmarks => {
-                if tx.send(Ok(bookmark_line(&req.def, seen, false))).await.is_err() {
+                // Bookmarks are best effort: one that finds the buffer full is skipped.
+                if let Err(TrySendError::Closed(_)) = tx.try_send(Item::Line(bookmark_line(&req.def, seen, false))) {
                     return;
                 }
             }
@@ -171,10 +312,23 @@ async fn run(
                         continue;
                     }
                     seen = ev.rv;
-                    if let Some(line) = req.line(&ev)
-                        && tx.send(Ok(line)).await.is_err()
-                    {
-                        return;
+                    if !req.enqueues(&ev) {
+                        continue;
+                    }
+                    match dispatch(&inner, &tx, Item::Event(ev)).await {
+                        Ok(()) => {}
+                        Err(false) => return,
+                        Err(true) => {
+                            inner.stats.watches_forced_closed.fetch_add(1, Ordering::Relaxed);
+                            tracing::warn!(
+                                resource = %req.def.key,
+                                labels = ?req.labels,
+                                fields = ?req.fields,
+                                buffer = req.channel_size(),
+                                "Forcing watcher close due to unresponsiveness"
+                            );
+                            return;
+                        }
                     }
                 }
                 // Too far behind (or shutting down): end the stream; the client resumes from the

@@ -70,3 +70,61 @@ async fn binary_serves_and_exits_on_sigterm() {
     assert!(status.success(), "exit status {status:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test]
+async fn binary_serves_https_with_tls() {
+    let dir = std::env::temp_dir().join(format!("kube-sim-bin-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let kc_path = dir.join("kubeconfig");
+    let ca_path = dir.join("ca.crt");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kube-sim"))
+        .args(["--port", "0", "--nodes", "2", "--tls"])
+        .arg("--ca-out")
+        .arg(&ca_path)
+        .arg("--kubeconfig-out")
+        .arg(&kc_path)
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("binary starts");
+    // The kubeconfig is written after the CA file: once it is complete both are there.
+    let mut yaml = String::new();
+    for _ in 0..500 {
+        if let Ok(s) = std::fs::read_to_string(&kc_path)
+            && s.contains("current-context")
+        {
+            yaml = s;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(yaml.contains("server: https://127.0.0.1:"), "{yaml}");
+    assert!(yaml.contains("certificate-authority-data: "), "{yaml}");
+    let ca = std::fs::read_to_string(&ca_path).unwrap();
+    assert!(ca.starts_with("-----BEGIN CERTIFICATE-----"), "{ca}");
+    let kc = Kubeconfig::from_yaml(&yaml).unwrap();
+    let cfg = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+        .await
+        .unwrap();
+    let nodes: Api<Node> = Api::all(kube::Client::try_from(cfg).unwrap());
+    assert_eq!(
+        nodes
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .len(),
+        2
+    );
+    let ok = Command::new("kill")
+        .arg("-TERM")
+        .arg(child.id().to_string())
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let status = tokio::task::spawn_blocking(move || child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success(), "exit status {status:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

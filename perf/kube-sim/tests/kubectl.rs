@@ -1,53 +1,133 @@
-//! `kubectl` (v1.32 at /usr/bin/kubectl) against the simulator through the generated kubeconfig:
-//! get nodes, apply a ConfigMap (create, then update through a strategic merge patch), get pods
-//! across namespaces, delete. Skipped with a notice when kubectl is not installed.
+//! `kubectl` (v1.32 at /usr/bin/kubectl here) against the simulator through the generated
+//! kubeconfig: get nodes, apply a ConfigMap (create, then update through a strategic merge patch),
+//! get pods across namespaces, delete; and the same kubeconfig over HTTPS (the CA embedded, so
+//! kubectl verifies the server certificate). Without kubectl these tests fail, naming where they
+//! looked: `$KUBECTL`, `PATH`, /usr/bin, /usr/local/bin and `target/tools/bin` (where
+//! `deploy/tools/install.sh` installs one on a machine without it).
 
-use kube_sim::{Sim, SimConfig};
-use std::path::Path;
+use kube_sim::{Sim, SimConfig, SimHandle};
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn kubectl_path() -> Option<&'static str> {
-    ["/usr/bin/kubectl", "/usr/local/bin/kubectl"]
-        .into_iter()
-        .find(|p| Path::new(p).exists())
+fn kubectl_path() -> PathBuf {
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Some(p) = std::env::var_os("KUBECTL") {
+        candidates.push(p.into());
+    }
+    if let Some(path) = std::env::var_os("PATH") {
+        candidates.extend(std::env::split_paths(&path).map(|d| d.join("kubectl")));
+    }
+    candidates.push("/usr/bin/kubectl".into());
+    candidates.push("/usr/local/bin/kubectl".into());
+    let tools = std::env::var_os("MAGMA_TOOLS_DIR").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/tools"),
+        PathBuf::from,
+    );
+    candidates.push(tools.join("bin/kubectl"));
+    match candidates.iter().find(|p| p.is_file()) {
+        Some(p) => p.clone(),
+        None => panic!(
+            "kubectl not found (looked at {candidates:?}); install kubectl, set KUBECTL, or run \
+             deploy/tools/install.sh (it installs one into target/tools/bin)"
+        ),
+    }
+}
+
+/// Runs kubectl against `sim` with a kubeconfig and cache in a fresh directory.
+struct Kubectl {
+    bin: PathBuf,
+    dir: PathBuf,
+    kubeconfig: PathBuf,
+}
+
+impl Kubectl {
+    fn new(sim: &SimHandle, tag: &str) -> Self {
+        let bin = kubectl_path();
+        let dir =
+            std::env::temp_dir().join(format!("kube-sim-kubectl-{tag}-{}", sim.addr().port()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let kubeconfig = dir.join("kubeconfig");
+        sim.write_kubeconfig(&kubeconfig).unwrap();
+        Self {
+            bin,
+            dir,
+            kubeconfig,
+        }
+    }
+
+    /// (success, stdout, stderr); kubectl blocks, so it runs off the runtime's worker threads.
+    async fn run(&self, args: Vec<&str>) -> (bool, String, String) {
+        let mut cmd = Command::new(&self.bin);
+        cmd.arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("--cache-dir")
+            .arg(self.dir.join("cache"))
+            .args(args);
+        let out = tokio::task::spawn_blocking(move || cmd.output().expect("kubectl runs"))
+            .await
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        (out.status.success(), stdout, stderr)
+    }
+}
+
+impl Drop for Kubectl {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_over_https_verifies_the_ca() {
+    let sim = Sim::start(SimConfig {
+        nodes: 2,
+        tls: true,
+        ..SimConfig::default()
+    })
+    .await
+    .unwrap();
+    let k = Kubectl::new(&sim, "tls");
+    let (ok, out, err) = k.run(vec!["get", "nodes"]).await;
+    assert!(ok && out.contains("node-00001"), "{out} {err}");
+    let manifest = k.dir.join("cm.yaml");
+    std::fs::write(
+        &manifest,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: over-tls\ndata:\n  a: b\n",
+    )
+    .unwrap();
+    let (ok, out, err) = k.run(vec!["apply", "-f", manifest.to_str().unwrap()]).await;
+    assert!(
+        ok && out.contains("configmap/over-tls created"),
+        "{out} {err}"
+    );
+    assert_eq!(
+        sim.get("v1", "configmaps", "default", "over-tls").unwrap()["data"]["a"],
+        "b"
+    );
+    assert!(sim.stats().tls_handshakes >= 1, "{:?}", sim.stats());
+    // Without the CA kubectl refuses the self-signed certificate.
+    std::fs::write(&k.kubeconfig, kube_sim::kubeconfig_yaml(&sim.url())).unwrap();
+    let (ok, _, err) = k.run(vec!["get", "nodes"]).await;
+    assert!(
+        !ok && err.contains("certificate signed by unknown authority"),
+        "{err}"
+    );
+    sim.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_get_apply_delete() {
-    let Some(kubectl) = kubectl_path() else {
-        eprintln!("NOTICE: kubectl not found; skipping kubectl_get_apply_delete");
-        return;
-    };
     let sim = Sim::start(SimConfig {
         nodes: 2,
         ..SimConfig::default()
     })
     .await
     .unwrap();
-    let dir = std::env::temp_dir().join(format!("kube-sim-kubectl-{}", sim.addr().port()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let kc = dir.join("kubeconfig");
-    sim.write_kubeconfig(&kc).unwrap();
-    let cache = dir.join("cache");
-    let run = |args: Vec<&str>| {
-        let mut cmd = Command::new(kubectl);
-        cmd.arg("--kubeconfig")
-            .arg(&kc)
-            .arg("--cache-dir")
-            .arg(&cache)
-            .args(args);
-        // kubectl blocks: run it off the runtime's worker threads.
-        async move {
-            let out = tokio::task::spawn_blocking(move || cmd.output().expect("kubectl runs"))
-                .await
-                .unwrap();
-            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-            let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-            (out.status.success(), stdout, stderr)
-        }
-    };
+    let k = Kubectl::new(&sim, "http");
+    let dir = k.dir.clone();
 
-    let (ok, out, err) = run(vec!["get", "nodes"]).await;
+    let (ok, out, err) = k.run(vec!["get", "nodes"]).await;
     assert!(ok, "{err}");
     assert!(
         out.contains("node-00000") && out.contains("node-00001"),
@@ -64,10 +144,10 @@ async fn kubectl_get_apply_delete() {
     };
     write("1");
     let m = manifest.to_str().unwrap();
-    let (ok, out, err) = run(vec!["apply", "--validate=false", "-f", m]).await;
+    let (ok, out, err) = k.run(vec!["apply", "--validate=false", "-f", m]).await;
     assert!(ok && out.contains("configmap/demo created"), "{out} {err}");
     write("2");
-    let (ok, out, err) = run(vec!["apply", "--validate=false", "-f", m]).await;
+    let (ok, out, err) = k.run(vec!["apply", "--validate=false", "-f", m]).await;
     assert!(
         ok && out.contains("configmap/demo configured"),
         "{out} {err}"
@@ -82,12 +162,12 @@ async fn kubectl_get_apply_delete() {
     // Plain apply (client-side validation off, server-side "Strict" validation chosen through the
     // minimal OpenAPI v3 the simulator serves) and server-side apply.
     write("3");
-    let (ok, out, err) = run(vec!["apply", "-f", m]).await;
+    let (ok, out, err) = k.run(vec!["apply", "-f", m]).await;
     assert!(
         ok && out.contains("configmap/demo configured"),
         "{out} {err}"
     );
-    let (ok, out, err) = run(vec!["apply", "--server-side", "-f", m]).await;
+    let (ok, out, err) = k.run(vec!["apply", "--server-side", "-f", m]).await;
     assert!(ok && out.contains("serverside-applied"), "{out} {err}");
     assert_eq!(
         sim.get("v1", "configmaps", "default", "demo").unwrap()["data"]["a"],
@@ -99,7 +179,7 @@ async fn kubectl_get_apply_delete() {
         env!("CARGO_MANIFEST_DIR"),
         "/tests/data/shard.volcano.sh_nodeshards.yaml"
     );
-    let (ok, out, err) = run(vec!["apply", "-f", crd]).await;
+    let (ok, out, err) = k.run(vec!["apply", "-f", crd]).await;
     assert!(
         ok && out.contains("nodeshards.shard.volcano.sh created"),
         "{out} {err}"
@@ -110,28 +190,28 @@ async fn kubectl_get_apply_delete() {
         "apiVersion: shard.volcano.sh/v1alpha1\nkind: NodeShard\nmetadata:\n  name: shard-a\nspec:\n  nodesDesired: [node-00000]\n",
     )
     .unwrap();
-    let (ok, out, err) = run(vec!["apply", "-f", shard.to_str().unwrap()]).await;
+    let (ok, out, err) = k.run(vec!["apply", "-f", shard.to_str().unwrap()]).await;
     assert!(
         ok && out.contains("nodeshard.shard.volcano.sh/shard-a created"),
         "{out} {err}"
     );
-    let (ok, out, err) = run(vec!["get", "nsh"]).await;
+    let (ok, out, err) = k.run(vec!["get", "nsh"]).await;
     assert!(ok && out.contains("shard-a"), "{out} {err}");
 
     sim.create_pod("kube-system", "sys", "default-scheduler", "1", "1Gi")
         .unwrap();
-    let (ok, out, err) = run(vec!["get", "pods", "-A"]).await;
+    let (ok, out, err) = k.run(vec!["get", "pods", "-A"]).await;
     assert!(
         ok && out.contains("kube-system") && out.contains("sys"),
         "{out} {err}"
     );
 
-    let (ok, out, err) = run(vec!["delete", "-f", m]).await;
+    let (ok, out, err) = k.run(vec!["delete", "-f", m]).await;
     assert!(
         ok && out.contains("configmap \"demo\" deleted"),
         "{out} {err}"
     );
-    let (ok, _, err) = run(vec!["delete", "configmap", "demo"]).await;
+    let (ok, _, err) = k.run(vec!["delete", "configmap", "demo"]).await;
     assert!(
         !ok && err.contains("configmaps \"demo\" not found"),
         "{err}"
@@ -143,6 +223,5 @@ async fn kubectl_get_apply_delete() {
         404
     );
 
-    let _ = std::fs::remove_dir_all(&dir);
     sim.shutdown().await;
 }
