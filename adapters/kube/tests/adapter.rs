@@ -254,27 +254,22 @@ async fn relists_during_a_burst_lose_and_duplicate_nothing() {
 async fn pod_deleted_while_its_bind_is_in_flight_is_forgotten() {
     let sim = Sim::start(sim_cfg(1)).await.unwrap();
     let s = Sched::start(&sim, |_| {}).await;
-    // Slow API: kube-sim records a request when it routes it, then holds it this long before
-    // serving it, so the binding request is seen arriving while it cannot have been served.
+    // Slow API: kube-sim holds every request this long before serving it, so once the engine
+    // has emitted the bind (the observer's count), the binding request cannot have been served
+    // for LATENCY_MS; the answer below proves the delete landed in that window.
     const LATENCY_MS: u64 = 1500;
     sim.faults().set(Faults {
         latency_ms: LATENCY_MS,
         ..Faults::default()
     });
-    let binding_requests = || {
-        sim.requests()
-            .iter()
-            .filter(|r| r.resource == "pods" && r.subresource == "binding")
-            .count()
-    };
-    assert_eq!(binding_requests(), 0);
+    assert_eq!(s.running.engine_stats().bind_intents, 0);
     sim.create_pod("default", "doomed", "agent-scheduler", "1", "128Mi")
         .unwrap();
     wait_for(
-        "the binding request of doomed",
+        "the bind of doomed",
         Duration::from_secs(10),
-        || (binding_requests() > 0).then_some(()),
-        || format!("{:?}", sim.requests()),
+        || (s.running.engine_stats().bind_intents > 0).then_some(()),
+        || format!("{:?}", s.running.engine_stats()),
     )
     .await;
     // The delete goes through the simulator's handle: no HTTP, no latency.
