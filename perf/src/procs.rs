@@ -90,6 +90,8 @@ pub struct ProcReport {
     pub scheduler_open_sockets: usize,
     /// The simulator's accepted connections per pod over the scenario, when it reports them.
     pub new_connections_per_pod: Option<f64>,
+    /// Watches the simulator force-closed for not keeping up (as the real watch cache does).
+    pub watches_forced_closed: u64,
     pub duplicate_binds: u64,
     pub lost_pods: u64,
 }
@@ -134,6 +136,10 @@ impl ProcReport {
         if let Some(c) = self.new_connections_per_pod {
             println!("  new connections per pod {c:.4}");
         }
+        println!(
+            "  watches force-closed by the API: {}",
+            self.watches_forced_closed
+        );
         if self.duplicate_binds > 0 || self.lost_pods > 0 {
             println!(
                 "  integrity: VIOLATED: {} duplicate bind(s), {} pod(s) not bound",
@@ -296,11 +302,15 @@ async fn sim_records(client: &kube::Client, what: &str) -> anyhow::Result<Vec<se
     Ok(serde_json::from_str(&text)?)
 }
 
-/// The simulator's accepted-connection count, if it reports one (`/sim/stats`).
-async fn sim_connections(client: &kube::Client) -> Option<u64> {
+/// One of the simulator's counters (`/sim/stats`, camelCase), if it reports it.
+async fn sim_stat(client: &kube::Client, name: &str) -> Option<u64> {
     let req = http::Request::get("/sim/stats").body(Vec::new()).ok()?;
     let v: serde_json::Value = serde_json::from_str(&client.request_text(req).await.ok()?).ok()?;
-    v.get("connectionsAccepted")?.as_u64()
+    v.get(name)?.as_u64()
+}
+
+async fn sim_connections(client: &kube::Client) -> Option<u64> {
+    sim_stat(client, "connectionsAccepted").await
 }
 
 struct Cluster {
@@ -587,6 +597,7 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
     let sockets = open_sockets(sched.pid());
     let requests = sim_records(&client, "requests").await?;
     let connections_after = sim_connections(&client).await;
+    let forced_closed = sim_stat(&client, "watchesForcedClosed").await.unwrap_or(0);
     let bindings = sim_records(&client, "bindings").await?;
     sched.stop();
     watch_task.abort();
@@ -654,6 +665,7 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
         new_connections_per_pod: connections_before
             .zip(connections_after)
             .map(|(a, b)| b.saturating_sub(a) as f64 / n),
+        watches_forced_closed: forced_closed,
         duplicate_binds,
         lost_pods: (o.pods - bound.len().min(o.pods)) as u64,
     };

@@ -1,6 +1,7 @@
 //! `magma-perf processes` end to end on a small cluster: the real `agent-scheduler` and
 //! `kube-sim` binaries as separate processes; every pod bound once, and the figures the
-//! benchmark reports (CPU from /proc, requests per pod, the ceiling) present and sane.
+//! benchmark reports (CPU from /proc, requests per pod, the ceiling) present and sane. The
+//! backlog runs over HTTPS (kube-sim's self-signed CA, verified by both clients).
 
 use magma_perf::procs::{ProcOptions, run};
 use std::path::PathBuf;
@@ -19,7 +20,14 @@ fn binaries() -> (PathBuf, PathBuf) {
         vec![]
     };
     let status = Command::new(env!("CARGO"))
-        .args(["build", "-q", "-p", "magma-kube", "--bin", "agent-scheduler"])
+        .args([
+            "build",
+            "-q",
+            "-p",
+            "magma-kube",
+            "--bin",
+            "agent-scheduler",
+        ])
         .args(["-p", "kube-sim", "--bin", "kube-sim"])
         .args(profile)
         .status()
@@ -36,7 +44,7 @@ fn opts(backlog: bool) -> ProcOptions {
         workers: 2,
         creators: 16,
         backlog,
-        tls: false,
+        tls: backlog,
         scheduler_bin,
         sim_bin,
         kube_api_qps: 2000.0,
@@ -51,10 +59,22 @@ fn check(r: &magma_perf::procs::ProcReport) {
     assert_eq!((r.duplicate_binds, r.lost_pods), (0, 0), "{r:?}");
     assert!(r.scheduler_cpu_ms_per_pod > 0.0, "{r:?}");
     assert!(r.sim_cpu_ms_per_pod > 0.0, "{r:?}");
-    assert!(r.ceiling_pods_per_s > 0.0 && r.throughput_pods_per_s > 0.0, "{r:?}");
+    assert!(
+        r.ceiling_pods_per_s > 0.0 && r.throughput_pods_per_s > 0.0,
+        "{r:?}"
+    );
     // One binding per pod, nothing else on the hot path but (some) events.
-    assert_eq!(r.requests_per_pod.get("create pods/binding"), Some(&1.0), "{r:?}");
+    assert_eq!(
+        r.requests_per_pod.get("create pods/binding"),
+        Some(&1.0),
+        "{r:?}"
+    );
     assert!(r.scheduler_open_sockets > 0, "{r:?}");
+    // Connections are reused: fewer new ones (harness's included) than pods, each of which
+    // costs the scheduler at least one request.
+    assert!(r.new_connections_per_pod.is_some_and(|c| c < 1.0), "{r:?}");
+    // No watch (the scheduler's or the harness's) fell behind far enough to be closed.
+    assert_eq!(r.watches_forced_closed, 0, "{r:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
