@@ -645,6 +645,29 @@ fn overcommitted(nodes: &[Node], pods: &[Pod]) -> usize {
         .count()
 }
 
+/// POST a pod's binding to `node`; whether it was accepted.
+pub(crate) async fn post_binding(api: &Api<Pod>, name: &str, node: String) -> bool {
+    let b = Binding {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            ..Default::default()
+        },
+        target: ObjectReference {
+            kind: Some("Node".into()),
+            name: Some(node),
+            ..Default::default()
+        },
+    };
+    api.create_subresource::<Binding, serde_json::Value>(
+        "binding",
+        name,
+        &PostParams::default(),
+        &b,
+    )
+    .await
+    .is_ok()
+}
+
 /// The bind blaster: create `pods` pods for a scheduler nobody runs, then POST their bindings
 /// as fast as `concurrency` allows. Returns binds/s — the API's own ceiling for the scheduler.
 pub async fn blast(nodes: usize, pods: usize, concurrency: usize) -> anyhow::Result<f64> {
@@ -668,28 +691,9 @@ pub async fn blast(nodes: usize, pods: usize, concurrency: usize) -> anyhow::Res
         let api = api.clone();
         let node = kube_sim::node_name(i % nodes.max(1));
         tasks.push(tokio::spawn(async move {
-            let name = format!("blast-{i:07}");
-            let b = Binding {
-                metadata: ObjectMeta {
-                    name: Some(name.clone()),
-                    ..Default::default()
-                },
-                target: ObjectReference {
-                    kind: Some("Node".into()),
-                    name: Some(node),
-                    ..Default::default()
-                },
-            };
-            let r = api
-                .create_subresource::<Binding, serde_json::Value>(
-                    "binding",
-                    &name,
-                    &PostParams::default(),
-                    &b,
-                )
-                .await;
+            let ok = post_binding(&api, &format!("blast-{i:07}"), node).await;
             drop(permit);
-            r.is_ok()
+            ok
         }));
     }
     let mut ok = 0usize;

@@ -20,8 +20,7 @@ use crate::report::Latency;
 use anyhow::Context;
 use futures::StreamExt;
 use hdrhistogram::Histogram;
-use k8s_openapi::api::core::v1::{Binding, Namespace, ObjectReference, Pod};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{Api, PostParams};
 use kube::runtime::watcher::{self, Event};
 use serde::Serialize;
@@ -470,28 +469,9 @@ async fn ceiling(
         let api = api.clone();
         let node = kube_sim::node_name(i % nodes.max(1));
         tasks.push(tokio::spawn(async move {
-            let name = format!("blast-{i:07}");
-            let b = Binding {
-                metadata: ObjectMeta {
-                    name: Some(name.clone()),
-                    ..Default::default()
-                },
-                target: ObjectReference {
-                    kind: Some("Node".into()),
-                    name: Some(node),
-                    ..Default::default()
-                },
-            };
-            let r = api
-                .create_subresource::<Binding, serde_json::Value>(
-                    "binding",
-                    &name,
-                    &PostParams::default(),
-                    &b,
-                )
-                .await;
+            let ok = crate::e2e::post_binding(&api, &format!("blast-{i:07}"), node).await;
             drop(permit);
-            r.is_ok()
+            ok
         }));
     }
     let mut ok = 0usize;
