@@ -521,9 +521,7 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
 
     let mut requests_before = sim_records(&client, "requests").await?.len();
     let mut connections_before = sim_connections(&client).await;
-    // Burst: the simulator's cost includes the creates (a real API server serves them too);
-    // backlog: from the scheduler's start, which lists the backlog.
-    let (mut sched, start, sched_cpu0, sim_cpu_start) = if o.backlog {
+    let create_scenario_pods = || {
         create_pods(
             &client,
             "default",
@@ -533,7 +531,11 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
             o.creators,
             Some(created.clone()),
         )
-        .await?;
+    };
+    // Burst: the simulator's cost includes the creates (a real API server serves them too);
+    // backlog: from the scheduler's start, which lists the backlog.
+    let (mut sched, start, sched_cpu0, sim_cpu_start) = if o.backlog {
+        create_scenario_pods().await?;
         let sim_cpu0 = cpu_time(c.sim.pid())?;
         let (s, _admin) = start_scheduler(o, &c, &dir)?;
         (s, Instant::now(), Duration::ZERO, sim_cpu0)
@@ -546,16 +548,7 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
         connections_before = sim_connections(&client).await;
         let sim_cpu0 = cpu_time(c.sim.pid())?;
         let start = Instant::now();
-        create_pods(
-            &client,
-            "default",
-            "procs-",
-            "agent-scheduler",
-            o.pods,
-            o.creators,
-            Some(created.clone()),
-        )
-        .await?;
+        create_scenario_pods().await?;
         (s, start, cpu0, sim_cpu0)
     };
     let bar = crate::progress::bar(o.pods as u64, o.progress);
