@@ -1,5 +1,5 @@
 //! End-to-end mode: the real scheduler (the `agent-scheduler` library entry point,
-//! `magma_kube::app::run`) against the HTTP API simulator on 127.0.0.1 — or against a real
+//! `magma_kube::app::spawn`) against the HTTP API simulator on 127.0.0.1 — or against a real
 //! cluster with `--kubeconfig` — with pods created through the API at a fixed offered rate,
 //! and created→bound measured from a watch. Plus the "bind blaster", which does nothing but
 //! POST bindings, to show how close the scheduler gets to the API's own limit.
@@ -212,26 +212,13 @@ impl E2eReport {
     }
 }
 
-/// A scheduler in this process (`app::run`), started and synced; send on the sender to stop it.
-pub(crate) async fn start_in_process(
-    settings: Settings,
-) -> anyhow::Result<(
-    tokio::sync::oneshot::Sender<()>,
-    tokio::task::JoinHandle<anyhow::Result<app::RunSummary>>,
-    app::Running,
-)> {
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let (started_tx, started_rx) = tokio::sync::oneshot::channel();
-    let task = tokio::spawn(app::run(
-        settings,
-        async move {
-            let _ = stop_rx.await;
-        },
-        Some(started_tx),
-    ));
-    let running = started_rx.await.context("scheduler failed to start")?;
-    running.sync.wait().await;
-    Ok((stop_tx, task, running))
+/// A scheduler in this process (`app::spawn`), started and synced.
+pub(crate) async fn start_in_process(settings: Settings) -> anyhow::Result<app::SchedulerHandle> {
+    let handle = app::spawn(settings)
+        .await
+        .context("scheduler failed to start")?;
+    handle.observer().synced().await;
+    Ok(handle)
 }
 
 pub(crate) async fn client_from(
@@ -347,8 +334,8 @@ pub async fn run(opts: &E2eOptions) -> anyhow::Result<E2eReport> {
     // Sharded: wait until every scheduler uses its whole shard (write before use).
     if let Some(shards) = &shards {
         let deadline = Instant::now() + Duration::from_secs(60);
-        for ((_, _, running), part) in scheds.iter().zip(shards) {
-            while running.stats.snapshot().shard.view < part.len() {
+        for (sched, part) in scheds.iter().zip(shards) {
+            while sched.observer().engine_stats().shard.view < part.len() {
                 anyhow::ensure!(
                     Instant::now() < deadline,
                     "a scheduler did not take up its NodeShard within 60 s"
@@ -487,15 +474,16 @@ pub async fn run(opts: &E2eOptions) -> anyhow::Result<E2eReport> {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
-    for (stop_tx, _, _) in &mut scheds {
-        let _ = std::mem::replace(stop_tx, tokio::sync::oneshot::channel().0).send(());
-    }
     let mut events_dropped = 0;
-    for (_, task, running) in scheds {
-        if let Ok(Ok(summary)) = task.await {
+    let stopping = scheds.into_iter().map(|h| async move {
+        let running = h.observer().clone();
+        (h.stop().await, running)
+    });
+    for (summary, running) in futures::future::join_all(stopping).await {
+        if let Ok(summary) = summary {
             events_dropped += summary.status_dropped;
         }
-        bound_per_instance.push(running.stats.snapshot().binds_confirmed as usize);
+        bound_per_instance.push(running.engine_stats().binds_confirmed as usize);
     }
     watch_task.abort();
     if let Some(t) = &events_task {

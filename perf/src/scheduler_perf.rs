@@ -16,7 +16,7 @@
 //! ## Targets
 //!
 //! - Default: for each workload a fresh embedded kube-sim (no nodes) and Magma's scheduler in
-//!   process against it (`magma_kube::app::run`, as `e2e`), as upstream starts a fresh API
+//!   process against it (`magma_kube::app::spawn`, as `e2e`), as upstream starts a fresh API
 //!   server and scheduler per workload.
 //! - `kubeconfig`: any cluster. The scheduler is expected to run there already under
 //!   `scheduler_name`, unless `in_process_scheduler` starts Magma in this process against it.
@@ -376,12 +376,10 @@ pub async fn run(opts: &Options) -> anyhow::Result<Report> {
     Ok(report)
 }
 
-type Scheduler = (
-    tokio::sync::oneshot::Sender<()>,
-    tokio::task::JoinHandle<anyhow::Result<magma_kube::app::RunSummary>>,
-);
-
-async fn start_scheduler(opts: &Options, cfg: kube::Config) -> anyhow::Result<Scheduler> {
+async fn start_scheduler(
+    opts: &Options,
+    cfg: kube::Config,
+) -> anyhow::Result<magma_kube::app::SchedulerHandle> {
     use magma_kube::app::Settings;
     let base = Settings::new(cfg);
     let settings = Settings {
@@ -396,8 +394,7 @@ async fn start_scheduler(opts: &Options, cfg: kube::Config) -> anyhow::Result<Sc
         event_burst: opts.event_burst,
         ..base
     };
-    let (stop, task, _running) = crate::e2e::start_in_process(settings).await?;
-    Ok((stop, task))
+    crate::e2e::start_in_process(settings).await
 }
 
 type Outcome = anyhow::Result<(Vec<Measurement>, Vec<ChurnStat>)>;
@@ -458,11 +455,10 @@ async fn run_workload_inner(
         ex.cleanup().await;
     }
     watch.abort();
-    if let Some((stop, task)) = scheduler {
-        let _ = stop.send(());
-        if let Ok(Ok(summary)) = task.await {
-            *shed = Some(summary.status_dropped);
-        }
+    if let Some(sched) = scheduler
+        && let Ok(summary) = sched.stop().await
+    {
+        *shed = Some(summary.status_dropped);
     }
     if let Some(sim) = sim {
         sim.shutdown().await;

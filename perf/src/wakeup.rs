@@ -1,5 +1,5 @@
 //! Wake-up latency: how long a pending pod waits once room appears. The real scheduler
-//! (`magma_kube::app::run`) against the API simulator: every node is filled with pods bound
+//! (`magma_kube::app::spawn`) against the API simulator: every node is filled with pods bound
 //! directly (`spec.nodeName`, not through the scheduler), `waiting` more pods are created and
 //! reported unschedulable, and once every one of them has had its `PodScheduled=False`
 //! condition written and seen again by the scheduler, blocker pods are deleted one at a time.
@@ -127,7 +127,8 @@ pub async fn run(opts: &WakeupOptions) -> anyhow::Result<WakeupReport> {
         workers: opts.workers,
         ..Settings::new(cfg.clone())
     };
-    let (stop_tx, task, running) = crate::e2e::start_in_process(settings).await?;
+    let sched = crate::e2e::start_in_process(settings).await?;
+    let running = sched.observer().clone();
 
     // Bindings of waiting pods, as a watch sees them.
     let bound: Arc<std::sync::Mutex<(HashSet<String>, Vec<Instant>)>> = Arc::default();
@@ -202,8 +203,7 @@ pub async fn run(opts: &WakeupOptions) -> anyhow::Result<WakeupReport> {
         }
     }
     let s = running.stats.snapshot();
-    let _ = stop_tx.send(());
-    let _ = task.await;
+    let _ = sched.stop().await;
     watch_task.abort();
     sim.shutdown().await;
     Ok(WakeupReport {

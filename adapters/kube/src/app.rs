@@ -178,9 +178,6 @@ pub struct Observer {
     binds: tokio_watch::Receiver<u64>,
 }
 
-/// The former name of [`Observer`].
-pub type Running = Observer;
-
 impl Observer {
     /// Resolves once every watch has delivered its first list.
     pub async fn synced(&self) {
@@ -251,18 +248,13 @@ impl SchedulerHandle {
     }
 }
 
-/// Run the scheduler until `shutdown` resolves. `started` receives its observer once it is
-/// running (before the caches have synced).
+/// Run the scheduler until `shutdown` resolves (the binary's entry point; tests and the
+/// benchmark use [`spawn`] and the handle).
 pub async fn run(
     settings: Settings,
     shutdown: impl Future<Output = ()> + Send,
-    started: Option<tokio::sync::oneshot::Sender<Observer>>,
 ) -> anyhow::Result<RunSummary> {
-    let handle = spawn(settings).await?;
-    if let Some(tx) = started {
-        let _ = tx.send(handle.observer().clone());
-    }
-    handle.run_until(shutdown).await
+    spawn(settings).await?.run_until(shutdown).await
 }
 
 /// Start a scheduler (start-up steps 1–7 of the module doc). Returns once every component

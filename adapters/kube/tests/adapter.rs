@@ -1,4 +1,4 @@
-//! Adapter tests: the real scheduler (`app::run`, in process) against the API simulator over
+//! Adapter tests: the real scheduler (`app::spawn`, in process) against the API simulator over
 //! HTTP. Upstream's e2e cases (single pod, many pods, too much CPU → Unschedulable with the
 //! condition, unmatched nodeSelector → Unschedulable then labelling a node gets it scheduled,
 //! coexistence with another scheduler's pods), bind failures, relists during a burst, a pod

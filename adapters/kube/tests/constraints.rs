@@ -1,4 +1,4 @@
-//! Constraints that span nodes, end to end: the real scheduler (`app::run`, in process) against
+//! Constraints that span nodes, end to end: the real scheduler (`app::spawn`, in process) against
 //! the API simulator. Inter-pod anti-affinity and affinity, topology spread, and volumes: a
 //! missing claim, a claim bound to a PV, a `WaitForFirstConsumer` claim the scheduler annotates
 //! and the simulator's provisioner binds (PreBind), a provisioner that never binds (the bind

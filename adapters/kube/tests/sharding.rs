@@ -1,4 +1,4 @@
-//! Sharding through the adapter: the real scheduler (`app::run`, in process) in soft and hard
+//! Sharding through the adapter: the real scheduler (`app::spawn`, in process) in soft and hard
 //! mode against the API simulator with Volcano's NodeShard CRD. The scheduler watches the
 //! NodeShards, schedules inside its shard, writes its own shard's status through `/status`
 //! (with `lastUpdateTime`), re-reads and retries on `409`, and says why when its NodeShard is

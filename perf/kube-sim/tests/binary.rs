@@ -29,16 +29,7 @@ async fn binary_serves_and_exits_on_sigterm() {
         .stdout(Stdio::null())
         .spawn()
         .expect("binary starts");
-    let mut yaml = String::new();
-    for _ in 0..500 {
-        if let Ok(s) = std::fs::read_to_string(&kc_path)
-            && s.contains("current-context")
-        {
-            yaml = s;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let yaml = kubeconfig_when_written(&kc_path).await;
     assert!(!yaml.is_empty(), "kubeconfig written");
     let kc = Kubeconfig::from_yaml(&yaml).unwrap();
     let cfg = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
@@ -87,16 +78,7 @@ async fn binary_serves_https_with_tls() {
         .spawn()
         .expect("binary starts");
     // The kubeconfig is written after the CA file: once it is complete both are there.
-    let mut yaml = String::new();
-    for _ in 0..500 {
-        if let Ok(s) = std::fs::read_to_string(&kc_path)
-            && s.contains("current-context")
-        {
-            yaml = s;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let yaml = kubeconfig_when_written(&kc_path).await;
     assert!(yaml.contains("server: https://127.0.0.1:"), "{yaml}");
     assert!(yaml.contains("certificate-authority-data: "), "{yaml}");
     let ca = std::fs::read_to_string(&ca_path).unwrap();
@@ -127,4 +109,18 @@ async fn binary_serves_https_with_tls() {
         .unwrap();
     assert!(status.success(), "exit status {status:?}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The binary's `--kubeconfig-out` file once it is complete (polled for up to 5 s; empty if it
+/// never is).
+async fn kubeconfig_when_written(path: &std::path::Path) -> String {
+    for _ in 0..500 {
+        if let Ok(s) = std::fs::read_to_string(path)
+            && s.contains("current-context")
+        {
+            return s;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    String::new()
 }

@@ -55,6 +55,6 @@ async fn run(opts: flags::Options) -> anyhow::Result<()> {
         profile: loaded.profile,
         ..settings
     };
-    app::run(settings, magma_kube::process::shutdown_signal(), None).await?;
+    app::run(settings, magma_kube::process::shutdown_signal()).await?;
     Ok(())
 }

@@ -1,4 +1,4 @@
-//! Shared helpers of the in-process adapter tests: the real scheduler (`app::run`) started
+//! Shared helpers of the in-process adapter tests: the real scheduler (`app::spawn`) started
 //! against an API simulator, and small polling and lookup helpers.
 
 #![allow(dead_code)]
@@ -6,7 +6,7 @@
 use k8s_openapi::api::core::v1::Pod;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube_sim::{SimConfig, SimHandle};
-use magma_kube::app::{self, Running, Settings};
+use magma_kube::app::{self, Observer, Settings};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -18,9 +18,8 @@ pub async fn client_config(sim: &SimHandle) -> kube::Config {
 }
 
 pub struct Sched {
-    pub stop: Option<tokio::sync::oneshot::Sender<()>>,
-    pub task: tokio::task::JoinHandle<anyhow::Result<app::RunSummary>>,
-    pub running: Running,
+    handle: app::SchedulerHandle,
+    pub running: Observer,
 }
 
 impl Sched {
@@ -32,35 +31,22 @@ impl Sched {
             ..Settings::new(client_config(sim).await)
         };
         tweak(&mut settings);
-        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let (started_tx, started_rx) = tokio::sync::oneshot::channel();
-        let task = tokio::spawn(app::run(
-            settings,
-            async move {
-                let _ = stop_rx.await;
-            },
-            Some(started_tx),
-        ));
-        let running = tokio::time::timeout(Duration::from_secs(10), started_rx)
+        let handle = tokio::time::timeout(Duration::from_secs(10), app::spawn(settings))
             .await
-            .unwrap()
-            .unwrap();
-        if tokio::time::timeout(Duration::from_secs(10), running.sync.wait())
+            .expect("the scheduler starts within 10 s")
+            .expect("the scheduler starts");
+        let running = handle.observer().clone();
+        if tokio::time::timeout(Duration::from_secs(10), running.synced())
             .await
             .is_err()
         {
             panic!("caches did not sync: {:?}", running.sync.unsynced());
         }
-        Sched {
-            stop: Some(stop_tx),
-            task,
-            running,
-        }
+        Sched { handle, running }
     }
 
-    pub async fn stop(mut self) -> app::RunSummary {
-        let _ = self.stop.take().unwrap().send(());
-        self.task.await.unwrap().unwrap()
+    pub async fn stop(self) -> app::RunSummary {
+        self.handle.stop().await.unwrap()
     }
 }
 
@@ -72,14 +58,7 @@ pub fn pod(name: &str, scheduler: &str, cpu: &str) -> Pod {
 }
 
 pub async fn eventually<F: Fn() -> bool>(what: &str, timeout: Duration, f: F) {
-    let end = Instant::now() + timeout;
-    while Instant::now() < end {
-        if f() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("timed out waiting for {what}");
+    wait_for(what, timeout, || f().then_some(()), String::new).await
 }
 
 /// Polls `f` every 25 ms until it returns `Some`; panics naming `what` and the last state

@@ -45,15 +45,8 @@ pub fn tmpdir(name: &str) -> PathBuf {
 }
 
 /// Poll `f` every 100 ms until it holds; panic naming `what` after `timeout`.
-pub fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
-    let end = Instant::now() + timeout;
-    while Instant::now() < end {
-        if f() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("timed out waiting for {what}");
+pub fn wait_until(what: &str, timeout: Duration, f: impl FnMut() -> bool) {
+    assert!(poll_until(timeout, f), "timed out waiting for {what}");
 }
 
 /// Polls `f` every 100 ms until it holds or `timeout` passes; returns whether it held. For a
