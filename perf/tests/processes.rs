@@ -70,9 +70,14 @@ fn check(r: &magma_perf::procs::ProcReport) {
         "{r:?}"
     );
     assert!(r.scheduler_open_sockets > 0, "{r:?}");
-    // Connections are reused: fewer new ones (harness's included) than pods, each of which
-    // costs the scheduler at least one request.
-    assert!(r.new_connections_per_pod.is_some_and(|c| c < 1.0), "{r:?}");
+    // Connections are reused: fewer new ones (the harness's included) than requests made (the
+    // scheduler's, plus the harness's one create per pod). The pool itself (about the bind
+    // concurrency, 256) can be as large as this small run's pod count, so no tighter bound.
+    assert!(
+        r.new_connections_per_pod
+            .is_some_and(|c| c < r.scheduler_requests_per_pod + 1.0),
+        "{r:?}"
+    );
     // No watch (the scheduler's or the harness's) fell behind far enough to be closed.
     assert_eq!(r.watches_forced_closed, 0, "{r:?}");
 }
