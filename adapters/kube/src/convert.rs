@@ -1,5 +1,5 @@
 //! API objects → engine inputs. The adapter keeps no copy of the objects it watches: each
-//! event is converted here into the engine's compact string model (`PodInput`, `NodeInput`,
+//! event is converted here (pods and nodes from their scheduling view, [`crate::slim`]) into the engine's compact string model (`PodInput`, `NodeInput`,
 //! `NamespaceInput`, the storage inputs) and the API object is dropped. Validation of
 //! quantities, operators, selectors, spread constraints and binding modes happens in the
 //! engine's compile step, which reports errors back as intents; here an object is only refused
@@ -8,10 +8,11 @@
 //!
 //! Owns the field mapping only; touches nothing else.
 
+use crate::slim::{Container, Node, Pod, PodSpec};
 use k8s_openapi::api::core::v1::{
-    Container, Namespace, Node, NodeSelectorRequirement, NodeSelectorTerm, PersistentVolume,
-    PersistentVolumeClaim, Pod, PodAffinityTerm, PodSpec, Toleration, TopologySelectorTerm,
-    TopologySpreadConstraint, WeightedPodAffinityTerm,
+    Namespace, NodeSelectorRequirement, NodeSelectorTerm, PersistentVolume, PersistentVolumeClaim,
+    PodAffinityTerm, Toleration, TopologySelectorTerm, TopologySpreadConstraint,
+    WeightedPodAffinityTerm,
 };
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;

@@ -3,7 +3,7 @@
 //! elects a leader, serves health and metrics, and reloads configuration.
 //!
 //! Modules: [`flags`] (upstream-compatible command line), [`convert`] (API objects → engine
-//! inputs), [`feed`] (the relist feeder every watch goes through: watcher events → changes, a relist one reset), [`watch`] (the pod, node and storage watches → engine inputs), [`bind`] (the
+//! inputs), [`slim`] (pods and nodes decoded with only the fields the scheduler reads), [`feed`] (the relist feeder every watch goes through: watcher events → changes, a relist one reset), [`watch`] (the pod, node and storage watches → engine inputs), [`bind`] (the
 //! bind executor: rate-limited `pods/binding` with outcome classification), [`prebind`]
 //! (volume PreBind: annotate claims to provision, wait until bound, check the PVs), [`status`] (events
 //! and `PodScheduled` conditions on a separate, bounded, lossy sink), [`leader`] (Lease-based
@@ -29,5 +29,6 @@ pub mod ratelimit;
 pub mod reload;
 pub mod shard;
 pub mod shardctl;
+pub mod slim;
 pub mod status;
 pub mod watch;

@@ -24,7 +24,8 @@
 
 use crate::convert::{node_input, pv_node_affinity};
 use crate::ratelimit::TokenBucket;
-use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim};
+use crate::slim::Node;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Client};
 use magma_engine::model::{Interner, ResourceRegistry, compile_node, compile_node_term};

@@ -26,8 +26,9 @@ use crate::convert::{
 };
 use crate::feed::{self, Change};
 use crate::prebind::Claims;
+use crate::slim::{Node, Pod};
 use futures::{Stream, StreamExt};
-use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use kube::runtime::watcher;
 use kube::{Api, Client};
