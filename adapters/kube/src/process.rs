@@ -236,6 +236,7 @@ where
     F: Future<Output = anyhow::Result<()>>,
 {
     init_logging(name, verbosity);
+    disable_transparent_huge_pages();
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -254,6 +255,20 @@ where
             eprintln!("{name}: {e:#}");
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+/// Transparent huge pages off for this process. mimalloc advises its arenas for huge pages
+/// and returns idle memory to the kernel after a delay; under the bursty allocation of a watch
+/// relist or a bind burst each refault then zeroes a whole 2 MiB page. That zeroing was 16% of
+/// the scheduler's CPU draining a 10,000-pod backlog (issue 15; BENCHMARKS.md). The flag is
+/// the process's own (`prctl(PR_SET_THP_DISABLE)`), inherited by nothing but its children, and
+/// leaves the system setting alone. Where it cannot be set (not Linux, or refused), the
+/// process runs as before.
+fn disable_transparent_huge_pages() {
+    #[cfg(target_os = "linux")]
+    if let Err(e) = rustix::thread::disable_transparent_huge_pages(true) {
+        tracing::debug!(error = %e, "cannot disable transparent huge pages");
     }
 }
 
