@@ -233,6 +233,11 @@ struct ProcArgs {
     /// Serve the simulator over HTTPS (self-signed; the scheduler verifies it).
     #[arg(long)]
     tls: bool,
+    /// Give the simulator CPU 0 and the scheduler and this harness the others (taskset), in
+    /// the ceiling run and the scenario alike: the API server has the same CPU in both, as on
+    /// a cluster where the scheduler does not share the API server's cores.
+    #[arg(long)]
+    pin: bool,
     /// The agent-scheduler binary (default: beside this one).
     #[arg(long)]
     scheduler_bin: Option<PathBuf>,
@@ -584,6 +589,7 @@ fn processes(a: ProcArgs) -> anyhow::Result<()> {
         creators: a.creators,
         backlog: a.backlog,
         tls: a.tls,
+        pin: a.pin,
         scheduler_bin: a
             .scheduler_bin
             .unwrap_or_else(|| ProcOptions::sibling("agent-scheduler")),

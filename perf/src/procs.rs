@@ -10,7 +10,13 @@
 //! - **burst**: the scheduler runs and is ready; `pods` pods are created as fast as the
 //!   creators go.
 //! - **backlog**: `pods` pods are created while no scheduler runs; then it starts. Time from
-//!   its start to the last bind, against the ceiling.
+//!   its start to the last bind, and from its readiness (lists done, leading) to the last
+//!   bind: the drain rate against the ceiling.
+//!
+//! With `pin`, the simulator runs on CPU 0 and the scheduler and the harness on the others
+//! (`taskset`), in the ceiling run and the scenario alike, so the API server has the same CPU
+//! in both; unpinned, all three share every CPU and the fraction also says how much CPU the
+//! scheduler took from the API server.
 //!
 //! The ceiling ("blast"): before the scenario, `pods` pods for a scheduler nobody runs are
 //! created in their own namespace and bound by the harness itself, as fast as `creators`
@@ -44,6 +50,8 @@ pub struct ProcOptions {
     /// Serve the simulator over HTTPS (self-signed, as a real API server); needs a kube-sim
     /// with `--tls`.
     pub tls: bool,
+    /// The simulator on CPU 0, the scheduler and the harness on the others (see the module doc).
+    pub pin: bool,
     pub scheduler_bin: PathBuf,
     pub sim_bin: PathBuf,
     pub kube_api_qps: f64,
@@ -70,13 +78,17 @@ pub struct ProcReport {
     pub pods: usize,
     pub workers: usize,
     pub bound: usize,
-    /// Bound pods ÷ (last bind − first create), or − scheduler start for the backlog.
+    /// Bound pods ÷ (last bind − first create), or − the scheduler's readiness for the backlog.
     pub throughput_pods_per_s: f64,
     /// Bindings/s the API accepted from the harness itself (same run, same transport).
     pub ceiling_pods_per_s: f64,
     pub fraction_of_ceiling: f64,
     /// Backlog: scheduler start → last bind.
     pub drain_s: Option<f64>,
+    /// Backlog: scheduler start → ready (its lists done).
+    pub ready_s: Option<f64>,
+    /// CPUs the simulator was pinned to (`--pin`), else empty.
+    pub sim_cpus: String,
     pub latency_ms: Latency,
     /// Scheduler CPU (user + system) per bound pod, over the scenario until it is idle again.
     pub scheduler_cpu_ms_per_pod: f64,
@@ -108,9 +120,16 @@ impl ProcReport {
             self.fraction_of_ceiling * 100.0,
             self.ceiling_pods_per_s,
             self.drain_s
-                .map(|d| format!("  drained in {d:.2} s"))
+                .zip(self.ready_s)
+                .map(|(d, r)| format!("  drained in {d:.2} s from start, ready after {r:.2} s"))
                 .unwrap_or_default()
         );
+        if !self.sim_cpus.is_empty() {
+            println!(
+                "  pinned: kube-sim on CPU {}, the scheduler and the harness on the others",
+                self.sim_cpus
+            );
+        }
         println!(
             "  created→bound ms: p50 {:.1}  p90 {:.1}  p99 {:.1}  max {:.1}",
             self.latency_ms.p50, self.latency_ms.p90, self.latency_ms.p99, self.latency_ms.max
@@ -158,7 +177,14 @@ struct Proc {
 }
 
 impl Proc {
-    fn spawn(name: &'static str, bin: &Path, args: &[String], dir: &Path) -> anyhow::Result<Proc> {
+    /// `cpus`: run it under `taskset -c cpus` (the pid is the binary's: taskset execs it).
+    fn spawn(
+        name: &'static str,
+        bin: &Path,
+        args: &[String],
+        dir: &Path,
+        cpus: Option<&str>,
+    ) -> anyhow::Result<Proc> {
         anyhow::ensure!(
             bin.exists(),
             "{} not found: build it first (cargo build --release -p magma-kube -p kube-sim) or \
@@ -167,7 +193,15 @@ impl Proc {
         );
         let log = dir.join(format!("{name}.log"));
         let out = std::fs::File::create(&log)?;
-        let child = Command::new(bin)
+        let mut cmd = match cpus {
+            Some(c) => {
+                let mut t = Command::new("taskset");
+                t.arg("-c").arg(c).arg(bin);
+                t
+            }
+            None => Command::new(bin),
+        };
+        let child = cmd
             .args(args)
             .stdout(out.try_clone()?)
             .stderr(out)
@@ -318,7 +352,7 @@ struct Cluster {
     client: kube::Client,
 }
 
-async fn start_sim(o: &ProcOptions, dir: &Path) -> anyhow::Result<Cluster> {
+async fn start_sim(o: &ProcOptions, dir: &Path, cpus: Option<&str>) -> anyhow::Result<Cluster> {
     let port = free_port()?;
     let kubeconfig = dir.join("kubeconfig");
     let mut args: Vec<String> = [
@@ -338,7 +372,7 @@ async fn start_sim(o: &ProcOptions, dir: &Path) -> anyhow::Result<Cluster> {
     if o.tls {
         args.push("--tls".into());
     }
-    let mut sim = Proc::spawn("kube-sim", &o.sim_bin, &args, dir)?;
+    let mut sim = Proc::spawn("kube-sim", &o.sim_bin, &args, dir, cpus)?;
     let deadline = Instant::now() + Duration::from_secs(60);
     while !kubeconfig.exists() || std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         sim.check_alive()?;
@@ -359,7 +393,12 @@ async fn start_sim(o: &ProcOptions, dir: &Path) -> anyhow::Result<Cluster> {
     })
 }
 
-fn start_scheduler(o: &ProcOptions, c: &Cluster, dir: &Path) -> anyhow::Result<(Proc, u16)> {
+fn start_scheduler(
+    o: &ProcOptions,
+    c: &Cluster,
+    dir: &Path,
+    cpus: Option<&str>,
+) -> anyhow::Result<(Proc, u16)> {
     let admin = free_port()?;
     let args: Vec<String> = vec![
         format!("--kubeconfig={}", c.kubeconfig.display()),
@@ -373,7 +412,7 @@ fn start_scheduler(o: &ProcOptions, c: &Cluster, dir: &Path) -> anyhow::Result<(
         "--leader-elect=false".into(),
     ];
     Ok((
-        Proc::spawn("agent-scheduler", &o.scheduler_bin, &args, dir)?,
+        Proc::spawn("agent-scheduler", &o.scheduler_bin, &args, dir, cpus)?,
         admin,
     ))
 }
@@ -389,6 +428,40 @@ async fn wait_ready(p: &mut Proc, admin: u16) -> anyhow::Result<()> {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     Ok(())
+}
+
+/// Where each process runs under `--pin`: the simulator's CPU list and the others'.
+#[derive(Debug, Clone)]
+struct Pinning {
+    sim: String,
+    rest: String,
+}
+
+impl Pinning {
+    /// CPU 0 for the simulator, the rest for the scheduler and this harness (all of this
+    /// process's threads, and those it starts later, inherit the mask).
+    fn apply() -> anyhow::Result<Pinning> {
+        let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+        anyhow::ensure!(n >= 2, "--pin needs at least 2 CPUs, this machine has {n}");
+        let p = Pinning {
+            sim: "0".into(),
+            rest: if n == 2 {
+                "1".into()
+            } else {
+                format!("1-{}", n - 1)
+            },
+        };
+        let status = Command::new("taskset")
+            .args(["-a", "-p", "-c", &p.rest, &std::process::id().to_string()])
+            .stdout(Stdio::null())
+            .status()
+            .context("running taskset (util-linux) for --pin")?;
+        anyhow::ensure!(
+            status.success(),
+            "taskset could not pin the harness: {status}"
+        );
+        Ok(p)
+    }
 }
 
 /// Wait until a process's CPU time stops growing (under 5 ms per 500 ms), at most `cap`.
@@ -488,7 +561,9 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
     );
     let dir = std::env::temp_dir().join(format!("magma-procs-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
-    let mut c = start_sim(o, &dir).await?;
+    let pin = if o.pin { Some(Pinning::apply()?) } else { None };
+    let sched_cpus = pin.as_ref().map(|p| p.rest.as_str());
+    let mut c = start_sim(o, &dir, pin.as_ref().map(|p| p.sim.as_str())).await?;
     let client = c.client.clone();
     let ceiling_rate = ceiling(&client, o.nodes, o.pods, o.creators).await?;
 
@@ -534,13 +609,22 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
     };
     // Burst: the simulator's cost includes the creates (a real API server serves them too);
     // backlog: from the scheduler's start, which lists the backlog.
+    let mut ready_at = None;
     let (mut sched, start, sched_cpu0, sim_cpu_start) = if o.backlog {
         create_scenario_pods().await?;
         let sim_cpu0 = cpu_time(c.sim.pid())?;
-        let (s, _admin) = start_scheduler(o, &c, &dir)?;
-        (s, Instant::now(), Duration::ZERO, sim_cpu0)
+        let (s, admin) = start_scheduler(o, &c, &dir, sched_cpus)?;
+        let start = Instant::now();
+        // Readiness, polled beside the drain (the scheduler binds from the moment it is).
+        ready_at = Some(tokio::spawn(async move {
+            while admin_get(admin, "/readyz").await != Some(200) {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            Instant::now()
+        }));
+        (s, start, Duration::ZERO, sim_cpu0)
     } else {
-        let (mut s, admin) = start_scheduler(o, &c, &dir)?;
+        let (mut s, admin) = start_scheduler(o, &c, &dir, sched_cpus)?;
         wait_ready(&mut s, admin).await?;
         // Idle before the burst: its start-up (lists, caches) is not the pods' cost.
         let cpu0 = until_idle(s.pid(), Duration::from_secs(10)).await;
@@ -616,7 +700,18 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
         .filter(|b| b["namespace"] == "default")
         .filter(|b| !seen.insert(b["name"].as_str().unwrap_or("").to_owned()))
         .count() as u64;
-    let throughput = bound.len() as f64 / elapsed;
+    let ready = match ready_at {
+        Some(t) if t.is_finished() => Some(t.await?),
+        Some(t) => {
+            t.abort();
+            anyhow::bail!("the scheduler bound the backlog but never reported ready");
+        }
+        None => None,
+    };
+    let throughput = match ready {
+        Some(r) => bound.len() as f64 / last.saturating_duration_since(r).as_secs_f64().max(1e-6),
+        None => bound.len() as f64 / elapsed,
+    };
     let report = ProcReport {
         scenario: if o.backlog { "backlog" } else { "burst" }.into(),
         transport: if o.tls { "HTTPS" } else { "HTTP" }.into(),
@@ -628,6 +723,8 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
         ceiling_pods_per_s: ceiling_rate,
         fraction_of_ceiling: throughput / ceiling_rate.max(1e-9),
         drain_s: o.backlog.then_some(elapsed),
+        ready_s: ready.map(|r| r.saturating_duration_since(start).as_secs_f64()),
+        sim_cpus: pin.map(|p| p.sim).unwrap_or_default(),
         latency_ms: Latency::from_histogram(&h),
         scheduler_cpu_ms_per_pod: sched_cpu1.saturating_sub(sched_cpu0).as_secs_f64() * 1e3 / n,
         sim_cpu_ms_per_pod: sim_cpu1.saturating_sub(sim_cpu_start).as_secs_f64() * 1e3 / n,

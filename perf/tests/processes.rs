@@ -45,6 +45,7 @@ fn opts(backlog: bool) -> ProcOptions {
         creators: 16,
         backlog,
         tls: backlog,
+        pin: backlog,
         scheduler_bin,
         sim_bin,
         kube_api_qps: 2000.0,
@@ -86,7 +87,8 @@ fn check(r: &magma_perf::procs::ProcReport) {
 async fn burst_as_separate_processes() {
     let r = run(&opts(false)).await.unwrap();
     check(&r);
-    assert_eq!(r.drain_s, None);
+    assert_eq!((r.drain_s, r.ready_s), (None, None));
+    assert_eq!(r.sim_cpus, "", "{r:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -94,4 +96,8 @@ async fn backlog_drains_after_the_scheduler_starts() {
     let r = run(&opts(true)).await.unwrap();
     check(&r);
     assert!(r.drain_s.is_some_and(|d| d > 0.0), "{r:?}");
+    // Timed from readiness too; pinned (kube-sim on CPU 0).
+    let (ready, drain) = (r.ready_s.unwrap(), r.drain_s.unwrap());
+    assert!(ready > 0.0 && ready <= drain, "{r:?}");
+    assert_eq!(r.sim_cpus, "0", "{r:?}");
 }
