@@ -103,6 +103,8 @@ pub struct ProcReport {
     pub new_connections_per_pod: Option<f64>,
     /// Watches the simulator force-closed for not keeping up (as the real watch cache does).
     pub watches_forced_closed: u64,
+    /// The same, by watch: `resource labels fields` from the simulator's log, with counts.
+    pub forced_closes_by_watch: BTreeMap<String, u64>,
     pub duplicate_binds: u64,
     pub lost_pods: u64,
 }
@@ -155,8 +157,18 @@ impl ProcReport {
             println!("  new connections per pod {c:.4}");
         }
         println!(
-            "  watches force-closed by the API: {}",
-            self.watches_forced_closed
+            "  watches force-closed by the API: {}{}",
+            self.watches_forced_closed,
+            if self.forced_closes_by_watch.is_empty() {
+                String::new()
+            } else {
+                let by: Vec<String> = self
+                    .forced_closes_by_watch
+                    .iter()
+                    .map(|(w, n)| format!("{n}× {w}"))
+                    .collect();
+                format!(" ({})", by.join("; "))
+            }
         );
         if self.duplicate_binds > 0 || self.lost_pods > 0 {
             println!(
@@ -201,6 +213,11 @@ impl Proc {
             }
             None => Command::new(bin),
         };
+        if name == "kube-sim" && std::env::var_os("RUST_LOG").is_none() {
+            // The simulator's warnings (a forced watch close) reach its log; it logs only
+            // errors by default. The scheduler keeps its own default.
+            cmd.env("RUST_LOG", "warn");
+        }
         let child = cmd
             .args(args)
             .stdout(out.try_clone()?)
@@ -428,6 +445,50 @@ async fn wait_ready(p: &mut Proc, admin: u16) -> anyhow::Result<()> {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     Ok(())
+}
+
+/// Which watches the simulator force-closed: its "Forcing watcher close" log lines, by the
+/// watch's resource, label and field selectors.
+fn forced_closes(log: &Path) -> BTreeMap<String, u64> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let mut by = BTreeMap::new();
+    for line in text.lines().filter(|l| l.contains("Forcing watcher close")) {
+        let line = strip_ansi(line);
+        let line = line.as_str();
+        // `resource=R labels=L fields=F buffer=N`, the selectors in Debug form (with spaces).
+        let between = |from: &str, to: &str| {
+            line.split_once(from)
+                .map(|(_, rest)| rest.split_once(to).map_or(rest, |(v, _)| v))
+                .unwrap_or("")
+                .to_string()
+        };
+        let key = format!(
+            "{} labels={} fields={}",
+            between("resource=", " "),
+            between("labels=", " fields="),
+            between("fields=", " buffer=")
+        );
+        *by.entry(key).or_default() += 1;
+    }
+    by
+}
+
+/// The text of a log line without its terminal colour codes (`ESC [ … m`).
+fn strip_ansi(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Where each process runs under `--pin`: the simulator's CPU list and the others'.
@@ -712,7 +773,7 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
         Some(r) => bound.len() as f64 / last.saturating_duration_since(r).as_secs_f64().max(1e-6),
         None => bound.len() as f64 / elapsed,
     };
-    let report = ProcReport {
+    let mut report = ProcReport {
         scenario: if o.backlog { "backlog" } else { "burst" }.into(),
         transport: if o.tls { "HTTPS" } else { "HTTP" }.into(),
         nodes: o.nodes,
@@ -736,10 +797,12 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
             .zip(connections_after)
             .map(|(a, b)| b.saturating_sub(a) as f64 / n),
         watches_forced_closed: forced_closed,
+        forced_closes_by_watch: BTreeMap::new(),
         duplicate_binds,
         lost_pods: (o.pods - bound.len().min(o.pods)) as u64,
     };
     c.sim.stop();
+    report.forced_closes_by_watch = forced_closes(&c.sim.log);
     let _ = std::fs::remove_dir_all(&dir);
     Ok(report)
 }
