@@ -382,7 +382,13 @@ pub fn record(
     let old_fields = fields(old_obj, scope);
     let new_fields = fields(new, scope);
     // Presence is checked over the whole object: a status write keeps the spec's owners.
-    let all_fields = fields(new, Scope::All);
+    let whole;
+    let all_fields = if scope == Scope::All {
+        &new_fields
+    } else {
+        whole = fields(new, Scope::All);
+        &whole
+    };
     let changed: BTreeSet<Path> = new_fields
         .iter()
         .filter(|(p, v)| old_fields.get(*p) != Some(*v))
@@ -404,7 +410,7 @@ pub fn record(
         } else {
             e.set.retain(|p| !changed.contains(p));
         }
-        e.set.retain(|p| present(p, &all_fields));
+        e.set.retain(|p| present(p, all_fields));
         after.push(e);
     }
     if !found {
@@ -418,10 +424,7 @@ pub fn record(
             api_version: String::new(),
             time: String::new(),
             subresource: subresource.to_string(),
-            set: set
-                .into_iter()
-                .filter(|p| present(p, &all_fields))
-                .collect(),
+            set: set.into_iter().filter(|p| present(p, all_fields)).collect(),
         });
     }
     after.retain(|e| !e.set.is_empty());
