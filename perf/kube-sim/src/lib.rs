@@ -83,8 +83,26 @@
 //!   ownerReferences, taints, finalizers as a set; `$patch`, `$setElementOrder`, `$retainKeys`,
 //!   `$deleteFromPrimitiveList` directives; rejected with 415 for custom resources like the real
 //!   server); `application/json-patch+json`; `application/apply-patch+yaml` (approximated by a merge
-//!   patch that creates missing objects; no field ownership). A `resourceVersion` inside the patch
-//!   is a precondition.
+//!   patch that creates missing objects; `fieldManager` required). A `resourceVersion` inside the
+//!   patch is a precondition.
+//! - **managedFields**: every create, update and patch records `metadata.managedFields` as the
+//!   field manager does: one entry per (manager, operation, subresource) with `manager` (the
+//!   `fieldManager` parameter, else the User-Agent before its first `/`), `operation` (`Apply`
+//!   for apply patches, else `Update`), `apiVersion`, `time`, `fieldsType: FieldsV1`, `fieldsV1`
+//!   and `subresource` (`status` for `/status` writes). The writer's entry gains the fields its
+//!   write changed (an apply: exactly the applied fields) and its `time` is renewed; other
+//!   entries lose those fields; removed fields leave every entry; empty entries are dropped;
+//!   entries are sorted Apply first, then by time. A write that changes nothing leaves the entries
+//!   alone. Server-set metadata (`name`, `namespace`, `uid`, `resourceVersion`,
+//!   `creationTimestamp`, `generation`, `managedFields`) and, for resources with a status
+//!   subresource, `.status` on main-resource writes are owned by nobody. A `pods/binding` records
+//!   no entry (the real binding storage bypasses the field manager, so `spec.nodeName` and
+//!   `PodScheduled` stay unowned); the simulated kubelet's status writes are `kubelet` /
+//!   `Update` / `status` entries and the seeded nodes carry a `kubelet` create entry; objects
+//!   created through [`SimHandle::create`] are owned by `kube-sim`; the storage controllers'
+//!   writes keep the entries unchanged. `fieldManager` is validated as `ValidateFieldManager`
+//!   (at most 128 bytes, printable characters; 422 on `CreateOptions`/`UpdateOptions`/
+//!   `PatchOptions.meta.k8s.io ""`).
 //! - **Delete** returns the object (200), honours `preconditions.uid/resourceVersion`; there is no
 //!   graceful deletion or finalizer handling (objects go at once). Deleting a namespace deletes its
 //!   objects; deleting a CRD deletes its resources and unregisters them.
@@ -232,7 +250,15 @@
 //! detection for `fieldValidation`, no protobuf/CBOR (JSON only), no Table output (kubectl prints from
 //! the plain objects), no `dryRun` (400), no `deletecollection`, no graceful deletion,
 //! no inconsistent-continue token in a 410 list answer,
-//! no CRD schema validation or conversion, no server-side-apply field management, core and
+//! no CRD schema validation or conversion, server-side apply without conflict detection (an
+//! apply takes the fields it changes as if `force=true`), managedFields sets computed without
+//! schemas (every leaf present in the written object; lists of items with a `name` keyed
+//! `k:{"name":…}` with a `.` member, `conditions` by `type`, `podIPs`/`hostIPs` by `ip`,
+//! `volumeMounts` by `mountPath`, container `ports` by `containerPort`+`protocol`; other lists
+//! and the known atomic ones (`tolerations`, `containerStatuses`, `args`, …) as a whole
+//! `f:x: {}`; `.` members only on keyed items and the known string maps (labels, annotations,
+//! requests, limits, `data`, …); no kubelet status entry on seeded nodes; a client-sent
+//! `managedFields` is ignored rather than used to reset ownership), core and
 //! `events.k8s.io` events are stored separately, and other resources (services, deployments, …)
 //! are 404. Storage: quantities are stored as sent (the real server canonicalizes them, e.g.
 //! `1024Mi` to `1Gi`); no `kubernetes.io/pvc-protection` / `pv-protection` finalizers; field
@@ -246,6 +272,7 @@ mod faults;
 mod kinds;
 mod kwok;
 mod list;
+mod managed;
 mod meta;
 mod patch;
 mod provisioner;

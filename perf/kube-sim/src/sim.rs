@@ -7,6 +7,7 @@ use crate::config::SimConfig;
 use crate::error::ApiError;
 use crate::faults::FaultHandle;
 use crate::kwok;
+use crate::managed::Manager;
 use crate::meta;
 use crate::resources::ResourceDef;
 use crate::store::{Part, State, Stored};
@@ -277,15 +278,19 @@ impl Inner {
                     })
             })
             .unwrap_or_else(|| "10.255.255.254".into());
-        st.modify(&pods, ns, name, |p| kwok::set_running(p, uid, &host_ip))
-            .is_some()
+        st.modify_status(&pods, ns, name, &kwok_manager(), |p| {
+            kwok::set_running(p, uid, &host_ip)
+        })
+        .is_some()
     }
 
     pub(crate) fn kwok_succeeded(&self, ns: &str, name: &str, uid: &str) -> bool {
         let mut st = self.state();
         let pods = st.registry.get("", "v1", "pods").expect("built in");
-        st.modify(&pods, ns, name, |p| kwok::set_succeeded(p, uid))
-            .is_some()
+        st.modify_status(&pods, ns, name, &kwok_manager(), |p| {
+            kwok::set_succeeded(p, uid)
+        })
+        .is_some()
     }
 
     pub(crate) fn kwok_delete(&self, ns: &str, name: &str, uid: &str) {
@@ -338,7 +343,13 @@ impl Sim {
             let nodes = st.registry.get("", "v1", "nodes").expect("built in");
             for i in 0..cfg.nodes {
                 let name = kwok::node_name(i);
-                st.create(&nodes, None, kwok::node_object(&cfg, &name, i))?;
+                st.create_by(
+                    &nodes,
+                    None,
+                    kwok::node_object(&cfg, &name, i),
+                    Some(&kwok_manager()),
+                    None,
+                )?;
             }
             if cfg.install_nodeshard_crd {
                 let crds = st
@@ -485,7 +496,13 @@ impl SimHandle {
         } else {
             ns.as_str()
         });
-        let stored = self.inner.state().create(&def, ns, obj)?;
+        let stored = self.inner.state().create_by(
+            &def,
+            ns,
+            obj,
+            Some(&Manager::update(HANDLE_MANAGER)),
+            None,
+        )?;
         if def.key.as_ref() == "/pods"
             && stored
                 .value
@@ -634,3 +651,11 @@ fn push_bounded<T>(log: &mut std::collections::VecDeque<T>, item: T, limit: usiz
     }
     log.push_back(item);
 }
+
+/// The field manager of the simulated kubelet's writes (node creation, pod status).
+fn kwok_manager() -> Manager {
+    Manager::update("kubelet")
+}
+
+/// The field manager of objects created through [`SimHandle::create`].
+const HANDLE_MANAGER: &str = "kube-sim";

@@ -7,6 +7,7 @@
 
 use crate::error::ApiError;
 use crate::kinds;
+use crate::managed::{self, Manager, Scope};
 use crate::meta;
 use crate::patch::{self, PatchKind};
 use crate::resources::{Registry, ResourceDef};
@@ -271,12 +272,25 @@ impl State {
             .map(|_| ())
     }
 
-    /// Create; `ns` is the namespace from the URL.
+    /// Create; `ns` is the namespace from the URL. An internal write: no managedFields entry.
     pub fn create(
         &mut self,
         def: &ResourceDef,
         ns: Option<&str>,
+        obj: Value,
+    ) -> Result<Arc<Stored>, ApiError> {
+        self.create_by(def, ns, obj, None, None)
+    }
+
+    /// Create by `manager` (recorded in `metadata.managedFields`); `applied` is the configuration
+    /// of a server-side apply that creates the object.
+    pub fn create_by(
+        &mut self,
+        def: &ResourceDef,
+        ns: Option<&str>,
         mut obj: Value,
+        manager: Option<&Manager>,
+        applied: Option<&Value>,
     ) -> Result<Arc<Stored>, ApiError> {
         if !obj.is_object() {
             return Err(ApiError::bad_request(
@@ -327,6 +341,7 @@ impl State {
         m.insert("creationTimestamp".into(), json!(meta::now()));
         m.remove("deletionTimestamp");
         m.remove("deletionGracePeriodSeconds");
+        m.remove("managedFields");
         if def.generation {
             m.insert("generation".into(), json!(1));
         }
@@ -361,17 +376,37 @@ impl State {
             }
             _ => {}
         }
+        if let Some(mgr) = manager {
+            managed::record(None, &mut obj, mgr, "", scope(def, Part::Main), applied);
+        }
         Ok(self.commit(def, obj, EventType::Added))
     }
 
-    /// Update (PUT) of the main resource or its status.
+    /// Update (PUT) of the main resource or its status. An internal write: the managedFields
+    /// entries are kept as they are.
     pub fn update(
+        &mut self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        obj: Value,
+        part: Part,
+    ) -> Result<Arc<Stored>, ApiError> {
+        self.update_by(def, ns, name, obj, part, None, None)
+    }
+
+    /// Update by `manager` (recorded in `metadata.managedFields`; `applied`: the configuration of
+    /// a server-side apply).
+    #[allow(clippy::too_many_arguments)]
+    pub fn update_by(
         &mut self,
         def: &ResourceDef,
         ns: &str,
         name: &str,
         mut obj: Value,
         part: Part,
+        manager: Option<&Manager>,
+        applied: Option<&Value>,
     ) -> Result<Arc<Stored>, ApiError> {
         if !obj.is_object() {
             return Err(ApiError::bad_request(
@@ -423,6 +458,7 @@ impl State {
                     "creationTimestamp",
                     "deletionTimestamp",
                     "generation",
+                    "managedFields",
                 ] {
                     match om.get(f) {
                         Some(v) => m.insert(f.into(), v.clone()),
@@ -467,6 +503,17 @@ impl State {
             "resourceVersion".into(),
             old.value["metadata"]["resourceVersion"].clone(),
         );
+        if let Some(mgr) = manager {
+            let sub = if part == Part::Status { "status" } else { "" };
+            managed::record(
+                Some(&old.value),
+                &mut new,
+                mgr,
+                sub,
+                scope(def, part),
+                applied,
+            );
+        }
         if new == old.value {
             // The real server does not write (nor bump the version) for a no-op update.
             return Ok(old);
@@ -484,6 +531,7 @@ impl State {
     }
 
     /// PATCH of the main resource or its status. Server-side apply creates a missing object.
+    #[allow(dead_code)]
     pub fn patch(
         &mut self,
         def: &ResourceDef,
@@ -493,13 +541,29 @@ impl State {
         body: &Value,
         part: Part,
     ) -> Result<Arc<Stored>, ApiError> {
+        self.patch_by(def, ns, name, kind, body, part, None)
+    }
+
+    /// PATCH by `manager` (recorded in `metadata.managedFields`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn patch_by(
+        &mut self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        kind: PatchKind,
+        body: &Value,
+        part: Part,
+        manager: Option<&Manager>,
+    ) -> Result<Arc<Stored>, ApiError> {
+        let applied = (kind == PatchKind::Apply).then_some(body);
         let old = match self.get(def, ns, name) {
             Ok(o) => o,
             Err(e) if kind == PatchKind::Apply && part == Part::Main => {
                 let _ = e;
                 let mut obj = body.clone();
                 meta::metadata_mut(&mut obj).insert("name".into(), json!(name));
-                return self.create(def, def.namespaced.then_some(ns), obj);
+                return self.create_by(def, def.namespaced.then_some(ns), obj, manager, applied);
             }
             Err(e) => return Err(e),
         };
@@ -518,7 +582,7 @@ impl State {
                 ApiError::invalid(&def.group, &def.kind, name, &format!("json patch: {e}"))
             })?,
         }
-        self.update(def, ns, name, new, part)
+        self.update_by(def, ns, name, new, part, manager, applied)
     }
 
     /// Delete, with optional `DeleteOptions.preconditions`.
@@ -630,17 +694,30 @@ impl State {
         self.tx.subscribe()
     }
 
-    /// Internal read-modify-write (KWOK): `f` returns false to skip the write.
-    pub fn modify(
+    /// Internal read-modify-write of a status (KWOK): `f` returns false to skip the write;
+    /// `manager` owns the status fields it changes (subresource `status`).
+    pub fn modify_status(
         &mut self,
         def: &ResourceDef,
         ns: &str,
         name: &str,
+        manager: &Manager,
         f: impl FnOnce(&mut Value) -> bool,
     ) -> Option<Arc<Stored>> {
         let old = self.get(def, ns, name).ok()?;
         let mut v = old.value.clone();
-        f(&mut v).then(|| self.commit(def, v, EventType::Modified))
+        if !f(&mut v) {
+            return None;
+        }
+        managed::record(
+            Some(&old.value),
+            &mut v,
+            manager,
+            "status",
+            Scope::Status,
+            None,
+        );
+        Some(self.commit(def, v, EventType::Modified))
     }
 
     /// Starts a watch of `key` (in `ns` if set) after version `from` (None/0: current state first).
@@ -680,6 +757,15 @@ impl State {
             }
         };
         WatchStart::Ok(initial, rx, self.rv)
+    }
+}
+
+/// The fields a write to `part` of `def` can own.
+fn scope(def: &ResourceDef, part: Part) -> Scope {
+    match part {
+        Part::Status => Scope::Status,
+        Part::Main if def.status => Scope::NoStatus,
+        Part::Main => Scope::All,
     }
 }
 

@@ -1,0 +1,588 @@
+//! Server-side field management: `metadata.managedFields` as the real API server records it on
+//! every write through the field manager, one entry per (manager, operation, subresource) with a
+//! `FieldsV1` set of the fields that manager owns. The field sets are computed without schemas (see
+//! the crate doc's deviations): every leaf present in the written object, lists of keyed items as
+//! `k:{...}` members with a `.` entry, other lists as a whole.
+
+use crate::error::ApiError;
+use crate::meta;
+use crate::validation::{self, FieldError};
+use serde_json::{Map, Value, json};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The longest `fieldManager` the real server accepts (bytes).
+pub const FIELD_MANAGER_MAX_LEN: usize = 128;
+
+/// The operation a managedFields entry records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operation {
+    /// Create, update and non-apply patches.
+    Update,
+    /// Server-side apply patches.
+    Apply,
+}
+
+impl Operation {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Update => "Update",
+            Self::Apply => "Apply",
+        }
+    }
+}
+
+/// Who writes, and how (the managedFields entry a write updates).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Manager {
+    /// `fieldManager`, or the User-Agent before its first `/`.
+    pub name: String,
+    /// Update or Apply.
+    pub operation: Operation,
+}
+
+impl Manager {
+    /// An Update by `name`.
+    pub fn update(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            operation: Operation::Update,
+        }
+    }
+
+    /// The manager of a request as the real server derives it: the `fieldManager` query parameter
+    /// when given (validated as `ValidateFieldManager`: at most 128 bytes, printable characters,
+    /// a 422 on `<options_kind>.meta.k8s.io ""` otherwise), else the User-Agent up to its first
+    /// `/` (truncated to 128 bytes).
+    pub fn from_request(
+        field_manager: Option<&str>,
+        user_agent: &str,
+        operation: Operation,
+        options_kind: &str,
+    ) -> Result<Self, ApiError> {
+        let name = match field_manager {
+            Some(fm) => {
+                let mut errs = Vec::new();
+                if fm.len() > FIELD_MANAGER_MAX_LEN {
+                    errs.push(FieldError::too_long("fieldManager", FIELD_MANAGER_MAX_LEN));
+                }
+                if fm
+                    .chars()
+                    .any(|c| c.is_control() || (c.is_whitespace() && c != ' ') || c == '\u{fffd}')
+                {
+                    errs.push(FieldError::invalid_str(
+                        "fieldManager",
+                        fm,
+                        "invalid characters",
+                    ));
+                }
+                if fm.is_empty() && operation == Operation::Apply {
+                    errs.push(FieldError::required(
+                        "fieldManager",
+                        "is required for apply patch",
+                    ));
+                }
+                validation::check("meta.k8s.io", options_kind, "", errs)?;
+                fm.to_string()
+            }
+            None => {
+                if operation == Operation::Apply {
+                    validation::check(
+                        "meta.k8s.io",
+                        options_kind,
+                        "",
+                        vec![FieldError::required(
+                            "fieldManager",
+                            "is required for apply patch",
+                        )],
+                    )?;
+                }
+                let prefix = user_agent.split('/').next().unwrap_or("");
+                let mut end = prefix.len().min(FIELD_MANAGER_MAX_LEN);
+                while !prefix.is_char_boundary(end) {
+                    end -= 1;
+                }
+                prefix[..end].to_string()
+            }
+        };
+        Ok(Self { name, operation })
+    }
+}
+
+/// Which part of the object a write's fields are taken from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Everything but server-set metadata (resources without a status subresource).
+    All,
+    /// Everything but server-set metadata and `.status` (main-resource writes of resources with
+    /// a status subresource: the server resets status there).
+    NoStatus,
+    /// Only `.status` (`/status` writes).
+    Status,
+}
+
+/// A leaf path: `["f:spec", "f:containers", "k:{\"name\":\"c\"}", "."]`.
+type Path = Vec<String>;
+
+static PRESENT: Value = Value::Bool(true);
+
+/// Metadata the server sets: never owned by a client.
+const SERVER_METADATA: &[&str] = &[
+    "name",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "creationTimestamp",
+    "generation",
+    "managedFields",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "selfLink",
+];
+
+/// String maps: the manager of the map itself owns a `.` member as in the real server.
+const MAP_FIELDS: &[&str] = &[
+    "labels",
+    "annotations",
+    "nodeSelector",
+    "requests",
+    "limits",
+    "data",
+    "binaryData",
+    "capacity",
+    "allocatable",
+    "parameters",
+];
+
+/// Lists the real schemas mark atomic although their items have a `name`.
+const ATOMIC_LISTS: &[&str] = &[
+    "containerStatuses",
+    "initContainerStatuses",
+    "ephemeralContainerStatuses",
+    "tolerations",
+    "finalizers",
+    "args",
+    "command",
+];
+
+/// The `k:{...}` member of a list item, or None when the list is kept whole.
+fn item_key(list: &str, item: &Value) -> Option<String> {
+    let o = item.as_object()?;
+    let one = |field: &str| {
+        o.get(field).and_then(Value::as_str).map(|v| {
+            format!(
+                "k:{{{}:{}}}",
+                validation::quote(field),
+                validation::quote(v)
+            )
+        })
+    };
+    match list {
+        l if ATOMIC_LISTS.contains(&l) => None,
+        "conditions" => one("type"),
+        "podIPs" | "hostIPs" => one("ip"),
+        "volumeMounts" | "volumeDevices" => one("mountPath").or_else(|| one("devicePath")),
+        "ports" if o.contains_key("containerPort") => Some(format!(
+            "k:{{\"containerPort\":{},\"protocol\":{}}}",
+            o["containerPort"],
+            validation::quote(o.get("protocol").and_then(Value::as_str).unwrap_or("TCP"))
+        )),
+        _ => one("name"),
+    }
+}
+
+fn leaves_of<'a>(v: &'a Value, name: &str, prefix: &mut Path, out: &mut BTreeMap<Path, &'a Value>) {
+    match v {
+        Value::Object(m) if !m.is_empty() => {
+            if MAP_FIELDS.contains(&name) {
+                prefix.push(".".into());
+                out.insert(prefix.clone(), &PRESENT);
+                prefix.pop();
+            }
+            for (k, c) in m {
+                prefix.push(format!("f:{k}"));
+                leaves_of(c, k, prefix, out);
+                prefix.pop();
+            }
+        }
+        Value::Array(items) if !items.is_empty() => {
+            let keys: Option<Vec<String>> = items.iter().map(|i| item_key(name, i)).collect();
+            let distinct = keys
+                .as_ref()
+                .is_some_and(|k| k.iter().collect::<BTreeSet<_>>().len() == k.len());
+            match keys {
+                Some(keys) if distinct => {
+                    for (k, item) in keys.into_iter().zip(items) {
+                        prefix.push(k);
+                        prefix.push(".".into());
+                        out.insert(prefix.clone(), &PRESENT);
+                        prefix.pop();
+                        if let Some(o) = item.as_object() {
+                            for (f, c) in o {
+                                prefix.push(format!("f:{f}"));
+                                leaves_of(c, f, prefix, out);
+                                prefix.pop();
+                            }
+                        }
+                        prefix.pop();
+                    }
+                }
+                _ => {
+                    out.insert(prefix.clone(), v);
+                }
+            }
+        }
+        _ => {
+            out.insert(prefix.clone(), v);
+        }
+    }
+}
+
+/// The leaf fields of an object a client can own, with their values.
+fn fields(obj: &Value, scope: Scope) -> BTreeMap<Path, &Value> {
+    let mut out = BTreeMap::new();
+    let Some(o) = obj.as_object() else {
+        return out;
+    };
+    let mut prefix = Vec::new();
+    for (k, v) in o {
+        let keep = match scope {
+            Scope::Status => k == "status",
+            Scope::NoStatus => !matches!(k.as_str(), "status" | "apiVersion" | "kind"),
+            Scope::All => !matches!(k.as_str(), "apiVersion" | "kind"),
+        };
+        if !keep {
+            continue;
+        }
+        prefix.push(format!("f:{k}"));
+        if k == "metadata" {
+            if let Some(m) = v.as_object() {
+                for (mk, mv) in m {
+                    if SERVER_METADATA.contains(&mk.as_str()) {
+                        continue;
+                    }
+                    prefix.push(format!("f:{mk}"));
+                    leaves_of(mv, mk, &mut prefix, &mut out);
+                    prefix.pop();
+                }
+            }
+        } else {
+            leaves_of(v, k, &mut prefix, &mut out);
+        }
+        prefix.pop();
+    }
+    out
+}
+
+/// A FieldsV1 value as its leaf paths.
+fn parse_set(v: &Value, prefix: &mut Path, out: &mut BTreeSet<Path>) {
+    match v.as_object() {
+        Some(m) if !m.is_empty() => {
+            for (k, c) in m {
+                prefix.push(k.clone());
+                parse_set(c, prefix, out);
+                prefix.pop();
+            }
+        }
+        _ => {
+            if !prefix.is_empty() {
+                out.insert(prefix.clone());
+            }
+        }
+    }
+}
+
+/// Leaf paths as the nested FieldsV1 structure.
+fn render_set(set: &BTreeSet<Path>) -> Value {
+    let mut root = Map::new();
+    for p in set {
+        let mut cur = &mut root;
+        for el in p {
+            let next = cur
+                .entry(el.clone())
+                .or_insert_with(|| Value::Object(Map::new()));
+            if !next.is_object() {
+                *next = Value::Object(Map::new());
+            }
+            cur = next.as_object_mut().expect("object");
+        }
+    }
+    Value::Object(root)
+}
+
+/// Whether `p` (or a field under it) is in the object.
+fn present(p: &Path, in_obj: &BTreeMap<Path, &Value>) -> bool {
+    in_obj
+        .range(p.clone()..)
+        .next()
+        .is_some_and(|(k, _)| k.starts_with(p))
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Entry {
+    manager: String,
+    operation: String,
+    api_version: String,
+    time: String,
+    subresource: String,
+    set: BTreeSet<Path>,
+}
+
+impl Entry {
+    fn parse(v: &Value) -> Option<Self> {
+        let s = |f: &str| v.get(f).and_then(Value::as_str).unwrap_or("").to_string();
+        let mut set = BTreeSet::new();
+        parse_set(v.get("fieldsV1")?, &mut Vec::new(), &mut set);
+        Some(Self {
+            manager: s("manager"),
+            operation: s("operation"),
+            api_version: s("apiVersion"),
+            time: s("time"),
+            subresource: s("subresource"),
+            set,
+        })
+    }
+
+    fn render(&self) -> Value {
+        let mut e = json!({
+            "manager": self.manager,
+            "operation": self.operation,
+            "apiVersion": self.api_version,
+            "time": self.time,
+            "fieldsType": "FieldsV1",
+            "fieldsV1": render_set(&self.set),
+        });
+        if !self.subresource.is_empty() {
+            e["subresource"] = json!(self.subresource);
+        }
+        e
+    }
+}
+
+/// Records a write in `new`'s `metadata.managedFields`, from the entries of `old` (None: a
+/// create). `applied` is the configuration of a server-side apply. The writer's entry gets the
+/// fields the write changed (for Apply: the applied fields), merged with those it owned; other
+/// entries lose the fields the write changed; fields no longer in the object leave every entry,
+/// and empty entries are dropped. A write that changes no field leaves the entries (and their
+/// times) alone, so a no-op update stays a no-op.
+pub fn record(
+    old: Option<&Value>,
+    new: &mut Value,
+    manager: &Manager,
+    subresource: &str,
+    scope: Scope,
+    applied: Option<&Value>,
+) {
+    let empty = Value::Null;
+    let old_obj = old.unwrap_or(&empty);
+    let before: Vec<Entry> = old_obj
+        .pointer("/metadata/managedFields")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Entry::parse).collect())
+        .unwrap_or_default();
+    let old_fields = fields(old_obj, scope);
+    let new_fields = fields(new, scope);
+    // Presence is checked over the whole object: a status write keeps the spec's owners.
+    let whole;
+    let all_fields = if scope == Scope::All {
+        &new_fields
+    } else {
+        whole = fields(new, Scope::All);
+        &whole
+    };
+    let changed: BTreeSet<Path> = new_fields
+        .iter()
+        .filter(|(p, v)| old_fields.get(*p) != Some(*v))
+        .map(|(p, _)| p.clone())
+        .collect();
+    let op = manager.operation.as_str();
+    let mine =
+        |e: &Entry| e.manager == manager.name && e.operation == op && e.subresource == subresource;
+    let mut after: Vec<Entry> = Vec::with_capacity(before.len() + 1);
+    let mut found = false;
+    for e in &before {
+        let mut e = e.clone();
+        if mine(&e) {
+            found = true;
+            e.set = match (manager.operation, applied) {
+                (Operation::Apply, Some(a)) => fields(a, scope).into_keys().collect(),
+                _ => e.set.union(&changed).cloned().collect(),
+            };
+        } else {
+            e.set.retain(|p| !changed.contains(p));
+        }
+        e.set.retain(|p| present(p, all_fields));
+        after.push(e);
+    }
+    if !found {
+        let set: BTreeSet<Path> = match (manager.operation, applied) {
+            (Operation::Apply, Some(a)) => fields(a, scope).into_keys().collect(),
+            _ => changed.clone(),
+        };
+        after.push(Entry {
+            manager: manager.name.clone(),
+            operation: op.to_string(),
+            api_version: String::new(),
+            time: String::new(),
+            subresource: subresource.to_string(),
+            set: set.into_iter().filter(|p| present(p, all_fields)).collect(),
+        });
+    }
+    after.retain(|e| !e.set.is_empty());
+    let sets_before: Vec<(&str, &str, &str, &BTreeSet<Path>)> = before
+        .iter()
+        .filter(|e| !e.set.is_empty())
+        .map(|e| {
+            (
+                e.manager.as_str(),
+                e.operation.as_str(),
+                e.subresource.as_str(),
+                &e.set,
+            )
+        })
+        .collect();
+    let sets_after: Vec<(&str, &str, &str, &BTreeSet<Path>)> = after
+        .iter()
+        .map(|e| {
+            (
+                e.manager.as_str(),
+                e.operation.as_str(),
+                e.subresource.as_str(),
+                &e.set,
+            )
+        })
+        .collect();
+    let m = meta::metadata_mut(new);
+    if changed.is_empty() && sets_before == sets_after {
+        // Nothing the field manager tracks changed: keep the entries as they were.
+        match old_obj.pointer("/metadata/managedFields") {
+            Some(mf) => m.insert("managedFields".into(), mf.clone()),
+            None => m.remove("managedFields"),
+        };
+        return;
+    }
+    let api_version = new
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("v1")
+        .to_string();
+    let now = meta::now();
+    for e in &mut after {
+        if mine(e) {
+            e.api_version.clone_from(&api_version);
+            e.time.clone_from(&now);
+        }
+    }
+    // The real server sorts the entries: Apply before Update, then by time, then by manager.
+    after.sort_by(|a, b| {
+        (a.operation != "Apply", &a.time, &a.manager, &a.subresource).cmp(&(
+            b.operation != "Apply",
+            &b.time,
+            &b.manager,
+            &b.subresource,
+        ))
+    });
+    let rendered: Vec<Value> = after.iter().map(Entry::render).collect();
+    let m = meta::metadata_mut(new);
+    if rendered.is_empty() {
+        m.remove("managedFields");
+    } else {
+        m.insert("managedFields".into(), Value::Array(rendered));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn create_then_update_merges() {
+        let mut pod = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "uid": "u", "labels": {"app": "a"}},
+            "spec": {"containers": [{"name": "c", "image": "i", "resources": {}}], "schedulerName": "s"},
+            "status": {"phase": "Pending"}});
+        record(
+            None,
+            &mut pod,
+            &Manager::update("me"),
+            "",
+            Scope::NoStatus,
+            None,
+        );
+        let mf = &pod["metadata"]["managedFields"];
+        assert_eq!(mf.as_array().unwrap().len(), 1);
+        assert_eq!(mf[0]["manager"], "me");
+        assert_eq!(mf[0]["operation"], "Update");
+        assert_eq!(
+            mf[0]["fieldsV1"],
+            json!({"f:metadata": {"f:labels": {".": {}, "f:app": {}}},
+                   "f:spec": {"f:containers": {"k:{\"name\":\"c\"}": {".": {}, "f:image": {}, "f:name": {}, "f:resources": {}}},
+                              "f:schedulerName": {}}})
+        );
+        let old = pod.clone();
+        pod["metadata"]["labels"]["b"] = json!("x");
+        record(
+            Some(&old),
+            &mut pod,
+            &Manager::update("other"),
+            "",
+            Scope::NoStatus,
+            None,
+        );
+        let mf = pod["metadata"]["managedFields"].as_array().unwrap();
+        assert_eq!(mf.len(), 2);
+        assert_eq!(
+            mf[1]["fieldsV1"],
+            json!({"f:metadata": {"f:labels": {"f:b": {}}}})
+        );
+        // A no-op keeps the entries.
+        let old = pod.clone();
+        record(
+            Some(&old),
+            &mut pod,
+            &Manager::update("third"),
+            "",
+            Scope::NoStatus,
+            None,
+        );
+        assert_eq!(pod, old);
+        // Changing a field another manager owns moves it.
+        let old = pod.clone();
+        pod["metadata"]["labels"]["app"] = json!("z");
+        record(
+            Some(&old),
+            &mut pod,
+            &Manager::update("other"),
+            "",
+            Scope::NoStatus,
+            None,
+        );
+        let mf = pod["metadata"]["managedFields"].as_array().unwrap();
+        assert_eq!(
+            mf[0]["fieldsV1"]["f:metadata"]["f:labels"],
+            json!({".": {}})
+        );
+        assert_eq!(
+            mf[1]["fieldsV1"]["f:metadata"]["f:labels"],
+            json!({"f:app": {}, "f:b": {}})
+        );
+    }
+
+    #[test]
+    fn field_manager_validation() {
+        let long = "x".repeat(129);
+        let e =
+            Manager::from_request(Some(&long), "", Operation::Update, "CreateOptions").unwrap_err();
+        assert_eq!(e.code, 422);
+        assert!(
+            e.message.contains("fieldManager: Too long"),
+            "{}",
+            e.message
+        );
+        let e = Manager::from_request(Some("a\u{7}b"), "", Operation::Update, "CreateOptions")
+            .unwrap_err();
+        assert!(e.message.contains("invalid characters"), "{}", e.message);
+        let m =
+            Manager::from_request(None, "kubectl/v1.34 (linux)", Operation::Update, "").unwrap();
+        assert_eq!(m.name, "kubectl");
+    }
+}
