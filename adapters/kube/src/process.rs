@@ -229,7 +229,7 @@ pub async fn kube_config(kubeconfig: &str, master: &str) -> anyhow::Result<kube:
     Ok(cfg)
 }
 
-/// The binaries' common `main`: `-v` logging to stderr, a two-thread runtime, `run`, and the
+/// The binaries' common `main`: `-v` logging to stderr, the runtime ([`runtime_threads`]), `run`, and the
 /// error report and exit code (1 on error; flag errors are the caller's, exit 2).
 pub fn run_main<F>(name: &str, verbosity: u8, run: F) -> std::process::ExitCode
 where
@@ -238,7 +238,7 @@ where
     init_logging(name, verbosity);
     disable_transparent_huge_pages();
     let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(runtime_threads())
         .enable_all()
         .build()
     {
@@ -255,6 +255,18 @@ where
             eprintln!("{name}: {e:#}");
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+/// The runtime's worker threads: one on a machine of at most two CPUs, else two. The engine
+/// runs its own threads (the driver and `--scheduler-worker-count` workers) beside these; the
+/// adapter's work (watches, binds, events) is mostly waiting, and a second worker on two CPUs
+/// costs more in cross-thread wake-ups than it adds: 10–20% more scheduler CPU per pod in
+/// `magma-perf processes` (issue 15, BENCHMARKS.md).
+fn runtime_threads() -> usize {
+    match std::thread::available_parallelism().map_or(1, |n| n.get()) {
+        0..=2 => 1,
+        _ => 2,
     }
 }
 
