@@ -153,6 +153,7 @@ fn version_info() -> Value {
 async fn api(
     State(inner): State<Arc<Inner>>,
     method: Method,
+    proto: axum::http::Version,
     uri: Uri,
     headers: HeaderMap,
     body: Bytes,
@@ -202,10 +203,10 @@ async fn api(
         ["apis", g] => discovery(resources::api_group(&inner.state().registry, g)),
         ["apis", g, v] => discovery(resources::api_resource_list(&inner.state().registry, g, v)),
         ["api", "v1", rest @ ..] => {
-            resource(&inner, &method, "", "v1", rest, &q, &headers, &body).await
+            resource(&inner, &method, proto, "", "v1", rest, &q, &headers, &body).await
         }
         ["apis", g, v, rest @ ..] => {
-            resource(&inner, &method, g, v, rest, &q, &headers, &body).await
+            resource(&inner, &method, proto, g, v, rest, &q, &headers, &body).await
         }
         _ => ApiError::no_route().into_response(),
     }
@@ -278,6 +279,7 @@ fn parse_yaml_or_json(body: &[u8]) -> Result<Value, ApiError> {
 async fn resource(
     inner: &Arc<Inner>,
     method: &Method,
+    proto: axum::http::Version,
     group: &str,
     version: &str,
     rest: &[&str],
@@ -300,7 +302,7 @@ async fn resource(
         Ok(t) => t,
         Err(e) => {
             // Still recorded: a client asking for a resource we do not serve needs RBAC for it.
-            if let Some(rec) = unrouted_request(group, rest, method, watching, user_agent) {
+            if let Some(rec) = unrouted_request(group, rest, method, watching, user_agent, proto) {
                 inner.record_request(rec);
             }
             return e.into_response();
@@ -320,6 +322,7 @@ async fn resource(
         user_agent,
         write: is_write,
         code: 0,
+        http_version: http_version(proto),
     };
     if t.sub.as_deref() == Some("binding") && verb != "create" {
         rec.code = 405;
@@ -406,6 +409,7 @@ fn unrouted_request(
     method: &Method,
     watching: bool,
     user_agent: String,
+    proto: axum::http::Version,
 ) -> Option<RequestRecord> {
     let (ns, rest) = match rest {
         ["namespaces", ns, p, tail @ ..] if !matches!(*p, "status" | "finalize") => (
@@ -434,7 +438,18 @@ fn unrouted_request(
         user_agent,
         write: matches!(verb, "create" | "update" | "patch" | "delete"),
         code: 404,
+        http_version: http_version(proto),
     })
+}
+
+/// The request's protocol as the record names it.
+fn http_version(v: axum::http::Version) -> &'static str {
+    match v {
+        axum::http::Version::HTTP_2 => "HTTP/2",
+        axum::http::Version::HTTP_11 => "HTTP/1.1",
+        axum::http::Version::HTTP_10 => "HTTP/1.0",
+        _ => "other",
+    }
 }
 
 enum Served {

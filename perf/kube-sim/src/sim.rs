@@ -80,6 +80,9 @@ pub struct RequestRecord {
     pub write: bool,
     /// HTTP status code answered (200 for a watch whose stream opened).
     pub code: u16,
+    /// The request's protocol: `HTTP/1.1`, or `HTTP/2` when the client negotiated it (ALPN,
+    /// over HTTPS).
+    pub http_version: &'static str,
 }
 
 /// Connection and watch counters, read with [`SimHandle::stats`] or `GET /sim/stats`.
