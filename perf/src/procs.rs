@@ -97,6 +97,8 @@ pub struct ProcReport {
     /// The scheduler's requests per bound pod, by `verb resource[/subresource]`.
     pub requests_per_pod: BTreeMap<String, f64>,
     pub scheduler_requests_per_pod: f64,
+    /// The scheduler's requests by protocol (`HTTP/2` over HTTPS where negotiated), counts.
+    pub scheduler_requests_by_protocol: BTreeMap<String, u64>,
     /// Sockets the scheduler holds open at the end (its connection pool).
     pub scheduler_open_sockets: usize,
     /// The simulator's accepted connections per pod over the scenario, when it reports them.
@@ -153,6 +155,12 @@ impl ProcReport {
             self.scheduler_requests_per_pod,
             by.join(", ")
         );
+        let protocols: Vec<String> = self
+            .scheduler_requests_by_protocol
+            .iter()
+            .map(|(p, n)| format!("{p} {n}"))
+            .collect();
+        println!("  scheduler requests by protocol: {}", protocols.join(", "));
         if let Some(c) = self.new_connections_per_pod {
             println!("  new connections per pod {c:.4}");
         }
@@ -737,6 +745,7 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
         .max(1e-6);
     let mut by: BTreeMap<String, f64> = BTreeMap::new();
     let mut total = 0usize;
+    let mut by_protocol: BTreeMap<String, u64> = BTreeMap::new();
     for r in requests.iter().skip(requests_before) {
         if r["user_agent"].as_str() == Some(HARNESS_AGENT) {
             continue;
@@ -750,6 +759,9 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
             sub
         );
         *by.entry(key).or_default() += 1.0;
+        *by_protocol
+            .entry(r["http_version"].as_str().unwrap_or("?").to_string())
+            .or_default() += 1;
         total += 1;
     }
     for v in by.values_mut() {
@@ -792,6 +804,7 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
         scheduler_rss_mib: rss,
         requests_per_pod: by,
         scheduler_requests_per_pod: total as f64 / n,
+        scheduler_requests_by_protocol: by_protocol,
         scheduler_open_sockets: sockets,
         new_connections_per_pod: connections_before
             .zip(connections_after)

@@ -89,6 +89,9 @@ async fn burst_as_separate_processes() {
     check(&r);
     assert_eq!((r.drain_s, r.ready_s), (None, None));
     assert_eq!(r.sim_cpus, "", "{r:?}");
+    // Plain HTTP: HTTP/1.1 (no cleartext HTTP/2, as against a real API server, which is HTTPS).
+    let by = &r.scheduler_requests_by_protocol;
+    assert_eq!(by.keys().collect::<Vec<_>>(), ["HTTP/1.1"], "{r:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -100,4 +103,12 @@ async fn backlog_drains_after_the_scheduler_starts() {
     let (ready, drain) = (r.ready_s.unwrap(), r.drain_s.unwrap());
     assert!(ready > 0.0 && ready <= drain, "{r:?}");
     assert_eq!(r.sim_cpus, "0", "{r:?}");
+    // Over HTTPS the scheduler negotiates HTTP/2: every request of its clients is a stream of
+    // a shared connection.
+    let by = &r.scheduler_requests_by_protocol;
+    assert!(by.get("HTTP/2").is_some_and(|n| *n >= 300), "{r:?}");
+    assert_eq!(by.len(), 1, "{r:?}");
+    // A handful of connections (watches, binds, events, the admin listener), not a pool of
+    // one per concurrent bind.
+    assert!(r.scheduler_open_sockets <= 16, "{r:?}");
 }
