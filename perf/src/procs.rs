@@ -20,7 +20,8 @@
 //!
 //! The ceiling ("blast"): before the scenario, `pods` pods for a scheduler nobody runs are
 //! created in their own namespace and bound by the harness itself, as fast as `creators`
-//! concurrent requests go, over the same transport: the rate the API accepts bindings at.
+//! concurrent requests go, over the same transport and with the scheduler's own client set-up
+//! (`magma_kube::process::client_for`: HTTP/2 over HTTPS): the rate the API accepts bindings at.
 
 use crate::report::Latency;
 use anyhow::Context;
@@ -410,7 +411,9 @@ async fn start_sim(o: &ProcOptions, dir: &Path, cpus: Option<&str>) -> anyhow::R
         http::header::USER_AGENT,
         http::HeaderValue::from_static(HARNESS_AGENT),
     ));
-    let client = kube::Client::try_from(cfg)?;
+    // The scheduler's own client set-up (HTTP/2 over HTTPS): the ceiling and the creators use
+    // the transport the scheduler uses, so the ceiling compares like with like.
+    let client = magma_kube::process::client_for(&cfg)?;
     Ok(Cluster {
         sim,
         kubeconfig,

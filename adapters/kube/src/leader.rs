@@ -102,7 +102,7 @@ impl Default for LeaseConfig {
 
 /// `<hostname>_<uuid v4>`, the identity upstream uses.
 pub fn default_identity() -> String {
-    format!("{}_{}", hostname(), uuid_v4())
+    format!("{}_{}", hostname(), uuid::Uuid::new_v4())
 }
 
 /// The kernel's hostname, read where Go's `os.Hostname` reads it.
@@ -113,21 +113,6 @@ fn hostname() -> String {
         .filter(|s| !s.is_empty())
         .or_else(|| std::env::var("HOSTNAME").ok().filter(|s| !s.is_empty()))
         .unwrap_or_else(|| "localhost".into())
-}
-
-fn uuid_v4() -> String {
-    let mut b = rand::random::<u128>().to_be_bytes();
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
 }
 
 #[derive(Debug, thiserror::Error)]

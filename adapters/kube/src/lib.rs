@@ -9,7 +9,7 @@
 //! and `PodScheduled` conditions on a separate, bounded, lossy sink), [`leader`] (Lease-based
 //! leader election with client-go semantics), [`reload`] (config file hot reload), [`metrics`]
 //! and [`http`] (health, readiness, Prometheus), [`ratelimit`] (token bucket), [`process`] (the process scaffolding both binaries share: main,
-//! signals, the component supervisor), [`app`] (the scheduler's components, their wiring
+//! signals, the API client (HTTP/2 over HTTPS), the component supervisor), [`app`] (the scheduler's components, their wiring
 //! and shutdown order), [`nodeshard`] (Volcano's `NodeShard` custom resource types),
 //! [`shardctl`] (the sharding controller: its pure core — config, policies, node assignment,
 //! hand-off pinning, sync plan — and its runtime behind the `shard-controller` binary).

@@ -1,7 +1,7 @@
 //! Process scaffolding shared by both binaries (`agent-scheduler`, `shard-controller`): the
 //! common `main` (logging, runtime, exit code), the shutdown signal, the client set-up
-//! (`--kubeconfig`/`--master`, API discovery), and the [`Supervisor`] that runs a process's
-//! [`Component`]s.
+//! (`--kubeconfig`/`--master`, HTTP/2 over HTTPS in [`client_for`], API discovery), and the
+//! [`Supervisor`] that runs a process's [`Component`]s.
 //!
 //! Owns: the tokio runtime, the logging set-up, and the life cycle of components: each is
 //! started on its own task with its own [`Shutdown`] token and stopped by the wiring that

@@ -1,53 +1,45 @@
-//! Client-side rate limiting: a token bucket like client-go's `flowcontrol` QPS/burst limiter.
-//! The `kube` client has none, so each client that must be limited (binds, events) owns one.
+//! Client-side rate limiting: client-go's `flowcontrol` QPS/burst limiter, on `governor` (its
+//! GCRA is the token bucket client-go uses: `burst` tokens, refilled at `qps` per second). The
+//! `kube` client has none, so each client that must be limited (binds, events, the shard
+//! controller's writes) owns one.
 
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use std::num::NonZeroU32;
+use std::time::Duration;
 
 /// A token bucket: `burst` tokens, refilled at `qps` per second.
 #[derive(Debug)]
 pub struct TokenBucket {
-    qps: f64,
-    burst: f64,
-    state: Mutex<(f64, Instant)>,
+    /// `None`: unlimited.
+    limiter: Option<DefaultDirectRateLimiter>,
 }
 
 impl TokenBucket {
-    /// `qps <= 0` means unlimited (as in client-go when the limiter is disabled).
+    /// `qps <= 0` (or not finite) means unlimited, as in client-go when the limiter is
+    /// disabled; a `burst` of 0 is taken as 1.
     pub fn new(qps: f64, burst: u32) -> TokenBucket {
-        let burst = f64::from(burst.max(1));
-        TokenBucket {
-            qps,
-            burst,
-            state: Mutex::new((burst, Instant::now())),
-        }
-    }
-
-    /// Reserve one token; returns how long the caller must wait before using it.
-    pub fn reserve(&self) -> Duration {
-        if self.qps <= 0.0 {
-            return Duration::ZERO;
-        }
-        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let now = Instant::now();
-        let elapsed = now.saturating_duration_since(s.1).as_secs_f64();
-        s.0 = (s.0 + elapsed * self.qps).min(self.burst);
-        s.1 = now;
-        s.0 -= 1.0;
-        if s.0 >= 0.0 {
-            Duration::ZERO
-        } else {
-            Duration::from_secs_f64(-s.0 / self.qps)
-        }
+        let limiter = (qps > 0.0 && qps.is_finite()).then(|| {
+            let period = Duration::from_secs_f64(1.0 / qps).max(Duration::from_nanos(1));
+            let burst = NonZeroU32::new(burst.max(1)).unwrap_or(NonZeroU32::MIN);
+            let quota = Quota::with_period(period)
+                .unwrap_or_else(|| Quota::per_second(NonZeroU32::MAX))
+                .allow_burst(burst);
+            RateLimiter::direct(quota)
+        });
+        TokenBucket { limiter }
     }
 
     /// Wait for a token. Returns the time spent waiting (for the throttling metric).
     pub async fn acquire(&self) -> Duration {
-        let wait = self.reserve();
-        if !wait.is_zero() {
-            tokio::time::sleep(wait).await;
+        let Some(limiter) = &self.limiter else {
+            return Duration::ZERO;
+        };
+        if limiter.check().is_ok() {
+            return Duration::ZERO;
         }
-        wait
+        let start = std::time::Instant::now();
+        limiter.until_ready().await;
+        start.elapsed()
     }
 }
 
@@ -55,26 +47,42 @@ impl TokenBucket {
 mod tests {
     use super::*;
 
-    #[test]
-    fn burst_then_steady_rate() {
-        let b = TokenBucket::new(100.0, 5);
+    #[tokio::test]
+    async fn the_burst_is_free_then_the_rate_holds() {
+        let b = TokenBucket::new(50.0, 5);
         for _ in 0..5 {
-            assert_eq!(b.reserve(), Duration::ZERO);
+            assert_eq!(b.acquire().await, Duration::ZERO);
         }
-        let w = b.reserve();
+        // Five more at 50/s: at least four periods of 20 ms between them (a lower bound only,
+        // so a slow machine cannot fail it).
+        let start = std::time::Instant::now();
+        let mut waited = Duration::ZERO;
+        for _ in 0..5 {
+            waited += b.acquire().await;
+        }
         assert!(
-            w > Duration::from_millis(5) && w <= Duration::from_millis(11),
-            "{w:?}"
+            start.elapsed() >= Duration::from_millis(80),
+            "{:?}",
+            start.elapsed()
         );
-        let w2 = b.reserve();
-        assert!(w2 > w, "reservations queue up: {w2:?} after {w:?}");
+        assert!(waited > Duration::ZERO);
     }
 
-    #[test]
-    fn unlimited_when_qps_is_zero() {
-        let b = TokenBucket::new(0.0, 1);
-        for _ in 0..1000 {
-            assert_eq!(b.reserve(), Duration::ZERO);
+    #[tokio::test]
+    async fn unlimited_when_qps_is_zero_or_not_finite() {
+        for qps in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            let b = TokenBucket::new(qps, 1);
+            for _ in 0..1000 {
+                assert_eq!(b.acquire().await, Duration::ZERO);
+            }
         }
+    }
+
+    #[tokio::test]
+    async fn a_tiny_or_huge_rate_is_accepted() {
+        // 1e12 qps: a period under a nanosecond is rounded up, not a panic.
+        let b = TokenBucket::new(1e12, 0);
+        assert_eq!(b.acquire().await, Duration::ZERO);
+        let _ = TokenBucket::new(1e-9, 1);
     }
 }

@@ -18,7 +18,10 @@
 //! with its self-signed certificates: at start it generates a CA (`kube-sim-ca@<unix time>`) and a
 //! serving certificate it signs for `127.0.0.1`, `::1`, `localhost`, `kubernetes`,
 //! `kubernetes.default` and `kubernetes.default.svc`; rustls (ring) offers ALPN `h2` and
-//! `http/1.1`, so Go clients (kubectl) speak HTTP/2 and the `kube` client HTTP/1.1. TLS
+//! `http/1.1`, so Go clients (kubectl) and Magma's client speak HTTP/2 and kube-client's default
+//! stack HTTP/1.1 (each request's protocol is in its [`RequestRecord`]). Unlike kube-apiserver
+//! (`--http2-max-streams-per-connection`, 1000), a connection carries at most 200 concurrent
+//! streams, hyper's default that `axum::serve` does not expose. TLS
 //! handshakes run in their own tasks (a stalled handshake holds up no other connection; 10 s
 //! timeout). [`SimHandle::url`] is then `https://127.0.0.1:PORT`, [`SimHandle::ca_pem`] the CA
 //! (PEM), and [`SimHandle::kubeconfig_yaml`] / [`SimHandle::write_kubeconfig`] carry it as
@@ -51,7 +54,7 @@
 //! | `/sim/faults/drop-watches` | POST | close every open watch now |
 //! | `/sim/bindings`, `/sim/writes` | GET | the [`BindingRecord`]s and [`WriteRecord`]s as JSON |
 //! | `/sim/stats` | GET | the [`SimStats`] counters (connections accepted, TLS handshakes and failures, watches force-closed) as JSON |
-//! | `/sim/requests` | GET | the [`RequestRecord`]s (every API request, any outcome: verb, group, resource, subresource, namespace, name, user agent, `write`, status `code`) as JSON |
+//! | `/sim/requests` | GET | the [`RequestRecord`]s (every API request, any outcome: verb, group, resource, subresource, namespace, name, user agent, `write`, status `code`, `http_version`) as JSON |
 //!
 //! Served resources: core `v1` nodes, pods, configmaps, namespaces, events,
 //! persistentvolumeclaims (`pvc`, `/status`), persistentvolumes (`pv`, cluster-scoped, `/status`);
