@@ -21,7 +21,8 @@
 //! The ceiling ("blast"): before the scenario, `pods` pods for a scheduler nobody runs are
 //! created in their own namespace and bound by the harness itself, as fast as `creators`
 //! concurrent requests go, over the same transport and with the scheduler's own client set-up
-//! (`magma_kube::process::client_for`: HTTP/2 over HTTPS): the rate the API accepts bindings at.
+//! (`magma_kube::process::client_for`: HTTP/2 over HTTPS), while the harness watches them as it
+//! watches the scenario's pods: the rate the API accepts bindings at.
 
 use crate::report::Latency;
 use anyhow::Context;
@@ -589,6 +590,28 @@ async fn create_pods(
     Ok(())
 }
 
+/// The harness's bind watch: when each pod of `api` (labelled `magma-procs=1`) was first seen
+/// bound. Runs in the ceiling run too, so the API serves the harness's watch in both.
+fn bind_watch(
+    api: Api<Pod>,
+    bound: Arc<Mutex<HashMap<String, Instant>>>,
+) -> tokio::task::JoinHandle<()> {
+    let wc = watcher::Config::default().labels("magma-procs=1");
+    tokio::spawn(async move {
+        let mut s = watcher::watcher(api, wc).boxed();
+        while let Some(ev) = s.next().await {
+            if let Ok(Event::Apply(p) | Event::InitApply(p)) = ev
+                && let (Some(name), true) = (
+                    p.metadata.name.clone(),
+                    p.spec.and_then(|s| s.node_name).is_some(),
+                )
+            {
+                bound.lock().await.entry(name).or_insert_with(Instant::now);
+            }
+        }
+    })
+}
+
 /// The API's ceiling for bindings over this transport: create `n` pods nobody schedules,
 /// then bind them from here as fast as `creators` concurrent requests allow.
 async fn ceiling(
@@ -604,8 +627,11 @@ async fn ceiling(
             &serde_json::from_value(serde_json::json!({"metadata": {"name": ns}}))?,
         )
         .await;
-    create_pods(client, ns, "blast-", "nobody", n, creators, None).await?;
     let api: Api<Pod> = Api::namespaced(client.clone(), ns);
+    // The same watch as the scenario's, started as early (before the pods exist), so the
+    // harness loads the API alike in both runs.
+    let watch = bind_watch(api.clone(), Arc::default());
+    create_pods(client, ns, "blast-", "nobody", n, creators, None).await?;
     let sem = Arc::new(tokio::sync::Semaphore::new(creators.max(1)));
     let start = Instant::now();
     let mut tasks = Vec::with_capacity(n);
@@ -623,7 +649,9 @@ async fn ceiling(
     for t in tasks {
         ok += usize::from(t.await.unwrap_or(false));
     }
-    Ok(ok as f64 / start.elapsed().as_secs_f64())
+    let rate = ok as f64 / start.elapsed().as_secs_f64();
+    watch.abort();
+    Ok(rate)
 }
 
 pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
@@ -643,28 +671,7 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
     let created: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
     let bound: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
     let pods_api: Api<Pod> = Api::namespaced(client.clone(), "default");
-    let w_bound = bound.clone();
-    let wc = watcher::Config::default().labels("magma-procs=1");
-    let watch_task = tokio::spawn({
-        let api = pods_api.clone();
-        async move {
-            let mut s = watcher::watcher(api, wc).boxed();
-            while let Some(ev) = s.next().await {
-                if let Ok(Event::Apply(p) | Event::InitApply(p)) = ev
-                    && let (Some(name), true) = (
-                        p.metadata.name.clone(),
-                        p.spec.and_then(|s| s.node_name).is_some(),
-                    )
-                {
-                    w_bound
-                        .lock()
-                        .await
-                        .entry(name)
-                        .or_insert_with(Instant::now);
-                }
-            }
-        }
-    });
+    let watch_task = bind_watch(pods_api.clone(), bound.clone());
 
     let mut requests_before = sim_records(&client, "requests").await?.len();
     let mut connections_before = sim_connections(&client).await;
