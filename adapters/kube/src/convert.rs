@@ -1,9 +1,10 @@
 //! API objects → engine inputs. The adapter keeps no copy of the objects it watches: each
-//! event is converted here (pods and nodes from their scheduling view, [`crate::slim`]) into the engine's compact string model (`PodInput`, `NodeInput`,
-//! `NamespaceInput`, the storage inputs) and the API object is dropped. Validation of
-//! quantities, operators, selectors, spread constraints and binding modes happens in the
-//! engine's compile step, which reports errors back as intents; here an object is only refused
-//! when it cannot be identified (no name or UID). Nothing here panics on an odd object: absent
+//! event is converted here (pods and nodes from their scheduling view, [`crate::slim`]) into
+//! the engine's compact string model (`PodInput`, `NodeInput`, `NamespaceInput`, the storage
+//! inputs) and the API object is dropped. Validation of quantities, operators, selectors,
+//! spread constraints and binding modes happens in the engine's compile step, which reports
+//! errors back as intents; here an object is only refused when it cannot be identified (no
+//! name or UID). Nothing here panics on an odd object: absent
 //! fields map to the API's defaults.
 //!
 //! Owns the field mapping only; touches nothing else.
