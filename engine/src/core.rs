@@ -246,7 +246,6 @@ impl Core {
         }
     }
 
-    /// Schedule within a NodeShard (`--scheduler-sharding-mode` soft or hard).
     /// At most `n` pods handed off or binding at once (backpressure from the bind executor:
     /// the adapter's bind queue holds at least this many, so handing the engine's intents on
     /// never waits; see `EngineOptions::max_binds_in_flight`).
@@ -255,6 +254,7 @@ impl Core {
         self
     }
 
+    /// Schedule within a NodeShard (`--scheduler-sharding-mode` soft or hard).
     pub fn with_sharding(mut self, opts: ShardingOptions) -> Core {
         if opts.mode != ShardingMode::None {
             let (sharding, view) = Sharding::new(opts, self.leading);

@@ -7,12 +7,10 @@ use kube::api::{Api, ListParams};
 use kube_sim::{Sim, SimConfig, SimHandle};
 use magma_kube::process::client_for;
 
+mod common;
+
 async fn client(sim: &SimHandle) -> kube::Client {
-    let kc = kube::config::Kubeconfig::from_yaml(&sim.kubeconfig_yaml()).unwrap();
-    let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default())
-        .await
-        .unwrap();
-    client_for(&cfg).unwrap()
+    client_for(&common::client_config(sim).await).unwrap()
 }
 
 fn protocols(sim: &SimHandle) -> Vec<&'static str> {

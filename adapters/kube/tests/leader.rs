@@ -12,6 +12,8 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+mod common;
+
 const NS: &str = "volcano-system";
 const NAME: &str = "agent-scheduler";
 
@@ -50,18 +52,13 @@ fn lease_requests(sim: &SimHandle, who: &str, verb: &str) -> usize {
 
 /// Waits until `who` has made at least `n` `verb` requests on the Lease.
 async fn lease_requests_reach(sim: &SimHandle, who: &str, verb: &str, n: usize) {
-    let end = Instant::now() + Duration::from_secs(10);
-    loop {
-        let seen = lease_requests(sim, who, verb);
-        if seen >= n {
-            return;
-        }
-        assert!(
-            Instant::now() < end,
-            "{who} made {seen} {verb} requests on the Lease, waited for {n}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    common::wait_for(
+        &format!("{n} {verb} requests by {who} on the Lease"),
+        Duration::from_secs(10),
+        || (lease_requests(sim, who, verb) >= n).then_some(()),
+        || format!("{}", lease_requests(sim, who, verb)),
+    )
+    .await
 }
 
 /// `who`'s writes to the Lease so far.
@@ -150,11 +147,13 @@ async fn single_elector_acquires_and_writes_the_client_go_record() {
             .iter()
             .any(|w| w.resource == "leases" && w.verb == "update" && w.code == 200)
     };
-    let end = Instant::now() + Duration::from_secs(3);
-    while !renewed(&sim) {
-        assert!(Instant::now() < end, "a never renewed: {:?}", sim.writes());
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    common::wait_for(
+        "a to renew",
+        Duration::from_secs(3),
+        || renewed(&sim).then_some(()),
+        || format!("{:?}", sim.writes()),
+    )
+    .await;
     let later = spec(&api).await;
     assert_eq!(holder(&later), "a");
     assert!(later.renew_time > first.renew_time, "the leader renews");

@@ -530,21 +530,8 @@ impl State {
         Ok(self.commit(def, new, EventType::Modified))
     }
 
-    /// PATCH of the main resource or its status. Server-side apply creates a missing object.
-    #[allow(dead_code)]
-    pub fn patch(
-        &mut self,
-        def: &ResourceDef,
-        ns: &str,
-        name: &str,
-        kind: PatchKind,
-        body: &Value,
-        part: Part,
-    ) -> Result<Arc<Stored>, ApiError> {
-        self.patch_by(def, ns, name, kind, body, part, None)
-    }
-
-    /// PATCH by `manager` (recorded in `metadata.managedFields`).
+    /// PATCH of the main resource or its status by `manager` (recorded in
+    /// `metadata.managedFields`). Server-side apply creates a missing object.
     #[allow(clippy::too_many_arguments)]
     pub fn patch_by(
         &mut self,
@@ -559,8 +546,7 @@ impl State {
         let applied = (kind == PatchKind::Apply).then_some(body);
         let old = match self.get(def, ns, name) {
             Ok(o) => o,
-            Err(e) if kind == PatchKind::Apply && part == Part::Main => {
-                let _ = e;
+            Err(_) if kind == PatchKind::Apply && part == Part::Main => {
                 let mut obj = body.clone();
                 meta::metadata_mut(&mut obj).insert("name".into(), json!(name));
                 return self.create_by(def, def.namespaced.then_some(ns), obj, manager, applied);
