@@ -11,12 +11,36 @@
 //!    (score, random tie-break): the per-worker random key makes concurrent workers spread over
 //!    equally good nodes instead of colliding on the first one.
 //! 4. Of those, nodes whose bind version moved since the snapshot (claimed by an in-flight
-//!    result not yet published) are tried last; the first `K` become the candidates.
+//!    result not yet published) are tried last; the first `K` become the candidates. Which
+//!    fallbacks may be offered at all depends on the scoring (packing or spreading) and, when
+//!    packing, on the [`Backlog`] behind the decision (below, "Fallbacks").
 //! 5. No feasible node: every node is explained (`Filters::explain`) and the reasons are
 //!    counted for upstream's `0/N nodes are unavailable: ...` message.
 //!
 //! Runs on worker threads: no locks, no hashing, and no allocation in steady state (all buffers
 //! live in [`Scratch`]); the only shared writes are the worker's own counters.
+//!
+//! Fallbacks (issue 14, placement under bursts). A fallback is what a pod gets when its best node
+//! was claimed by a concurrent decision. Spreading (the default weights): the claimed node got
+//! worse, a near-equal node is the right call, and a fallback must score within
+//! [`CANDIDATE_SCORE_GAP_PCT`] of the best. Packing (`mostrequested` outweighs
+//! `leastrequested`): the claimed node got *better*, and falling back to an empty node opens a
+//! bin one sequential worker would not have. Whether that costs a node depends on what follows:
+//!
+//! - **Strict** packing (few pods wait): a fallback is never an empty node (the pod is re-decided
+//!   on the next snapshot instead, an urgent retry), and empty nodes tie by slot, so concurrent
+//!   decisions open the same new bin. Ten 4-CPU nodes and eight 1-CPU pods use two nodes at any
+//!   worker count.
+//! - **Open** packing: while at least `in_flight × pods_per_bin` pods wait behind the decisions in
+//!   flight, every bin those decisions may open concurrently (at most one each) is filled by the
+//!   pods behind them, fullest first, so opening one costs no node; fallbacks are offered as when
+//!   spreading and empty nodes tie at random, which keeps concurrent decisions apart. Bursts of
+//!   thousands of pods keep the throughput of unconstrained fallbacks (re-deciding every lost
+//!   claim cost 20–36 % of it at 4–8 workers) and still place within 0.5 % of one worker
+//!   (BENCHMARKS.md, "Placement quality under bursts").
+//!   `pods_per_bin` is how many pods like this one an empty node like the first feasible one
+//!   holds; the backlog is the driver's, published after every flush (advisory: it steers
+//!   placement only, never what a claim proves).
 
 use crate::binder::{BindVersions, Candidate};
 use crate::event::{self, Events};
@@ -32,6 +56,24 @@ use std::sync::Arc;
 /// How far below the best node's score (in percent of the highest possible total) a fallback
 /// candidate may be. Measured in BENCHMARKS.md ("Placement quality under bursts").
 pub const CANDIDATE_SCORE_GAP_PCT: i64 = 2;
+
+/// The pods behind a decision, as the driver last published them (`worker::Shared::backlog`):
+/// packing opens new bins only while enough of them wait to fill them (module doc, "Fallbacks").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Backlog {
+    /// Pods in activeQ, not yet handed off.
+    pub waiting: usize,
+    /// Pods handed off or being decided: each decision opens at most one bin.
+    pub in_flight: usize,
+}
+
+impl Backlog {
+    /// Whether enough pods wait to fill every bin the decisions in flight may open, each holding
+    /// `pods_per_bin` pods.
+    fn fills(self, pods_per_bin: usize) -> bool {
+        self.waiting > 0 && self.waiting >= self.in_flight.max(1).saturating_mul(pods_per_bin)
+    }
+}
 
 /// Reusable per-worker buffers.
 pub struct Scratch {
@@ -106,14 +148,11 @@ pub fn allocate(
     pod: &CompiledPod,
     volumes: Option<&PodVolumes>,
     versions: &BindVersions,
+    backlog: Backlog,
     s: &mut Scratch,
 ) -> Decision {
     let profile = &*snap.profile;
-    // Packing (binpack weights): a node another worker just claimed got *better* for this pod,
-    // so falling back to an empty node opens a bin one sequential worker would not have: such a
-    // fallback is never offered (the pod is re-decided on the next snapshot instead), and
-    // workers agree on ties (lowest slot first) instead of each opening a random empty node.
-    // Spreading: a claimed node got worse, and a near-equal fallback is the right call.
+    // Packing or spreading decides which fallbacks are offered (module doc, "Fallbacks").
     let packing = profile.weights.most_allocated > profile.weights.least_allocated;
     let k = profile.candidate_node_count.max(1);
     s.feasible.clear();
@@ -186,15 +225,17 @@ pub fn allocate(
         return Decision::Unschedulable(explain_all(snap, pod, volumes));
     }
     filters.reads(&mut s.reads);
+    // Strict packing (module doc): no fallback to an empty node, and empty nodes tie by slot.
+    let strict = packing && !backlog.fills(pods_per_bin(snap, s.feasible[0].0, pod));
     // Keep the best 2K by (score, random key).
     let keep = (2 * k).min(s.feasible.len());
     s.best.clear();
     for idx in 0..s.feasible.len() {
         let (slot, raw) = s.feasible[idx];
         let score = scores.finish(&raw, &ranges);
-        // Packing: empty nodes tie deterministically (lowest slot first), so concurrent
+        // Strict packing: empty nodes tie deterministically (lowest slot first), so concurrent
         // decisions open the same new bin rather than one each.
-        let key = if packing && is_empty(snap, slot) {
+        let key = if strict && is_empty(snap, slot) {
             u64::MAX - u64::from(slot)
         } else {
             s.next_rand()
@@ -214,10 +255,13 @@ pub fn allocate(
     // Spreading: a fallback must be nearly as good as the best: a node that loses more than
     // `CANDIDATE_SCORE_GAP_PCT` of the highest possible total is not offered, so losing the best
     // node to a concurrent claim means re-deciding on the next snapshot (an urgent retry)
-    // rather than settling for a much worse node. Packing: any node already in use will do,
-    // an empty one never (above).
-    let floor =
-        s.best[0].0 - profile.weights.max_total() * MAX_NODE_SCORE * CANDIDATE_SCORE_GAP_PCT / 100;
+    // rather than settling for a much worse node. Strict packing: any node already in use will
+    // do, an empty one never. Open packing: any node (the backlog fills what it opens).
+    let floor = if packing {
+        i64::MIN
+    } else {
+        s.best[0].0 - profile.weights.max_total() * MAX_NODE_SCORE * CANDIDATE_SCORE_GAP_PCT / 100
+    };
     let best_slot = s.best[0].2;
     // Current nodes first, then those already claimed by results not yet in the snapshot.
     for pass in [true, false] {
@@ -225,13 +269,7 @@ pub fn allocate(
             if s.candidates.len() == k {
                 break;
             }
-            if slot != best_slot
-                && if packing {
-                    is_empty(snap, slot)
-                } else {
-                    score < floor
-                }
-            {
+            if slot != best_slot && (score < floor || (strict && is_empty(snap, slot))) {
                 continue;
             }
             let version = snap.version(slot as usize);
@@ -246,6 +284,21 @@ pub fn allocate(
         }
     }
     Decision::Candidates
+}
+
+/// How many pods like `pod` an empty node like `slot` holds (its allocatable over the pod's
+/// requests, the pod count included). Once per decision, never per node.
+fn pods_per_bin(snap: &Snapshot, slot: u32, pod: &CompiledPod) -> usize {
+    let (chunk, i) = (
+        snap.arena.chunk(slot as usize / CHUNK),
+        slot as usize % CHUNK,
+    );
+    pod.requests
+        .iter()
+        .filter(|&&(_, q)| q > 0)
+        .map(|&(r, q)| usize::try_from(chunk.alloc(r, i) / q).unwrap_or(0))
+        .min()
+        .unwrap_or(usize::MAX)
 }
 
 /// No pod is counted on the node in this snapshot.

@@ -11,7 +11,7 @@
 //! backoffQ, unschedulable pool, in flight (hand-off or worker), binding — until the bind
 //! succeeds or the pod is deleted. [`Core::audit`] checks this and the capacity invariant.
 
-use crate::allocate::failure_message;
+use crate::allocate::{Backlog, failure_message};
 use crate::cache::{Cache, CacheError};
 use crate::clock::Nanos;
 use crate::conf::Profile;
@@ -696,7 +696,12 @@ impl Core {
         }
         self.queue.flush_unschedulable(now);
         self.pump(now);
-        self.stats.set_queue_depths(self.queue.depths());
+        let d = self.queue.depths();
+        self.shared.set_backlog(Backlog {
+            waiting: d.active,
+            in_flight: d.in_flight,
+        });
+        self.stats.set_queue_depths(d);
         let shard_deadline = self.shard_status(now);
         [self.queue.next_deadline(), shard_deadline]
             .into_iter()

@@ -13,7 +13,7 @@
 //! uses that bound to decide when a removed node's slot may be reused, and (sharding) when no
 //! worker still schedules against an older node set.
 
-use crate::allocate::{Decision, FailureSummary, Scratch, allocate};
+use crate::allocate::{Backlog, Decision, FailureSummary, Scratch, allocate};
 use crate::binder::{BindVersions, Candidate};
 use crate::clock::{Clock, Nanos};
 use crate::model::CompiledPod;
@@ -24,6 +24,7 @@ use crate::sync::{AtomicBool, AtomicU64, Ordering, Published};
 use crate::volumes::PodVolumes;
 use crossbeam_utils::CachePadded;
 use std::sync::Arc;
+use std::sync::atomic;
 
 /// Epoch value of a worker that holds no snapshot.
 pub const IDLE: u64 = u64::MAX;
@@ -88,6 +89,11 @@ pub struct Shared {
     /// `false` while not leading: workers stop claiming at once.
     leading: AtomicBool,
     stop: AtomicBool,
+    /// The driver's backlog after its last flush, `waiting << 32 | in_flight` (each saturated at
+    /// `u32::MAX`), one word so a worker reads a consistent pair. Advisory: it steers placement
+    /// (`allocate::Backlog`), never what a claim proves, so `Relaxed` suffices, and it is a std
+    /// atomic even under loom: no model's outcome may depend on it.
+    backlog: std::sync::atomic::AtomicU64,
 }
 
 impl Shared {
@@ -101,6 +107,7 @@ impl Shared {
                 .collect(),
             leading: AtomicBool::new(true),
             stop: AtomicBool::new(false),
+            backlog: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -169,6 +176,28 @@ impl Shared {
 
     pub fn set_leading(&self, leading: bool) {
         self.leading.store(leading, Ordering::Release);
+    }
+
+    /// Publish the queue's backlog (driver only, after each flush).
+    pub fn set_backlog(&self, b: Backlog) {
+        let sat = |n: usize| {
+            u64::try_from(n)
+                .unwrap_or(u64::MAX)
+                .min(u64::from(u32::MAX))
+        };
+        self.backlog.store(
+            sat(b.waiting) << 32 | sat(b.in_flight),
+            atomic::Ordering::Relaxed,
+        );
+    }
+
+    /// The backlog as the driver last published it.
+    pub fn backlog(&self) -> Backlog {
+        let w = self.backlog.load(atomic::Ordering::Relaxed);
+        Backlog {
+            waiting: (w >> 32) as usize,
+            in_flight: (w & u64::from(u32::MAX)) as usize,
+        }
     }
 
     /// Ask the worker loops to exit.
@@ -308,6 +337,7 @@ impl Worker {
                 &task.pod,
                 volumes,
                 &shared.versions,
+                shared.backlog(),
                 &mut self.scratch,
             ) {
                 Decision::Candidates => {

@@ -10,7 +10,7 @@
 //! - `claim/*`: `BindVersions::try_claim`, succeeding and conflicting.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use magma_engine::allocate::{Decision, Scratch, allocate};
+use magma_engine::allocate::{Backlog, Decision, Scratch, allocate};
 use magma_engine::binder::BindVersions;
 use magma_engine::cache::Cache;
 use magma_engine::conf::{Profile, Sampling};
@@ -76,7 +76,14 @@ fn bench_allocate(c: &mut Criterion) {
         g.throughput(Throughput::Elements(sampling.nodes_to_find(scanned) as u64));
         g.bench_function(name, |b| {
             b.iter(|| {
-                let d = allocate(&snap, black_box(&p), None, &versions, &mut scratch);
+                let d = allocate(
+                    &snap,
+                    black_box(&p),
+                    None,
+                    &versions,
+                    Backlog::default(),
+                    &mut scratch,
+                );
                 debug_assert_eq!(d, Decision::Candidates);
                 black_box(d)
             })

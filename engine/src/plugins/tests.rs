@@ -1,6 +1,6 @@
 //! Plugin tables: pods × nodes against Kubernetes semantics, through a real cache snapshot.
 
-use crate::allocate::{Decision, Scratch, allocate, failure_message};
+use crate::allocate::{Backlog, Decision, Scratch, allocate, failure_message};
 use crate::binder::BindVersions;
 use crate::cache::Cache;
 use crate::conf::Profile;
@@ -94,10 +94,14 @@ impl World {
     }
     /// Names of the candidates allocate picks, best first, or the failure message.
     fn allocate(&mut self, p: &PodInput) -> Result<Vec<String>, String> {
+        self.allocate_behind(p, Backlog::default())
+    }
+    /// [`World::allocate`] with `backlog` behind the decision.
+    fn allocate_behind(&mut self, p: &PodInput, backlog: Backlog) -> Result<Vec<String>, String> {
         let cp = self.compile(p);
         let s = self.snap();
         let mut scratch = Scratch::new(1);
-        match allocate(&s, &cp, None, self.cache.versions(), &mut scratch) {
+        match allocate(&s, &cp, None, self.cache.versions(), backlog, &mut scratch) {
             Decision::Candidates => Ok(scratch
                 .candidates
                 .iter()
@@ -489,6 +493,35 @@ fn preferred_affinity_and_prefer_no_schedule_taints_steer() {
     assert_eq!(w.allocate(&p).unwrap(), ["a"], "without b: a over c");
 }
 
+/// Packing offers an empty node as a fallback only while the backlog fills every bin the
+/// decisions in flight may open (`allocate`, "Fallbacks"): here 8 in flight, 4 pods of 1 CPU per
+/// 4-CPU node, so 32 waiting pods; a pod that requests no CPU or memory fills a bin at 110 (the
+/// pod count).
+#[test]
+fn packing_falls_back_to_an_empty_node_only_with_a_backlog_to_fill_it() {
+    let binpack = Profile::parse(
+        "actions: allocate\ntiers:\n- plugins:\n  - name: predicates\n  - name: nodeorder\n    arguments:\n      mostrequested.weight: 10\n",
+        Default::default(),
+    )
+    .unwrap();
+    let mut w = World::with_profile(binpack);
+    w.node(node("used", "4", "8Gi"))
+        .node(node("e0", "4", "8Gi"))
+        .node(node("e1", "4", "8Gi"));
+    w.bind(&pod("x", "1", "1Gi"), "used");
+    let p = pod("p", "1", "1Gi");
+    let behind = |waiting, in_flight| Backlog { waiting, in_flight };
+    assert_eq!(w.allocate(&p).unwrap(), ["used"], "nothing waits");
+    assert_eq!(w.allocate_behind(&p, behind(31, 8)).unwrap(), ["used"]);
+    let got = w.allocate_behind(&p, behind(32, 8)).unwrap();
+    assert_eq!(got.len(), 3, "{got:?}");
+    assert_eq!(got[0], "used");
+    // No CPU or memory requested: a bin holds 110 such pods.
+    let tiny = pod("t", "", "");
+    assert_eq!(w.allocate_behind(&tiny, behind(879, 8)).unwrap(), ["used"]);
+    assert_eq!(w.allocate_behind(&tiny, behind(880, 8)).unwrap().len(), 3);
+}
+
 #[test]
 fn balanced_allocation_formula() {
     let mut w = World::new();
@@ -575,13 +608,27 @@ fn sampling_stops_at_the_upstream_count() {
     let p = w.compile(&pod("p", "100m", "100Mi"));
     let mut scratch = Scratch::new(7);
     assert_eq!(
-        allocate(&s, &p, None, w.cache.versions(), &mut scratch),
+        allocate(
+            &s,
+            &p,
+            None,
+            w.cache.versions(),
+            Backlog::default(),
+            &mut scratch
+        ),
         Decision::Candidates
     );
     assert_eq!(scratch.candidates.len(), 3);
     // 1000 nodes → 420 feasible nodes are examined; the rotating start moves past them.
     let first: Vec<u32> = scratch.candidates.iter().map(|c| c.slot).collect();
-    allocate(&s, &p, None, w.cache.versions(), &mut scratch);
+    allocate(
+        &s,
+        &p,
+        None,
+        w.cache.versions(),
+        Backlog::default(),
+        &mut scratch,
+    );
     let second: Vec<u32> = scratch.candidates.iter().map(|c| c.slot).collect();
     assert_ne!(
         first, second,
@@ -759,7 +806,7 @@ mod chain_agreement {
                 }
                 // And allocate agrees: a node that fits is found (every node is scanned).
                 let mut scratch = Scratch::new(3);
-                let d = allocate(&s, &cp, None, w.cache.versions(), &mut scratch);
+                let d = allocate(&s, &cp, None, w.cache.versions(), Backlog::default(), &mut scratch);
                 prop_assert_eq!(d == Decision::Candidates, any_fits);
             }
         }
