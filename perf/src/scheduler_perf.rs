@@ -44,6 +44,7 @@ use anyhow::Context;
 use config::{ConfigFile, Unsupported};
 use executor::{ChurnStat, Executor, Measurement};
 use kube_sim::{Sim, SimConfig};
+use magma_kube::app::RunSummary;
 use serde::Serialize;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -133,6 +134,10 @@ pub struct WorkloadReport {
     /// Status writes (conditions, events) the in-process scheduler shed over its
     /// `event_qps` budget (`magma_events_dropped_total`); `None` without an in-process one.
     pub status_writes_shed: Option<u64>,
+    /// Of those, conditions (`PodScheduled=False` + FailedScheduling): a pod left without one.
+    pub conditions_dropped: Option<u64>,
+    /// Condition writes replaced by a newer one for the same pod or cancelled by its binding.
+    pub condition_writes_coalesced: Option<u64>,
     pub error: Option<String>,
     pub duration_s: f64,
 }
@@ -208,8 +213,15 @@ impl Report {
                 );
             }
             if let Some(n) = w.status_writes_shed.filter(|n| *n > 0) {
+                let c = w.conditions_dropped.unwrap_or(0);
                 println!(
-                    "    the scheduler shed {n} status writes (conditions/events) over its --event-qps budget"
+                    "    the scheduler shed {n} status writes over its --event-qps budget ({} Scheduled events, {c} conditions)",
+                    n - c
+                );
+            }
+            if let Some(n) = w.condition_writes_coalesced.filter(|n| *n > 0) {
+                println!(
+                    "    {n} condition writes were replaced by a newer one for the same pod or cancelled by its binding"
                 );
             }
             if let Some(e) = &w.error {
@@ -306,6 +318,8 @@ pub async fn run(opts: &Options) -> anyhow::Result<Report> {
             measurements: Vec::new(),
             churn: Vec::new(),
             status_writes_shed: None,
+            conditions_dropped: None,
+            condition_writes_coalesced: None,
             error: None,
             duration_s: 0.0,
         };
@@ -326,8 +340,10 @@ pub async fn run(opts: &Options) -> anyhow::Result<Report> {
                     wr.status = Status::Checked;
                 } else {
                     eprintln!("scheduler-perf: running {}", wr.name);
-                    let (outcome, shed) = run_workload(opts, &wr.name, &ops).await;
-                    wr.status_writes_shed = shed;
+                    let (outcome, summary) = run_workload(opts, &wr.name, &ops).await;
+                    wr.status_writes_shed = summary.as_ref().map(|s| s.status_dropped);
+                    wr.conditions_dropped = summary.as_ref().map(|s| s.conditions_dropped);
+                    wr.condition_writes_coalesced = summary.map(|s| s.conditions_coalesced);
                     match outcome {
                         Ok((measurements, churn)) => {
                             wr.measurements = measurements;
@@ -399,8 +415,12 @@ async fn start_scheduler(
 
 type Outcome = anyhow::Result<(Vec<Measurement>, Vec<ChurnStat>)>;
 
-/// Runs the ops; also returns the in-process scheduler's shed status writes.
-async fn run_workload(opts: &Options, name: &str, ops: &[config::Op]) -> (Outcome, Option<u64>) {
+/// Runs the ops; also returns the in-process scheduler's run summary (its status writes).
+async fn run_workload(
+    opts: &Options,
+    name: &str,
+    ops: &[config::Op],
+) -> (Outcome, Option<RunSummary>) {
     let mut shed = None;
     let r = run_workload_inner(opts, name, ops, &mut shed).await;
     (r, shed)
@@ -410,7 +430,7 @@ async fn run_workload_inner(
     opts: &Options,
     name: &str,
     ops: &[config::Op],
-    shed: &mut Option<u64>,
+    shed: &mut Option<RunSummary>,
 ) -> Outcome {
     let (sim, kubeconfig) = match &opts.kubeconfig {
         Some(p) => (
@@ -458,7 +478,7 @@ async fn run_workload_inner(
     if let Some(sched) = scheduler
         && let Ok(summary) = sched.stop().await
     {
-        *shed = Some(summary.status_dropped);
+        *shed = Some(summary);
     }
     if let Some(sim) = sim {
         sim.shutdown().await;

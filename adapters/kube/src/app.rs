@@ -165,7 +165,13 @@ pub fn handover_hold(bind_timeout: Duration) -> Duration {
 #[derive(Debug, Clone, Default)]
 pub struct RunSummary {
     pub binds_sent: u64,
+    /// Status writes dropped, both lanes (`magma_events_dropped_total`).
     pub status_dropped: u64,
+    /// Of those, condition + FailedScheduling writes (the Failed lane was full).
+    pub conditions_dropped: u64,
+    /// Condition writes replaced or cancelled before they were sent
+    /// (`magma_status_writes_coalesced_total`).
+    pub conditions_coalesced: u64,
 }
 
 /// What tests and the benchmark may observe of a running scheduler (cheap to clone).
@@ -552,6 +558,8 @@ async fn shut_down(
     Ok(RunSummary {
         binds_sent: binds_sent.load(Ordering::Relaxed),
         status_dropped: sink.dropped(),
+        conditions_dropped: sink.counters().failed_scheduling.load(Ordering::Relaxed),
+        conditions_coalesced: sink.counters().coalesced.load(Ordering::Relaxed),
     })
 }
 

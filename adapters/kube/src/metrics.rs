@@ -27,6 +27,7 @@
 //! | `magma_shard_status_writes_total{result}` (ok, conflict, error) | counter | | [`Metrics::observe_shard_write`] |
 //! | `magma_config_reload_total{result}` (ok, rejected) | counter | | [`Metrics::observe_config_reload`] |
 //! | `magma_events_dropped_total{reason}` (Scheduled, FailedScheduling) | counter | | [`Metrics::event_drops`], the status lanes |
+//! | `magma_status_writes_coalesced_total` | counter | | [`Metrics::event_drops`], the Failed lane (a pod's queued write replaced or cancelled) |
 
 use magma_engine::queue::QueueDepths;
 use magma_engine::stats::StatsSnapshot;
@@ -513,6 +514,19 @@ impl Collector for Shared {
                 m.encode_family(&[("reason", r)])?
                     .encode_counter::<NoLabelSet, _, u64>(&c.load(Relaxed), None)?;
             }
+        }
+        {
+            let mut m = enc.encode_descriptor(
+                "magma_status_writes_coalesced",
+                "Condition and FailedScheduling writes replaced by a newer one for the same pod, \
+                 or cancelled by its binding, before they were sent",
+                None,
+                MetricType::Counter,
+            )?;
+            m.encode_counter::<NoLabelSet, _, u64>(
+                &self.event_drops.coalesced.load(Relaxed),
+                None,
+            )?;
         }
         {
             let mut m = enc.encode_descriptor(

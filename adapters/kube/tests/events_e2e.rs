@@ -82,3 +82,69 @@ fn conditions_never_wait_behind_scheduled_events() {
         0
     );
 }
+
+fn node_yaml(name: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: {name}\nstatus:\n  capacity:\n    cpu: \"4\"\n    memory: 32Gi\n    pods: \"110\"\n  allocatable:\n    cpu: \"4\"\n    memory: 32Gi\n    pods: \"110\"\n  conditions:\n  - type: Ready\n    status: \"True\"\n"
+    )
+}
+
+/// The pod's `PodScheduled` condition message, if it has one.
+fn condition_message(sim: &SimProc, pod: &str) -> Option<String> {
+    let p = sim.kubectl_json(&["get", "pod", pod]);
+    p["status"]["conditions"].as_array().and_then(|cs| {
+        cs.iter()
+            .find(|c| c["type"] == "PodScheduled")
+            .and_then(|c| c["message"].as_str().map(str::to_owned))
+    })
+}
+
+/// A pod retried while its condition waits for the budget gets one write with its latest
+/// message, not one per attempt: on a budget of one write per 5 s, every added node changes the message
+/// (`0/N nodes`), the queued write is replaced each time (`magma_status_writes_coalesced_total`),
+/// and the condition ends with the last count. None is dropped.
+#[test]
+fn a_pods_queued_condition_is_replaced_by_its_latest_message() {
+    let dir = procs::tmpdir("events-coalesce");
+    let sim = SimProc::start(&dir, 2, &[]);
+    let mx = free_port();
+    let _s = start_scheduler(
+        &dir,
+        &sim,
+        "agent-scheduler",
+        &[
+            "--enable-metrics",
+            &format!("--listen-address=127.0.0.1:{mx}"),
+            "--event-qps=0.2",
+            "--event-burst=1",
+        ],
+    );
+    let (ok, out) = sim.kubectl(&["create", "-f", "-"], Some(&pods_yaml("huge", 1, "100")));
+    assert!(ok, "{out}");
+    wait_until("huge-0's first condition", WAIT, || {
+        condition_message(&sim, "huge-0").is_some()
+    });
+    const ADDED: usize = 12;
+    for i in 0..ADDED {
+        let (ok, out) = sim.kubectl(
+            &["create", "-f", "-"],
+            Some(&node_yaml(&format!("added-{i}"))),
+        );
+        assert!(ok, "{out}");
+    }
+    let last = format!("0/{} nodes are unavailable", 2 + ADDED);
+    wait_until("the condition names every node", WAIT, || {
+        condition_message(&sim, "huge-0").is_some_and(|m| m.starts_with(&last))
+    });
+    assert!(metric(mx, "magma_status_writes_coalesced_total") > 0);
+    assert_eq!(
+        metric(
+            mx,
+            "magma_events_dropped_total{reason=\"FailedScheduling\"}"
+        ),
+        0
+    );
+    // One write per 5 s: far fewer FailedScheduling events than attempts.
+    let failed = events_with_reason(&sim, "FailedScheduling");
+    assert!(failed < 1 + ADDED, "{failed} FailedScheduling events");
+}
