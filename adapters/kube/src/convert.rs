@@ -9,7 +9,7 @@
 //!
 //! Owns the field mapping only; touches nothing else.
 
-use crate::slim::{Container, Node, Pod, PodSpec};
+use crate::slim::{Container, ContainerStatus, Node, Pod, PodSpec, PodStatus};
 use k8s_openapi::api::core::v1::{
     Namespace, NodeSelectorRequirement, NodeSelectorTerm, PersistentVolume, PersistentVolumeClaim,
     PodAffinityTerm, Toleration, TopologySelectorTerm, TopologySpreadConstraint,
@@ -19,8 +19,8 @@ use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use magma_engine::model::{
-    ContainerInput, LabelSelectorInput, NamespaceInput, NodeAffinityInput, NodeInput,
-    PodAffinityInput, PodAffinityTermInput, PodInput, PodPhase, PortInput,
+    ContainerInput, ContainerStatusInput, LabelSelectorInput, NamespaceInput, NodeAffinityInput,
+    NodeInput, PodAffinityInput, PodAffinityTermInput, PodInput, PodPhase, PortInput,
     SelectorRequirementInput, SelectorTermInput, TaintInput, TolerationInput, TopologySpreadInput,
 };
 use magma_engine::volumes::{CsiNodeInput, PodVolumeInput, PvInput, PvcInput, StorageClassInput};
@@ -34,8 +34,21 @@ fn resources(map: Option<&BTreeMap<String, Quantity>>) -> Vec<(String, String)> 
         .unwrap_or_default()
 }
 
-fn container(c: &Container, init: bool) -> ContainerInput {
+/// A container, with its status when in-place resize applies to it (a regular container or a
+/// sidecar whose status reports `resources`: `resourcehelper.AggregateContainerRequests`).
+fn container(c: &Container, init: bool, statuses: Option<&Vec<ContainerStatus>>) -> ContainerInput {
     let r = c.resources.as_ref();
+    let restartable = init && c.restart_policy.as_deref() == Some("Always");
+    let status = (!init || restartable)
+        .then(|| statuses?.iter().find(|s| s.name == c.name))
+        .flatten()
+        .and_then(|s| {
+            let actuated = s.resources.as_ref()?;
+            Some(ContainerStatusInput {
+                requests: resources(actuated.requests.as_ref()),
+                allocated: resources(s.allocated_resources.as_ref()),
+            })
+        });
     ContainerInput {
         requests: resources(r.and_then(|r| r.requests.as_ref())),
         limits: resources(r.and_then(|r| r.limits.as_ref())),
@@ -49,8 +62,17 @@ fn container(c: &Container, init: bool) -> ContainerInput {
                 host_ip: p.host_ip.clone().unwrap_or_default(),
             })
             .collect(),
-        restartable: init && c.restart_policy.as_deref() == Some("Always"),
+        restartable,
+        status,
     }
+}
+
+/// The `PodResizePending` condition says `Infeasible` (`resourcehelper.IsPodResizeInfeasible`).
+fn resize_infeasible(status: Option<&PodStatus>) -> bool {
+    status
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.type_ == "PodResizePending"))
+        .is_some_and(|c| c.reason.as_deref() == Some("Infeasible"))
 }
 
 fn requirement(r: &NodeSelectorRequirement) -> SelectorRequirementInput {
@@ -237,11 +259,20 @@ pub fn pod_input(pod: &Pod) -> Option<PodInput> {
             .and_then(|a| a.get(SCHEDULING_PRIORITY_ANNOTATION))
             .cloned(),
         containers: spec
-            .map(|s| s.containers.iter().map(|c| container(c, false)).collect())
+            .map(|s| {
+                let st = status.and_then(|st| st.container_statuses.as_ref());
+                s.containers
+                    .iter()
+                    .map(|c| container(c, false, st))
+                    .collect()
+            })
             .unwrap_or_default(),
         init_containers: spec
             .and_then(|s| s.init_containers.as_ref())
-            .map(|cs| cs.iter().map(|c| container(c, true)).collect())
+            .map(|cs| {
+                let st = status.and_then(|st| st.init_container_statuses.as_ref());
+                cs.iter().map(|c| container(c, true, st)).collect()
+            })
             .unwrap_or_default(),
         overhead: resources(spec.and_then(|s| s.overhead.as_ref())),
         node_selector: pairs(spec.and_then(|s| s.node_selector.as_ref())),
@@ -266,6 +297,7 @@ pub fn pod_input(pod: &Pod) -> Option<PodInput> {
             .unwrap_or_default(),
         terminating: meta.deletion_timestamp.is_some(),
         volumes: spec.map(pod_volumes).unwrap_or_default(),
+        resize_infeasible: resize_infeasible(status),
     })
 }
 
@@ -514,6 +546,69 @@ mod tests {
         assert_eq!(i.nominated_node_name.as_deref(), Some("n1"));
         assert!(is_pending_for(&p, "agent-scheduler"));
         assert!(!is_pending_for(&p, "volcano"));
+    }
+
+    /// In-place resize: a container's status counts when it reports `resources` (regular
+    /// containers and sidecars, matched by name; never a plain init container), and the
+    /// `PodResizePending` reason `Infeasible` is read; the compiled pod then counts
+    /// max(spec, actuated, allocated), or what it holds when infeasible.
+    #[test]
+    fn converts_in_place_resize_status() {
+        let resized = |reason: Option<&str>| {
+            let mut conditions = vec![json!({"type": "PodScheduled", "status": "True"})];
+            if let Some(r) = reason {
+                conditions.push(json!({"type": "PodResizePending", "status": "True", "reason": r}));
+            }
+            pod(json!({
+                "metadata": {"name": "p", "namespace": "ns", "uid": "u1"},
+                "spec": {
+                    "nodeName": "n1",
+                    "containers": [
+                        {"name": "a", "resources": {"requests": {"cpu": "200m"}}},
+                        {"name": "b", "resources": {"requests": {"cpu": "100m"}}}],
+                    "initContainers": [
+                        {"name": "init", "resources": {"requests": {"cpu": "50m"}}},
+                        {"name": "side", "restartPolicy": "Always", "resources": {"requests": {"cpu": "100m"}}}]
+                },
+                "status": {
+                    "phase": "Running",
+                    "conditions": conditions,
+                    "containerStatuses": [
+                        {"name": "b", "image": "x", "ready": true, "restartCount": 0,
+                         "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}},
+                        {"name": "a", "image": "x", "ready": true, "restartCount": 0,
+                         "allocatedResources": {"cpu": "1"},
+                         "resources": {"requests": {"cpu": "1"}, "limits": {"cpu": "2"}}}],
+                    "initContainerStatuses": [
+                        {"name": "init", "image": "x", "ready": false, "restartCount": 0,
+                         "resources": {"requests": {"cpu": "5"}}},
+                        {"name": "side", "image": "x", "ready": true, "restartCount": 0,
+                         "resources": {"requests": {"cpu": "300m"}}}]
+                }
+            }))
+        };
+        let i = pod_input(&resized(None)).unwrap();
+        let st = i.containers[0].status.as_ref().unwrap();
+        assert_eq!(st.requests, [("cpu".to_string(), "1".to_string())]);
+        assert_eq!(st.allocated, [("cpu".to_string(), "1".to_string())]);
+        assert_eq!(i.containers[1].status, None, "b reports no resources");
+        assert_eq!(i.init_containers[0].status, None, "not a sidecar");
+        assert!(i.init_containers[1].status.is_some());
+        assert!(!i.resize_infeasible);
+        let cpu = |i: &PodInput| {
+            let mut reg = magma_engine::model::ResourceRegistry::default();
+            let mut int = magma_engine::model::Interner::default();
+            magma_engine::model::compile_pod(i, &mut int, &mut reg)
+                .unwrap()
+                .request(magma_engine::model::CPU)
+        };
+        // a: max(200m, 1, 1) = 1; b: 100m; side: max(100m, 300m); the init step 50m + 300m.
+        assert_eq!(cpu(&i), 1400);
+        let i = pod_input(&resized(Some("Infeasible"))).unwrap();
+        assert!(i.resize_infeasible);
+        assert_eq!(cpu(&i), 1400, "what it holds, as the spec asks less here");
+        let i = pod_input(&resized(Some("Deferred"))).unwrap();
+        assert!(!i.resize_infeasible);
     }
 
     #[test]

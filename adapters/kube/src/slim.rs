@@ -198,10 +198,13 @@ pub struct PodSpec {
     pub volumes: Option<Vec<Volume>>,
 }
 
-/// A container's requests, limits, host ports and (init containers) restart policy.
+/// A container's name (to find its status), requests, limits, host ports and (init
+/// containers) restart policy.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Container {
+    #[serde(default)]
+    pub name: String,
     pub resources: Option<ResourceRequirements>,
     pub ports: Option<Vec<ContainerPort>>,
     pub restart_policy: Option<String>,
@@ -224,12 +227,43 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<()>, D::Error> {
     Ok(Option::<IgnoredAny>::deserialize(d)?.map(|_| ()))
 }
 
-/// `status` of a [`Pod`]: its phase and the nominated node.
+/// `status` of a [`Pod`]: its phase, the nominated node, and what in-place resize reads (the
+/// containers' actuated and allocated resources, the `PodResizePending` reason). Of the
+/// conditions only type and reason are read; container states, images and probes are skipped.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct PodStatus {
     pub phase: Option<String>,
     pub nominated_node_name: Option<String>,
+    pub conditions: Option<Vec<PodCondition>>,
+    pub container_statuses: Option<Vec<ContainerStatus>>,
+    pub init_container_statuses: Option<Vec<ContainerStatus>>,
+}
+
+/// One pod condition: type and reason.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+pub struct PodCondition {
+    #[serde(rename = "type", default)]
+    pub type_: String,
+    pub reason: Option<String>,
+}
+
+/// A container's status as in-place resize reads it.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainerStatus {
+    #[serde(default)]
+    pub name: String,
+    /// What is actuated (`requests` only is read).
+    pub resources: Option<StatusResources>,
+    /// What the kubelet admitted.
+    pub allocated_resources: Option<BTreeMap<String, Quantity>>,
+}
+
+/// `status.containerStatuses[].resources`: its requests.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+pub struct StatusResources {
+    pub requests: Option<BTreeMap<String, Quantity>>,
 }
 
 /// A node, as the scheduler reads it.

@@ -442,6 +442,21 @@ pub struct ContainerInput {
     pub ports: Vec<PortInput>,
     /// Init containers only: `restartPolicy: Always` (a sidecar).
     pub restartable: bool,
+    /// In-place resize: what the kubelet reports for the container, when its status has
+    /// `resources` (regular containers and sidecars only).
+    pub status: Option<ContainerStatusInput>,
+}
+
+/// A container's status as in-place resize reads it (`resourcehelper.determineContainerReqs`):
+/// while a resize is pending or in progress the pod is counted at the larger of what its spec
+/// asks and what the node has allocated and actuated, so a node is never booked below what its
+/// pods hold; a resize the kubelet found infeasible counts what it holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ContainerStatusInput {
+    /// `status.containerStatuses[].resources.requests`: what is actuated.
+    pub requests: Vec<(String, String)>,
+    /// `status.containerStatuses[].allocatedResources`: what the kubelet admitted.
+    pub allocated: Vec<(String, String)>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -514,6 +529,9 @@ pub struct PodInput {
     pub terminating: bool,
     /// `spec.volumes` that use claims (others need no scheduling).
     pub volumes: Vec<crate::volumes::PodVolumeInput>,
+    /// The `PodResizePending` condition's reason is `Infeasible`: the containers count at their
+    /// status (`ContainerInput::status`), not at their spec.
+    pub resize_infeasible: bool,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -892,6 +910,7 @@ fn container_requests(
     registry: &mut ResourceRegistry,
     side: Side,
     c: &ContainerInput,
+    resize_infeasible: bool,
 ) -> Result<(ResourceList, ResourceList), ModelError> {
     let mut list = parse_list(registry, side, &c.requests)?;
     for (name, q) in &c.limits {
@@ -901,11 +920,30 @@ fn container_requests(
             add_into(&mut list, slot, amount);
         }
     }
+    // In-place resize (`ContainerStatusInput`): max(spec, actuated, allocated), or without the
+    // spec when the resize is infeasible.
+    let from_spec = !(resize_infeasible && c.status.is_some());
+    if let Some(st) = &c.status {
+        let mut held = parse_list(registry, side, &st.requests)?;
+        max_into(&mut held, &parse_list(registry, side, &st.allocated)?);
+        if from_spec {
+            max_into(&mut list, &held);
+        } else {
+            list = held;
+        }
+    }
+    // kube-scheduler's non-zero defaults fill in what no list names.
+    let named = |n: &str| {
+        from_spec && c.requests.iter().any(|(k, _)| k == n)
+            || c.status
+                .as_ref()
+                .is_some_and(|st| st.requests.iter().chain(&st.allocated).any(|(k, _)| k == n))
+    };
     let mut nonzero = list.clone();
-    if get(&list, CPU) == 0 && !c.requests.iter().any(|(n, _)| n == "cpu") {
+    if get(&list, CPU) == 0 && !named("cpu") {
         add_into(&mut nonzero, CPU, DEFAULT_NONZERO_MILLI_CPU);
     }
-    if get(&list, MEMORY) == 0 && !c.requests.iter().any(|(n, _)| n == "memory") {
+    if get(&list, MEMORY) == 0 && !named("memory") {
         add_into(&mut nonzero, MEMORY, DEFAULT_NONZERO_MEMORY);
     }
     Ok((list, nonzero))
@@ -964,7 +1002,7 @@ fn effective_requests_both(
     }
     let (mut plain, mut nonzero) = (Sum::default(), Sum::default());
     for c in &pod.containers {
-        let (own, own_nz) = container_requests(registry, side, c)?;
+        let (own, own_nz) = container_requests(registry, side, c, pod.resize_infeasible)?;
         for (s, a) in own {
             add_into(&mut plain.reqs, s, a);
         }
@@ -973,7 +1011,7 @@ fn effective_requests_both(
         }
     }
     for c in &pod.init_containers {
-        let (own, own_nz) = container_requests(registry, side, c)?;
+        let (own, own_nz) = container_requests(registry, side, c, pod.resize_infeasible)?;
         plain.init(own, c.restartable);
         nonzero.init(own_nz, c.restartable);
     }

@@ -74,6 +74,57 @@ fn sidecars_add_to_regular_and_to_later_init_steps() {
     assert_eq!(p.request(CPU), 2000);
 }
 
+fn resized(
+    spec: &[(&str, &str)],
+    actuated: &[(&str, &str)],
+    allocated: &[(&str, &str)],
+) -> ContainerInput {
+    let list = |l: &[(&str, &str)]| {
+        l.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    ContainerInput {
+        status: Some(ContainerStatusInput {
+            requests: list(actuated),
+            allocated: list(allocated),
+        }),
+        ..c(spec)
+    }
+}
+
+/// In-place resize, as `resourcehelper.determineContainerReqs`: a pending or in-progress resize
+/// counts the larger of spec, actuated and allocated; an infeasible one what the node holds.
+#[test]
+fn a_resizing_container_counts_the_larger_of_spec_and_what_it_holds() {
+    // Scaled down in spec, not yet actuated: still 1 CPU.
+    let down = resized(&[("cpu", "200m")], &[("cpu", "1")], &[("cpu", "1")]);
+    assert_eq!(compile(&pod(vec![down.clone()], vec![])).request(CPU), 1000);
+    // Actuated: 200m.
+    let done = resized(&[("cpu", "200m")], &[("cpu", "200m")], &[("cpu", "200m")]);
+    assert_eq!(compile(&pod(vec![done], vec![])).request(CPU), 200);
+    // Scaled up, allocated but not actuated: the new 2 CPU count at once.
+    let up = resized(&[("cpu", "2")], &[("cpu", "1")], &[("cpu", "2")]);
+    assert_eq!(compile(&pod(vec![up.clone()], vec![])).request(CPU), 2000);
+    // Infeasible: the 2 CPU asked are not held; 1 CPU is.
+    let mut infeasible = pod(
+        vec![resized(&[("cpu", "2")], &[("cpu", "1")], &[("cpu", "1")])],
+        vec![],
+    );
+    infeasible.resize_infeasible = true;
+    assert_eq!(compile(&infeasible).request(CPU), 1000);
+    // A container without status resources counts its spec, sidecars included.
+    let mut sidecar = resized(&[("cpu", "100m")], &[("cpu", "500m")], &[]);
+    sidecar.restartable = true;
+    let p = compile(&pod(vec![c(&[("cpu", "1")])], vec![sidecar]));
+    assert_eq!(p.request(CPU), 1500);
+    // The non-zero defaults fill in only what no list names: memory is named by the status.
+    let mem = resized(&[("cpu", "1")], &[("memory", "0")], &[]);
+    let p = compile(&pod(vec![mem], vec![]));
+    assert_eq!(p.nonzero_memory, 0);
+    assert_eq!(p.nonzero_cpu, 1000);
+}
+
 #[test]
 fn overhead_and_extended_resources() {
     let mut p = pod(vec![c(&[("cpu", "1"), ("nvidia.com/gpu", "2")])], vec![]);
