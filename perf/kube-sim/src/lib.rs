@@ -67,8 +67,8 @@
 //! ## Semantics
 //!
 //! - **Metadata** is server-managed: `uid`, `creationTimestamp`, `resourceVersion` (one global
-//!   counter), `generation` (CRDs and custom resources; bumped when anything outside metadata and
-//!   status changes). A no-op update does not bump the version.
+//!   counter), `generation` (pods, CRDs and custom resources; set to 1 on create and bumped when anything
+//!   outside metadata and status changes, a resize included; a binding does not bump it). A no-op update does not bump the version.
 //! - **Create**: 409 `AlreadyExists`; 422 `Invalid` without name/generateName; 400 when the body's
 //!   namespace, kind or apiVersion disagree with the URL; 404 `namespaces "x" not found` for a
 //!   missing namespace unless [`SimConfig::auto_create_namespaces`]. Pods are defaulted
