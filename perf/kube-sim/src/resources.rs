@@ -334,6 +334,10 @@ pub fn api_resource_list(reg: &Registry, group: &str, version: &str) -> Option<V
                 json!({"name": "pods/binding", "singularName": "", "namespaced": true,
                             "kind": "Binding", "verbs": ["create"]}),
             );
+            res.push(
+                json!({"name": "pods/resize", "singularName": "", "namespaced": true,
+                            "kind": "Pod", "verbs": ["get", "patch", "update"]}),
+            );
         }
     }
     let gv = if group.is_empty() {
