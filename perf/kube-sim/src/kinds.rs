@@ -36,7 +36,7 @@ pub fn default_pod(pod: &mut Value) {
 }
 
 /// Requests default to limits when only limits are given.
-fn default_container_requests(c: &mut Value) {
+pub(crate) fn default_container_requests(c: &mut Value) {
     let Some(res) = c.get_mut("resources").and_then(Value::as_object_mut) else {
         return;
     };
@@ -51,30 +51,57 @@ fn default_container_requests(c: &mut Value) {
     }
 }
 
-fn qos_class(spec: &Value) -> &'static str {
-    let cs: Vec<&Value> = ["containers", "initContainers"]
+/// The QoS class of a pod spec as `qos.ComputePodQOS` derives it: only cpu and memory count,
+/// zero quantities are ignored, requests and limits are summed over the containers and init
+/// containers and compared by value; Guaranteed needs cpu and memory limits in every container and
+/// requests equal to limits.
+pub(crate) fn qos_class(spec: &Value) -> &'static str {
+    use crate::validation::quantity_of;
+    use std::collections::BTreeMap;
+    let mut requests: BTreeMap<&str, i128> = BTreeMap::new();
+    let mut limits: BTreeMap<&str, i128> = BTreeMap::new();
+    let mut guaranteed = true;
+    let containers = ["containers", "initContainers"]
         .iter()
         .filter_map(|l| spec.get(*l).and_then(Value::as_array))
-        .flatten()
-        .collect();
-    let get =
-        |c: &Value, which: &str, r: &str| c.pointer(&format!("/resources/{which}/{r}")).cloned();
-    let any = cs.iter().any(|c| {
-        ["requests", "limits"].iter().any(|w| {
-            c.pointer(&format!("/resources/{w}"))
+        .flatten();
+    for c in containers {
+        let list = |which: &str| {
+            c.pointer(&format!("/resources/{which}"))
                 .and_then(Value::as_object)
-                .is_some_and(|m| !m.is_empty())
-        })
-    });
-    if !any {
+                .into_iter()
+                .flatten()
+                .filter_map(|(k, v)| {
+                    let k = match k.as_str() {
+                        "cpu" => "cpu",
+                        "memory" => "memory",
+                        _ => return None,
+                    };
+                    quantity_of(v).filter(|q| *q > 0).map(|q| (k, q))
+                })
+                .collect::<Vec<_>>()
+        };
+        for (k, q) in list("requests") {
+            *requests.entry(k).or_default() += q;
+        }
+        let lims = list("limits");
+        if !["cpu", "memory"]
+            .iter()
+            .all(|r| lims.iter().any(|(k, _)| k == r))
+        {
+            guaranteed = false;
+        }
+        for (k, q) in lims {
+            *limits.entry(k).or_default() += q;
+        }
+    }
+    if requests.is_empty() && limits.is_empty() {
         return "BestEffort";
     }
-    let guaranteed = cs.iter().all(|c| {
-        ["cpu", "memory"]
-            .iter()
-            .all(|r| get(c, "limits", r).is_some() && get(c, "limits", r) == get(c, "requests", r))
-    });
-    if guaranteed {
+    if guaranteed
+        && requests.len() == limits.len()
+        && requests.iter().all(|(k, q)| limits.get(k) == Some(q))
+    {
         "Guaranteed"
     } else {
         "Burstable"

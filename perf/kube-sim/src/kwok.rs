@@ -104,6 +104,7 @@ fn pod_ip() -> String {
 }
 
 fn container_statuses(pod: &Value, state: Value, ready: bool) -> Value {
+    let running = state.get("running").is_some();
     let cs = pod
         .pointer("/spec/containers")
         .and_then(Value::as_array)
@@ -112,8 +113,14 @@ fn container_statuses(pod: &Value, state: Value, ready: bool) -> Value {
     Value::Array(
         cs.iter()
             .map(|c| {
-                json!({"name": c["name"], "image": c["image"], "imageID": "", "ready": ready, "restartCount": 0,
-                       "started": ready, "state": state})
+                let mut s = json!({"name": c["name"], "image": c["image"], "imageID": "", "ready": ready,
+                       "restartCount": 0, "started": ready, "state": state});
+                // A kubelet with in-place resize (v1.33+) reports what it actuated; without it the
+                // real server refuses resizes of the running pod.
+                if running {
+                    s["resources"] = c.get("resources").cloned().unwrap_or_else(|| json!({}));
+                }
+                s
             })
             .collect(),
     )

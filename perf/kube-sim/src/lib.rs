@@ -39,7 +39,7 @@
 //! | `/version` | GET | `v1.34.0-kube-sim` version info |
 //! | `/healthz`, `/readyz`, `/livez` | GET | `ok` |
 //! | `/api` | GET | `APIVersions` (`v1`) |
-//! | `/api/v1`, `/apis/<g>/<v>` | GET | `APIResourceList`, with `pods/status`, `pods/binding`, `persistentvolume[claim]s/status`, `<crd>/status` |
+//! | `/api/v1`, `/apis/<g>/<v>` | GET | `APIResourceList`, with `pods/status`, `pods/binding`, `pods/resize`, `persistentvolume[claim]s/status`, `<crd>/status` |
 //! | `/apis`, `/apis/<g>` | GET | `APIGroupList` / `APIGroup`; CRD groups appear once registered |
 //! | `/openapi/v3`, `/openapi/v3/api/v1`, `/openapi/v3/apis/<g>/<v>` | GET | a minimal OpenAPI v3: paths with `x-kubernetes-group-version-kind` and the `fieldValidation` parameter, no schemas (enough for kubectl to pick server-side validation) |
 //! | `/openapi/v2` | GET | 404 |
@@ -48,6 +48,7 @@
 //! | `…/<plural>/<name>` | GET, PUT, PATCH, DELETE | get, update (optimistic concurrency), patch, delete |
 //! | `…/<plural>/<name>/status` | GET, PUT, PATCH | status subresource (pods, nodes, namespaces, persistentvolumeclaims, persistentvolumes, CRDs, CRs with `subresources.status`) |
 //! | `/api/v1/namespaces/<ns>/pods/<name>/binding` | POST | bind a pod (201 `Status` Success) |
+//! | `/api/v1/namespaces/<ns>/pods/<name>/resize` | GET, PUT, PATCH | in-place resize of the containers' cpu and memory (the whole Pod in and out; other verbs 405) |
 //! | `/api/v1/watch/…` | GET | legacy watch paths |
 //! | `/sim/faults` | GET, POST | read / replace the [`Faults`] (JSON, camelCase) |
 //! | `/sim/faults/expire-watches` | POST | `{"count": n}`: the next n watches get `410 Expired` |
@@ -67,8 +68,8 @@
 //! ## Semantics
 //!
 //! - **Metadata** is server-managed: `uid`, `creationTimestamp`, `resourceVersion` (one global
-//!   counter), `generation` (CRDs and custom resources; bumped when anything outside metadata and
-//!   status changes). A no-op update does not bump the version.
+//!   counter), `generation` (pods, CRDs and custom resources; set to 1 on create and bumped when anything
+//!   outside metadata and status changes, a resize included; a binding does not bump it). A no-op update does not bump the version.
 //! - **Create**: 409 `AlreadyExists`; 422 `Invalid` without name/generateName; 400 when the body's
 //!   namespace, kind or apiVersion disagree with the URL; 404 `namespaces "x" not found` for a
 //!   missing namespace unless [`SimConfig::auto_create_namespaces`]. Pods are defaulted
@@ -92,7 +93,8 @@
 //!   field manager does: one entry per (manager, operation, subresource) with `manager` (the
 //!   `fieldManager` parameter, else the User-Agent before its first `/`), `operation` (`Apply`
 //!   for apply patches, else `Update`), `apiVersion`, `time`, `fieldsType: FieldsV1`, `fieldsV1`
-//!   and `subresource` (`status` for `/status` writes). The writer's entry gains the fields its
+//!   and `subresource` (`status` for `/status` writes, `resize` for `pods/resize` writes, which own
+//!   only the containers' `resources` and `resizePolicy` fields). The writer's entry gains the fields its
 //!   write changed (an apply: exactly the applied fields) and its `time` is renewed; other
 //!   entries lose those fields; removed fields leave every entry; empty entries are dropped;
 //!   entries are sorted Apply first, then by time. A write that changes nothing leaves the entries
@@ -160,9 +162,26 @@
 //!   .spec.schedulingGates`, as the real server); 422 when `target.name` is empty. On success
 //!   `spec.nodeName` is set, `PodScheduled=True` added, `status.nominatedNodeName` cleared and the
 //!   binding's annotations copied.
+//! - **Resize** (`pods/<name>/resize`, in-place pod vertical scaling, on by default since v1.33):
+//!   GET answers the pod; PUT and PATCH (all four patch types) take from the submitted pod only
+//!   `spec.containers[*]` and `spec.initContainers[*]` `resources` and `resizePolicy`, copied by
+//!   position into the stored pod; the rest (metadata, other spec fields, status) is silently
+//!   reset, as the real resize strategy does. The write bumps `resourceVersion` and `generation`,
+//!   reaches watchers as `MODIFIED`, and is recorded with subresource `resize` (verb `update` /
+//!   `patch`; write resource `pods/resize`); a resize that changes nothing writes nothing. Refusals
+//!   are `ValidatePodResize`'s 422s with its messages: containers added, removed, renamed or
+//!   reordered; negative quantities, requests above limits; pod-level resources, static (mirror)
+//!   and windows pods; a changed QoS class (`spec: Invalid value: "Guaranteed": Pod QOS Class may
+//!   not change as a result of resizing`); a running container whose status reports no
+//!   `resources` (a node without resize support); removed requests or limits; memory limits
+//!   decreased or added under the default `NotRequired` policy; any change other than cpu and
+//!   memory (`spec: Forbidden: only cpu and memory resources are mutable`, for sidecars `… for
+//!   sidecar containers are mutable`, and `resources for non-sidecar init containers are
+//!   immutable`). A malformed quantity is a 400 as in decoding, a missing pod 404. Unscheduled
+//!   pods resize (the real server only checks the kubelet's support once containers run).
 //! - **KWOK**: [`SimConfig::nodes`] Ready nodes `node-00000…` (32 CPU, 256Gi, 110 pods by default,
 //!   label `type: kwok`); a bound pod becomes Running (podIP, hostIP, Ready conditions, container
-//!   statuses) after [`SimConfig::running_delay`]; with [`SimConfig::pod_lifetime`] (or the
+//!   statuses reporting the containers' `resources`, as a v1.33+ kubelet with in-place resize) after [`SimConfig::running_delay`]; with [`SimConfig::pod_lifetime`] (or the
 //!   `kube-sim.magma.io/lifetime-ms` annotation) it then becomes Succeeded and is deleted.
 //! - **Storage objects** (the defaults of `pkg/apis/{core,storage}/v1`, the validation of
 //!   `pkg/apis/core/validation` and `pkg/apis/storage/validation` with the real field paths and
@@ -267,7 +286,12 @@
 //! `1024Mi` to `1Gi`); no `kubernetes.io/pvc-protection` / `pv-protection` finalizers; field
 //! error messages omit the Go diff the real server appends to "spec is immutable" errors and
 //! render structured bad values as JSON; the storage controllers emit no Events, and kubelets
-//! create no CSINodes.
+//! create no CSINodes. Resize: the simulated kubelet does not actuate a resize (no
+//! `PodResizePending` / `PodResizeInProgress` conditions, no `allocatedResources`, container
+//! statuses keep the resources they started with); quantities in messages are shown as sent,
+//! not canonicalized; a malformed quantity in a resize PATCH is a 400 (the real patch path
+//! answers a 422 on `patch`); resource names are not validated; no ResourceQuota or LimitRanger
+//! admission.
 
 mod config;
 mod error;
@@ -279,6 +303,7 @@ mod managed;
 mod meta;
 mod patch;
 mod provisioner;
+mod resize;
 mod resources;
 mod selector;
 mod server;

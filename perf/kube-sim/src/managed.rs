@@ -118,6 +118,9 @@ pub enum Scope {
     NoStatus,
     /// Only `.status` (`/status` writes).
     Status,
+    /// Only the containers' and init containers' `resources` and `resizePolicy` (`pods/resize`
+    /// writes: the resize strategy's reset-fields filter).
+    Resize,
 }
 
 /// A leaf path: `["f:spec", "f:containers", "k:{\"name\":\"c\"}", "."]`.
@@ -239,6 +242,17 @@ fn leaves_of<'a>(v: &'a Value, name: &str, prefix: &mut Path, out: &mut BTreeMap
 
 /// The leaf fields of an object a client can own, with their values.
 fn fields(obj: &Value, scope: Scope) -> BTreeMap<Path, &Value> {
+    if scope == Scope::Resize {
+        let mut out = fields(obj, Scope::NoStatus);
+        out.retain(|p, _| {
+            p.len() >= 4
+                && p[0] == "f:spec"
+                && matches!(p[1].as_str(), "f:containers" | "f:initContainers")
+                && p[2].starts_with("k:")
+                && matches!(p[3].as_str(), "f:resources" | "f:resizePolicy")
+        });
+        return out;
+    }
     let mut out = BTreeMap::new();
     let Some(o) = obj.as_object() else {
         return out;
@@ -247,6 +261,7 @@ fn fields(obj: &Value, scope: Scope) -> BTreeMap<Path, &Value> {
     for (k, v) in o {
         let keep = match scope {
             Scope::Status => k == "status",
+            Scope::Resize => unreachable!("filtered above"),
             Scope::NoStatus => !matches!(k.as_str(), "status" | "apiVersion" | "kind"),
             Scope::All => !matches!(k.as_str(), "apiVersion" | "kind"),
         };

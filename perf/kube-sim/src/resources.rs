@@ -157,6 +157,9 @@ impl Default for Registry {
         let mut pods = ResourceDef::builtin("", "v1", "pods", "Pod", true, &["po"]);
         pods.status = true;
         pods.drop_status_on_create = true;
+        // Since v1.33 the real server tracks pod generations (create: 1; spec changes, resizes
+        // included, bump it).
+        pods.generation = true;
         let mut nodes = ResourceDef::builtin("", "v1", "nodes", "Node", false, &["no"]);
         nodes.status = true;
         let mut namespaces =
@@ -330,6 +333,10 @@ pub fn api_resource_list(reg: &Registry, group: &str, version: &str) -> Option<V
             res.push(
                 json!({"name": "pods/binding", "singularName": "", "namespaced": true,
                             "kind": "Binding", "verbs": ["create"]}),
+            );
+            res.push(
+                json!({"name": "pods/resize", "singularName": "", "namespaced": true,
+                            "kind": "Pod", "verbs": ["get", "patch", "update"]}),
             );
         }
     }

@@ -1,6 +1,6 @@
 //! The HTTP surface: routing of discovery, resource and admin paths, query parsing, fault
 //! injection, request decoding and the verbs (get, list, watch, create, update, patch, delete,
-//! `pods/binding`), with write recording. It holds the state lock only inside single store calls
+//! `pods/binding`, `pods/resize`), with write recording. It holds the state lock only inside single store calls
 //! and never across an await.
 
 use crate::error::{ApiError, json_response, success_status};
@@ -253,7 +253,7 @@ fn parse_target(
     match sub.as_deref() {
         None => {}
         Some("status") if def.status => {}
-        Some("binding") if def.key.as_ref() == "/pods" => {}
+        Some("binding" | "resize") if def.key.as_ref() == "/pods" => {}
         Some(_) => return Err(ApiError::no_route()),
     }
     Ok(Target { def, ns, name, sub })
@@ -324,7 +324,12 @@ async fn resource(
         code: 0,
         http_version: http_version(proto),
     };
-    if t.sub.as_deref() == Some("binding") && verb != "create" {
+    let allowed = match t.sub.as_deref() {
+        Some("binding") => verb == "create",
+        Some("resize") => matches!(verb, "get" | "update" | "patch"),
+        _ => true,
+    };
+    if !allowed {
         rec.code = 405;
         inner.record_request(rec);
         return ApiError::method_not_allowed().into_response();
@@ -485,10 +490,10 @@ fn serve_verb(
     let def = &t.def;
     let ns = t.ns.as_deref().unwrap_or("");
     let name = t.name.as_deref().unwrap_or("");
-    let part = if t.sub.as_deref() == Some("status") {
-        Part::Status
-    } else {
-        Part::Main
+    let part = match t.sub.as_deref() {
+        Some("status") => Part::Status,
+        Some("resize") => Part::Resize,
+        _ => Part::Main,
     };
     let ok =
         |code: u16, s: Arc<Stored>| Ok(Served::Response(code, stored_response(code, &s), None));

@@ -84,6 +84,8 @@ pub enum Part {
     Main,
     /// `/status` (changes only `.status`).
     Status,
+    /// `pods/<name>/resize` (changes only the containers' resources and resize policies).
+    Resize,
 }
 
 type Objects = BTreeMap<(String, String), Arc<Stored>>;
@@ -448,6 +450,18 @@ impl State {
                 }
                 n
             }
+            Part::Resize => {
+                let mut n = crate::resize::resize(&old.value, obj, name)?;
+                if def.generation && spec_part(&n) != spec_part(&old.value) {
+                    let g = old
+                        .value
+                        .pointer("/metadata/generation")
+                        .and_then(Value::as_i64)
+                        .unwrap_or(1);
+                    meta::metadata_mut(&mut n).insert("generation".into(), json!(g + 1));
+                }
+                n
+            }
             Part::Main => {
                 let om = old.value.get("metadata").cloned().unwrap_or_default();
                 let m = meta::metadata_mut(&mut obj);
@@ -504,7 +518,11 @@ impl State {
             old.value["metadata"]["resourceVersion"].clone(),
         );
         if let Some(mgr) = manager {
-            let sub = if part == Part::Status { "status" } else { "" };
+            let sub = match part {
+                Part::Main => "",
+                Part::Status => "status",
+                Part::Resize => "resize",
+            };
             managed::record(
                 Some(&old.value),
                 &mut new,
@@ -750,6 +768,7 @@ impl State {
 fn scope(def: &ResourceDef, part: Part) -> Scope {
     match part {
         Part::Status => Scope::Status,
+        Part::Resize => Scope::Resize,
         Part::Main if def.status => Scope::NoStatus,
         Part::Main => Scope::All,
     }

@@ -5,78 +5,10 @@
 //! looked: `$KUBECTL`, `PATH`, /usr/bin, /usr/local/bin and `target/tools/bin` (where
 //! `deploy/tools/install.sh` installs one on a machine without it).
 
-use kube_sim::{Sim, SimConfig, SimHandle};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
 
-fn kubectl_path() -> PathBuf {
-    let mut candidates: Vec<PathBuf> = Vec::new();
-    if let Some(p) = std::env::var_os("KUBECTL") {
-        candidates.push(p.into());
-    }
-    if let Some(path) = std::env::var_os("PATH") {
-        candidates.extend(std::env::split_paths(&path).map(|d| d.join("kubectl")));
-    }
-    candidates.push("/usr/bin/kubectl".into());
-    candidates.push("/usr/local/bin/kubectl".into());
-    let tools = std::env::var_os("MAGMA_TOOLS_DIR").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/tools"),
-        PathBuf::from,
-    );
-    candidates.push(tools.join("bin/kubectl"));
-    match candidates.iter().find(|p| p.is_file()) {
-        Some(p) => p.clone(),
-        None => panic!(
-            "kubectl not found (looked at {candidates:?}); install kubectl, set KUBECTL, or run \
-             deploy/tools/install.sh (it installs one into target/tools/bin)"
-        ),
-    }
-}
-
-/// Runs kubectl against `sim` with a kubeconfig and cache in a fresh directory.
-struct Kubectl {
-    bin: PathBuf,
-    dir: PathBuf,
-    kubeconfig: PathBuf,
-}
-
-impl Kubectl {
-    fn new(sim: &SimHandle, tag: &str) -> Self {
-        let bin = kubectl_path();
-        let dir =
-            std::env::temp_dir().join(format!("kube-sim-kubectl-{tag}-{}", sim.addr().port()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let kubeconfig = dir.join("kubeconfig");
-        sim.write_kubeconfig(&kubeconfig).unwrap();
-        Self {
-            bin,
-            dir,
-            kubeconfig,
-        }
-    }
-
-    /// (success, stdout, stderr); kubectl blocks, so it runs off the runtime's worker threads.
-    async fn run(&self, args: Vec<&str>) -> (bool, String, String) {
-        let mut cmd = Command::new(&self.bin);
-        cmd.arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .arg("--cache-dir")
-            .arg(self.dir.join("cache"))
-            .args(args);
-        let out = tokio::task::spawn_blocking(move || cmd.output().expect("kubectl runs"))
-            .await
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        (out.status.success(), stdout, stderr)
-    }
-}
-
-impl Drop for Kubectl {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
+use common::Kubectl;
+use kube_sim::{Sim, SimConfig};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_over_https_verifies_the_ca() {
