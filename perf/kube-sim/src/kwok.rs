@@ -188,6 +188,47 @@ pub(crate) fn set_running(pod: &mut Value, uid: &str, host_ip: &str) -> bool {
     true
 }
 
+/// Actuates a resize of a Running pod: each container's status reports its spec's resources
+/// (what a kubelet with room does; the real one also sets `PodResizeInProgress` while it works,
+/// which this one, done at once, skips). False when the pod is gone, not running, or already
+/// reports them.
+pub(crate) fn actuate_resize(pod: &mut Value, uid: &str) -> bool {
+    if meta::meta_str(pod, "uid") != uid || pod.pointer("/status/phase") != Some(&json!("Running"))
+    {
+        return false;
+    }
+    let spec: Vec<(Value, Value)> = pod
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .map(|cs| {
+            cs.iter()
+                .map(|c| {
+                    (
+                        c["name"].clone(),
+                        c.get("resources").cloned().unwrap_or_else(|| json!({})),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let Some(statuses) = pod
+        .pointer_mut("/status/containerStatuses")
+        .and_then(Value::as_array_mut)
+    else {
+        return false;
+    };
+    let mut changed = false;
+    for s in statuses {
+        if let Some((_, r)) = spec.iter().find(|(n, _)| *n == s["name"])
+            && s.get("resources") != Some(r)
+        {
+            s["resources"] = r.clone();
+            changed = true;
+        }
+    }
+    changed
+}
+
 /// Marks a Running pod Succeeded.
 pub(crate) fn set_succeeded(pod: &mut Value, uid: &str) -> bool {
     if meta::meta_str(pod, "uid") != uid || pod.pointer("/status/phase") != Some(&json!("Running"))

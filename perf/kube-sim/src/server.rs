@@ -594,12 +594,13 @@ fn serve_verb(
         "update" => {
             let mgr = manager(Operation::Update, "UpdateOptions")?;
             let obj = parse_body(body)?;
-            ok(
-                200,
-                inner
-                    .state()
-                    .update_by(def, ns, name, obj, part, Some(&mgr), None)?,
-            )
+            let s = inner
+                .state()
+                .update_by(def, ns, name, obj, part, Some(&mgr), None)?;
+            if part == Part::Resize {
+                inner.after_resized(&s);
+            }
+            ok(200, s)
         }
         "patch" => {
             let ct = headers
@@ -619,12 +620,13 @@ fn serve_verb(
             } else {
                 parse_body(body)?
             };
-            ok(
-                200,
-                inner
-                    .state()
-                    .patch_by(def, ns, name, kind, &patch, part, Some(&mgr))?,
-            )
+            let s = inner
+                .state()
+                .patch_by(def, ns, name, kind, &patch, part, Some(&mgr))?;
+            if part == Part::Resize {
+                inner.after_resized(&s);
+            }
+            ok(200, s)
         }
         "delete" => {
             let opts = if body.is_empty() {

@@ -255,6 +255,27 @@ impl Inner {
         );
     }
 
+    /// A pod was resized (`pods/resize`): the simulated kubelet actuates it, as a kubelet with
+    /// room does, in its own status write after the resize (`kwok::actuate_resize`).
+    pub(crate) fn after_resized(self: &Arc<Self>, pod: &Stored) {
+        if self.cfg.running_delay.is_none() {
+            return; // no simulated kubelet
+        }
+        let (ns, name) = (
+            pod.namespace().to_string(),
+            meta::meta_str(&pod.value, "name").to_string(),
+        );
+        let uid = meta::meta_str(&pod.value, "uid").to_string();
+        let inner = self.clone();
+        self.rt.clone().spawn(async move {
+            let mut st = inner.state();
+            let pods = st.registry.get("", "v1", "pods").expect("built in");
+            let _ = st.modify_status(&pods, &ns, &name, &kwok_manager(), |p| {
+                kwok::actuate_resize(p, &uid)
+            });
+        });
+    }
+
     pub(crate) fn kwok_running(&self, ns: &str, name: &str, uid: &str) -> bool {
         let mut st = self.state();
         let pods = st.registry.get("", "v1", "pods").expect("built in");

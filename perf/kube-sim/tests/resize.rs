@@ -413,7 +413,7 @@ async fn raw(sim: &kube_sim::SimHandle, method: &str, path: &str, body: Value) -
 }
 
 #[tokio::test]
-async fn running_pods_resize() {
+async fn running_pods_resize_and_the_kubelet_actuates_it() {
     let (sim, client) = start(small()).await;
     let pods: Api<Pod> = Api::namespaced(client, "default");
     create(&pods, pod_with("p", burstable(), None)).await;
@@ -428,6 +428,24 @@ async fn running_pods_resize() {
         .await
         .unwrap();
     assert_eq!(resources(&p)["requests"]["cpu"], "250m");
+    // The response is the resize itself; the simulated kubelet then actuates it in a status
+    // write of its own, as a kubelet with room does: the container reports the new resources.
+    let actuated = |p: &Pod| {
+        p.status.as_ref()?.container_statuses.as_ref()?[0]
+            .resources
+            .as_ref()?
+            .requests
+            .as_ref()?
+            .get("cpu")
+            .map(|q| q.0.clone())
+    };
+    let before = p.metadata.resource_version.clone();
+    eventually(|| async {
+        let p = pods.get("p").await.unwrap();
+        (actuated(&p).as_deref() == Some("250m") && p.metadata.resource_version != before)
+            .then_some(())
+    })
+    .await;
     sim.shutdown().await;
 }
 

@@ -133,6 +133,10 @@ pub enum Op {
         collect_metrics: bool,
         skip_wait: bool,
         signature_batch: usize,
+        /// `persistentVolumeTemplatePath` and `persistentVolumeClaimTemplatePath`: each pod gets
+        /// its own PV and claim, bound to each other (upstream's
+        /// `CreatePodWithPersistentVolume` with `bindVolume`).
+        volumes: Option<PodVolumeTemplates>,
     },
     DeletePods {
         namespace: String,
@@ -164,7 +168,16 @@ pub enum Op {
         count: usize,
         namespace: Option<String>,
         per_second: u32,
+        /// Update through these subresources (e.g. `resize`) instead of the object itself.
+        subresources: Vec<String>,
     },
+}
+
+/// The PV and claim templates of a `createPods` op.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodVolumeTemplates {
+    pub pv: PathBuf,
+    pub pvc: PathBuf,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -330,6 +343,8 @@ fn known_fields(opcode: &str) -> &'static [&'static str] {
             "collectMetrics",
             "namespace",
             "podTemplatePath",
+            "persistentVolumeTemplatePath",
+            "persistentVolumeClaimTemplatePath",
             "skipWaitToCompletion",
             "templateParams",
             "signatureBatchSize",
@@ -358,6 +373,7 @@ fn known_fields(opcode: &str) -> &'static [&'static str] {
             "countParam",
             "namespace",
             "updatePerSecond",
+            "subresources",
         ],
         _ => &[],
     }
@@ -366,15 +382,8 @@ fn known_fields(opcode: &str) -> &'static [&'static str] {
 /// Why a field of an implemented opcode is not implemented here.
 fn field_reason(opcode: &str, field: &str) -> String {
     match (opcode, field) {
-        ("createPods", "persistentVolumeTemplatePath" | "persistentVolumeClaimTemplatePath") => {
-            "pods with pre-bound PersistentVolumes/Claims are not implemented by this harness"
-                .into()
-        }
         ("createPods", "steadyState" | "steadyStateParam" | "duration" | "durationParam") => {
             "steady-state pod creation is not implemented by this harness".into()
-        }
-        ("updateAny", "subresources") => {
-            "updates through subresources (here pods/resize, in-place vertical scaling) are not implemented: kube-sim does not serve pods/resize".into()
         }
         _ => format!("field {field:?} of {opcode} is not implemented by this harness"),
     }
@@ -478,6 +487,19 @@ fn resolve_op(
                     params: BTreeMap::new(),
                 });
             let params = template_params(w, op)?;
+            let volumes = match (
+                str_field(op, "persistentVolumeTemplatePath")?,
+                str_field(op, "persistentVolumeClaimTemplatePath")?,
+            ) {
+                (Some(pv), Some(pvc)) => Some(PodVolumeTemplates {
+                    pv: path(&pv),
+                    pvc: path(&pvc),
+                }),
+                (None, None) => None,
+                _ => anyhow::bail!(
+                    "persistentVolumeTemplatePath and persistentVolumeClaimTemplatePath must be set together"
+                ),
+            };
             Op::CreatePods {
                 count,
                 namespace: str_field(op, "namespace")?,
@@ -486,6 +508,7 @@ fn resolve_op(
                 skip_wait,
                 signature_batch: count_of(w, op, "signatureBatchSize", "signatureBatchSizeParam")?
                     .max(1),
+                volumes,
             }
         }
         "deletePods" => Op::DeletePods {
@@ -558,6 +581,7 @@ fn resolve_op(
             },
             namespace: str_field(op, "namespace")?,
             per_second: count_of(w, op, "updatePerSecond", "-")? as u32,
+            subresources: strings(op.get("subresources"), "subresources")?,
         },
         other => anyhow::bail!("opcode {other} has no resolver"),
     })

@@ -20,13 +20,13 @@
 //!
 //! Every pod gets `spec.schedulerName` set to the scheduler under test.
 
-use super::config::{ChurnMode, NodeStrategy, Op, TemplateRef};
+use super::config::{ChurnMode, NodeStrategy, Op, PodVolumeTemplates, TemplateRef};
 use super::objects::{self, Template};
 use super::throughput::{SAMPLE_INTERVAL, Sampler, Summary, summarize};
 use super::tracker::{Counter, Filter, Tracker};
 use anyhow::Context;
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, PostParams};
 use kube::discovery::Scope;
 use serde::Serialize;
@@ -113,6 +113,56 @@ where
     }
 }
 
+/// Upstream's `CreatePodWithPersistentVolume` with `bindVolume` for pod `i` of namespace `ns`:
+/// the PV `<ns>-vol-<i>` (its CSI volume handle or EBS volume ID `vol-<i>`) bound to the claim
+/// `pvc-<i>` and the claim to it, both `Bound` (each status written after its creation, which
+/// resets it, as upstream does).
+async fn create_bound_claim(
+    client: &kube::Client,
+    ns: &str,
+    i: usize,
+    mut pv: Value,
+    mut pvc: Value,
+) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        pv["kind"] == "PersistentVolume",
+        "persistent volume template is a {}",
+        pv["kind"]
+    );
+    anyhow::ensure!(
+        pvc["kind"] == "PersistentVolumeClaim",
+        "persistent volume claim template is a {}",
+        pvc["kind"]
+    );
+    let (pv_name, claim) = (format!("{ns}-vol-{i}"), format!("pvc-{i}"));
+    pv["metadata"]["name"] = json!(pv_name);
+    if pv["spec"]["csi"].is_object() {
+        pv["spec"]["csi"]["volumeHandle"] = json!(format!("vol-{i}"));
+    } else if pv["spec"]["awsElasticBlockStore"].is_object() {
+        pv["spec"]["awsElasticBlockStore"]["volumeID"] = json!(format!("vol-{i}"));
+    }
+    pv["spec"]["claimRef"] = json!({
+        "kind": "PersistentVolumeClaim", "namespace": ns, "name": claim, "apiVersion": "v1"
+    });
+    pvc["metadata"]["name"] = json!(claim);
+    pvc["spec"]["volumeName"] = json!(pv_name);
+    let pvs: Api<PersistentVolume> = Api::all(client.clone());
+    let mut created = pvs
+        .create(&PostParams::default(), &serde_json::from_value(pv)?)
+        .await?;
+    created.status.get_or_insert_default().phase = Some("Bound".into());
+    pvs.replace_status(&pv_name, &PostParams::default(), &created)
+        .await?;
+    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), ns);
+    let mut created = pvcs
+        .create(&PostParams::default(), &serde_json::from_value(pvc)?)
+        .await?;
+    created.status.get_or_insert_default().phase = Some("Bound".into());
+    pvcs.replace_status(&claim, &PostParams::default(), &created)
+        .await?;
+    Ok(())
+}
+
 fn api_err(e: &kube::Error) -> Option<u16> {
     match e {
         kube::Error::Api(s) => Some(s.code),
@@ -182,6 +232,7 @@ impl Executor {
                 collect_metrics,
                 skip_wait,
                 signature_batch,
+                volumes,
             } => {
                 let ns = namespace
                     .clone()
@@ -190,8 +241,14 @@ impl Executor {
                 if *collect_metrics {
                     self.start_collecting(&ns, vec![ns.clone()], BTreeMap::new())?;
                 }
-                self.create_pods(&ns, *count, template.as_ref(), *signature_batch)
-                    .await?;
+                self.create_pods(
+                    &ns,
+                    *count,
+                    template.as_ref(),
+                    *signature_batch,
+                    volumes.as_ref(),
+                )
+                .await?;
                 if *skip_wait {
                     *self.pods_per_ns.entry(ns).or_insert(0) += count;
                 } else {
@@ -309,6 +366,7 @@ impl Executor {
                 count,
                 namespace,
                 per_second,
+                subresources,
             } => {
                 if let Some(ns) = namespace {
                     self.ensure_namespace(ns).await?;
@@ -333,9 +391,18 @@ impl Executor {
                         })?
                         .to_string();
                     let d: DynamicObject = serde_json::from_value(obj)?;
-                    api.replace(&name, &PostParams::default(), &d)
-                        .await
-                        .with_context(|| format!("updating {name}"))?;
+                    // As upstream's updateAny: the object (or only the subresources named, e.g.
+                    // `resize`), then its status.
+                    if subresources.is_empty() {
+                        api.replace(&name, &PostParams::default(), &d)
+                            .await
+                            .with_context(|| format!("updating {name}"))?;
+                    }
+                    for sub in subresources {
+                        api.replace_subresource(sub, &name, &PostParams::default(), &d)
+                            .await
+                            .with_context(|| format!("updating {name}/{sub}"))?;
+                    }
                     api.replace_status(&name, &PostParams::default(), &d)
                         .await
                         .with_context(|| format!("updating the status of {name}"))?;
@@ -611,8 +678,18 @@ impl Executor {
         count: usize,
         template: Option<&TemplateRef>,
         batch: usize,
+        volumes: Option<&PodVolumeTemplates>,
     ) -> anyhow::Result<()> {
         let template = template.map(Template::from_ref).transpose()?;
+        let volumes = volumes
+            .map(|v| {
+                let empty = BTreeMap::new();
+                anyhow::Ok((
+                    Template::load(&v.pv, &empty)?,
+                    Template::load(&v.pvc, &empty)?,
+                ))
+            })
+            .transpose()?;
         let base = objects::base_pod();
         let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
         let scheduler = self.scheduler.clone();
@@ -627,12 +704,28 @@ impl Executor {
                 format!("signature-label-{}", i / batch.max(1)).into(),
             );
             objects::set_scheduler(&mut pod, &scheduler);
+            if volumes.is_some() {
+                pod["spec"]["volumes"] = json!([
+                    {"name": "vol", "persistentVolumeClaim": {"claimName": format!("pvc-{i}")}}
+                ]);
+            }
             Ok(serde_json::from_value(pod)?)
         };
         let mut results = futures::stream::iter((0..count).map(|i| {
             let api = api.clone();
             let pod = render(i);
+            let bound_claim = volumes
+                .as_ref()
+                .map(|(pv, pvc)| anyhow::Ok((pv.render(i, count)?, pvc.render(i, count)?)));
+            let client = self.client.clone();
+            let ns = ns.to_string();
             async move {
+                if let Some(objects) = bound_claim {
+                    let (pv, pvc) = objects?;
+                    create_bound_claim(&client, &ns, i, pv, pvc)
+                        .await
+                        .with_context(|| format!("creating pvc-{i} and its volume"))?;
+                }
                 create_generated(&api, &pod?)
                     .await
                     .context("creating pod")?;

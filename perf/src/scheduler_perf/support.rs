@@ -20,14 +20,17 @@ const INTERNAL_GATES: &[&str] = &[
     "SchedulerPopFromBackoffQ",
 ];
 
+/// Gates of API features Magma implements as kube-scheduler does with the gate on (on by
+/// default upstream): a note either way.
+const IMPLEMENTED_GATES: &[(&str, &str)] = &[(
+    "InPlacePodVerticalScaling",
+    "Magma counts a resizing pod at the larger of its spec and its status' actuated and allocated resources, as kube-scheduler does with the gate on; kube-sim serves pods/resize",
+)];
+
 /// Gates of API features Magma does not implement: off is what Magma does, on is unsupported.
 const FEATURE_REASONS: &[(&str, &str)] = &[
     ("DynamicResourceAllocation", "Magma has no DRA support"),
     ("DRAExtendedResource", "Magma has no DRA support"),
-    (
-        "InPlacePodVerticalScaling",
-        "in-place resizes (pods/resize) are not served by kube-sim, and Magma's handling of them is untested",
-    ),
     (
         "NodeDeclaredFeatures",
         "Magma has no NodeDeclaredFeatures filter",
@@ -71,6 +74,8 @@ pub fn check(
             f.notes.push(format!(
                 "featureGate {gate}={on}: a kube-scheduler implementation switch with no Magma counterpart (ignored)"
             ));
+        } else if let Some((_, how)) = IMPLEMENTED_GATES.iter().find(|(g, _)| g == gate) {
+            f.notes.push(format!("featureGate {gate}={on}: {how}"));
         } else if let Some((_, why)) = FEATURE_REASONS.iter().find(|(g, _)| g == gate) {
             if *on {
                 f.unsupported.push(Unsupported {
