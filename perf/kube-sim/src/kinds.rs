@@ -8,6 +8,42 @@ use serde_json::{Map, Value, json};
 
 /// Defaults the real server applies to a new pod (the subset that matters to schedulers).
 pub fn default_pod(pod: &mut Value) {
+    default_pod_spec(pod);
+    let qos = qos_class(&pod["spec"]);
+    pod["status"] = json!({"phase": "Pending", "qosClass": qos});
+    // `applySchedulingGatedCondition`: a pod created with gates says so in its condition.
+    if !gate_names(&pod["spec"]).is_empty() {
+        set_condition(
+            pod,
+            json!({"type": "PodScheduled", "status": "False", "reason": "SchedulingGated",
+                   "message": "Scheduling is blocked due to non-empty scheduling gates",
+                   "lastProbeTime": null, "lastTransitionTime": meta::now()}),
+        );
+    }
+}
+
+/// What the real server does to the pod of an update (main resource) before validating it: the
+/// same spec defaults as on create (every request body is defaulted as it is decoded), and the
+/// Priority admission plugin keeps the stored `priority` and `preemptionPolicy` when the update
+/// leaves them out. Without this a replace with a partial spec (as scheduler_perf's `updateAny`
+/// sends) is refused for fields it never meant to change.
+pub fn default_pod_update(old: &Value, pod: &mut Value) {
+    let had_priority = pod.pointer("/spec/priority").is_some();
+    default_pod_spec(pod);
+    if !had_priority && let Some(s) = pod["spec"].as_object_mut() {
+        s.remove("priority");
+    }
+    for f in ["priority", "preemptionPolicy"] {
+        if pod["spec"].get(f).is_none()
+            && let Some(v) = old["spec"].get(f)
+        {
+            pod["spec"][f] = v.clone();
+        }
+    }
+}
+
+/// The spec defaults of [`default_pod`].
+fn default_pod_spec(pod: &mut Value) {
     let spec = pod
         .as_object_mut()
         .expect("object")
@@ -31,8 +67,6 @@ pub fn default_pod(pod: &mut Value) {
             }
         }
     }
-    let qos = qos_class(&pod["spec"]);
-    pod["status"] = json!({"phase": "Pending", "qosClass": qos});
 }
 
 /// Requests default to limits when only limits are given.
@@ -422,6 +456,25 @@ mod tests {
     }
 
     #[test]
+    fn a_gated_pod_is_created_with_the_scheduling_gated_condition() {
+        let mut p = json!({"metadata": {"name": "p"}, "spec": {
+            "schedulingGates": [{"name": "g"}], "containers": [{"name": "c", "image": "i"}]}});
+        default_pod(&mut p);
+        let c = &p["status"]["conditions"][0];
+        assert_eq!(
+            (&c["type"], &c["status"], &c["reason"]),
+            (
+                &json!("PodScheduled"),
+                &json!("False"),
+                &json!("SchedulingGated")
+            )
+        );
+        let mut ungated = json!({"spec": {"containers": [{"name": "c", "image": "i"}]}});
+        default_pod(&mut ungated);
+        assert!(ungated["status"].get("conditions").is_none());
+    }
+
+    #[test]
     fn pod_update_immutability() {
         let old = pod();
         let mut new = old.clone();
@@ -429,5 +482,29 @@ mod tests {
         validate_pod_update(&old, &new, "p").unwrap();
         new["spec"]["nodeName"] = json!("n");
         assert_eq!(validate_pod_update(&old, &new, "p").unwrap_err().code, 422);
+    }
+
+    /// A replace whose spec leaves out what the server defaulted (scheduler_perf's `updateAny`
+    /// templates): defaulted again, priority kept by admission, so adding a toleration is valid;
+    /// a different scheduler name still is not.
+    #[test]
+    fn a_partial_replace_is_defaulted_before_validation() {
+        let mut old = json!({"metadata": {"name": "p"}, "spec": {
+            "schedulerName": "s", "containers": [{"name": "c", "image": "i"}]}});
+        default_pod(&mut old);
+        let mut new = json!({"metadata": {"name": "p"}, "spec": {
+            "schedulerName": "s", "containers": [{"name": "c", "image": "i"}],
+            "tolerations": [{"key": "k", "operator": "Exists"}]}});
+        default_pod_update(&old, &mut new);
+        validate_pod_update(&old, &new, "p").unwrap();
+        assert_eq!(new["spec"]["priority"], 0);
+        let mut other = json!({"metadata": {"name": "p"}, "spec": {
+            "containers": [{"name": "c", "image": "i"}]}});
+        default_pod_update(&old, &mut other);
+        assert_eq!(other["spec"]["schedulerName"], "default-scheduler");
+        assert_eq!(
+            validate_pod_update(&old, &other, "p").unwrap_err().code,
+            422
+        );
     }
 }

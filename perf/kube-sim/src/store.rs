@@ -490,6 +490,7 @@ impl State {
                     }
                 }
                 if def.key.as_ref() == "/pods" {
+                    kinds::default_pod_update(&old.value, &mut obj);
                     kinds::validate_pod_update(&old.value, &obj, name)?;
                 }
                 if storage::handles(&def.key) {

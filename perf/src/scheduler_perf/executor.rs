@@ -380,8 +380,12 @@ impl Executor {
                         t.tick().await;
                     }
                     let mut obj = t.render(i, *count)?;
-                    if obj["kind"] == "Node" {
-                        objects::default_allocatable(&mut obj);
+                    match obj["kind"].as_str() {
+                        Some("Node") => objects::default_allocatable(&mut obj),
+                        // As created: the scheduler's name replaces the default one (an update
+                        // that changed it would be refused, as any change of it is).
+                        Some("Pod") => objects::set_scheduler(&mut obj, &self.scheduler),
+                        _ => {}
                     }
                     let api = self.api_for(&obj, namespace.as_deref()).await?;
                     let name = obj["metadata"]["name"]
