@@ -81,7 +81,11 @@
 //!   been modified…"); an empty one is unconditional. Main-resource writes keep `.status`;
 //!   `/status` writes change only `.status`. Pod spec updates follow the real immutability rules
 //!   (only images, activeDeadlineSeconds, tolerations, gate removal), so `spec.nodeName` can only
-//!   be set by a binding.
+//!   be set by a binding. The submitted pod is first defaulted as on create (the real server
+//!   defaults every request body it decodes), and a left-out `priority` / `preemptionPolicy`
+//!   is kept from the stored pod (Priority admission), so a replace with a partial spec is judged
+//!   on what it changes. A pod created with `schedulingGates` gets `PodScheduled=False`,
+//!   reason `SchedulingGated` (`applySchedulingGatedCondition`).
 //! - **Patch**: `application/merge-patch+json`; `application/strategic-merge-patch+json` (merge
 //!   patch plus keyed list merge: conditions by `type`, containers/volumes/env by `name`, ports,
 //!   ownerReferences, taints, finalizers as a set; `$patch`, `$setElementOrder`, `$retainKeys`,
@@ -181,7 +185,9 @@
 //!   pods resize (the real server only checks the kubelet's support once containers run).
 //! - **KWOK**: [`SimConfig::nodes`] Ready nodes `node-00000…` (32 CPU, 256Gi, 110 pods by default,
 //!   label `type: kwok`); a bound pod becomes Running (podIP, hostIP, Ready conditions, container
-//!   statuses reporting the containers' `resources`, as a v1.33+ kubelet with in-place resize) after [`SimConfig::running_delay`]; with [`SimConfig::pod_lifetime`] (or the
+//!   statuses reporting the containers' `resources`, as a v1.33+ kubelet with in-place resize) after [`SimConfig::running_delay`]; a resize of a Running pod is actuated at once,
+//!   in a status write of its own (the containers' statuses report the new `resources`; no
+//!   `PodResizeInProgress` condition, no `allocatedResources`); with [`SimConfig::pod_lifetime`] (or the
 //!   `kube-sim.magma.io/lifetime-ms` annotation) it then becomes Succeeded and is deleted.
 //! - **Storage objects** (the defaults of `pkg/apis/{core,storage}/v1`, the validation of
 //!   `pkg/apis/core/validation` and `pkg/apis/storage/validation` with the real field paths and
