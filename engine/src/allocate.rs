@@ -33,11 +33,11 @@
 //!   worker count.
 //! - **Open** packing: while at least `in_flight × pods_per_bin` pods wait behind the decisions in
 //!   flight, every bin those decisions may open concurrently (at most one each) is filled by the
-//!   pods behind them, fullest first, so opening one costs no node; fallbacks are offered as when
-//!   spreading and empty nodes tie at random, which keeps concurrent decisions apart. Bursts of
-//!   thousands of pods keep the throughput of unconstrained fallbacks (re-deciding every lost
-//!   claim cost 20–36 % of it at 4–8 workers) and still place within 0.5 % of one worker
-//!   (BENCHMARKS.md, "Placement quality under bursts").
+//!   pods behind them, fullest first, so opening one costs no node; any of the best `2K` may be a
+//!   fallback (no score gap, empty nodes included) and empty nodes tie at random, which keeps
+//!   concurrent decisions apart. Bursts of thousands of pods keep the throughput of unbounded
+//!   fallbacks (re-deciding every lost claim cost 13–30 % of it at 2–8 workers) and still place
+//!   within 0.5 % of one worker (BENCHMARKS.md, "Placement quality under bursts").
 //!   `pods_per_bin` is how many pods like this one an empty node like the first feasible one
 //!   holds; the backlog is the driver's, published after every flush (advisory: it steers
 //!   placement only, never what a claim proves).
