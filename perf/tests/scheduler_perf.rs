@@ -81,6 +81,22 @@ async fn small_workload_file_replays_end_to_end_with_unsupported_parts_reported(
         "{what:?}"
     );
 
+    // Pre-bound ReadWriteOncePod claims: the waiters were bound once the holders were gone.
+    let v = workload(&json, "Volumes/once-pod");
+    assert_eq!(v["status"], "ran", "{v:#}");
+    assert_eq!(v["measurements"][0]["podsMeasured"], 2, "{v:#}");
+    // In-place resize: the scale-down made room for the waiting pod.
+    let r = workload(&json, "Resize/scale-down");
+    assert_eq!(r["status"], "ran", "{r:#}");
+    assert_eq!(r["measurements"][0]["podsMeasured"], 1, "{r:#}");
+    assert!(
+        r["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("InPlacePodVerticalScaling=true"),
+        "{r:#}"
+    );
+
     let p = workload(&json, "Preemption/one");
     assert_eq!(p["status"], "not-run");
     assert!(

@@ -112,6 +112,11 @@ impl World {
     }
 }
 
+/// A profile from a scheduler configuration that must parse.
+fn conf(yaml: &str) -> Profile {
+    Profile::parse(yaml, Default::default()).unwrap()
+}
+
 fn node(name: &str, cpu: &str, mem: &str) -> NodeInput {
     NodeInput {
         name: name.into(),
@@ -415,11 +420,9 @@ fn host_port_conflicts() {
 
 #[test]
 fn disabled_predicates_are_not_applied() {
-    let profile = Profile::parse(
+    let profile = conf(
         "actions: allocate\ntiers:\n- plugins:\n  - name: predicates\n    arguments:\n      predicate.NodeAffinityEnable: false\n      predicate.TaintTolerationEnable: false\n      predicate.NodePortsEnable: false\n  - name: nodeorder\n",
-        Default::default(),
-    )
-    .unwrap();
+    );
     let mut w = World::with_profile(profile);
     w.node(taint(
         labels(node("n0", "4", "4Gi"), &[("zone", "a")]),
@@ -439,11 +442,9 @@ fn least_requested_spreads_and_most_requested_packs() {
         .node(node("idle", "4", "8Gi"));
     w.bind(&pod("x", "3", "6Gi"), "busy");
     assert_eq!(w.allocate(&pod("p", "500m", "1Gi")).unwrap()[0], "idle");
-    let binpack = Profile::parse(
+    let binpack = conf(
         "actions: allocate\ntiers:\n- plugins:\n  - name: predicates\n  - name: nodeorder\n    arguments:\n      leastrequested.weight: 0\n      balancedresource.weight: 0\n      mostrequested.weight: 1\n",
-        Default::default(),
-    )
-    .unwrap();
+    );
     let mut w = World::with_profile(binpack);
     w.node(node("busy", "4", "8Gi"))
         .node(node("idle", "4", "8Gi"));
@@ -499,11 +500,9 @@ fn preferred_affinity_and_prefer_no_schedule_taints_steer() {
 /// pod count).
 #[test]
 fn packing_falls_back_to_an_empty_node_only_with_a_backlog_to_fill_it() {
-    let binpack = Profile::parse(
+    let binpack = conf(
         "actions: allocate\ntiers:\n- plugins:\n  - name: predicates\n  - name: nodeorder\n    arguments:\n      mostrequested.weight: 10\n",
-        Default::default(),
-    )
-    .unwrap();
+    );
     let mut w = World::with_profile(binpack);
     w.node(node("used", "4", "8Gi"))
         .node(node("e0", "4", "8Gi"))

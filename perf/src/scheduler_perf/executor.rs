@@ -147,18 +147,32 @@ async fn create_bound_claim(
     pvc["metadata"]["name"] = json!(claim);
     pvc["spec"]["volumeName"] = json!(pv_name);
     let pvs: Api<PersistentVolume> = Api::all(client.clone());
-    let mut created = pvs
-        .create(&PostParams::default(), &serde_json::from_value(pv)?)
-        .await?;
-    created.status.get_or_insert_default().phase = Some("Bound".into());
-    pvs.replace_status(&pv_name, &PostParams::default(), &created)
-        .await?;
+    create_then_status(&pvs, &pv_name, pv, |v: &mut PersistentVolume| {
+        v.status.get_or_insert_default().phase = Some("Bound".into())
+    })
+    .await?;
     let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), ns);
-    let mut created = pvcs
-        .create(&PostParams::default(), &serde_json::from_value(pvc)?)
+    create_then_status(&pvcs, &claim, pvc, |c: &mut PersistentVolumeClaim| {
+        c.status.get_or_insert_default().phase = Some("Bound".into())
+    })
+    .await
+}
+
+/// Create `obj`, then write the status `set` gives the created object (creation resets it).
+async fn create_then_status<K>(
+    api: &Api<K>,
+    name: &str,
+    obj: Value,
+    set: impl FnOnce(&mut K),
+) -> anyhow::Result<()>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + Serialize + std::fmt::Debug,
+{
+    let mut created = api
+        .create(&PostParams::default(), &serde_json::from_value(obj)?)
         .await?;
-    created.status.get_or_insert_default().phase = Some("Bound".into());
-    pvcs.replace_status(&claim, &PostParams::default(), &created)
+    set(&mut created);
+    api.replace_status(name, &PostParams::default(), &created)
         .await?;
     Ok(())
 }
