@@ -421,16 +421,16 @@ async fn run_workload(
     name: &str,
     ops: &[config::Op],
 ) -> (Outcome, Option<RunSummary>) {
-    let mut shed = None;
-    let r = run_workload_inner(opts, name, ops, &mut shed).await;
-    (r, shed)
+    let mut summary = None;
+    let r = run_workload_inner(opts, name, ops, &mut summary).await;
+    (r, summary)
 }
 
 async fn run_workload_inner(
     opts: &Options,
     name: &str,
     ops: &[config::Op],
-    shed: &mut Option<RunSummary>,
+    summary: &mut Option<RunSummary>,
 ) -> Outcome {
     let (sim, kubeconfig) = match &opts.kubeconfig {
         Some(p) => (
@@ -476,9 +476,9 @@ async fn run_workload_inner(
     }
     watch.abort();
     if let Some(sched) = scheduler
-        && let Ok(summary) = sched.stop().await
+        && let Ok(s) = sched.stop().await
     {
-        *shed = Some(summary);
+        *summary = Some(s);
     }
     if let Some(sim) = sim {
         sim.shutdown().await;

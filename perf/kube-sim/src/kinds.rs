@@ -28,18 +28,14 @@ pub fn default_pod(pod: &mut Value) {
 /// leaves them out. Without this a replace with a partial spec (as scheduler_perf's `updateAny`
 /// sends) is refused for fields it never meant to change.
 pub fn default_pod_update(old: &Value, pod: &mut Value) {
-    let had_priority = pod.pointer("/spec/priority").is_some();
-    default_pod_spec(pod);
-    if !had_priority && let Some(s) = pod["spec"].as_object_mut() {
-        s.remove("priority");
-    }
     for f in ["priority", "preemptionPolicy"] {
-        if pod["spec"].get(f).is_none()
+        if pod.pointer(&format!("/spec/{f}")).is_none()
             && let Some(v) = old["spec"].get(f)
         {
             pod["spec"][f] = v.clone();
         }
     }
+    default_pod_spec(pod);
 }
 
 /// The spec defaults of [`default_pod`].
