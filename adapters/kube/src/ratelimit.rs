@@ -2,7 +2,14 @@
 //! GCRA is the token bucket client-go uses: `burst` tokens, refilled at `qps` per second). The
 //! `kube` client has none, so each client that must be limited (binds, events, the shard
 //! controller's writes) owns one.
+//!
+//! A wait sleeps on tokio's timer, not governor's `until_ready` (which sleeps on `futures-timer`:
+//! a thread of its own whose every expiry is one more cross-thread wake-up; 2 % of the
+//! scheduler's CPU in a burst, while the events lane waits for its tokens). tokio's timer
+//! rounds a sleep up to its next millisecond tick; the tokens due meanwhile stay in the bucket
+//! (up to `burst`), so the rate holds whenever `burst` ≥ `qps` / 1000, as with every default.
 
+use governor::clock::Clock;
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use std::num::NonZeroU32;
 use std::time::Duration;
@@ -34,12 +41,12 @@ impl TokenBucket {
         let Some(limiter) = &self.limiter else {
             return Duration::ZERO;
         };
-        if limiter.check().is_ok() {
-            return Duration::ZERO;
+        let mut start = None;
+        while let Err(not_until) = limiter.check() {
+            start.get_or_insert_with(std::time::Instant::now);
+            tokio::time::sleep(not_until.wait_time_from(limiter.clock().now())).await;
         }
-        let start = std::time::Instant::now();
-        limiter.until_ready().await;
-        start.elapsed()
+        start.map_or(Duration::ZERO, |s| s.elapsed())
     }
 }
 

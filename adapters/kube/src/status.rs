@@ -29,9 +29,10 @@
 use crate::ratelimit::TokenBucket;
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
+use kube::Client;
 use kube::api::{Patch, PatchParams, PostParams};
-use kube::{Api, Client};
 use magma_engine::core::StatusIntent;
+use serde::de::IgnoredAny;
 use serde_json::json;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -362,11 +363,8 @@ async fn lane(
 async fn write(client: &Client, component: &str, msg: &StatusMsg) {
     let result = match msg {
         StatusMsg::Failed(s) => {
-            let pods: Api<Pod> = Api::namespaced(client.clone(), &s.namespace);
             let patch = condition_patch(s.reason.as_str(), &s.message);
-            let cond = pods
-                .patch_status(&s.name, &PatchParams::default(), &Patch::Strategic(&patch))
-                .await;
+            let cond = patch_condition(client, &s.namespace, &s.name, &patch).await;
             if let Err(e) = &cond {
                 tracing::debug!(pod = %format!("{}/{}", s.namespace, s.name), error = %e, "condition patch failed");
             }
@@ -379,10 +377,7 @@ async fn write(client: &Client, component: &str, msg: &StatusMsg) {
                 "FailedScheduling",
                 &s.message,
             );
-            Api::<Event>::namespaced(client.clone(), &s.namespace)
-                .create(&PostParams::default(), &ev)
-                .await
-                .map(|_| ())
+            create_event(client, &s.namespace, &ev).await
         }
         StatusMsg::Scheduled {
             namespace,
@@ -400,15 +395,40 @@ async fn write(client: &Client, component: &str, msg: &StatusMsg) {
                 "Scheduled",
                 &message,
             );
-            Api::<Event>::namespaced(client.clone(), namespace)
-                .create(&PostParams::default(), &ev)
-                .await
-                .map(|_| ())
+            create_event(client, namespace, &ev).await
         }
     };
     if let Err(e) = result {
         tracing::debug!(error = %e, "event write failed");
     }
+}
+
+/// Strategic-merge patch of `pods/{name}/status`. The answer (the whole pod, `managedFields`
+/// and all) is only checked for success: skipped, not decoded.
+async fn patch_condition(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    patch: &serde_json::Value,
+) -> kube::Result<()> {
+    let req = kube::core::Request::new(<Pod as kube::Resource>::url_path(&(), Some(ns)))
+        .patch_subresource(
+            "status",
+            name,
+            &PatchParams::default(),
+            &Patch::Strategic(patch),
+        )
+        .map_err(kube::Error::BuildRequest)?;
+    client.request::<IgnoredAny>(req).await.map(|_| ())
+}
+
+/// `POST events`; the answer (the event) is skipped, not decoded.
+async fn create_event(client: &Client, ns: &str, ev: &Event) -> kube::Result<()> {
+    let body = serde_json::to_vec(ev).map_err(kube::Error::SerdeError)?;
+    let req = kube::core::Request::new(<Event as kube::Resource>::url_path(&(), Some(ns)))
+        .create(&PostParams::default(), body)
+        .map_err(kube::Error::BuildRequest)?;
+    client.request::<IgnoredAny>(req).await.map(|_| ())
 }
 
 #[cfg(test)]
