@@ -238,6 +238,10 @@ struct ProcArgs {
     /// a cluster where the scheduler does not share the API server's cores.
     #[arg(long)]
     pin: bool,
+    /// Ceiling runs without the scheduler's pod informer: the API's bindings alone (by default
+    /// the ceiling is a scheduler that takes no time, and it watches pods as the scheduler does).
+    #[arg(long)]
+    bare_ceiling: bool,
     /// The agent-scheduler binary (default: beside this one).
     #[arg(long)]
     scheduler_bin: Option<PathBuf>,
@@ -590,6 +594,7 @@ fn processes(a: ProcArgs) -> anyhow::Result<()> {
         backlog: a.backlog,
         tls: a.tls,
         pin: a.pin,
+        bare_ceiling: a.bare_ceiling,
         scheduler_bin: a
             .scheduler_bin
             .unwrap_or_else(|| ProcOptions::sibling("agent-scheduler")),

@@ -22,7 +22,18 @@
 //! created in their own namespace and bound by the harness itself, as fast as `creators`
 //! concurrent requests go, over the same transport and with the scheduler's own client set-up
 //! (`magma_kube::process::client_for`: HTTP/2 over HTTPS), while the harness watches them as it
-//! watches the scenario's pods: the rate the API accepts bindings at.
+//! watches the scenario's pods: the rate the API accepts bindings at. That is the backlog's
+//! ceiling. A burst cannot bind faster than its pods are created: its ceiling is the lower
+//! of that and the rate its pods were created at (first create sent to last create answered,
+//! in the same run; the creates share the API server with the binds). A harness that creates
+//! and binds by itself measures its own CPU, not the API's (it ran faster than itself with a
+//! scheduler beside it), so it is not used.
+//!
+//! The binding ceiling is a scheduler that takes no time, and such a scheduler still watches
+//! pods: during the ceiling run the harness also holds the scheduler's own pod informer (the same
+//! field selector, every event decoded as the scheduler decodes it, then dropped), so the API
+//! serves that watch in the ceiling as in the scenario. `bare_ceiling` leaves it out (the
+//! API's bindings alone, as this harness measured before).
 
 use crate::report::Latency;
 use anyhow::Context;
@@ -54,6 +65,8 @@ pub struct ProcOptions {
     pub tls: bool,
     /// The simulator on CPU 0, the scheduler and the harness on the others (see the module doc).
     pub pin: bool,
+    /// Ceiling runs without the scheduler's pod informer (see the module doc).
+    pub bare_ceiling: bool,
     pub scheduler_bin: PathBuf,
     pub sim_bin: PathBuf,
     pub kube_api_qps: f64,
@@ -84,7 +97,13 @@ pub struct ProcReport {
     pub throughput_pods_per_s: f64,
     /// Bindings/s the API accepted from the harness itself (same run, same transport).
     pub ceiling_pods_per_s: f64,
+    /// Burst: pods/s created (first create sent → last create answered).
+    pub created_pods_per_s: Option<f64>,
+    /// Throughput ÷ the scenario's ceiling: for a backlog the binding ceiling, for a burst the
+    /// lower of that and the creation rate.
     pub fraction_of_ceiling: f64,
+    /// Whether the ceiling runs held the scheduler's pod informer (not `bare_ceiling`).
+    pub ceiling_with_informer: bool,
     /// Backlog: scheduler start → last bind.
     pub drain_s: Option<f64>,
     /// Backlog: scheduler start → ready (its lists done).
@@ -119,12 +138,23 @@ impl ProcReport {
             "processes/{} over {}: {} nodes, {} pods, {} workers",
             self.scenario, self.transport, self.nodes, self.pods, self.workers
         );
+        let ceiling = match self.created_pods_per_s {
+            Some(c) => format!(
+                "ceiling: created at {c:.0}/s, the API binds {:.0}/s",
+                self.ceiling_pods_per_s
+            ),
+            None => format!("API ceiling {:.0}/s", self.ceiling_pods_per_s),
+        };
+        let informer = if self.ceiling_with_informer {
+            ", ceilings with the scheduler's pod informer"
+        } else {
+            ", bare ceilings"
+        };
         println!(
-            "  bound {}  throughput {:.0} pods/s = {:.0}% of the API ceiling {:.0}/s{}",
+            "  bound {}  throughput {:.0} pods/s = {:.0}% of the {ceiling}{informer}{}",
             self.bound,
             self.throughput_pods_per_s,
             self.fraction_of_ceiling * 100.0,
-            self.ceiling_pods_per_s,
             self.drain_s
                 .zip(self.ready_s)
                 .map(|(d, r)| format!("  drained in {d:.2} s from start, ready after {r:.2} s"))
@@ -612,14 +642,20 @@ fn bind_watch(
     })
 }
 
-/// The API's ceiling for bindings over this transport: create `n` pods nobody schedules,
-/// then bind them from here as fast as `creators` concurrent requests allow.
-async fn ceiling(
-    client: &kube::Client,
-    nodes: usize,
-    n: usize,
-    creators: usize,
-) -> anyhow::Result<f64> {
+/// A zero-cost scheduler's pod informer: the scheduler's own pod watch (its field selector),
+/// every event decoded into the scheduler's pod type and dropped.
+fn informer_watch(client: &kube::Client) -> tokio::task::JoinHandle<()> {
+    let api: Api<magma_kube::slim::Pod> = Api::all(client.clone());
+    tokio::spawn(async move {
+        let mut s = watcher::watcher(api, magma_kube::watch::pod_watch_config()).boxed();
+        while s.next().await.is_some() {}
+    })
+}
+
+/// The API's binding ceiling over this transport (module doc): `n` pods for a scheduler nobody
+/// runs, in their own namespace, bound by the harness itself `creators` at a time.
+async fn ceiling(o: &ProcOptions, client: &kube::Client) -> anyhow::Result<f64> {
+    let (nodes, n, creators) = (o.nodes, o.pods, o.creators);
     let ns = "magma-blast";
     let _ = Api::<Namespace>::all(client.clone())
         .create(
@@ -631,6 +667,7 @@ async fn ceiling(
     // The same watch as the scenario's, started as early (before the pods exist), so the
     // harness loads the API alike in both runs.
     let watch = bind_watch(api.clone(), Arc::default());
+    let informer = (!o.bare_ceiling).then(|| informer_watch(client));
     create_pods(client, ns, "blast-", "nobody", n, creators, None).await?;
     let sem = Arc::new(tokio::sync::Semaphore::new(creators.max(1)));
     let start = Instant::now();
@@ -638,9 +675,10 @@ async fn ceiling(
     for i in 0..n {
         let permit = sem.clone().acquire_owned().await?;
         let api = api.clone();
+        let name = format!("blast-{i:07}");
         let node = kube_sim::node_name(i % nodes.max(1));
         tasks.push(tokio::spawn(async move {
-            let ok = crate::e2e::post_binding(&api, &format!("blast-{i:07}"), node).await;
+            let ok = crate::e2e::post_binding(&api, &name, node).await;
             drop(permit);
             ok
         }));
@@ -651,6 +689,10 @@ async fn ceiling(
     }
     let rate = ok as f64 / start.elapsed().as_secs_f64();
     watch.abort();
+    if let Some(i) = informer {
+        i.abort();
+    }
+    anyhow::ensure!(ok == n, "the ceiling run bound {ok} of {n} pods");
     Ok(rate)
 }
 
@@ -665,7 +707,7 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
     let sched_cpus = pin.as_ref().map(|p| p.rest.as_str());
     let mut c = start_sim(o, &dir, pin.as_ref().map(|p| p.sim.as_str())).await?;
     let client = c.client.clone();
-    let ceiling_rate = ceiling(&client, o.nodes, o.pods, o.creators).await?;
+    let ceiling_rate = ceiling(o, &client).await?;
 
     // The bind watch over the scenario's pods.
     let created: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
@@ -689,6 +731,7 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
     // Burst: the simulator's cost includes the creates (a real API server serves them too);
     // backlog: from the scheduler's start, which lists the backlog.
     let mut ready_at = None;
+    let mut created_rate = None;
     let (mut sched, start, sched_cpu0, sim_cpu_start) = if o.backlog {
         create_scenario_pods().await?;
         let sim_cpu0 = cpu_time(c.sim.pid())?;
@@ -712,6 +755,7 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
         let sim_cpu0 = cpu_time(c.sim.pid())?;
         let start = Instant::now();
         create_scenario_pods().await?;
+        created_rate = Some(o.pods as f64 / start.elapsed().as_secs_f64().max(1e-6));
         (s, start, cpu0, sim_cpu0)
     };
     let bar = crate::progress::bar(o.pods as u64, o.progress);
@@ -804,7 +848,12 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
         bound: bound.len(),
         throughput_pods_per_s: throughput,
         ceiling_pods_per_s: ceiling_rate,
-        fraction_of_ceiling: throughput / ceiling_rate.max(1e-9),
+        created_pods_per_s: created_rate,
+        fraction_of_ceiling: throughput
+            / created_rate
+                .map_or(ceiling_rate, |c| c.min(ceiling_rate))
+                .max(1e-9),
+        ceiling_with_informer: !o.bare_ceiling,
         drain_s: o.backlog.then_some(elapsed),
         ready_s: ready.map(|r| r.saturating_duration_since(start).as_secs_f64()),
         sim_cpus: pin.map(|p| p.sim).unwrap_or_default(),

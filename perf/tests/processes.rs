@@ -46,6 +46,8 @@ fn opts(backlog: bool) -> ProcOptions {
         backlog,
         tls: backlog,
         pin: backlog,
+        // The burst's ceilings are bare, the backlog's hold the informer: both paths run.
+        bare_ceiling: !backlog,
         scheduler_bin,
         sim_bin,
         kube_api_qps: 2000.0,
@@ -89,6 +91,12 @@ async fn burst_as_separate_processes() {
     check(&r);
     assert_eq!((r.drain_s, r.ready_s), (None, None));
     assert_eq!(r.sim_cpus, "", "{r:?}");
+    // A burst is measured against the lower of its creation rate and the binding ceiling; the
+    // backlog against the binding ceiling.
+    let created = r.created_pods_per_s.expect("a burst's creation rate");
+    assert!(created > 0.0 && !r.ceiling_with_informer, "{r:?}");
+    let fraction = r.throughput_pods_per_s / created.min(r.ceiling_pods_per_s);
+    assert!((r.fraction_of_ceiling - fraction).abs() < 1e-9, "{r:?}");
     // Plain HTTP: HTTP/1.1 (no cleartext HTTP/2, as against a real API server, which is HTTPS).
     let by = &r.scheduler_requests_by_protocol;
     assert_eq!(by.keys().collect::<Vec<_>>(), ["HTTP/1.1"], "{r:?}");
@@ -99,6 +107,8 @@ async fn backlog_drains_after_the_scheduler_starts() {
     let r = run(&opts(true)).await.unwrap();
     check(&r);
     assert!(r.drain_s.is_some_and(|d| d > 0.0), "{r:?}");
+    assert_eq!(r.created_pods_per_s, None, "{r:?}");
+    assert!(r.ceiling_with_informer, "{r:?}");
     // Timed from readiness too; pinned (kube-sim on CPU 0).
     let (ready, drain) = (r.ready_s.unwrap(), r.drain_s.unwrap());
     assert!(ready > 0.0 && ready <= drain, "{r:?}");
