@@ -127,6 +127,18 @@ fn spec_part(obj: &Value) -> Value {
     o
 }
 
+/// `metadata.generation` of `new` one past `old`'s when anything but metadata and status
+/// changed, for kinds that track it.
+fn bump_generation(def: &ResourceDef, old: &Value, new: &mut Value) {
+    if def.generation && spec_part(new) != spec_part(old) {
+        let g = old
+            .pointer("/metadata/generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(1);
+        meta::metadata_mut(new).insert("generation".into(), json!(g + 1));
+    }
+}
+
 impl State {
     /// A store with the built-in resources, the given history bound and broadcast capacity.
     pub fn new(history_cap: usize, watch_buffer: usize, auto_create_namespaces: bool) -> Self {
@@ -452,14 +464,7 @@ impl State {
             }
             Part::Resize => {
                 let mut n = crate::resize::resize(&old.value, obj, name)?;
-                if def.generation && spec_part(&n) != spec_part(&old.value) {
-                    let g = old
-                        .value
-                        .pointer("/metadata/generation")
-                        .and_then(Value::as_i64)
-                        .unwrap_or(1);
-                    meta::metadata_mut(&mut n).insert("generation".into(), json!(g + 1));
-                }
+                bump_generation(def, &old.value, &mut n);
                 n
             }
             Part::Main => {
@@ -503,14 +508,7 @@ impl State {
                         })?;
                     }
                 }
-                if def.generation && spec_part(&obj) != spec_part(&old.value) {
-                    let g = old
-                        .value
-                        .pointer("/metadata/generation")
-                        .and_then(Value::as_i64)
-                        .unwrap_or(1);
-                    meta::metadata_mut(&mut obj).insert("generation".into(), json!(g + 1));
-                }
+                bump_generation(def, &old.value, &mut obj);
                 obj
             }
         };
