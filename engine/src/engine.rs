@@ -95,6 +95,9 @@ pub struct Engine {
     stats: Arc<Stats>,
     driver: Option<JoinHandle<Core>>,
     workers: Vec<JoinHandle<()>>,
+    /// Dropped to wake the workers that wait for a task (after `shared.stop()`); nothing is
+    /// ever sent on it.
+    wake_to_stop: Option<Sender<std::convert::Infallible>>,
 }
 
 impl Engine {
@@ -116,6 +119,7 @@ impl Engine {
         let handoff = HandOff::new(opts.handoff_capacity.unwrap_or((8 * opts.workers).max(16)));
         let (tx, rx) = crossbeam_channel::unbounded::<Msg>();
         let (itx, irx) = crossbeam_channel::unbounded::<Intent>();
+        let (wake_to_stop, stop_rx) = crossbeam_channel::bounded(0);
         let core = Core::new(
             cache,
             opts.queue,
@@ -134,12 +138,13 @@ impl Engine {
         };
         let mut workers = Vec::with_capacity(opts.workers);
         for id in 0..opts.workers {
-            let (shared, stats, clock, handoff, tx) = (
+            let (shared, stats, clock, handoff, tx, stop_rx) = (
                 shared.clone(),
                 stats.clone(),
                 clock.clone(),
                 handoff.clone(),
                 tx.clone(),
+                stop_rx.clone(),
             );
             let pin = (!cores.is_empty()).then(|| cores[id % cores.len()]);
             let h = std::thread::Builder::new()
@@ -151,8 +156,9 @@ impl Engine {
                     let mut w = Worker::new(id);
                     let counters = &stats.workers[id];
                     while !shared.stopping() {
-                        let Some(task) = handoff.pop_timeout(Duration::from_millis(20)) else {
-                            continue;
+                        // `None`: stopping (the wake channel is dropped only after the flag).
+                        let Some(task) = handoff.pop_until(&stop_rx) else {
+                            break;
                         };
                         w.turn(&shared, counters, &*clock, task, |r| {
                             let _ = tx.send(Msg::Input(Input::Worker(r)));
@@ -174,6 +180,7 @@ impl Engine {
             stats,
             driver: Some(driver),
             workers,
+            wake_to_stop: Some(wake_to_stop),
         })
     }
 
@@ -227,6 +234,7 @@ impl Engine {
     /// Stop the workers, let the driver account for every result, return the `Core`.
     pub fn shutdown(mut self) -> Core {
         self.shared.stop();
+        self.wake_to_stop.take();
         for w in self.workers.drain(..) {
             let _ = w.join();
         }
@@ -242,6 +250,7 @@ impl Engine {
 impl Drop for Engine {
     fn drop(&mut self) {
         self.shared.stop();
+        self.wake_to_stop.take();
         let _ = self.tx.send(Msg::Stop);
     }
 }
