@@ -377,6 +377,11 @@ fn free_port() -> anyhow::Result<u16> {
 
 /// `GET path` on a plain-HTTP admin port: the status code.
 async fn admin_get(port: u16, path: &str) -> Option<u16> {
+    admin_fetch(port, path).await.map(|(code, _)| code)
+}
+
+/// `GET path` on a plain-HTTP admin port: the status code and the whole answer.
+async fn admin_fetch(port: u16, path: &str) -> Option<(u16, String)> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
         .await
@@ -385,8 +390,37 @@ async fn admin_get(port: u16, path: &str) -> Option<u16> {
     s.write_all(req.as_bytes()).await.ok()?;
     let mut buf = Vec::new();
     s.read_to_end(&mut buf).await.ok()?;
-    let head = String::from_utf8_lossy(&buf);
-    head.split_whitespace().nth(1)?.parse().ok()
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    let code = text.split_whitespace().nth(1)?.parse().ok()?;
+    Some((code, text))
+}
+
+/// The scheduler's events and conditions still queued or in flight
+/// (`magma_status_writes_pending`, both lanes); `None` if it does not report them.
+async fn status_writes_pending(admin: u16) -> Option<u64> {
+    let (_, text) = admin_fetch(admin, "/metrics").await?;
+    let mut found = false;
+    let mut sum = 0u64;
+    for l in text.lines() {
+        if let Some(rest) = l.strip_prefix("magma_status_writes_pending{") {
+            found = true;
+            sum += rest.rsplit(' ').next()?.trim().parse::<u64>().ok()?;
+        }
+    }
+    found.then_some(sum)
+}
+
+/// Until the scheduler has written every event and condition it queued, at most `cap`: its
+/// events tail is its pods' cost, and at a low events budget it runs below [`until_idle`]'s
+/// threshold. A scheduler that does not report them (another build) is not waited for.
+async fn until_status_written(admin: u16, cap: Duration) {
+    let end = Instant::now() + cap;
+    while let Some(n) = status_writes_pending(admin).await {
+        if n == 0 || Instant::now() > end {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// The simulator's JSON records (`/sim/<what>`), through the harness's client.
@@ -736,7 +770,7 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
     // backlog: from the scheduler's start, which lists the backlog.
     let mut ready_at = None;
     let mut created_rate = None;
-    let (mut sched, start, sched_cpu0, sim_cpu_start) = if o.backlog {
+    let (mut sched, admin, start, sched_cpu0, sim_cpu_start) = if o.backlog {
         create_scenario_pods().await?;
         let sim_cpu0 = cpu_time(c.sim.pid())?;
         let (s, admin) = start_scheduler(o, &c, &dir, sched_cpus)?;
@@ -748,7 +782,7 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
             }
             Instant::now()
         }));
-        (s, start, Duration::ZERO, sim_cpu0)
+        (s, admin, start, Duration::ZERO, sim_cpu0)
     } else {
         let (mut s, admin) = start_scheduler(o, &c, &dir, sched_cpus)?;
         wait_ready(&mut s, admin).await?;
@@ -760,7 +794,7 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
         let start = Instant::now();
         create_scenario_pods().await?;
         created_rate = Some(o.pods as f64 / start.elapsed().as_secs_f64().max(1e-6));
-        (s, start, cpu0, sim_cpu0)
+        (s, admin, start, cpu0, sim_cpu0)
     };
     let bar = crate::progress::bar(o.pods as u64, o.progress);
     let deadline = Instant::now() + o.timeout;
@@ -775,6 +809,7 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
     }
     bar.finish_and_clear();
     // Until both are idle again: the scheduler's events and conditions count too.
+    until_status_written(admin, Duration::from_secs(30)).await;
     let sched_cpu1 = until_idle(sched.pid(), Duration::from_secs(30)).await;
     let sim_cpu1 = until_idle(c.sim.pid(), Duration::from_secs(10)).await;
     let rss = rss_mib(sched.pid());

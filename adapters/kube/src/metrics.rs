@@ -27,6 +27,7 @@
 //! | `magma_shard_status_writes_total{result}` (ok, conflict, error) | counter | | [`Metrics::observe_shard_write`] |
 //! | `magma_config_reload_total{result}` (ok, rejected) | counter | | [`Metrics::observe_config_reload`] |
 //! | `magma_events_dropped_total{reason}` (Scheduled, FailedScheduling) | counter | | [`Metrics::event_drops`], the status lanes |
+//! | `magma_status_writes_pending{lane}` (scheduled, failed) | gauge | | [`Metrics::event_drops`], the status lanes (writes queued or in flight) |
 //! | `magma_status_writes_coalesced_total` | counter | | [`Metrics::event_drops`], the Failed lane (a pod's queued write replaced or cancelled) |
 
 use magma_engine::queue::QueueDepths;
@@ -513,6 +514,23 @@ impl Collector for Shared {
             ] {
                 m.encode_family(&[("reason", r)])?
                     .encode_counter::<NoLabelSet, _, u64>(&c.load(Relaxed), None)?;
+            }
+        }
+        {
+            let mut m = enc.encode_descriptor(
+                "magma_status_writes_pending",
+                "Events and conditions queued or in flight, by lane (scheduled: Scheduled events; \
+                 failed: PodScheduled=False and FailedScheduling)",
+                None,
+                MetricType::Gauge,
+            )?;
+            let d = &self.event_drops;
+            for (lane, c) in [
+                ("scheduled", &d.pending_scheduled),
+                ("failed", &d.pending_failed),
+            ] {
+                m.encode_family(&[("lane", lane)])?
+                    .encode_gauge(&(c.load(Relaxed) as i64))?;
             }
         }
         {

@@ -19,34 +19,61 @@ use std::time::Duration;
 pub struct TokenBucket {
     /// `None`: unlimited.
     limiter: Option<DefaultDirectRateLimiter>,
+    /// The bucket's size (at least 1): the most tokens one [`TokenBucket::acquire_n`] takes.
+    burst: NonZeroU32,
+    /// Tokens per second (`None`: unlimited).
+    qps: Option<f64>,
 }
 
 impl TokenBucket {
     /// `qps <= 0` (or not finite) means unlimited, as in client-go when the limiter is
     /// disabled; a `burst` of 0 is taken as 1.
     pub fn new(qps: f64, burst: u32) -> TokenBucket {
+        let burst = NonZeroU32::new(burst.max(1)).unwrap_or(NonZeroU32::MIN);
         let limiter = (qps > 0.0 && qps.is_finite()).then(|| {
             let period = Duration::from_secs_f64(1.0 / qps).max(Duration::from_nanos(1));
-            let burst = NonZeroU32::new(burst.max(1)).unwrap_or(NonZeroU32::MIN);
             let quota = Quota::with_period(period)
                 .unwrap_or_else(|| Quota::per_second(NonZeroU32::MAX))
                 .allow_burst(burst);
             RateLimiter::direct(quota)
         });
-        TokenBucket { limiter }
+        let qps = limiter.is_some().then_some(qps);
+        TokenBucket {
+            limiter,
+            burst,
+            qps,
+        }
     }
 
     /// Wait for a token. Returns the time spent waiting (for the throttling metric).
     pub async fn acquire(&self) -> Duration {
+        self.acquire_n(1).await
+    }
+
+    /// Wait for `n` tokens, taken together (`n` clamped to `1..=burst`, so it can always be
+    /// met). Returns the time spent waiting.
+    pub async fn acquire_n(&self, n: u32) -> Duration {
         let Some(limiter) = &self.limiter else {
             return Duration::ZERO;
         };
+        let n = NonZeroU32::new(n.min(self.burst.get())).unwrap_or(NonZeroU32::MIN);
         let mut start = None;
-        while let Err(not_until) = limiter.check() {
+        // `check_n` refuses only an `n` above the burst, which the clamp rules out.
+        while let Ok(Err(not_until)) = limiter.check_n(n) {
             start.get_or_insert_with(std::time::Instant::now);
             tokio::time::sleep(not_until.wait_time_from(limiter.clock().now())).await;
         }
         start.map_or(Duration::ZERO, |s| s.elapsed())
+    }
+
+    /// The bucket's size.
+    pub fn burst(&self) -> u32 {
+        self.burst.get()
+    }
+
+    /// Tokens per second; `None` when unlimited.
+    pub fn qps(&self) -> Option<f64> {
+        self.qps
     }
 }
 
@@ -73,6 +100,19 @@ mod tests {
             start.elapsed()
         );
         assert!(waited > Duration::ZERO);
+    }
+
+    #[tokio::test]
+    async fn n_tokens_are_taken_together_and_n_is_clamped_to_the_burst() {
+        let b = TokenBucket::new(50.0, 5);
+        assert_eq!(b.acquire_n(5).await, Duration::ZERO);
+        // Five more at 50/s come due together, after at least four periods (a lower bound).
+        let start = std::time::Instant::now();
+        assert!(b.acquire_n(5).await > Duration::ZERO);
+        assert!(start.elapsed() >= Duration::from_millis(80));
+        // More than the bucket holds is a full bucket, not a wait that never ends.
+        assert!(b.acquire_n(1000).await > Duration::ZERO);
+        assert_eq!(b.burst(), 5);
     }
 
     #[tokio::test]

@@ -74,6 +74,22 @@ fn conditions_never_wait_behind_scheduled_events() {
     wait_until("its FailedScheduling event", WAIT, || {
         events_with_reason(&sim, "FailedScheduling") == 1
     });
+    // Nothing lost: once the lane has written everything it took, every bound pod has its
+    // Scheduled event or is counted as shed.
+    let (_, body) = procs::http_get_blocking(mx, "/metrics");
+    assert!(
+        body.contains("magma_status_writes_pending{lane=\"scheduled\"} "),
+        "{body}"
+    );
+    wait_until("the Scheduled lane is empty", WAIT, || {
+        metric(mx, "magma_status_writes_pending{lane=\"scheduled\"}") == 0
+    });
+    let shed = metric(mx, "magma_events_dropped_total{reason=\"Scheduled\"}") as usize;
+    assert_eq!(events_with_reason(&sim, "Scheduled") + shed, BURST);
+    assert_eq!(
+        metric(mx, "magma_status_writes_pending{lane=\"failed\"}"),
+        0
+    );
     assert_eq!(
         metric(
             mx,
