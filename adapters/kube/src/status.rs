@@ -413,9 +413,10 @@ pub fn batch_size(limiter: &TokenBucket) -> usize {
 /// How long a lane that is behind its budget lets tokens accrue before it sends: it then sends
 /// the writes those tokens allow together. One write at a time, each on its own timer expiry,
 /// cost 0.5 ms of CPU apiece (cold caches, a wake-up and two socket writes for every one) and
-/// was a quarter of the scheduler's CPU in a 10,000-pod burst (issue 15, BENCHMARKS.md). A lane
-/// that is not behind sends each write at once; the rate is the bucket's either way.
-pub const BATCH_WINDOW: std::time::Duration = std::time::Duration::from_millis(100);
+/// was a fifth of the scheduler's CPU in a 10,000-pod burst (issue 15, BENCHMARKS.md). A lane
+/// that is not behind sends each write at once; the rate is the bucket's either way, and a write
+/// that waits for a batch waits for the budget anyway.
+pub const BATCH_WINDOW: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// The most writes a lane has in flight.
 pub const MAX_BATCH: usize = 64;
@@ -641,8 +642,9 @@ mod tests {
 
     #[test]
     fn a_batch_is_the_budget_of_its_window() {
-        assert_eq!(batch_size(&TokenBucket::new(50.0, 100)), 5);
+        assert_eq!(batch_size(&TokenBucket::new(50.0, 100)), 13);
         assert_eq!(batch_size(&TokenBucket::new(2.0, 2)), 1);
+        assert_eq!(batch_size(&TokenBucket::new(0.2, 1)), 1);
         assert_eq!(batch_size(&TokenBucket::new(1000.0, 10)), 10);
         assert_eq!(batch_size(&TokenBucket::new(1e6, 1_000_000)), MAX_BATCH);
         assert_eq!(batch_size(&TokenBucket::new(0.0, 1)), MAX_BATCH);
