@@ -13,6 +13,12 @@
 //!   its start to the last bind, and from its readiness (lists done, leading) to the last
 //!   bind: the drain rate against the ceiling.
 //!
+//! The CPU per pod runs to the end of the scheduler's events tail: after the last bind the
+//! harness waits until the scheduler reports nothing left to write
+//! (`magma_status_writes_pending`, polled once a second: a scrape is its CPU too), then until
+//! both processes are idle. A lane behind its budget sends in batches that cost less than
+//! `until_idle`'s threshold, so idleness alone ended the count early.
+//!
 //! With `pin`, the simulator runs on CPU 0 and the scheduler and the harness on the others
 //! (`taskset`), in the ceiling run and the scenario alike, so the API server has the same CPU
 //! in both; unpinned, all three share every CPU and the fraction also says how much CPU the
