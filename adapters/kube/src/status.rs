@@ -127,7 +127,8 @@ impl FailedQueue {
         ready: impl AsyncFnOnce(usize),
     ) -> Option<Vec<StatusIntent>> {
         let mut ready = Some(ready);
-        let mut uids: Vec<Arc<str>> = Vec::with_capacity(max.max(1));
+        let mut max = max.max(1);
+        let mut uids: Vec<Arc<str>> = Vec::with_capacity(max);
         loop {
             let uid = self.order.recv().await?;
             {
@@ -148,6 +149,9 @@ impl FailedQueue {
             }
             if let Some(ready) = ready.take() {
                 ready(uids.len()).await;
+                // Paid for: if every one is cancelled meanwhile, the next ones take their
+                // tokens, so never more of them.
+                max = uids.len();
             }
             let mut pending = lock(&self.pending);
             let batch: Vec<StatusIntent> =
@@ -638,6 +642,34 @@ mod tests {
         assert_eq!(batch.len(), 2);
         assert_eq!(next_now(&mut lanes), pair("f", "f"));
         assert_eq!(next_now(&mut lanes), None);
+    }
+
+    /// Tokens paid for a batch cancelled while it waited go to the next pods, never to more
+    /// of them than were paid for.
+    #[tokio::test]
+    async fn a_batch_cancelled_while_it_waits_pays_for_as_many_as_it_took() {
+        let drops = Arc::new(EventDrops::default());
+        let (sink, mut lanes) = StatusSink::new(8, 8, drops.clone());
+        for uid in ["a", "b"] {
+            sink.offer(failed(uid, uid));
+        }
+        let asked = std::cell::Cell::new(0);
+        let batch = lanes
+            .failed
+            .next_batch(8, async |n| {
+                asked.set(n);
+                sink.offer(scheduled("a"));
+                sink.offer(scheduled("b"));
+                for uid in ["c", "d", "e"] {
+                    sink.offer(failed(uid, uid));
+                }
+            })
+            .await
+            .unwrap();
+        assert_eq!(asked.get(), 2);
+        let got: Vec<_> = batch.iter().map(|s| &*s.uid).collect();
+        assert_eq!(got, ["c", "d"]);
+        assert_eq!(next_now(&mut lanes), pair("e", "e"));
     }
 
     #[test]
