@@ -418,8 +418,9 @@ pub fn batch_size(limiter: &TokenBucket) -> usize {
 /// the writes those tokens allow together. One write at a time, each on its own timer expiry,
 /// cost 0.5 ms of CPU apiece (cold caches, a wake-up and two socket writes for every one) and
 /// was a fifth of the scheduler's CPU in a 10,000-pod burst (issue 15, BENCHMARKS.md). A lane
-/// that is not behind sends each write at once; the rate is the bucket's either way, and a write
-/// that waits for a batch waits for the budget anyway.
+/// that is not behind sends each write at once; the rate is the bucket's either way. Only a lane
+/// already behind waits for a batch: the first write of a batch then goes out up to a window
+/// later than it would alone, the last one no later.
 pub const BATCH_WINDOW: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// The most writes a lane has in flight.
