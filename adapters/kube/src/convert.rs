@@ -34,10 +34,16 @@ fn resources(map: Option<&BTreeMap<String, Quantity>>) -> Vec<(String, String)> 
         .unwrap_or_default()
 }
 
+/// [`resources`], moving the strings out of a map the caller owns.
+fn resources_owned(map: Option<BTreeMap<String, Quantity>>) -> Vec<(String, String)> {
+    map.map(|m| m.into_iter().map(|(k, q)| (k, q.0)).collect())
+        .unwrap_or_default()
+}
+
 /// A container, with its status when in-place resize applies to it (a regular container or a
 /// sidecar whose status reports `resources`: `resourcehelper.AggregateContainerRequests`).
-fn container(c: &Container, init: bool, statuses: Option<&Vec<ContainerStatus>>) -> ContainerInput {
-    let r = c.resources.as_ref();
+/// A container's input, moving its requests, limits and ports out of `c`.
+fn container(c: Container, init: bool, statuses: Option<&Vec<ContainerStatus>>) -> ContainerInput {
     let restartable = init && c.restart_policy.as_deref() == Some("Always");
     let status = (!init || restartable)
         .then(|| statuses?.iter().find(|s| s.name == c.name))
@@ -49,17 +55,18 @@ fn container(c: &Container, init: bool, statuses: Option<&Vec<ContainerStatus>>)
                 allocated: resources(s.allocated_resources.as_ref()),
             })
         });
+    let (requests, limits) = c.resources.map_or((None, None), |r| (r.requests, r.limits));
     ContainerInput {
-        requests: resources(r.and_then(|r| r.requests.as_ref())),
-        limits: resources(r.and_then(|r| r.limits.as_ref())),
+        requests: resources_owned(requests),
+        limits: resources_owned(limits),
         ports: c
             .ports
-            .iter()
+            .into_iter()
             .flatten()
             .map(|p| PortInput {
                 host_port: p.host_port.unwrap_or(0),
-                protocol: p.protocol.clone().unwrap_or_default(),
-                host_ip: p.host_ip.clone().unwrap_or_default(),
+                protocol: p.protocol.unwrap_or_default(),
+                host_ip: p.host_ip.unwrap_or_default(),
             })
             .collect(),
         restartable,
@@ -67,7 +74,6 @@ fn container(c: &Container, init: bool, statuses: Option<&Vec<ContainerStatus>>)
     }
 }
 
-/// The `PodResizePending` condition says `Infeasible` (`resourcehelper.IsPodResizeInfeasible`).
 fn resize_infeasible(status: Option<&PodStatus>) -> bool {
     status
         .and_then(|s| s.conditions.as_ref())
@@ -98,6 +104,11 @@ fn term(t: &NodeSelectorTerm) -> SelectorTermInput {
 fn pairs(map: Option<&BTreeMap<String, String>>) -> Vec<(String, String)> {
     map.map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
         .unwrap_or_default()
+}
+
+/// [`pairs`], moving the strings out of a map the caller owns.
+fn pairs_owned(map: Option<BTreeMap<String, String>>) -> Vec<(String, String)> {
+    map.map(|m| m.into_iter().collect()).unwrap_or_default()
 }
 
 fn labels(meta: &ObjectMeta) -> Vec<(String, String)> {
@@ -217,15 +228,22 @@ fn toleration(t: &Toleration) -> TolerationInput {
     }
 }
 
-/// Convert a pod. Pods without a UID or name cannot be tracked and are rejected.
-pub fn pod_input(pod: &Pod) -> Option<PodInput> {
-    let meta = &pod.metadata;
-    let uid = meta.uid.clone().filter(|u| !u.is_empty())?;
-    let name = meta.name.clone().filter(|n| !n.is_empty())?;
-    let spec = pod.spec.as_ref();
-    let status = pod.status.as_ref();
+/// Convert a pod, moving its strings out of it (the watch hands over each pod it decoded).
+/// Pods without a UID or name cannot be tracked and are rejected.
+pub fn pod_input(pod: Pod) -> Option<PodInput> {
+    let Pod {
+        metadata: meta,
+        spec,
+        status,
+    } = pod;
+    let uid = meta.uid.filter(|u| !u.is_empty())?;
+    let name = meta.name.filter(|n| !n.is_empty())?;
+    let mut spec = spec.unwrap_or_default();
+    let status = status.as_ref();
+    // The cross-node constraints are rare; they are read by reference.
     let affinity = spec
-        .and_then(|s| s.affinity.as_ref())
+        .affinity
+        .as_ref()
         .and_then(|a| a.node_affinity.as_ref())
         .map(|na| NodeAffinityInput {
             required: na
@@ -239,64 +257,66 @@ pub fn pod_input(pod: &Pod) -> Option<PodInput> {
                 .map(|p| (p.weight, term(&p.preference)))
                 .collect(),
         });
+    let pod_affinity = pod_affinity(&spec);
+    let topology_spread = spec
+        .topology_spread_constraints
+        .as_ref()
+        .map(|cs| cs.iter().map(spread).collect())
+        .unwrap_or_default();
+    let volumes = pod_volumes(&spec);
+    let statuses = status.and_then(|st| st.container_statuses.as_ref());
+    let containers = std::mem::take(&mut spec.containers)
+        .into_iter()
+        .map(|c| container(c, false, statuses))
+        .collect();
+    let init_statuses = status.and_then(|st| st.init_container_statuses.as_ref());
+    let init_containers = spec
+        .init_containers
+        .take()
+        .map(|cs| {
+            cs.into_iter()
+                .map(|c| container(c, true, init_statuses))
+                .collect()
+        })
+        .unwrap_or_default();
     Some(PodInput {
         uid,
-        namespace: meta.namespace.clone().unwrap_or_else(|| "default".into()),
+        namespace: meta.namespace.unwrap_or_else(|| "default".into()),
         name,
-        node_name: spec
-            .and_then(|s| s.node_name.clone())
-            .filter(|n| !n.is_empty()),
+        node_name: spec.node_name.filter(|n| !n.is_empty()),
         nominated_node_name: status
             .and_then(|s| s.nominated_node_name.clone())
             .filter(|n| !n.is_empty()),
         phase: status
             .and_then(|s| s.phase.as_deref())
             .map_or(PodPhase::Pending, PodPhase::parse),
-        priority: spec.and_then(|s| s.priority).unwrap_or(0),
+        priority: spec.priority.unwrap_or(0),
         scheduling_priority: meta
             .annotations
-            .as_ref()
-            .and_then(|a| a.get(SCHEDULING_PRIORITY_ANNOTATION))
-            .cloned(),
-        containers: spec
-            .map(|s| {
-                let st = status.and_then(|st| st.container_statuses.as_ref());
-                s.containers
-                    .iter()
-                    .map(|c| container(c, false, st))
-                    .collect()
-            })
-            .unwrap_or_default(),
-        init_containers: spec
-            .and_then(|s| s.init_containers.as_ref())
-            .map(|cs| {
-                let st = status.and_then(|st| st.init_container_statuses.as_ref());
-                cs.iter().map(|c| container(c, true, st)).collect()
-            })
-            .unwrap_or_default(),
-        overhead: resources(spec.and_then(|s| s.overhead.as_ref())),
-        node_selector: pairs(spec.and_then(|s| s.node_selector.as_ref())),
+            .and_then(|mut a| a.remove(SCHEDULING_PRIORITY_ANNOTATION)),
+        containers,
+        init_containers,
+        overhead: resources_owned(spec.overhead),
+        node_selector: pairs_owned(spec.node_selector),
         affinity,
         tolerations: spec
-            .and_then(|s| s.tolerations.as_ref())
+            .tolerations
+            .as_ref()
             .map(|ts| ts.iter().map(toleration).collect())
             .unwrap_or_default(),
         scheduling_gates: spec
-            .and_then(|s| s.scheduling_gates.as_ref())
-            .map(|gs| gs.iter().map(|g| g.name.clone()).collect())
+            .scheduling_gates
+            .map(|gs| gs.into_iter().map(|g| g.name).collect())
             .unwrap_or_default(),
         created_unix_ms: meta
             .creation_timestamp
             .as_ref()
             .map(|t| t.0.as_millisecond()),
-        labels: labels(meta),
-        pod_affinity: spec.and_then(pod_affinity),
-        topology_spread: spec
-            .and_then(|s| s.topology_spread_constraints.as_ref())
-            .map(|cs| cs.iter().map(spread).collect())
-            .unwrap_or_default(),
+        labels: pairs_owned(meta.labels),
+        pod_affinity,
+        topology_spread,
         terminating: meta.deletion_timestamp.is_some(),
-        volumes: spec.map(pod_volumes).unwrap_or_default(),
+        volumes,
         resize_infeasible: resize_infeasible(status),
     })
 }
@@ -520,7 +540,7 @@ mod tests {
             },
             "status": {"phase": "Pending", "nominatedNodeName": "n1"}
         }));
-        let i = pod_input(&p).unwrap();
+        let i = pod_input(p.clone()).unwrap();
         assert_eq!(
             (i.uid.as_str(), i.namespace.as_str(), i.name.as_str()),
             ("u1", "ns", "p")
@@ -587,7 +607,7 @@ mod tests {
                 }
             }))
         };
-        let i = pod_input(&resized(None)).unwrap();
+        let i = pod_input(resized(None)).unwrap();
         let st = i.containers[0].status.as_ref().unwrap();
         assert_eq!(st.requests, [("cpu".to_string(), "1".to_string())]);
         assert_eq!(st.allocated, [("cpu".to_string(), "1".to_string())]);
@@ -604,10 +624,10 @@ mod tests {
         };
         // a: max(200m, 1, 1) = 1; b: 100m; side: max(100m, 300m); the init step 50m + 300m.
         assert_eq!(cpu(&i), 1400);
-        let i = pod_input(&resized(Some("Infeasible"))).unwrap();
+        let i = pod_input(resized(Some("Infeasible"))).unwrap();
         assert!(i.resize_infeasible);
         assert_eq!(cpu(&i), 1400, "what it holds, as the spec asks less here");
-        let i = pod_input(&resized(Some("Deferred"))).unwrap();
+        let i = pod_input(resized(Some("Deferred"))).unwrap();
         assert!(!i.resize_infeasible);
     }
 
@@ -634,7 +654,7 @@ mod tests {
 
     #[test]
     fn pods_without_identity_are_rejected() {
-        assert!(pod_input(&pod(json!({"metadata": {"name": "p"}}))).is_none());
+        assert!(pod_input(pod(json!({"metadata": {"name": "p"}}))).is_none());
     }
 
     fn sel(key: &str, op: &str, values: &[&str]) -> SelectorRequirementInput {
@@ -697,7 +717,7 @@ mod tests {
     #[test]
     fn converts_pod_affinity_spread_labels_volumes_and_deletion() {
         for node in [None, Some("n1")] {
-            let i = pod_input(&constrained_pod(node)).unwrap();
+            let i = pod_input(constrained_pod(node)).unwrap();
             assert_eq!(i.node_name.as_deref(), node);
             assert_eq!(i.labels, [kv("app", "web"), kv("tier", "front")]);
             assert!(i.terminating);
@@ -766,7 +786,7 @@ mod tests {
     #[test]
     fn converted_constraints_compile_in_the_engine() {
         use magma_engine::model::{Interner, ResourceRegistry, compile_pod};
-        let i = pod_input(&constrained_pod(None)).unwrap();
+        let i = pod_input(constrained_pod(None)).unwrap();
         let c = compile_pod(
             &i,
             &mut Interner::default(),
@@ -785,7 +805,7 @@ mod tests {
 
     #[test]
     fn pods_without_constraints_carry_none() {
-        let i = pod_input(&pod(json!({
+        let i = pod_input(pod(json!({
             "metadata": {"name": "p", "uid": "u"},
             "spec": {"containers": [], "affinity": {"podAffinity": {}, "podAntiAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": []}}}
@@ -796,7 +816,7 @@ mod tests {
         assert!(i.topology_spread.is_empty() && i.volumes.is_empty() && i.labels.is_empty());
         assert!(!i.terminating);
         // No spec at all: still converted, nothing to schedule by.
-        let i = pod_input(&pod(json!({"metadata": {"name": "p", "uid": "u"}}))).unwrap();
+        let i = pod_input(pod(json!({"metadata": {"name": "p", "uid": "u"}}))).unwrap();
         assert!(i.pod_affinity.is_none() && i.volumes.is_empty());
     }
 

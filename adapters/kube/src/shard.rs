@@ -116,7 +116,7 @@ pub async fn run_lister(client: Client, engine: EngineHandle, rx: flume::Receive
                     }
                 }
             };
-            for p in &pods {
+            for p in pods {
                 if let Some(i) = pod_input(p) {
                     engine.send(Input::PodApply(i));
                 }

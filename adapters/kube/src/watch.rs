@@ -265,9 +265,9 @@ pub fn pod_classifier(scheduler_name: String) -> impl FnMut(Pod) -> Option<PodSe
             .and_then(|s| s.node_name.as_deref())
             .is_some_and(|n| !n.is_empty());
         if assigned {
-            pod_input(&p).map(PodSeen::Assigned)
+            pod_input(p).map(PodSeen::Assigned)
         } else if is_pending_for(&p, &scheduler_name) {
-            pod_input(&p).map(PodSeen::Pending)
+            pod_input(p).map(PodSeen::Pending)
         } else {
             None
         }
