@@ -25,7 +25,7 @@ use crate::stats::{Stats, inc};
 use crate::sync::HandOff;
 use crate::volumes::StorageInput;
 use crate::worker::{Outcome, Shared, Task, WorkerResult};
-use crossbeam_channel::Sender;
+use flume::Sender;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;

@@ -90,7 +90,7 @@ impl EngineHandle {
 
 pub struct Engine {
     tx: Sender<Msg>,
-    intents: Receiver<Intent>,
+    intents: flume::Receiver<Intent>,
     shared: Arc<Shared>,
     stats: Arc<Stats>,
     driver: Option<JoinHandle<Core>>,
@@ -118,7 +118,7 @@ impl Engine {
         let stats = Arc::new(Stats::new(opts.workers));
         let handoff = HandOff::new(opts.handoff_capacity.unwrap_or((8 * opts.workers).max(16)));
         let (tx, rx) = crossbeam_channel::unbounded::<Msg>();
-        let (itx, irx) = crossbeam_channel::unbounded::<Intent>();
+        let (itx, irx) = flume::unbounded::<Intent>();
         let (wake_to_stop, stop_rx) = crossbeam_channel::bounded(0);
         let core = Core::new(
             cache,
@@ -190,7 +190,10 @@ impl Engine {
         }
     }
 
-    pub fn intents(&self) -> &Receiver<Intent> {
+    /// What the engine asks of the outside world, in emission order: received with `recv` on
+    /// a thread, or `recv_async` in a task (the adapter's router, which then wakes no thread
+    /// of its own per intent).
+    pub fn intents(&self) -> &flume::Receiver<Intent> {
         &self.intents
     }
 

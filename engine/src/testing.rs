@@ -30,7 +30,7 @@ use crate::snapshot::Snapshot;
 use crate::stats::Stats;
 use crate::sync::HandOff;
 use crate::worker::{Shared, Task, Worker, WorkerResult};
-use crossbeam_channel::Receiver;
+use flume::Receiver;
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
@@ -111,7 +111,7 @@ impl Harness {
         let shared = Arc::new(Shared::new(opts.workers, first, versions));
         let stats = Arc::new(Stats::new(opts.workers));
         let handoff = HandOff::new(opts.handoff_capacity);
-        let (itx, intents) = crossbeam_channel::unbounded();
+        let (itx, intents) = flume::unbounded();
         let core = Core::new(
             cache,
             opts.queue,

@@ -22,10 +22,10 @@
 //! | `config-reload` | the `--scheduler-conf` watcher ([`crate::reload`]) | on shutdown |
 //! | `admin-http` | `/healthz`, `/readyz`, `/metrics` ([`crate::http`]) | on shutdown |
 //!
-//! **Engine → adapter.** The engine emits intents on one channel; `intents` reads it on a
-//! blocking thread and hands each kind to its own bounded queue (flume: a synchronous send, an
-//! asynchronous receive): binds, NodeShard status writes, node pod lists; status messages go
-//! to the lossy status lanes. No kind waits behind another: the engine holds at most
+//! **Engine → adapter.** The engine emits intents on one channel (flume: the driver thread
+//! sends synchronously, `intents` receives asynchronously, so an intent wakes the runtime and
+//! no thread of its own), and `intents` hands each kind to its own bounded queue: binds,
+//! NodeShard status writes, node pod lists; status messages go to the lossy status lanes. No kind waits behind another: the engine holds at most
 //! `BindConfig::queue` pods handed off or binding (`EngineOptions::max_binds_in_flight`), so
 //! the bind queue cannot fill, and when binds are the bottleneck the backpressure stops the
 //! engine's hand-off (`magma_bind_backpressure_total`), not the router; the engine keeps at
@@ -606,7 +606,7 @@ impl Component for Watches {
 /// Routes the engine's intents to their kinds' queues (see "Engine → adapter"). Ends when the
 /// engine closes its intent channel (shutdown step 3), not on shutdown.
 struct IntentRouter {
-    intents: crossbeam_channel::Receiver<Intent>,
+    intents: flume::Receiver<Intent>,
     binds: flume::Sender<BindIntent>,
     shard_status: flume::Sender<ShardStatusIntent>,
     node_pod_lists: flume::Sender<Vec<String>>,
@@ -617,19 +617,19 @@ struct IntentRouter {
 impl IntentRouter {
     /// Hand `item` to `queue`; a full queue is a broken invariant (the engine bounds each
     /// kind), so it is logged, then waited for rather than lost.
-    fn forward<T>(queue: &flume::Sender<T>, item: T, what: &str) -> bool {
+    async fn forward<T>(queue: &flume::Sender<T>, item: T, what: &str) -> bool {
         match queue.try_send(item) {
             Ok(()) => true,
             Err(flume::TrySendError::Full(item)) => {
                 tracing::warn!("{what} queue full; waiting");
-                queue.send(item).is_ok()
+                queue.send_async(item).await.is_ok()
             }
             Err(flume::TrySendError::Disconnected(_)) => false,
         }
     }
 
-    fn route(self) {
-        while let Ok(intent) = self.intents.recv() {
+    async fn route(self) {
+        while let Ok(intent) = self.intents.recv_async().await {
             match intent {
                 Intent::Bind(b) => {
                     // One scheduling cycle: popped from the queue → claimed.
@@ -638,7 +638,7 @@ impl IntentRouter {
                     if let Some(age) = since_creation(b.pod.created_unix_ms) {
                         self.metrics.observe_task_latency("Assumed", age);
                     }
-                    if !Self::forward(&self.binds, b, "bind") {
+                    if !Self::forward(&self.binds, b, "bind").await {
                         tracing::warn!("bind executor stopped");
                     }
                 }
@@ -649,12 +649,12 @@ impl IntentRouter {
                     self.status.offer(StatusMsg::Failed(s));
                 }
                 Intent::ShardStatus(s) => {
-                    if !Self::forward(&self.shard_status, s, "NodeShard status") {
+                    if !Self::forward(&self.shard_status, s, "NodeShard status").await {
                         tracing::warn!("NodeShard status writer stopped");
                     }
                 }
                 Intent::ListNodePods(nodes) => {
-                    if !Self::forward(&self.node_pod_lists, nodes, "node pod list") {
+                    if !Self::forward(&self.node_pod_lists, nodes, "node pod list").await {
                         tracing::warn!("acquired-node pod lister stopped");
                     }
                 }
@@ -670,9 +670,8 @@ impl Component for IntentRouter {
     }
 
     async fn run(self, _shutdown: Shutdown) -> anyhow::Result<()> {
-        tokio::task::spawn_blocking(move || self.route())
-            .await
-            .context("the intent router panicked")
+        self.route().await;
+        Ok(())
     }
 }
 
