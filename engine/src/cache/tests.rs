@@ -225,6 +225,89 @@ fn assumption_confirmed_by_watch_is_not_double_counted() {
 }
 
 #[test]
+fn an_update_with_the_placed_digest_confirms_the_assumption_without_compiling() {
+    let mut c = cache();
+    c.apply_node(&mk_node("n0", "4"), 0).unwrap();
+    c.apply_node(&mk_node("n1", "4"), 0).unwrap();
+    let s = c.publish().unwrap();
+    let p = mk_pod(&mut c, "a", "1");
+    assert!(c.versions().try_claim(0, s.version(0)));
+    c.apply_claim(
+        Candidate {
+            slot: 0,
+            version: s.version(0),
+            incarnation: s.incarnation(0),
+        },
+        Some(&p),
+    );
+    let v = c.versions().current(0);
+    assert!(
+        !c.confirm_unchanged(&p.uid, "n0", p.input_digest ^ 1),
+        "another digest is compiled"
+    );
+    assert!(
+        !c.confirm_unchanged(&p.uid, "n1", p.input_digest),
+        "another node is compiled"
+    );
+    assert!(!c.confirm_unchanged("uid-unknown", "n0", p.input_digest));
+    assert!(c.placement(&p.uid).unwrap().assumed);
+    assert!(c.confirm_unchanged(&p.uid, "n0", p.input_digest));
+    assert!(!c.placement(&p.uid).unwrap().assumed);
+    assert_eq!(c.versions().current(0), v, "a confirmation is no reduction");
+    assert_eq!(free_cpu(&c.publish().unwrap(), 0), 3000, "counted once");
+    assert!(
+        c.confirm_unchanged(&p.uid, "n0", p.input_digest),
+        "idempotent"
+    );
+    assert!(c.publish().is_none(), "no node changed");
+}
+
+#[test]
+fn pods_with_claims_or_unoffered_requests_are_always_compiled_again() {
+    // Their placement follows state outside the pod (the claims' volumes, the offered
+    // resource names), so the digest of the pod alone cannot say it is unchanged.
+    let mut c = cache();
+    c.apply_node(&mk_node("n0", "4"), 0).unwrap();
+    let with_claim = PodInput {
+        uid: "uid-v".into(),
+        namespace: "ns".into(),
+        name: "v".into(),
+        volumes: vec![crate::volumes::PodVolumeInput {
+            name: "data".into(),
+            claim: Some("claim".into()),
+            ephemeral: false,
+        }],
+        ..Default::default()
+    };
+    let unoffered = PodInput {
+        uid: "uid-x".into(),
+        namespace: "ns".into(),
+        name: "x".into(),
+        containers: vec![ContainerInput {
+            requests: vec![("example.com/gpu".into(), "1".into())],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let plain = PodInput {
+        uid: "uid-p".into(),
+        namespace: "ns".into(),
+        name: "p".into(),
+        ..Default::default()
+    };
+    for (input, fast) in [(with_claim, false), (unoffered, false), (plain, true)] {
+        let p = c.compile_pod(&input).unwrap();
+        c.apply_bound_pod(&p, "n0", false);
+        assert_eq!(
+            c.confirm_unchanged(&p.uid, "n0", input.update_digest()),
+            fast,
+            "{}",
+            input.name
+        );
+    }
+}
+
+#[test]
 fn forgetting_a_failed_bind_frees_capacity_without_phantoms() {
     let mut c = cache();
     c.apply_node(&mk_node("n0", "4"), 0).unwrap();
