@@ -2,7 +2,8 @@
 //! feeds the outcomes back.
 //!
 //! - Its own `kube` client and token bucket (`--kube-api-qps/--kube-api-burst`), and a
-//!   semaphore bounding concurrent calls (`--bind-concurrency`; the client speaks HTTP/1.1).
+//!   semaphore bounding concurrent calls (`--bind-concurrency`; over HTTPS they are streams of
+//!   the client's one HTTP/2 connection, `process::client_for`).
 //! - No polling: each intent is sent as soon as a token and a permit are free.
 //! - The binding carries the pod UID, so a pod deleted and re-created under the same name is
 //!   never bound by mistake.
@@ -23,10 +24,9 @@
 
 use crate::prebind::{self, Claims, PreBind};
 use crate::ratelimit::TokenBucket;
-use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod};
+use k8s_openapi::api::core::v1::{Binding, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::PostParams;
-use kube::{Api, Client};
+use kube::Client;
 use magma_engine::EngineHandle;
 use magma_engine::core::{BindIntent, BindResult, Input};
 use std::sync::Arc;
@@ -105,18 +105,27 @@ pub struct BindExecutor {
     hook: Option<OutcomeHook>,
 }
 
+/// `POST /api/v1/namespaces/{namespace}/pods/{name}/binding` with the [`binding`] as JSON:
+/// the request `Api::<Pod>::create_subresource` sends, built directly, since that call
+/// erases the resource type and formats its URL through kube's resource machinery on every
+/// bind. Namespace and name come from the API server, which admits only DNS labels and
+/// subdomains: nothing to escape.
+pub fn binding_request(intent: &BindIntent) -> http::Request<Vec<u8>> {
+    let pod = &intent.pod;
+    let body = serde_json::to_vec(&binding(intent)).expect("a Binding always serializes");
+    http::Request::post(format!(
+        "/api/v1/namespaces/{}/pods/{}/binding",
+        pod.namespace, pod.name
+    ))
+    .header(http::header::CONTENT_TYPE, "application/json")
+    .body(body)
+    .expect("a path and a static header are a valid request")
+}
+
 /// `POST pods/{name}/binding`, classified.
 async fn post_binding(client: Client, intent: &BindIntent, timeout: Duration) -> BindResult {
-    let api: Api<Pod> = Api::namespaced(client, &intent.pod.namespace);
-    let body = binding(intent);
-    let pp = PostParams::default();
     // The answer (a `Status`) is only checked for success: skipped, not decoded.
-    let call = api.create_subresource::<Binding, serde::de::IgnoredAny>(
-        "binding",
-        &intent.pod.name,
-        &pp,
-        &body,
-    );
+    let call = client.request::<serde::de::IgnoredAny>(binding_request(intent));
     match tokio::time::timeout(timeout, call).await {
         Ok(Ok(_)) => BindResult::Bound,
         Ok(Err(e)) => classify(&e),
@@ -278,6 +287,62 @@ mod tests {
         }))
         .expect("a Status");
         kube::Error::Api(Box::new(status))
+    }
+
+    #[test]
+    fn the_binding_request_is_the_one_kubes_api_builds() {
+        use k8s_openapi::api::core::v1::Pod;
+        use kube::Resource;
+        use magma_engine::model::{Interner, PodInput, ResourceRegistry, compile_pod};
+        let input = PodInput {
+            uid: "uid-1".into(),
+            namespace: "ns-1".into(),
+            name: "pod-1".into(),
+            ..Default::default()
+        };
+        let pod = compile_pod(
+            &input,
+            &mut Interner::default(),
+            &mut ResourceRegistry::default(),
+        )
+        .unwrap();
+        let intent = BindIntent {
+            pod: Arc::new(pod),
+            node: Arc::from("node-7"),
+            provision: Vec::new(),
+            volume_timeout: Duration::ZERO,
+            arrived: magma_engine::Nanos(0),
+            popped: magma_engine::Nanos(0),
+            claimed: magma_engine::Nanos(0),
+        };
+        let ours = binding_request(&intent);
+        let kubes = kube::core::Request::new(Pod::url_path(&(), Some("ns-1")))
+            .create_subresource(
+                "binding",
+                "pod-1",
+                &kube::api::PostParams::default(),
+                serde_json::to_vec(&binding(&intent)).unwrap(),
+            )
+            .unwrap();
+        assert_eq!(ours.method(), kubes.method());
+        // kube's builder leaves an empty query (`…/binding?`): the same request.
+        assert_eq!(ours.uri().path(), kubes.uri().path());
+        assert_eq!(ours.uri().query(), None);
+        assert_eq!(kubes.uri().query().unwrap_or(""), "");
+        assert_eq!(
+            ours.headers().get(http::header::CONTENT_TYPE),
+            kubes.headers().get(http::header::CONTENT_TYPE)
+        );
+        assert_eq!(ours.body(), kubes.body());
+        let body: serde_json::Value = serde_json::from_slice(ours.body()).unwrap();
+        assert_eq!(
+            body,
+            serde_json::json!({
+                "apiVersion": "v1", "kind": "Binding",
+                "metadata": {"name": "pod-1", "namespace": "ns-1", "uid": "uid-1"},
+                "target": {"apiVersion": "v1", "kind": "Node", "name": "node-7"},
+            })
+        );
     }
 
     #[test]
