@@ -489,7 +489,7 @@ async fn start_sim(o: &ProcOptions, dir: &Path, cpus: Option<&str>) -> anyhow::R
     ));
     // The scheduler's own client set-up (HTTP/2 over HTTPS): the ceiling and the creators use
     // the transport the scheduler uses, so the ceiling compares like with like.
-    let client = magma_kube::process::client_for(&cfg)?;
+    let client = magma_kube::process::client_for(&cfg).await?;
     Ok(Cluster {
         sim,
         kubeconfig,

@@ -268,8 +268,8 @@ pub async fn run(
 pub async fn spawn(settings: Settings) -> anyhow::Result<SchedulerHandle> {
     // 1. Connect.
     let watch_client = connect(&settings.client_config).await?;
-    let bind_client = client_for(&settings.client_config)?;
-    let status_client = client_for(&settings.client_config)?;
+    let bind_client = client_for(&settings.client_config).await?;
+    let status_client = client_for(&settings.client_config).await?;
 
     // 2. The engine, not claiming.
     let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());

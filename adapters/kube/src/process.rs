@@ -185,24 +185,81 @@ pub async fn until<F: Future<Output = ()>>(shutdown: &Shutdown, fut: F) {
     }
 }
 
-/// A client for `cfg`. Over HTTPS it speaks HTTP/2 when the server offers it in the TLS
+/// A client for `cfg`. Over HTTPS it speaks HTTP/2 when the server selects it in the TLS
 /// handshake (ALPN; kube-apiserver does, and client-go uses it by default), else HTTP/1.1: all
 /// of a client's requests and watches share one connection, its binds are multiplexed streams
 /// instead of a pool of ≈256 connections, and one connection task reads and writes for all of
-/// them, so one wake-up and one syscall carry many requests. The layers are kube-client's own
-/// (base URI, retry of 429/503/504 when `default_retry`, authentication, extra headers), minus
-/// its per-request debug span; the connection is kept alive by HTTP/2 pings every 30 s (15 s
-/// to answer, as client-go's `ReadIdleTimeout` and `PingTimeout`) instead of a read timeout,
-/// which would end every stream on an idle connection. Plain HTTP and proxied configurations
-/// use kube-client's default HTTP/1.1 stack.
-pub fn client_for(cfg: &kube::Config) -> anyhow::Result<Client> {
+/// them, so one wake-up and one syscall carry many requests.
+///
+/// Which one is settled before the client exists, by one TLS handshake that offers both
+/// ([`negotiates_http2`]). A client that learnt it only from its first connection's ALPN
+/// would dial once per request sent before that connection was up: at the start of a backlog
+/// drain, one connection and one TLS handshake per concurrent bind (270 of them, measured),
+/// and again after every lost connection. Knowing it beforehand, the client is HTTP/2-only:
+/// while it connects, further requests wait for that one connection.
+///
+/// The layers are kube-client's own (base URI, retry of 429/503/504 when `default_retry`,
+/// authentication, extra headers), minus its per-request debug span; the connection is kept
+/// alive by HTTP/2 pings every 30 s (15 s to answer, as client-go's `ReadIdleTimeout` and
+/// `PingTimeout`) instead of a read timeout, which would end every stream on an idle
+/// connection. Plain HTTP and proxied configurations use kube-client's default HTTP/1.1
+/// stack.
+pub async fn client_for(cfg: &kube::Config) -> anyhow::Result<Client> {
     if cfg.cluster_url.scheme_str() == Some("https") && cfg.proxy_url.is_none() {
-        return http2_client(cfg).context("building the Kubernetes client");
+        let http2 = match negotiates_http2(cfg).await {
+            Ok(h2) => Some(h2),
+            Err(e) => {
+                // Not fatal: the request itself reports an unreachable server; the client
+                // then learns the protocol from its first connection.
+                tracing::warn!(
+                    error = format!("{e:#}"),
+                    "cannot learn the API server's protocol ahead of the first request"
+                );
+                None
+            }
+        };
+        return https_client(cfg, http2).context("building the Kubernetes client");
     }
     Client::try_from(cfg.clone()).context("building the Kubernetes client")
 }
 
-fn http2_client(cfg: &kube::Config) -> anyhow::Result<Client> {
+/// Whether the server at `cfg.cluster_url` selects HTTP/2 when a TLS handshake offers it
+/// beside HTTP/1.1, with the TLS settings of `cfg` (its CA, client certificate and server
+/// name); the connection is closed after the handshake.
+pub async fn negotiates_http2(cfg: &kube::Config) -> anyhow::Result<bool> {
+    use kube::client::ConfigExt;
+    use std::sync::Arc;
+    use tokio_rustls::rustls::pki_types::ServerName;
+    let url = &cfg.cluster_url;
+    let host = url
+        .host()
+        .context("the cluster URL has no host")?
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_owned();
+    let port = url.port_u16().unwrap_or(443);
+    let name = cfg.tls_server_name.clone().unwrap_or_else(|| host.clone());
+    let name = ServerName::try_from(name.clone())
+        .with_context(|| format!("invalid TLS server name {name:?}"))?;
+    let mut tls = cfg.rustls_client_config()?;
+    tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    let handshake = async {
+        let tcp = tokio::net::TcpStream::connect((host.as_str(), port)).await?;
+        tokio_rustls::TlsConnector::from(Arc::new(tls))
+            .connect(name, tcp)
+            .await
+    };
+    let limit = cfg.connect_timeout.unwrap_or(Duration::from_secs(30));
+    let stream = tokio::time::timeout(limit, handshake)
+        .await
+        .with_context(|| format!("TLS handshake with {host}:{port} timed out after {limit:?}"))?
+        .with_context(|| format!("TLS handshake with {host}:{port}"))?;
+    Ok(stream.get_ref().1.alpn_protocol() == Some(b"h2"))
+}
+
+/// The HTTPS stack: HTTP/2 only (`Some(true)`), HTTP/1.1 only (`Some(false)`), or either as
+/// each connection's ALPN says (`None`).
+fn https_client(cfg: &kube::Config, http2: Option<bool>) -> anyhow::Result<Client> {
     use hyper_util::client::legacy::connect::HttpConnector;
     use hyper_util::rt::{TokioExecutor, TokioTimer};
     use kube::client::ConfigExt;
@@ -222,11 +279,16 @@ fn http2_client(cfg: &kube::Config) -> anyhow::Result<Client> {
         )),
         None => tls,
     };
-    let https = tls.enable_http1().enable_http2().wrap_connector(http);
+    let https = match http2 {
+        Some(true) => tls.enable_http2().wrap_connector(http),
+        Some(false) => tls.enable_http1().wrap_connector(http),
+        None => tls.enable_http1().enable_http2().wrap_connector(http),
+    };
     let client: hyper_util::client::legacy::Client<_, kube::client::Body> =
         hyper_util::client::legacy::Client::builder(TokioExecutor::new())
             .timer(TokioTimer::new())
             .pool_timer(TokioTimer::new())
+            .http2_only(http2 == Some(true))
             .http2_keep_alive_interval(Duration::from_secs(30))
             .http2_keep_alive_timeout(Duration::from_secs(15))
             .http2_keep_alive_while_idle(true)
@@ -248,7 +310,7 @@ fn http2_client(cfg: &kube::Config) -> anyhow::Result<Client> {
 /// A client for `cfg`, once API discovery answered: upstream's binaries refuse to start when
 /// it fails; so do ours, with the reason.
 pub async fn connect(cfg: &kube::Config) -> anyhow::Result<Client> {
-    let client = client_for(cfg)?;
+    let client = client_for(cfg).await?;
     let version = client
         .apiserver_version()
         .await

@@ -10,7 +10,7 @@ use magma_kube::process::client_for;
 mod common;
 
 async fn client(sim: &SimHandle) -> kube::Client {
-    client_for(&common::client_config(sim).await).unwrap()
+    client_for(&common::client_config(sim).await).await.unwrap()
 }
 
 fn protocols(sim: &SimHandle) -> Vec<&'static str> {
@@ -19,10 +19,10 @@ fn protocols(sim: &SimHandle) -> Vec<&'static str> {
     p
 }
 
-/// 64 concurrent lists: with HTTP/1.1 each would need its own connection.
-async fn concurrent_lists(client: &kube::Client) {
+/// `n` concurrent lists: with HTTP/1.1 each would need its own connection.
+async fn concurrent_lists_n(client: &kube::Client, n: usize) {
     let pods: Api<Pod> = Api::all(client.clone());
-    let lists = (0..64).map(|_| {
+    let lists = (0..n).map(|_| {
         let pods = pods.clone();
         async move {
             pods.list(&ListParams::default())
@@ -33,6 +33,10 @@ async fn concurrent_lists(client: &kube::Client) {
     for r in futures::future::join_all(lists).await {
         assert_eq!(r.unwrap(), 0);
     }
+}
+
+async fn concurrent_lists(client: &kube::Client) {
+    concurrent_lists_n(client, 64).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -62,6 +66,32 @@ async fn over_https_every_request_is_an_http2_stream_of_one_connection() {
         sim.stats().connections_accepted,
         before,
         "the 64 lists reused the one connection"
+    );
+}
+
+// One runtime thread, as the scheduler's: every request is sent before any connection is up.
+#[tokio::test(flavor = "current_thread")]
+async fn a_cold_client_sends_its_first_concurrent_requests_over_one_connection() {
+    // The start of a backlog drain: hundreds of binds before any connection is up. A client
+    // that learnt HTTP/2 only from its first connection's ALPN dialled once per request.
+    let sim = Sim::start(SimConfig {
+        nodes: 3,
+        tls: true,
+        ..SimConfig::default()
+    })
+    .await
+    .unwrap();
+    let cfg = common::client_config(&sim).await;
+    assert!(magma_kube::process::negotiates_http2(&cfg).await.unwrap());
+    let client = client_for(&cfg).await.unwrap();
+    let before = sim.stats().connections_accepted;
+    // As many as `--bind-concurrency` lets the executor send at once.
+    concurrent_lists_n(&client, 256).await;
+    assert_eq!(protocols(&sim), ["HTTP/2"]);
+    assert_eq!(
+        sim.stats().connections_accepted,
+        before + 1,
+        "256 concurrent lists on a new client: one connection"
     );
 }
 
