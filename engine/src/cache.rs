@@ -55,11 +55,6 @@ struct Placement {
     info: Arc<PodInfo>,
     /// Assumed after our claim, not yet confirmed by the watch.
     assumed: bool,
-    /// The input digest ([`crate::model::PodInput::update_digest`]) this placement was counted from, when
-    /// an update with the same digest is known to count the same: the pod uses no claims (its
-    /// CSI counts follow the storage objects) and every request resolved to an offered
-    /// resource. `None`: every update is compiled and compared.
-    digest: Option<u64>,
 }
 
 impl Placement {
@@ -71,7 +66,6 @@ impl Placement {
             ports: pod.host_ports.clone(),
             info,
             assumed,
-            digest: (pod.claims.is_empty() && !pod.requests_unoffered).then_some(pod.input_digest),
         }
     }
 
@@ -81,21 +75,6 @@ impl Placement {
             && self.requests == other.requests
             && self.ports == other.ports
             && (Arc::ptr_eq(&self.info, &other.info) || self.info == other.info)
-    }
-}
-
-/// The watch confirmed `placed`: if it was our assumption, it no longer is, and its node
-/// counts one assumed pod less.
-fn confirm_assumed(
-    placed: &mut Placement,
-    by_name: &crate::FastMap<Arc<str>, u32>,
-    slots: &mut [SlotState],
-) {
-    if std::mem::take(&mut placed.assumed)
-        && let Some(&slot) = by_name.get(&*placed.node)
-    {
-        let st = &mut slots[slot as usize];
-        st.assumed = st.assumed.saturating_sub(1);
     }
 }
 
@@ -414,20 +393,6 @@ impl Cache {
     // Pods
     // -----------------------------------------------------------------------------------------
 
-    /// An update of a pod placed on `node` whose input has the `digest` its placement was
-    /// counted from: confirms our assumption, if it was one, and returns `true`, without the
-    /// update being compiled. `false`: compile it and [`Cache::apply_bound_pod`].
-    pub fn confirm_unchanged(&mut self, uid: &str, node: &str, digest: u64) -> bool {
-        let Some(old) = self.pods.get_mut(uid) else {
-            return false;
-        };
-        if old.digest != Some(digest) || *old.node != *node {
-            return false;
-        }
-        confirm_assumed(old, &self.by_name, &mut self.slots);
-        true
-    }
-
     /// A pod bound to `node` (by anyone), as the watch reports it. Terminal pods are removed.
     pub fn apply_bound_pod(&mut self, pod: &CompiledPod, node: &str, terminal: bool) -> Events {
         if terminal {
@@ -439,8 +404,12 @@ impl Cache {
             && old.same(&placement)
         {
             // Our own assumption confirmed, or a no-op update.
-            old.digest = placement.digest;
-            confirm_assumed(old, &self.by_name, &mut self.slots);
+            if std::mem::take(&mut old.assumed)
+                && let Some(&slot) = self.by_name.get(&*old.node)
+            {
+                let st = &mut self.slots[slot as usize];
+                st.assumed = st.assumed.saturating_sub(1);
+            }
             return 0;
         }
         let mut mask = self.remove_pod(&pod.uid);

@@ -447,23 +447,6 @@ impl Core {
     }
 
     fn apply_pod(&mut self, p: PodInput, now: Nanos) {
-        if let Some(node) = p.node_name.as_deref().filter(|n| !n.is_empty())
-            && !p.phase.is_terminal()
-            && self
-                .cache
-                .confirm_unchanged(&p.uid, node, p.update_digest())
-        {
-            // A placed pod's update that changes nothing its placement counts (most often
-            // the watch echoing our binding, then the kubelet's `Running`): what the slow
-            // path below ends in for it, without compiling it again.
-            if let Some(e) = self.queue.remove(&p.uid)
-                && e.state() == PodState::Binding
-            {
-                inc(&self.stats.driver.binds_confirmed, 1);
-            }
-            inc(&self.stats.driver.placed_unchanged, 1);
-            return;
-        }
         let compiled = match self.cache.compile_pod(&p) {
             Ok(c) => Arc::new(c),
             Err(error) => {

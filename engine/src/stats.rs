@@ -29,9 +29,6 @@ pub struct DriverCounters {
     pub stale_results: AtomicU64,
     /// Pending-pod updates that changed nothing the scheduler reads (ignored).
     pub unchanged_updates: AtomicU64,
-    /// Placed-pod updates confirmed by their input digest, without compiling them
-    /// (`Cache::confirm_unchanged`).
-    pub placed_unchanged: AtomicU64,
     /// Times the hand-off stopped because `max_binds_in_flight` pods were handed off or
     /// binding (the bind executor is the bottleneck).
     pub bind_backpressure: AtomicU64,
@@ -67,7 +64,6 @@ pub struct StatsSnapshot {
     pub status_intents: u64,
     pub stale_results: u64,
     pub unchanged_updates: u64,
-    pub placed_unchanged: u64,
     pub bind_backpressure: u64,
     pub shard_status_intents: u64,
     pub shard: crate::shard::ShardGauges,
@@ -151,7 +147,6 @@ impl Stats {
         s.status_intents = r(&d.status_intents);
         s.stale_results = r(&d.stale_results);
         s.unchanged_updates = r(&d.unchanged_updates);
-        s.placed_unchanged = r(&d.placed_unchanged);
         s.shard_status_intents = r(&d.shard_status_intents);
         s.bind_backpressure = r(&d.bind_backpressure);
         let g = |i: usize| r(&d.shard[i]) as usize;

@@ -37,7 +37,7 @@ pub type CsiLimits = BTreeMap<u32, Arc<[(u32, i64)]>>;
 pub type CsiVolumes = Box<[(u32, u32)]>;
 
 /// A pod volume as the adapter sees it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PodVolumeInput {
     pub name: String,
     /// `persistentVolumeClaim.claimName`.

@@ -6,7 +6,7 @@
 
 use magma_engine::Profile;
 use magma_engine::core::{BindResult, Input, StatusReason};
-use magma_engine::testing::{Sim, bound, mk_node, mk_pod, with_labels, with_taint};
+use magma_engine::testing::{Sim, mk_node, mk_pod, with_labels, with_taint};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -112,38 +112,6 @@ fn our_own_condition_coming_back_is_not_a_change_to_the_pod() {
     assert_eq!(s.unchanged_updates, 3);
     assert_eq!(c.h.core().queue().depths().unschedulable, 1);
     c.h.stop();
-}
-
-#[test]
-fn a_placed_pods_echoes_are_confirmed_without_compiling_and_a_resize_is_counted() {
-    // The watch brings a bound pod back at least twice (the binding, then the kubelet's
-    // Running). Neither changes what its node counts, so neither is compiled again; an
-    // in-place resize does change it, and must be counted.
-    let mut c = Sim::workers(1);
-    c.add_node(mk_node("n0", "2", "4Gi", 110));
-    let a = mk_pod("a", "1", "1Gi");
-    c.add_pod(a.clone());
-    c.settle();
-    assert_eq!(c.node_of("uid-a"), Some("n0"));
-    let s = c.h.stats().snapshot();
-    assert_eq!((s.binds_confirmed, s.placed_unchanged), (1, 1), "the echo");
-    c.add_pod(bound(a.clone(), "n0"));
-    c.settle();
-    assert_eq!(c.h.stats().snapshot().placed_unchanged, 2, "Running");
-    c.add_pod(bound(mk_pod("a", "2", "1Gi"), "n0"));
-    c.settle();
-    assert_eq!(
-        c.h.stats().snapshot().placed_unchanged,
-        2,
-        "a resize is compiled"
-    );
-    c.add_pod(mk_pod("b", "1", "1Gi"));
-    c.settle();
-    assert_eq!(c.node_of("uid-b"), None, "n0 counts a at 2 CPU");
-    assert!(c.reported().contains("uid-b"));
-    assert!(c.overcommitted().is_empty());
-    c.h.stop();
-    assert!(c.h.core().audit().is_empty(), "{:?}", c.h.core().audit());
 }
 
 #[test]

@@ -348,7 +348,7 @@ impl Collector for Shared {
             .unwrap_or_else(|p| p.into_inner())
             .clone();
         let (s, q) = source.map(|f| f()).unwrap_or_default();
-        let counters: [(&str, &str, u64); 14] = [
+        let counters: [(&str, &str, u64); 13] = [
             (
                 "magma_scheduling_attempts",
                 "Pods taken by a worker for a scheduling attempt",
@@ -404,11 +404,6 @@ impl Collector for Shared {
                 "magma_unchanged_pod_updates",
                 "Pending-pod updates ignored because nothing the scheduler reads changed (e.g. its own PodScheduled condition)",
                 s.unchanged_updates,
-            ),
-            (
-                "magma_placed_pod_updates_unchanged",
-                "Updates of placed pods confirmed without compiling them again: nothing their placement counts changed (the binding echoed, the kubelet's Running)",
-                s.placed_unchanged,
             ),
             (
                 "magma_bind_backpressure",

@@ -212,7 +212,7 @@ pub async fn client_for(cfg: &kube::Config) -> anyhow::Result<Client> {
                 // Not fatal: the request itself reports an unreachable server; the client
                 // then learns the protocol from its first connection.
                 tracing::warn!(
-                    error = format!("{e:#}"),
+                    error = %format!("{e:#}"),
                     "cannot learn the API server's protocol ahead of the first request"
                 );
                 None

@@ -20,7 +20,6 @@ pub use pod_affinity::{
 pub use quantity::{MAX_AMOUNT, parse_scaled};
 
 use smallvec::SmallVec;
-use std::hash::BuildHasher;
 use std::sync::Arc;
 
 /// Errors converting outside input into the engine model.
@@ -436,7 +435,7 @@ impl PodPhase {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ContainerInput {
     pub requests: Vec<(String, String)>,
     pub limits: Vec<(String, String)>,
@@ -452,7 +451,7 @@ pub struct ContainerInput {
 /// while a resize is pending or in progress the pod is counted at the larger of what its spec
 /// asks and what the node has allocated and actuated, so a node is never booked below what its
 /// pods hold; a resize the kubelet found infeasible counts what it holds.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ContainerStatusInput {
     /// `status.containerStatuses[].resources.requests`: what is actuated.
     pub requests: Vec<(String, String)>,
@@ -460,27 +459,27 @@ pub struct ContainerStatusInput {
     pub allocated: Vec<(String, String)>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PortInput {
     pub host_port: i32,
     pub protocol: String,
     pub host_ip: String,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SelectorRequirementInput {
     pub key: String,
     pub operator: String,
     pub values: Vec<String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SelectorTermInput {
     pub match_expressions: Vec<SelectorRequirementInput>,
     pub match_fields: Vec<SelectorRequirementInput>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NodeAffinityInput {
     /// `requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms` (ORed); `None` when
     /// the pod has no required node affinity.
@@ -489,7 +488,7 @@ pub struct NodeAffinityInput {
     pub preferred: Vec<(i32, SelectorTermInput)>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TolerationInput {
     pub key: String,
     pub operator: String,
@@ -498,7 +497,7 @@ pub struct TolerationInput {
 }
 
 /// A pod as the adapter sees it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PodInput {
     pub uid: String,
     pub namespace: String,
@@ -533,66 +532,6 @@ pub struct PodInput {
     /// The `PodResizePending` condition's reason is `Infeasible`: the containers count at their
     /// status (`ContainerInput::status`), not at their spec.
     pub resize_infeasible: bool,
-}
-
-impl PodInput {
-    /// A digest of everything in this input but where the pod is and how far it got
-    /// (`node_name`, `nominated_node_name`, `phase`). An update of a placed pod with the digest
-    /// it was placed with changes nothing its placement counts, so the driver confirms it
-    /// without compiling it again (the watch sends every pod at least twice more: bound, then
-    /// running). Keyed per process ([`digest_state`]), so a pod's author cannot choose a
-    /// collision.
-    pub fn update_digest(&self) -> u64 {
-        // Destructured, so a field added to the input must be placed on one side or the other.
-        let PodInput {
-            uid,
-            namespace,
-            name,
-            node_name: _,
-            nominated_node_name: _,
-            phase: _,
-            priority,
-            scheduling_priority,
-            containers,
-            init_containers,
-            overhead,
-            node_selector,
-            affinity,
-            tolerations,
-            scheduling_gates,
-            created_unix_ms,
-            labels,
-            pod_affinity,
-            topology_spread,
-            terminating,
-            volumes,
-            resize_infeasible,
-        } = self;
-        digest_state().hash_one((
-            (uid, namespace, name, priority, scheduling_priority),
-            (
-                containers,
-                init_containers,
-                overhead,
-                node_selector,
-                affinity,
-            ),
-            (tolerations, scheduling_gates, created_unix_ms, labels),
-            (
-                pod_affinity,
-                topology_spread,
-                terminating,
-                volumes,
-                resize_infeasible,
-            ),
-        ))
-    }
-}
-
-/// The process's key for [`PodInput::update_digest`] (random, fixed for the process).
-fn digest_state() -> &'static foldhash::quality::RandomState {
-    static STATE: std::sync::OnceLock<foldhash::quality::RandomState> = std::sync::OnceLock::new();
-    STATE.get_or_init(foldhash::quality::RandomState::default)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -831,8 +770,6 @@ pub struct CompiledPod {
     /// Some request names a resource no node offered when it was compiled (a requested-only
     /// slot, `ResourceRegistry`): re-resolved when nodes offer new names.
     pub requests_unoffered: bool,
-    /// [`PodInput::update_digest`] of the input it was compiled from.
-    pub input_digest: u64,
 }
 
 impl CompiledPod {
@@ -1376,7 +1313,6 @@ pub fn compile_pod(
         lane: false,
         claims: claims.clone().into(),
         requests_unoffered,
-        input_digest: input.update_digest(),
     }
     .with_lane(Interner::HOSTNAME))
 }

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// A label selector as the API spells it (`matchLabels` and `matchExpressions`, ANDed).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LabelSelectorInput {
     pub match_labels: Vec<(String, String)>,
     /// Operators `In`, `NotIn`, `Exists`, `DoesNotExist`.
@@ -21,7 +21,7 @@ pub struct LabelSelectorInput {
 }
 
 /// `v1.PodAffinityTerm`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PodAffinityTermInput {
     /// `None`: the field is absent (the term selects no pod).
     pub label_selector: Option<LabelSelectorInput>,
@@ -33,7 +33,7 @@ pub struct PodAffinityTermInput {
 }
 
 /// `spec.affinity.podAffinity` and `podAntiAffinity`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PodAffinityInput {
     pub required: Vec<PodAffinityTermInput>,
     pub preferred: Vec<(i32, PodAffinityTermInput)>,
@@ -51,7 +51,7 @@ impl PodAffinityInput {
 }
 
 /// `v1.TopologySpreadConstraint`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TopologySpreadInput {
     pub max_skew: i32,
     pub topology_key: String,

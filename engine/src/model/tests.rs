@@ -450,32 +450,3 @@ fn gates_and_unschedulable_toleration_precomputed() {
     assert!(cp.gated);
     assert!(cp.tolerates_unschedulable);
 }
-
-#[test]
-fn the_update_digest_ignores_where_a_pod_is_and_nothing_else() {
-    let base = pod(vec![c(&[("cpu", "100m")])], vec![]);
-    let d = base.update_digest();
-    assert_eq!(compile(&base).input_digest, d);
-    let moved = PodInput {
-        node_name: Some("n1".into()),
-        nominated_node_name: Some("n2".into()),
-        phase: PodPhase::Running,
-        ..base.clone()
-    };
-    assert_eq!(moved.update_digest(), d, "bound, nominated, running");
-    let changes: [fn(&mut PodInput); 8] = [
-        |p| p.labels.push(("app".into(), "x".into())),
-        |p| p.containers[0].requests[0].1 = "200m".into(),
-        |p| p.containers[0].ports.push(PortInput::default()),
-        |p| p.terminating = true,
-        |p| p.resize_infeasible = true,
-        |p| p.priority = 1,
-        |p| p.namespace = "other".into(),
-        |p| p.tolerations.push(TolerationInput::default()),
-    ];
-    for (i, change) in changes.iter().enumerate() {
-        let mut p = base.clone();
-        change(&mut p);
-        assert_ne!(p.update_digest(), d, "change {i}");
-    }
-}
