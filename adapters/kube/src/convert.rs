@@ -42,7 +42,7 @@ fn resources_owned(map: Option<BTreeMap<String, Quantity>>) -> Vec<(String, Stri
 
 /// A container, with its status when in-place resize applies to it (a regular container or a
 /// sidecar whose status reports `resources`: `resourcehelper.AggregateContainerRequests`).
-/// A container's input, moving its requests, limits and ports out of `c`.
+/// Its requests, limits and ports are moved out of `c`.
 fn container(c: Container, init: bool, statuses: Option<&Vec<ContainerStatus>>) -> ContainerInput {
     let restartable = init && c.restart_policy.as_deref() == Some("Always");
     let status = (!init || restartable)
@@ -74,6 +74,7 @@ fn container(c: Container, init: bool, statuses: Option<&Vec<ContainerStatus>>) 
     }
 }
 
+/// The `PodResizePending` condition says `Infeasible` (`resourcehelper.IsPodResizeInfeasible`).
 fn resize_infeasible(status: Option<&PodStatus>) -> bool {
     status
         .and_then(|s| s.conditions.as_ref())
