@@ -434,21 +434,20 @@ async fn lane(
     drops: Arc<EventDrops>,
 ) {
     let max = batch_size(&limiter);
+    let d = &*drops;
+    let scheduled = matches!(source, Source::Scheduled(_));
+    let pending = if scheduled {
+        &d.pending_scheduled
+    } else {
+        &d.pending_failed
+    };
     let mut shed_at_start = 0;
     let mut batch = Vec::with_capacity(max);
     while source.next_batch(&limiter, max, &mut batch).await {
         futures::future::join_all(batch.iter().map(|m| write(&client, &component, m))).await;
-        let d = &*drops;
-        let pending = match source {
-            Source::Failed(_) => &d.pending_failed,
-            Source::Scheduled(_) => &d.pending_scheduled,
-        };
         pending.fetch_sub(batch.len() as u64, Ordering::Relaxed);
         batch.clear();
-        if matches!(source, Source::Scheduled(_))
-            && source.is_empty()
-            && d.shedding.swap(false, Ordering::Relaxed)
-        {
+        if scheduled && source.is_empty() && d.shedding.swap(false, Ordering::Relaxed) {
             let total = d.scheduled.load(Ordering::Relaxed);
             tracing::info!(
                 dropped = total - shed_at_start,

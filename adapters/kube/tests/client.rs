@@ -13,6 +13,17 @@ async fn client(sim: &SimHandle) -> kube::Client {
     client_for(&common::client_config(sim).await).await.unwrap()
 }
 
+/// Three nodes behind HTTPS, as a real API server serves them.
+async fn tls_sim() -> SimHandle {
+    Sim::start(SimConfig {
+        nodes: 3,
+        tls: true,
+        ..SimConfig::default()
+    })
+    .await
+    .unwrap()
+}
+
 fn protocols(sim: &SimHandle) -> Vec<&'static str> {
     let mut p: Vec<&'static str> = sim.requests().iter().map(|r| r.http_version).collect();
     p.dedup();
@@ -41,13 +52,7 @@ async fn concurrent_lists(client: &kube::Client) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_https_every_request_is_an_http2_stream_of_one_connection() {
-    let sim = Sim::start(SimConfig {
-        nodes: 3,
-        tls: true,
-        ..SimConfig::default()
-    })
-    .await
-    .unwrap();
+    let sim = tls_sim().await;
     let client = client(&sim).await;
     let nodes: Api<Node> = Api::all(client.clone());
     assert_eq!(
@@ -74,13 +79,7 @@ async fn over_https_every_request_is_an_http2_stream_of_one_connection() {
 async fn a_cold_client_sends_its_first_concurrent_requests_over_one_connection() {
     // The start of a backlog drain: hundreds of binds before any connection is up. A client
     // that learnt HTTP/2 only from its first connection's ALPN dialled once per request.
-    let sim = Sim::start(SimConfig {
-        nodes: 3,
-        tls: true,
-        ..SimConfig::default()
-    })
-    .await
-    .unwrap();
+    let sim = tls_sim().await;
     let cfg = common::client_config(&sim).await;
     assert!(magma_kube::process::negotiates_http2(&cfg).await.unwrap());
     let client = client_for(&cfg).await.unwrap();
