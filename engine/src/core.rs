@@ -74,9 +74,12 @@ pub enum Input {
     /// The outcome of an [`Intent::ShardStatus`]: the status as written, or `None` if the write
     /// failed (it is retried).
     ShardStatusWritten(Option<ShardStatusIntent>),
-    /// The answer to an [`Intent::ListNodePods`]: every pod of these nodes was listed afresh and
-    /// sent (as `PodApply`) before this input.
-    NodePodsListed(Vec<String>),
+    /// The answer to an [`Intent::ListNodePods`]: the pods of these nodes, listed afresh.
+    NodePodsListed {
+        nodes: Vec<String>,
+        /// Every pod the list returned for those nodes.
+        pods: Vec<PodInput>,
+    },
     /// Leadership changed (`Engine::set_leading`): while not leading nothing is handed off or
     /// written. Ordered with the other inputs, so a lost-and-regained lease is a new term
     /// (`shard` rule 5) however quickly it flips.
@@ -151,8 +154,8 @@ pub enum Intent {
     Status(StatusIntent),
     /// Write our own NodeShard's status (`shard` module: only when the worker-sync rule allows).
     ShardStatus(ShardStatusIntent),
-    /// List the pods of these nodes afresh (a consistent read), send them as `PodApply`, then
-    /// answer with [`Input::NodePodsListed`]: the nodes were acquired from another shard
+    /// List the pods of these nodes afresh (a consistent read) and answer with
+    /// [`Input::NodePodsListed`]: the nodes were acquired from another shard
     /// (`shard` module, rule 6). Retry until it succeeds.
     ListNodePods(Vec<String>),
     /// Input the engine rejected (for the embedder's log); the engine keeps going.
@@ -368,7 +371,17 @@ impl Core {
                     c.write_done(written.as_ref(), now);
                 }
             }
-            Input::NodePodsListed(nodes) => {
+            Input::NodePodsListed { nodes, pods } => {
+                let Some(c) = &self.shard else { return };
+                // Shard rule 6: an answer read before a relist of the pod watch is dropped (the
+                // nodes are listed again), and it never brings back a pod that left meanwhile.
+                if c.answer_is_current(&nodes) {
+                    let pods: Vec<PodInput> =
+                        pods.into_iter().filter(|p| !c.is_gone(&p.uid)).collect();
+                    for p in pods {
+                        self.apply_pod(p, now);
+                    }
+                }
                 if let Some(c) = &mut self.shard {
                     c.pods_listed(&nodes);
                 }
@@ -412,6 +425,9 @@ impl Core {
                     .collect();
                 for uid in gone {
                     self.pending_events |= self.cache.remove_pod(&uid);
+                }
+                if let Some(c) = &mut self.shard {
+                    c.pods_reset();
                 }
                 for p in pods {
                     self.apply_pod(p, now);
@@ -480,9 +496,11 @@ impl Core {
                 {
                     inc(&self.stats.driver.binds_confirmed, 1);
                 }
-                self.pending_events |=
-                    self.cache
-                        .apply_bound_pod(&compiled, node, p.phase.is_terminal());
+                let terminal = p.phase.is_terminal();
+                self.pending_events |= self.cache.apply_bound_pod(&compiled, node, terminal);
+                if terminal && let Some(c) = &mut self.shard {
+                    c.pod_gone(&compiled.uid);
+                }
             }
             None if p.phase.is_terminal() => self.delete_pod(&p.uid),
             None => {
@@ -516,6 +534,9 @@ impl Core {
     fn delete_pod(&mut self, uid: &str) {
         self.queue.remove(uid);
         self.pending_events |= self.cache.remove_pod(uid);
+        if let Some(c) = &mut self.shard {
+            c.pod_gone(uid);
+        }
     }
 
     fn bind_outcome(&mut self, uid: &str, result: BindResult, now: Nanos) {

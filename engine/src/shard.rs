@@ -41,7 +41,22 @@
 //!    other shard listed as in use since we started enters the view, the driver asks the
 //!    adapter to list its pods afresh (a consistent read) and feed them in
 //!    ([`Coordinator::take_pod_lists`], [`Coordinator::pods_listed`]). Other nodes need no
-//!    list: scheduling starts only once every watch has delivered its first list.
+//!    list: scheduling starts only once every watch has delivered its first list. The list is
+//!    read at one moment and fed in later, among events of the pod watch that may be newer or
+//!    older than it; two cases need care (no resourceVersions are compared, as the API asks):
+//!    The answer ([`crate::core::Input::NodePodsListed`]) carries the pods, so the driver knows
+//!    where they come from:
+//!    - A pod that left (deleted or finished) while a list was in flight is not brought back by
+//!      that list: a pod that is gone never returns (its UID is unique and a finished phase is
+//!      final), so [`Sharding::pod_gone`] remembers it until every list in flight is answered,
+//!      and the answer's view of it is dropped. Without that, the node would count a finished
+//!      pod for good.
+//!    - A relist of the pod watch replaces every placed pod with what its list showed, and that
+//!      list may be older than a node's list fed in before it: the pods the previous owner bound
+//!      in between would vanish until the watch caught up. So on a relist
+//!      ([`Coordinator::pods_reset`]) every node listed since the previous relist leaves the
+//!      view and is listed again before it is used, and the answers of lists in flight are
+//!      dropped and asked again (they may be older than the relist).
 //! 7. Own shard missing: no view. Hard mode then schedules nothing (the pods are reported
 //!    unschedulable with the reason); soft mode schedules like `none`. Nothing is written.
 
@@ -316,6 +331,10 @@ pub struct Coordinator {
     held_elsewhere: BTreeSet<String>,
     listing: BTreeSet<String>,
     to_list: Vec<String>,
+    /// Rule 6, relists: nodes listed since the pod watch's last relist, and lists in flight
+    /// at that relist (their answer may be older than it: listed again once answered).
+    listed_since_reset: BTreeSet<String>,
+    relist: BTreeSet<String>,
     gauges: ShardGauges,
 }
 
@@ -335,6 +354,8 @@ impl Coordinator {
             held_elsewhere: BTreeSet::new(),
             listing: BTreeSet::new(),
             to_list: Vec::new(),
+            listed_since_reset: BTreeSet::new(),
+            relist: BTreeSet::new(),
             gauges: ShardGauges {
                 missing: true,
                 ..ShardGauges::default()
@@ -430,6 +451,8 @@ impl Coordinator {
         let view = candidates.map(|c| {
             // Rule 6.
             self.listing.retain(|n| c.contains(n));
+            let listing = &self.listing;
+            self.relist.retain(|n| listing.contains(n));
             for n in c.iter().filter(|n| self.held_elsewhere.contains(*n)) {
                 if self.listing.insert(n.clone()) {
                     self.to_list.push(n.clone());
@@ -466,10 +489,34 @@ impl Coordinator {
     pub fn pods_listed(&mut self, nodes: &[String]) {
         for n in nodes {
             if self.listing.remove(n) {
-                self.held_elsewhere.remove(n);
+                if !self.relist.remove(n) {
+                    self.held_elsewhere.remove(n);
+                    self.listed_since_reset.insert(n.clone());
+                }
+                // Else the answer may predate a relist since: still held, asked again.
                 self.dirty = true;
             }
         }
+    }
+
+    /// Some list of nodes' pods is in flight (asked for, not answered).
+    pub fn listing(&self) -> bool {
+        !self.listing.is_empty()
+    }
+
+    /// Whether the answer of a list of `nodes` may be fed in: none of them was being listed
+    /// when the pod watch last relisted.
+    pub fn answer_is_current(&self, nodes: &[String]) -> bool {
+        !nodes.iter().any(|n| self.relist.contains(n))
+    }
+
+    /// The pod watch relisted (rule 6): every node listed since its previous relist, or being
+    /// listed, is listed again before it is used.
+    pub fn pods_reset(&mut self) {
+        let listed = std::mem::take(&mut self.listed_since_reset);
+        self.dirty |= !listed.is_empty() || !self.listing.is_empty();
+        self.held_elsewhere.extend(listed);
+        self.relist.extend(self.listing.iter().cloned());
     }
 
     /// This replica started leading (rule 5).
@@ -612,6 +659,8 @@ pub struct Sharding {
     /// A node got or lost a slot: the view's slot set must be rebuilt.
     slots_dirty: bool,
     leading: bool,
+    /// Rule 6: pods gone while a list of nodes' pods was in flight.
+    gone: std::collections::HashSet<Box<str>>,
 }
 
 impl Sharding {
@@ -628,6 +677,7 @@ impl Sharding {
             view_seq: 0,
             slots_dirty: false,
             leading,
+            gone: std::collections::HashSet::new(),
         };
         (s, view)
     }
@@ -654,6 +704,35 @@ impl Sharding {
 
     pub fn pods_listed(&mut self, nodes: &[String]) {
         self.coord.pods_listed(nodes);
+        if !self.coord.listing() {
+            self.gone.clear();
+        }
+    }
+
+    /// The pod watch relisted (rule 6).
+    pub fn pods_reset(&mut self) {
+        self.coord.pods_reset();
+    }
+
+    /// A pod left for good (deleted, or finished): while a list of nodes' pods is in flight,
+    /// that list may still show it; remember that it is gone. (A pod a relist does not show
+    /// may only be newer than the relist, so it is not remembered.)
+    pub fn pod_gone(&mut self, uid: &str) {
+        if self.coord.listing() {
+            self.gone.insert(uid.into());
+        }
+    }
+
+    /// Whether `uid` left while a list now answered was in flight: what the list says of it is
+    /// older than its departure.
+    pub fn is_gone(&self, uid: &str) -> bool {
+        self.gone.contains(uid)
+    }
+
+    /// Whether the answer of a list of `nodes` may be used: it was not in flight when the pod
+    /// watch relisted.
+    pub fn answer_is_current(&self, nodes: &[String]) -> bool {
+        self.coord.answer_is_current(nodes)
     }
 
     /// A node got or lost a slot.

@@ -472,6 +472,9 @@ pub struct Sim {
     /// Hold bind intents instead of answering them (see [`Sim::release_binds`]).
     pub hold_binds: bool,
     pub held: Vec<BindIntent>,
+    /// Hold the answers of pod lists (see [`Sim::release_lists`]): each is read when asked.
+    pub hold_lists: bool,
+    pub held_lists: Vec<(Vec<String>, Vec<PodInput>)>,
 }
 
 impl Sim {
@@ -489,6 +492,8 @@ impl Sim {
             pod_lists: Vec::new(),
             hold_binds: false,
             held: Vec::new(),
+            hold_lists: false,
+            held_lists: Vec::new(),
         }
     }
 
@@ -552,6 +557,27 @@ impl Sim {
         v
     }
 
+    /// Deliver the answers of the pod lists held while `hold_lists` was set, as read when they
+    /// were asked for (a response arriving after later watch events).
+    pub fn release_lists(&mut self) {
+        for (nodes, pods) in std::mem::take(&mut self.held_lists) {
+            self.h.input(Input::NodePodsListed { nodes, pods });
+        }
+    }
+
+    /// What a relist of the pod watch would return now: the pods the server has.
+    pub fn pod_relist(&self) -> Vec<PodInput> {
+        self.pods.values().cloned().collect()
+    }
+
+    /// Deliver a relist of the pod watch read earlier ([`Sim::pod_relist`]), as the adapter
+    /// feeds one: every assigned pod, then every pending one.
+    pub fn deliver_pod_relist(&mut self, pods: Vec<PodInput>) {
+        let (assigned, pending) = pods.into_iter().partition(|p| p.node_name.is_some());
+        self.h.input(Input::BoundPodReset(assigned));
+        self.h.input(Input::PendingPodReset(pending));
+    }
+
     /// Answer the bind intents held while `hold_binds` was set.
     pub fn release_binds(&mut self) {
         for b in std::mem::take(&mut self.held) {
@@ -607,11 +633,12 @@ impl Sim {
                         .filter(|p| p.node_name.as_ref().is_some_and(|n| nodes.contains(n)))
                         .cloned()
                         .collect();
-                    for p in on {
-                        self.h.input(Input::PodApply(p));
-                    }
                     self.pod_lists.push(nodes.clone());
-                    self.h.input(Input::NodePodsListed(nodes));
+                    if self.hold_lists {
+                        self.held_lists.push((nodes, on));
+                    } else {
+                        self.h.input(Input::NodePodsListed { nodes, pods: on });
+                    }
                 }
                 Intent::ShardStatus(w) => {
                     // The server applies the status write; the watch echoes the object.

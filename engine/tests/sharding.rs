@@ -242,6 +242,92 @@ fn an_acquired_node_is_used_only_after_its_pods_were_listed_afresh() {
     assert!(c.overcommitted().is_empty());
 }
 
+/// n3 (20 CPU) held by the other shard, then released to us with a 16-CPU pod of theirs the
+/// pod watch has not delivered: the list asked for it is the only source.
+fn acquiring_n3_with_theirs_on_it(c: &mut Sim) {
+    c.set_shard_in_use("other", &["n3"]);
+    c.set_shard("agent", &["n1", "n3"]);
+    c.settle();
+    c.add_unseen_bound_pod(bound(mk_pod("theirs", "16", "1Gi"), "n3"));
+    c.set_shard_in_use("other", &[]);
+    c.settle();
+}
+
+#[test]
+fn a_list_answered_after_the_pod_finished_does_not_bring_it_back() {
+    let mut c = sim(ShardingMode::Hard, 2);
+    upstream_nodes(&mut c);
+    c.hold_lists = true;
+    acquiring_n3_with_theirs_on_it(&mut c);
+    assert_eq!(c.pod_lists, [vec!["n3".to_string()]]);
+    assert_eq!(c.held_lists.len(), 1, "read while theirs ran");
+    // Theirs finishes and the watch says so before the list's answer arrives.
+    c.delete_pod("uid-theirs");
+    c.release_lists();
+    c.settle();
+    // 11 CPU fits only n3, which is empty now (10 on n1).
+    c.add_pod(mk_pod("mine", "11", "1Gi"));
+    c.settle();
+    assert_eq!(
+        c.node_of("uid-mine"),
+        Some("n3"),
+        "the answer must not count a pod that finished before it arrived"
+    );
+}
+
+#[test]
+fn a_relist_older_than_a_nodes_list_makes_the_node_listed_again() {
+    let mut c = sim(ShardingMode::Hard, 2);
+    upstream_nodes(&mut c);
+    // The pod watch relists: its list is read now, before theirs is bound...
+    let relist = c.pod_relist();
+    acquiring_n3_with_theirs_on_it(&mut c);
+    assert_eq!(c.pod_lists, [vec!["n3".to_string()]]);
+    // ...and fed in after n3's list: the relist does not show theirs, so it drops it.
+    c.deliver_pod_relist(relist);
+    c.settle();
+    assert_eq!(
+        c.pod_lists.len(),
+        2,
+        "n3 is listed again after the relist: {:?}",
+        c.pod_lists
+    );
+    // 11 CPU: n1 has 10, n3 has 4 left once theirs counts again.
+    c.add_pod(mk_pod("mine", "11", "1Gi"));
+    c.settle();
+    assert_eq!(c.node_of("uid-mine"), None);
+    assert!(c.overcommitted().is_empty(), "{:?}", c.overcommitted());
+}
+
+#[test]
+fn a_list_in_flight_at_a_relist_is_dropped_and_asked_again() {
+    let mut c = sim(ShardingMode::Hard, 2);
+    upstream_nodes(&mut c);
+    c.hold_lists = true;
+    acquiring_n3_with_theirs_on_it(&mut c);
+    assert_eq!(c.held_lists.len(), 1, "read while theirs ran");
+    // The pod watch breaks; theirs finishes meanwhile (no event reaches the engine), and the
+    // relist that follows does not show it. n3's answer, read before, arrives after.
+    c.pods.remove("uid-theirs");
+    let relist = c.pod_relist();
+    c.deliver_pod_relist(relist);
+    c.release_lists();
+    c.settle();
+    assert_eq!(c.pod_lists.len(), 2, "asked again: {:?}", c.pod_lists);
+    assert_eq!(
+        c.h.stats().snapshot().shard.view,
+        1,
+        "n3 waits for the second answer"
+    );
+    c.release_lists();
+    c.settle();
+    assert_eq!(c.h.stats().snapshot().shard.view, 2);
+    // 11 CPU fits only an empty n3: the first answer's theirs must not have been counted.
+    c.add_pod(mk_pod("mine", "11", "1Gi"));
+    c.settle();
+    assert_eq!(c.node_of("uid-mine"), Some("n3"));
+}
+
 #[test]
 fn a_node_moved_away_is_released_only_after_its_binds_finish() {
     let mut c = start(ShardingMode::Hard);

@@ -98,17 +98,26 @@ pub async fn run_writer(
     }
 }
 
-/// Answer every `ListNodePods` request: list each node's pods, send them, then the
+/// Answer every `ListNodePods` request: list each node's pods and send them in one
 /// `NodePodsListed` answer. A failed list is retried with backoff until it succeeds.
 pub async fn run_lister(client: Client, engine: EngineHandle, rx: flume::Receiver<Vec<String>>) {
     let api: Api<Pod> = Api::all(client);
     while let Ok(nodes) = rx.recv_async().await {
+        let mut listed = Vec::new();
         for node in &nodes {
             let lp = ListParams::default().fields(&format!("spec.nodeName={node}"));
             let mut wait = Duration::from_millis(200);
             let pods = loop {
                 match api.list(&lp).await {
-                    Ok(list) => break list.items,
+                    Ok(list) => {
+                        tracing::debug!(
+                            %node,
+                            pods = list.items.len(),
+                            resource_version = list.metadata.resource_version.as_deref().unwrap_or(""),
+                            "listed the pods of an acquired node"
+                        );
+                        break list.items;
+                    }
                     Err(e) => {
                         tracing::warn!(%node, error = %e, "cannot list the pods of an acquired node; retrying");
                         tokio::time::sleep(wait).await;
@@ -116,13 +125,12 @@ pub async fn run_lister(client: Client, engine: EngineHandle, rx: flume::Receive
                     }
                 }
             };
-            for p in pods {
-                if let Some(i) = pod_input(p) {
-                    engine.send(Input::PodApply(i));
-                }
-            }
+            listed.extend(pods.into_iter().filter_map(pod_input));
         }
-        engine.send(Input::NodePodsListed(nodes));
+        engine.send(Input::NodePodsListed {
+            nodes,
+            pods: listed,
+        });
     }
 }
 
