@@ -10,6 +10,14 @@
 //! Lifecycle of a pod it owns (DESIGN.md §3 "No lost pod"): exactly one of gated, activeQ,
 //! backoffQ, unschedulable pool, in flight (hand-off or worker), binding — until the bind
 //! succeeds or the pod is deleted. [`Core::audit`] checks this and the capacity invariant.
+//!
+//! A pod is decided once per attempt, and never again once its binding has succeeded: the
+//! bind's answer removes it from the queue and leaves its placement assumed until the watch
+//! echoes the binding. Updates of the still-pending pod that the watch delivers in between
+//! (the echo of an earlier `PodScheduled=False`, say) are older than the binding and are
+//! ignored; queued again, the pod would be decided again, and that second claim would move its
+//! placement off the node it is bound to, leaving the node under-counted until the echo came
+//! (the overcommit `sharding_e2e`'s rebalance test caught, one run in ten to twenty).
 
 use crate::allocate::{Backlog, failure_message};
 use crate::cache::{Cache, CacheError};
@@ -504,12 +512,13 @@ impl Core {
             }
             None if p.phase.is_terminal() => self.delete_pod(&p.uid),
             None => {
-                if self
-                    .cache
-                    .placement(&compiled.uid)
-                    .is_some_and(|pl| !pl.assumed)
+                if let Some(pl) = self.cache.placement(&compiled.uid)
+                    && (!pl.assumed || self.queue.get(&compiled.uid).is_none())
                 {
-                    // A stale unbound view of a pod we already saw bound: ignore.
+                    // A stale unbound view of a pod we already saw bound, or whose binding
+                    // already succeeded (the answer came before the watch's echo, which is on
+                    // its way): ignore. Queued again, it would be decided again, and the
+                    // second claim would move its placement off the node it is bound to.
                     return;
                 }
                 if self

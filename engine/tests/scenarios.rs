@@ -330,3 +330,47 @@ fn failed_binds_back_off_and_retry() {
     assert_eq!(c.held.len(), 1, "retried when the backoff expires");
     assert!(c.errors.is_empty(), "{:?}", c.errors);
 }
+
+#[test]
+fn a_stale_pending_update_after_the_bind_answer_does_not_schedule_the_pod_again() {
+    // The binding's answer can reach the engine before the pod watch delivers an older update
+    // of the still-pending pod (the echo of an earlier `Unschedulable` condition, say). That
+    // update must not put the pod back in the queue: a second decision would move its
+    // placement to another node, leaving the node it is really bound to under-counted until
+    // the watch caught up, and bind it twice.
+    let mut c = Sim::workers(1);
+    c.hold_binds = true;
+    c.add_node(mk_node("n0", "1", "4Gi", 110));
+    c.add_node(mk_node("n1", "1", "4Gi", 110));
+    c.add_pod(mk_pod("p", "1", "1Gi"));
+    c.settle();
+    let b = c.held.pop().expect("a bind intent");
+    // The server binds it; the answer arrives, the watch's echo of the binding not yet.
+    let stale = c.pods["uid-p"].clone();
+    c.pods.get_mut("uid-p").unwrap().node_name = Some(b.node.to_string());
+    c.answer_bind_with(&b, BindResult::Bound);
+    c.h.input(Input::PodApply(stale));
+    // Meanwhile a pod that fits only the node p is not on.
+    c.add_pod(mk_pod("q", "1", "1Gi"));
+    c.settle();
+    let other = if &*b.node == "n0" { "n1" } else { "n0" };
+    let decided: Vec<(String, String)> = c
+        .held
+        .iter()
+        .map(|h| (h.pod.name.to_string(), h.node.to_string()))
+        .collect();
+    assert_eq!(
+        decided,
+        [("q".to_string(), other.to_string())],
+        "p is not decided again, and q goes beside it, not onto it"
+    );
+    // The watch delivers the binding; everything settles with one pod per node.
+    let echo = c.pods["uid-p"].clone();
+    c.h.input(Input::PodApply(echo));
+    c.hold_binds = false;
+    c.release_binds();
+    c.settle();
+    assert_eq!(c.bound_count(), 2);
+    assert!(c.double_binds.is_empty(), "{:?}", c.double_binds);
+    assert!(c.overcommitted().is_empty(), "{:?}", c.overcommitted());
+}
