@@ -701,6 +701,7 @@ fn outcome_hook(
 ) -> OutcomeHook {
     Arc::new(move |intent, result, took, throttled| {
         let n = sent.fetch_add(1, Ordering::Relaxed) + 1;
+        tracing::debug!(pod = %intent.pod.key(), node = %intent.node, ?result, ?took, "bind call");
         use crate::metrics::BindOutcomeLabel as L;
         let label = match result {
             BindResult::Bound => L::Bound,

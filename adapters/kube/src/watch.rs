@@ -293,6 +293,11 @@ pub async fn feed_pods(
                         PodSeen::Pending(i) => pending.push(i),
                     }
                 }
+                tracing::debug!(
+                    assigned = assigned.len(),
+                    pending = pending.len(),
+                    "pod watch listed"
+                );
                 engine.send(Input::BoundPodReset(assigned));
                 engine.send(Input::PendingPodReset(pending));
                 synced();
@@ -307,6 +312,7 @@ pub async fn feed_pods(
                     .and_then(|s| s.node_name.as_deref())
                     .is_some_and(|n| !n.is_empty());
                 if let Some(uid) = p.metadata.uid {
+                    tracing::trace!(pod = ?p.metadata.name, assigned, "pod left the watch");
                     engine.send(if assigned {
                         Input::PodDelete { uid }
                     } else {

@@ -27,7 +27,8 @@
 //!      release: no node is ever used by both while in transit;
 //!   3. no node is ever over allocatable (CPU, memory, pods), counting every bound pod until it
 //!      finishes or is deleted;
-//!   4. every pod is bound exactly once, none is left pending;
+//!   4. every pod is bound exactly once, by one binding request (a second one, answered 409,
+//!      means it was decided twice), none is left pending;
 //!   5. the hand-offs really happened under load: at least 6 of the moves had pods bound onto
 //!      the node by the releasing scheduler just before and by the receiving one just after.
 //!
@@ -666,6 +667,9 @@ enum Rec {
         node: Option<String>,
         /// `Succeeded` or `Failed`, or deleted: its requests no longer count.
         done: bool,
+        /// Phase and `PodScheduled` condition, for the dump kept when the check fails.
+        #[allow(dead_code, reason = "read through `Debug`, in the dump")]
+        detail: String,
     },
 }
 
@@ -714,6 +718,11 @@ fn pod_rec(p: &Pod, deleted: bool) -> Rec {
             .unwrap_or_default(),
         node: node_of(p),
         done: deleted || phase == "Succeeded" || phase == "Failed",
+        detail: format!(
+            "{phase}{} {:?}",
+            if deleted { " deleted" } else { "" },
+            scheduled_condition(p).map(|(s, r, _)| format!("{s}/{r}"))
+        ),
     }
 }
 
@@ -906,6 +915,7 @@ fn replay(mut events: Vec<Seen>, alloc: &Allocatable, requests: &Requests) -> Fi
                 scheduler,
                 node,
                 done,
+                ..
             } => {
                 let (old_node, counted) = pod_state.get(&name).cloned().unwrap_or((None, false));
                 let (cpu, mem) = requests
@@ -1296,6 +1306,23 @@ async fn live_rebalance_hands_nodes_over_without_sharing_or_overcommitting_them(
     assert_eq!(before, names.len(), "a pod was bound twice");
     let expected: BTreeSet<&str> = requests.keys().map(String::as_str).collect();
     assert_eq!(names.into_iter().collect::<BTreeSet<_>>(), expected);
+    // By attempts, not only successes: a second binding request (answered 409) means a pod was
+    // decided twice, and the node it was bound to counted it not meanwhile.
+    let mut attempts: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    for r in sim.records("requests").await.as_array().into_iter().flatten() {
+        if r["resource"] == "pods" && r["subresource"] == "binding" {
+            let name = r["name"].as_str().unwrap_or_default().to_owned();
+            attempts
+                .entry(name)
+                .or_default()
+                .push(r["code"].as_u64().unwrap_or(0));
+        }
+    }
+    let twice: Vec<_> = attempts.iter().filter(|(_, c)| c.len() > 1).collect();
+    assert!(
+        twice.is_empty(),
+        "pods with more than one binding request (their answers): {twice:?}"
+    );
 
     // The recorders have seen every binding: the history is complete.
     eventually("the recorded history holds every binding", WAIT, || async {
@@ -1326,8 +1353,22 @@ async fn live_rebalance_hands_nodes_over_without_sharing_or_overcommitting_them(
     for s in &mut scheds {
         s.assert_running();
     }
-    let h = std::mem::take(&mut *history.lock().unwrap());
+    let mut h = std::mem::take(&mut *history.lock().unwrap());
     assert!(h.errors.is_empty(), "recorder: {:?}", h.errors);
+    // Kept with the processes' logs when the check fails (the directory goes when it passes).
+    h.events.sort_by_key(|e| e.rv);
+    // Wall-clock times, to read beside the logs' timestamps.
+    let (wall, mono) = (std::time::SystemTime::now(), Instant::now());
+    let dump: String = h
+        .events
+        .iter()
+        .map(|e| {
+            let at = wall - (mono - e.at);
+            let t = at.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+            format!("{} {}.{:06} {:?}\n", e.rv, t.as_secs(), t.subsec_micros(), e.rec)
+        })
+        .collect();
+    std::fs::write(dir.path().join("history.txt"), dump).expect("history written");
 
     let f = replay(h.events, &alloc, &requests);
     eprintln!(
@@ -1379,6 +1420,7 @@ fn pod_ev(name: &str, scheduler: &str, node: Option<&str>, done: bool) -> Rec {
         scheduler: scheduler.into(),
         node: node.map(str::to_owned),
         done,
+        detail: String::new(),
     }
 }
 
