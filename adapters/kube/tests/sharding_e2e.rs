@@ -1309,7 +1309,13 @@ async fn live_rebalance_hands_nodes_over_without_sharing_or_overcommitting_them(
     // By attempts, not only successes: a second binding request (answered 409) means a pod was
     // decided twice, and the node it was bound to counted it not meanwhile.
     let mut attempts: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-    for r in sim.records("requests").await.as_array().into_iter().flatten() {
+    for r in sim
+        .records("requests")
+        .await
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
         if r["resource"] == "pods" && r["subresource"] == "binding" {
             let name = r["name"].as_str().unwrap_or_default().to_owned();
             attempts
@@ -1365,7 +1371,13 @@ async fn live_rebalance_hands_nodes_over_without_sharing_or_overcommitting_them(
         .map(|e| {
             let at = wall - (mono - e.at);
             let t = at.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-            format!("{} {}.{:06} {:?}\n", e.rv, t.as_secs(), t.subsec_micros(), e.rec)
+            format!(
+                "{} {}.{:06} {:?}\n",
+                e.rv,
+                t.as_secs(),
+                t.subsec_micros(),
+                e.rec
+            )
         })
         .collect();
     std::fs::write(dir.path().join("history.txt"), dump).expect("history written");
