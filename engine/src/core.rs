@@ -17,7 +17,7 @@
 //! (the echo of an earlier `PodScheduled=False`, say) are older than the binding and are
 //! ignored; queued again, the pod would be decided again, and that second claim would move its
 //! placement off the node it is bound to, leaving the node under-counted until the echo came
-//! (the overcommit `sharding_e2e`'s rebalance test caught, one run in ten to twenty).
+//! (an overcommit; found by the rebalance test of `sharding_e2e`).
 
 use crate::allocate::{Backlog, failure_message};
 use crate::cache::{Cache, CacheError};

@@ -43,9 +43,9 @@
 //!    ([`Coordinator::take_pod_lists`], [`Coordinator::pods_listed`]). Other nodes need no
 //!    list: scheduling starts only once every watch has delivered its first list. The list is
 //!    read at one moment and fed in later, among events of the pod watch that may be newer or
-//!    older than it; two cases need care (no resourceVersions are compared, as the API asks):
-//!    The answer ([`crate::core::Input::NodePodsListed`]) carries the pods, so the driver knows
-//!    where they come from:
+//!    older than it. Its answer ([`crate::core::Input::NodePodsListed`]) carries the pods, so
+//!    the driver knows where they come from, and two cases are handled without comparing
+//!    resourceVersions (the API calls them opaque):
 //!    - A pod that left (deleted or finished) while a list was in flight is not brought back by
 //!      that list: a pod that is gone never returns (its UID is unique and a finished phase is
 //!      final), so [`Sharding::pod_gone`] remembers it until every list in flight is answered,
@@ -715,8 +715,8 @@ impl Sharding {
     }
 
     /// A pod left for good (deleted, or finished): while a list of nodes' pods is in flight,
-    /// that list may still show it; remember that it is gone. (A pod a relist does not show
-    /// may only be newer than the relist, so it is not remembered.)
+    /// that list may still show it; remember that it is gone. (A pod missing from a relist is
+    /// not remembered: it may have been bound after the relist was read.)
     pub fn pod_gone(&mut self, uid: &str) {
         if self.coord.listing() {
             self.gone.insert(uid.into());
