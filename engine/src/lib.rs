@@ -9,7 +9,7 @@
 //! (the NodeShard coordinator, the snapshot's sharding `View`, and `Sharding`, the driver's
 //! side of it), [`worker`] (the scheduling cycle and `Worker::turn`, the worker loop's body),
 //! [`core`] (the driver's state machine) and [`engine`] (threads). [`mutation`] names the
-//! deliberate bugs the loom models must catch; [`testing`] (feature `testing`) is the
+//! deliberate bugs the loom models must catch; `testing` (feature `testing`) is the
 //! deterministic harness the engine's tests and the loom models drive it with.
 //!
 //! No tokio, no kube, no HTTP, no OS clock, no sleeps: inputs are [`core::Input`]s, outputs are

@@ -76,7 +76,7 @@ impl FlagError {
 pub use magma_engine::ShardingMode;
 
 /// klog's flags. Accepted so the chart's and users' command lines keep working; only `-v`
-/// (on [`Options::v`]) has an effect — Magma logs through `tracing` to stderr.
+/// (on `Options::verbosity`) has an effect — Magma logs through `tracing` to stderr.
 #[derive(Debug, Clone, PartialEq, clap::Args)]
 #[command(next_help_heading = "klog flags (accepted, no effect; use -v for verbosity)")]
 pub struct KlogFlags {

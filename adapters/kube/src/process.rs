@@ -348,7 +348,7 @@ pub async fn kube_config(kubeconfig: &str, master: &str) -> anyhow::Result<kube:
 }
 
 /// The binaries' common `main`: `-v` logging to stderr, transparent huge pages off, the runtime
-/// ([`runtime_threads`]), `run`, and the error report and exit code (1 on error; flag errors
+/// (`runtime_threads`), `run`, and the error report and exit code (1 on error; flag errors
 /// are the caller's, exit 2).
 pub fn run_main<F>(name: &str, verbosity: u8, run: F) -> std::process::ExitCode
 where

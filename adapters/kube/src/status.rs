@@ -27,7 +27,7 @@
 //!   message, by strategic-merge patch of `pods/status` (conditions merge by `type`; no PUT of a
 //!   stale copy, so no 409s);
 //! - `FailedScheduling` (Warning) with the same message, and `Scheduled` (Normal)
-//!   "Successfully assigned <ns>/<name> to <node>", as core/v1 Events whose source component is
+//!   `"Successfully assigned <ns>/<name> to <node>"`, as core/v1 Events whose source component is
 //!   the scheduler name.
 
 use crate::ratelimit::TokenBucket;

@@ -1,5 +1,5 @@
 //! Hand-off safety on the controller's side: a node still being released by one shard is not
-//! moved again until that move has completed. Applied to [`super::assign`]'s output before
+//! moved again until that move has completed. Applied to [`super::assign()`]'s output before
 //! anything is written. Pure: it reads the observed NodeShards and rewrites the assignments;
 //! it touches nothing else.
 //!

@@ -3,7 +3,7 @@
 //!
 //! The I/O-free core: [`config`] parses and validates the sharding ConfigMap (and the
 //! deprecated flag form), [`policy`] implements `allocation-rate`, `warmup` and `node-limit`,
-//! [`assign`] runs the greedy, exclusive assignment with the anti-flap and resync-significance
+//! [`assign`](mod@assign) runs the greedy, exclusive assignment with the anti-flap and resync-significance
 //! rules, [`handoff`] keeps nodes that are still being released from moving again, [`plan`]
 //! turns all that into the writes of one sync (including the stale-shard rules), and [`index`]
 //! is the in-memory view of nodes and pod requests the watches feed. None of these talks to the

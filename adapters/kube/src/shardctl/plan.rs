@@ -1,5 +1,5 @@
 //! The sync decision: from the cluster's nodes, the active configuration and the observed
-//! NodeShards, the list of NodeShard writes one sync makes. Pure: it runs [`super::assign`],
+//! NodeShards, the list of NodeShard writes one sync makes. Pure: it runs [`super::assign()`],
 //! then [`super::handoff::pin_in_transit`], then decides creates, spec updates and the handling
 //! of stale shards; executing the writes belongs to the controller.
 //!
