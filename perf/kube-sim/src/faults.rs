@@ -94,6 +94,12 @@ pub struct Faults {
     pub drop_watches_after_ms: Option<u64>,
     /// Extra random delay in [0, jitter) ms before a watch is dropped.
     pub drop_watches_jitter_ms: u64,
+    /// Every watch event reaches its client this long after it was committed (ms), in order:
+    /// the real server's watch cache dispatches behind the write's own answer, so a client can
+    /// read the answer to a write before the watch shows older changes. 0 = at once. Applies
+    /// to watches opened after it is set; the delayed events occupy the watch's buffer
+    /// meanwhile, so a small buffer at a high rate may see the watch closed as too slow.
+    pub watch_delay_ms: u64,
 }
 
 /// Runtime handle to the faults; cheap to clone.
@@ -185,6 +191,17 @@ impl FaultHandle {
                 })
             });
         (Duration::from_millis(latency), err)
+    }
+
+    /// How long after its commit a watch event may be sent (`Faults::watch_delay_ms`).
+    pub(crate) fn watch_delay(&self) -> Duration {
+        Duration::from_millis(
+            self.inner
+                .faults
+                .lock()
+                .expect("faults lock")
+                .watch_delay_ms,
+        )
     }
 
     /// How long a newly opened watch may live before it is dropped by the fault config.

@@ -243,7 +243,10 @@
 //!   These writes are not in the write/request records.
 //! - **Faults** ([`FaultHandle`], `/sim/faults`): per-verb/resource error rates answering 500
 //!   `InternalError` or 429 `TooManyRequests` with `Retry-After`, latency with jitter, watches
-//!   dropped after a fixed/random time, forced `410` on the next watches, drop-all-watches.
+//!   dropped after a fixed/random time, forced `410` on the next watches, drop-all-watches, and
+//!   a watch delay (every live event sent a fixed time after its commit, in order), so a client
+//!   can read a write's answer before the watch shows older changes, as against a real server
+//!   whose watch cache lags.
 //! - **Records**: every write request (verb, resource/subresource, namespace, name, code) and every
 //!   successful binding with its time, for "bound exactly once" and "one write per pod" checks;
 //!   and every request of any verb as RBAC sees it (verb, group, resource, subresource,
@@ -256,6 +259,7 @@
 //! `kube-sim --port P --nodes N --kubeconfig-out FILE [--node-cpu 32] [--node-memory 256Gi]
 //! [--node-pods 110] [--running-delay 0s|never] [--pod-lifetime 30s]
 //! [--error-rate VERB[:RESOURCE]=RATE[:CODE]]... [--latency-ms MS] [--drop-watches-after-ms MS]
+//! [--watch-delay-ms MS]
 //! [--history 100000] [--auto-create-namespaces] [--install-nodeshard-crd]
 //! [--provisioner-delay 300ms | --provisioner-never] [--tls [--ca-out FILE]]` serves on
 //! `127.0.0.1:P` (HTTPS with `--tls`), writes the CA (PEM) to `--ca-out` and then, atomically, a

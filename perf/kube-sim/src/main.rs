@@ -47,6 +47,10 @@ struct Args {
     /// Close watch streams after this long (ms).
     #[arg(long)]
     drop_watches_after_ms: Option<u64>,
+    /// Send every watch event this long after its commit (ms), in order: watches lag behind
+    /// the answers to writes, as the real server's watch cache does.
+    #[arg(long, default_value_t = 0)]
+    watch_delay_ms: u64,
     /// Watch events retained for resuming watches.
     #[arg(long, default_value_t = 100_000)]
     history: usize,
@@ -122,6 +126,7 @@ fn config(a: &Args) -> anyhow::Result<SimConfig> {
             errors,
             latency_ms: a.latency_ms,
             drop_watches_after_ms: a.drop_watches_after_ms,
+            watch_delay_ms: a.watch_delay_ms,
             ..Faults::default()
         },
         ..SimConfig::default()

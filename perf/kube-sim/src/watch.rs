@@ -118,8 +118,9 @@ fn error_line(e: &ApiError) -> Bytes {
 
 /// An entry of a watch's input buffer.
 enum Item {
-    /// A store event, filtered by the selectors as it leaves the buffer.
-    Event(Arc<Event>),
+    /// A store event, filtered by the selectors as it leaves the buffer; with the time it may
+    /// be sent (`Faults::watch_delay_ms`), or `None` for at once.
+    Event(Arc<Event>, Option<tokio::time::Instant>),
     /// A ready line (bookmark).
     Line(Bytes),
 }
@@ -195,10 +196,18 @@ impl WatchRequest {
 }
 
 fn streaming(rx: mpsc::Receiver<Item>, req: Arc<WatchRequest>) -> Response {
-    let lines = ReceiverStream::new(rx).filter_map(move |item| match item {
-        Item::Event(ev) => req.render(&ev).map(Ok::<_, Infallible>),
-        Item::Line(b) => Some(Ok(b)),
-    });
+    let lines = ReceiverStream::new(rx)
+        .then(|item| async move {
+            // Events go out in order, each no earlier than its time (the watch delay).
+            if let Item::Event(_, Some(at)) = &item {
+                tokio::time::sleep_until(*at).await;
+            }
+            item
+        })
+        .filter_map(move |item| match item {
+            Item::Event(ev, _) => req.render(&ev).map(Ok::<_, Infallible>),
+            Item::Line(b) => Some(Ok(b)),
+        });
     let mut resp = Response::new(Body::from_stream(lines));
     resp.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -263,6 +272,8 @@ async fn run(
         None => req.timeout,
     };
     let timed_out = life == req.timeout;
+    // Read once: a change of the fault applies to watches opened after it.
+    let delay = inner.faults.watch_delay();
     let deadline = tokio::time::sleep(life);
     tokio::pin!(deadline);
     let mut drop_rx = inner.faults.drop_signal();
@@ -272,7 +283,7 @@ async fn run(
     for ev in &backlog {
         if req.ns.as_deref().is_none_or(|n| ev.obj.namespace() == n)
             && ev.key == req.def.key
-            && tx.send(Item::Event(ev.clone())).await.is_err()
+            && tx.send(Item::Event(ev.clone(), None)).await.is_err()
         {
             return;
         }
@@ -315,7 +326,8 @@ async fn run(
                     if !req.enqueues(&ev) {
                         continue;
                     }
-                    match dispatch(&inner, &tx, Item::Event(ev)).await {
+                    let at = (!delay.is_zero()).then(|| tokio::time::Instant::now() + delay);
+                    match dispatch(&inner, &tx, Item::Event(ev, at)).await {
                         Ok(()) => {}
                         Err(false) => return,
                         Err(true) => {

@@ -334,3 +334,47 @@ async fn watcher_resumes_after_dropped_watches() {
     );
     sim.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_watch_delay_sends_events_in_order_after_the_writes_answers() {
+    let delay = Duration::from_millis(1500);
+    let mut cfg = small();
+    cfg.faults.watch_delay_ms = delay.as_millis() as u64;
+    let (_sim, client) = start(cfg).await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let rv = cms
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let mut stream = cms
+        .watch(&WatchParams::default().timeout(30), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    let written = std::time::Instant::now();
+    for name in ["a", "b", "c"] {
+        cms.create(&PostParams::default(), &cm(name)).await.unwrap();
+    }
+    // The writes are answered; their events are not out yet.
+    assert!(
+        futures::FutureExt::now_or_never(stream.next()).is_none(),
+        "an event was sent before its delay"
+    );
+    let mut names = Vec::new();
+    while names.len() < 3 {
+        match stream.try_next().await.unwrap() {
+            Some(WatchEvent::Added(o)) => names.push(o.metadata.name.unwrap()),
+            Some(WatchEvent::Bookmark(_)) => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert!(
+        written.elapsed() >= delay,
+        "sent after {:?}",
+        written.elapsed()
+    );
+    assert_eq!(names, ["a", "b", "c"], "in commit order");
+}
