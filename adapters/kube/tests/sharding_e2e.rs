@@ -17,7 +17,8 @@
 //!   controller moves ten nodes between them in six steps (the test relabels nodes for the
 //!   `warmup` policies and rewrites the ConfigMap's `maxNodes`; the controller rewrites
 //!   `nodesDesired`), under a steady stream of short-lived pods (kube-sim `--pod-lifetime`, 25 ms
-//!   API latency so binds are in flight for a while) plus a burst at each move. Every change the
+//!   API latency so binds are in flight for a while, and watches 20 ms behind the answers to
+//!   writes, as a real server's watch cache can be) plus a burst at each move. Every change the
 //!   API server commits to pods and NodeShards is recorded by two watches. kube-sim's
 //!   resourceVersion is one global counter, so the two streams merge into one exact order of
 //!   events, and the assertions are checked against that history:
@@ -1146,6 +1147,10 @@ async fn live_rebalance_hands_nodes_over_without_sharing_or_overcommitting_them(
             "1500ms",
             "--latency-ms",
             "25",
+            // Watches lag behind the answers to writes, as a real server's watch cache does,
+            // so the schedulers meet answers before the events that precede them.
+            "--watch-delay-ms",
+            "20",
         ],
     );
     let client = sim.client().await;
