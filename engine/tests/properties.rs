@@ -4,7 +4,6 @@
 //! generated case and a failure replays exactly. After every run: no node over its allocatable,
 //! every pod bound exactly once or reported unschedulable, nothing lost or duplicated.
 
-use magma_engine::core::Input;
 use magma_engine::queue::{PodState, QueueOptions};
 use magma_engine::testing::{HarnessOptions, Sim, mk_node, mk_pod, with_labels};
 use proptest::prelude::*;
@@ -221,14 +220,9 @@ fn relist_resets_keep_every_pod() {
     }
     c.hold_binds = false;
     assert!(c.bound_count() > 0 && !c.held.is_empty() && c.bound_count() + c.held.len() < 20);
-    let (bound, pending): (Vec<_>, Vec<_>) = c
-        .pods
-        .values()
-        .cloned()
-        .partition(|p| p.node_name.is_some());
     // A relist that still has every pod: nothing is lost or bound twice.
-    c.h.input(Input::BoundPodReset(bound));
-    c.h.input(Input::PendingPodReset(pending));
+    let relist = c.pod_relist();
+    c.deliver_pod_relist(relist);
     c.release_binds();
     c.settle();
     assert_eq!(c.bound_count(), 20);

@@ -15,6 +15,16 @@ use kube_sim::SimConfig;
 use serde_json::json;
 use std::time::Duration;
 
+/// The collection's resourceVersion now (a list), to watch from.
+async fn list_rv(cms: &Api<ConfigMap>) -> String {
+    cms.list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap()
+}
+
 fn cm(name: &str) -> ConfigMap {
     serde_json::from_value(json!({"metadata": {"name": name}, "data": {"k": "v"}})).unwrap()
 }
@@ -26,13 +36,7 @@ async fn watch_events_bookmarks_and_timeout() {
     cms.create(&PostParams::default(), &cm("before"))
         .await
         .unwrap();
-    let rv = cms
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+    let rv = list_rv(&cms).await;
     let wp = WatchParams::default().timeout(2);
     let mut stream = cms.watch(&wp, &rv).await.unwrap().boxed();
     cms.create(&PostParams::default(), &cm("a")).await.unwrap();
@@ -215,13 +219,7 @@ async fn expired_versions_get_410() {
     })
     .await;
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
-    let rv = cms
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+    let rv = list_rv(&cms).await;
     for i in 0..10 {
         cms.create(&PostParams::default(), &cm(&format!("c{i}")))
             .await
@@ -342,13 +340,7 @@ async fn a_watch_delay_sends_events_in_order_after_the_writes_answers() {
     cfg.faults.watch_delay_ms = delay.as_millis() as u64;
     let (_sim, client) = start(cfg).await;
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
-    let rv = cms
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+    let rv = list_rv(&cms).await;
     let mut stream = cms
         .watch(&WatchParams::default().timeout(30), &rv)
         .await
