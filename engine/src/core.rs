@@ -27,7 +27,9 @@ use crate::event::{self, Events};
 use crate::model::{CompiledPod, NamespaceInput, NodeInput, PodInput};
 use crate::mutation;
 use crate::queue::{PodState, QueueDepths, QueueOptions, SchedulingQueue};
-use crate::shard::{ShardInput, ShardStatusIntent, Sharding, ShardingMode, ShardingOptions};
+use crate::shard::{
+    ShardInput, ShardStatusIntent, Sharding, ShardingMode, ShardingOptions, WrittenStatus,
+};
 use crate::snapshot::Snapshot;
 use crate::stats::{Stats, inc};
 use crate::sync::HandOff;
@@ -81,7 +83,7 @@ pub enum Input {
     ShardReset(Vec<ShardInput>),
     /// The outcome of an [`Intent::ShardStatus`]: the status as written, or `None` if the write
     /// failed (it is retried).
-    ShardStatusWritten(Option<ShardStatusIntent>),
+    ShardStatusWritten(Option<WrittenStatus>),
     /// The answer to an [`Intent::ListNodePods`]: the pods of these nodes, listed afresh.
     NodePodsListed {
         nodes: Vec<String>,
@@ -376,7 +378,7 @@ impl Core {
             }
             Input::ShardStatusWritten(written) => {
                 if let Some(c) = &mut self.shard {
-                    c.write_done(written.as_ref(), now);
+                    c.write_done(written, now);
                 }
             }
             Input::NodePodsListed { nodes, pods } => {

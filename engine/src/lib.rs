@@ -50,4 +50,6 @@ pub use crate::core::{BindIntent, BindResult, Input, Intent, StatusIntent, Statu
 #[cfg(not(loom))]
 pub use crate::engine::{Engine, EngineError, EngineHandle, EngineOptions};
 pub use crate::model::{NodeInput, PodInput};
-pub use crate::shard::{ShardInput, ShardStatusIntent, ShardingMode, ShardingOptions};
+pub use crate::shard::{
+    ShardInput, ShardStatusIntent, ShardingMode, ShardingOptions, StatusLists, WrittenStatus,
+};

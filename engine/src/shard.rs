@@ -23,6 +23,12 @@
 //!    own status's `nodesInUse` as the watch shows it. The status of every other shard that the
 //!    watch delivered before our own echo is at least as new as our write, so a node another
 //!    scheduler claimed first is seen before we use it; two schedulers never use one node.
+//!    The answer to a write can come before the watch shows older versions of our object (a
+//!    real server's watch cache lags behind its answers): until the watch has delivered our
+//!    last successful write (its resourceVersion, [`resource_version_order`]), a node must also
+//!    be listed by every write not yet echoed. Otherwise an older version of our object, still
+//!    listing a node we have released since, would let us use that node again without
+//!    claiming it anew, while another scheduler may already be claiming it.
 //! 3. The status to report: `nodesInUse = available ∪ {nodes still draining}`,
 //!    `nodesToAdd = desired − inUse`, `nodesToRemove = inUse − desired`. A node that left the
 //!    view stays in `nodesInUse` until it is drained, so another scheduler takes it only once
@@ -141,6 +147,8 @@ pub struct ShardInput {
     /// `status.nodesToAdd` and `status.nodesToRemove` (compared, to know whether a write is due).
     pub nodes_to_add: Vec<String>,
     pub nodes_to_remove: Vec<String>,
+    /// `metadata.resourceVersion` (rule 2: which of our writes this object includes).
+    pub resource_version: Option<String>,
 }
 
 /// Write this status to our own NodeShard (through `/status`).
@@ -153,6 +161,36 @@ pub struct ShardStatusIntent {
     pub nodes_to_remove: Vec<String>,
     /// View revision this status belongs to.
     pub revision: u64,
+}
+
+/// The answer to a [`ShardStatusIntent`] that succeeded: the status as the server stored it
+/// (the adapter recomputes the two derived lists from the spec it writes over) and the object's
+/// resourceVersion after the write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WrittenStatus {
+    pub status: StatusLists,
+    pub resource_version: Option<String>,
+}
+
+/// How two resourceVersions of one resource order: `Some` when both are integers, as every
+/// Kubernetes API server since 1.35 guarantees (KEP-5504, "comparable resource versions"; etcd's
+/// revisions before that), `None` when either is not (only equality then means anything).
+pub fn resource_version_order(a: &str, b: &str) -> Option<std::cmp::Ordering> {
+    let parse = |s: &str| {
+        s.parse::<u64>()
+            .ok()
+            .filter(|v| *v > 0 && !s.starts_with('0'))
+    };
+    Some(parse(a)?.cmp(&parse(b)?))
+}
+
+/// Whether an object at resourceVersion `seen` includes a write answered with `written`: it is
+/// that write's echo or newer. Versions that do not compare include only themselves.
+fn includes(seen: Option<&str>, written: Option<&str>) -> bool {
+    match (seen, written) {
+        (Some(s), Some(w)) => resource_version_order(s, w).map_or(s == w, |o| o.is_ge()),
+        _ => false,
+    }
 }
 
 /// The node slots of a view, as one bit per slot: `masks[c]` bit `i` is slot `c·64 + i`
@@ -290,6 +328,11 @@ pub struct ShardGauges {
     pub missing: bool,
 }
 
+/// Our own status as we last know it: our last write not yet echoed, else the watch's.
+fn latest<'a>(unechoed: &'a [WrittenStatus], own: &'a Known) -> &'a StatusLists {
+    unechoed.last().map_or(&own.status, |w| &w.status)
+}
+
 /// `v` sorted, without duplicates.
 fn sorted(mut v: Vec<String>) -> Vec<String> {
     v.sort_unstable();
@@ -307,6 +350,7 @@ struct Known {
     desired: BTreeSet<String>,
     /// As the watch shows it, normalised (sorted, no duplicates) so it compares as sets.
     status: StatusLists,
+    resource_version: Option<String>,
 }
 
 /// The coordinator (see the module doc).
@@ -319,8 +363,9 @@ pub struct Coordinator {
     revision: u64,
     /// A write is in flight.
     in_flight: bool,
-    /// The last write that succeeded, until our own shard's next watch event.
-    written: Option<StatusLists>,
+    /// Rule 2: our writes that succeeded and that the watch has not shown yet, oldest first
+    /// (one write is in flight at a time, so their resourceVersions ascend).
+    unechoed: Vec<WrittenStatus>,
     retry_at: Option<Nanos>,
     /// Rule 5: set at a term's start, taken at its first status computation.
     hold_pending: bool,
@@ -347,7 +392,7 @@ impl Coordinator {
             view: None,
             revision: 0,
             in_flight: false,
-            written: None,
+            unechoed: Vec::new(),
             retry_at: None,
             hold_pending: false,
             hold: None,
@@ -373,8 +418,15 @@ impl Coordinator {
 
     pub fn apply(&mut self, s: ShardInput) {
         if s.name == self.opts.shard_name {
-            // Our own object changed (often the echo of our write): compare with it from now on.
-            self.written = None;
+            // Our own object changed: the writes it includes are echoed (rule 2).
+            let rv = s.resource_version.as_deref();
+            if let Some(last) = self
+                .unechoed
+                .iter()
+                .rposition(|w| includes(rv, w.resource_version.as_deref()))
+            {
+                self.unechoed.drain(..=last);
+            }
         } else {
             // Rule 6: every node another shard lists as in use, as each status arrives (a later
             // status in the same batch may already have dropped it, and our desired set may
@@ -390,6 +442,7 @@ impl Coordinator {
                     nodes_to_add: sorted(s.nodes_to_add),
                     nodes_to_remove: sorted(s.nodes_to_remove),
                 },
+                resource_version: s.resource_version,
             },
         );
         self.dirty = true;
@@ -397,7 +450,8 @@ impl Coordinator {
 
     pub fn delete(&mut self, name: &str) {
         if name == self.opts.shard_name {
-            self.written = None;
+            // A recreated object starts from its own writes.
+            self.unechoed.clear();
         }
         self.dirty |= self.shards.remove(name).is_some();
     }
@@ -405,7 +459,9 @@ impl Coordinator {
     /// A relist: this is every NodeShard.
     pub fn reset(&mut self, all: Vec<ShardInput>) {
         self.shards.clear();
-        self.written = None;
+        if !all.iter().any(|s| s.name == self.opts.shard_name) {
+            self.unechoed.clear();
+        }
         self.dirty = true;
         for s in all {
             self.apply(s);
@@ -445,7 +501,11 @@ impl Coordinator {
         }
         let candidates = self.available().map(|mut a| {
             let own = &self.shards[&self.opts.shard_name];
-            a.retain(|n| has(&own.status.nodes_in_use, n));
+            // Rule 2: claimed in what the watch shows, and not released by a later write.
+            a.retain(|n| {
+                has(&own.status.nodes_in_use, n)
+                    && self.unechoed.iter().all(|w| has(&w.status.nodes_in_use, n))
+            });
             a
         });
         let view = candidates.map(|c| {
@@ -523,7 +583,6 @@ impl Coordinator {
     pub fn term_started(&mut self) {
         self.hold_pending = true;
         self.hold = None;
-        self.written = None;
         self.retry_at = None;
     }
 
@@ -538,28 +597,28 @@ impl Coordinator {
     ) -> Option<ShardStatusIntent> {
         let available = self.available()?;
         let own = &self.shards[&self.opts.shard_name];
+        let current = latest(&self.unechoed, own);
         if std::mem::take(&mut self.hold_pending) {
             let until = Nanos(
                 now.0
                     .saturating_add(self.opts.handover_hold.as_nanos() as u64),
             );
-            let inherited = own.status.nodes_in_use.iter().cloned().collect();
+            let inherited = current.nodes_in_use.iter().cloned().collect();
             self.hold = Some((inherited, until));
         }
         if self.hold.as_ref().is_some_and(|(_, until)| now >= *until) {
             self.hold = None;
         }
         let held = |n: &str| self.hold.as_ref().is_some_and(|(h, _)| h.contains(n));
-        let draining: BTreeSet<&String> = own
-            .status
+        let draining: BTreeSet<&String> = current
             .nodes_in_use
             .iter()
             .filter(|n| !available.contains(*n) && (held(n) || !drained(n)))
             .collect();
         self.gauges.draining = draining.len();
-        self.gauges.in_use = own.status.nodes_in_use.len();
+        self.gauges.in_use = current.nodes_in_use.len();
         let want = status_lists(available.iter().chain(draining), &own.desired);
-        if *self.written.as_ref().unwrap_or(&own.status) == want
+        if *current == want
             || self.in_flight
             || !workers_current
             || self.retry_at.is_some_and(|t| now < t)
@@ -568,7 +627,6 @@ impl Coordinator {
         }
         self.retry_at = None;
         self.in_flight = true;
-        self.written = None;
         Some(ShardStatusIntent {
             shard: Arc::from(self.opts.shard_name.as_str()),
             nodes_in_use: want.nodes_in_use,
@@ -578,18 +636,30 @@ impl Coordinator {
         })
     }
 
-    /// The outcome of the write [`Coordinator::status_to_write`] asked for: `Some(status)` as
-    /// written (the adapter may have recomputed the two derived lists from a fresher spec), or
-    /// `None` when it failed.
-    pub fn write_done(&mut self, written: Option<&ShardStatusIntent>, now: Nanos) {
+    /// The outcome of the write [`Coordinator::status_to_write`] asked for: `Some` as the
+    /// server stored it, or `None` when it failed.
+    pub fn write_done(&mut self, written: Option<WrittenStatus>, now: Nanos) {
         self.in_flight = false;
         match written {
             Some(w) => {
-                self.written = Some(StatusLists {
-                    nodes_in_use: sorted(w.nodes_in_use.clone()),
-                    nodes_to_add: sorted(w.nodes_to_add.clone()),
-                    nodes_to_remove: sorted(w.nodes_to_remove.clone()),
+                let echoed = self.shards.get(&self.opts.shard_name).is_some_and(|own| {
+                    includes(
+                        own.resource_version.as_deref(),
+                        w.resource_version.as_deref(),
+                    )
                 });
+                if !echoed {
+                    self.unechoed.push(WrittenStatus {
+                        status: StatusLists {
+                            nodes_in_use: sorted(w.status.nodes_in_use),
+                            nodes_to_add: sorted(w.status.nodes_to_add),
+                            nodes_to_remove: sorted(w.status.nodes_to_remove),
+                        },
+                        resource_version: w.resource_version,
+                    });
+                    // The view must not outgrow what this write lists.
+                    self.dirty = true;
+                }
             }
             None => {
                 self.retry_at = Some(Nanos(now.0.saturating_add(RETRY_AFTER.as_nanos() as u64)));
@@ -698,7 +768,7 @@ impl Sharding {
         self.coord.reset(all);
     }
 
-    pub fn write_done(&mut self, written: Option<&ShardStatusIntent>, now: Nanos) {
+    pub fn write_done(&mut self, written: Option<WrittenStatus>, now: Nanos) {
         self.coord.write_done(written, now);
     }
 

@@ -25,7 +25,9 @@ use crate::conf::Profile;
 use crate::core::{BindIntent, BindResult, Core, CoreError, Input, Intent, StatusIntent};
 use crate::model::{ContainerInput, NodeInput, PodInput, PodPhase, TaintInput, parse_scaled};
 use crate::queue::{PodState, QueueOptions};
-use crate::shard::{ShardInput, ShardStatusIntent, ShardingOptions};
+use crate::shard::{
+    ShardInput, ShardStatusIntent, ShardingMode, ShardingOptions, StatusLists, WrittenStatus,
+};
 use crate::snapshot::Snapshot;
 use crate::stats::Stats;
 use crate::sync::HandOff;
@@ -475,10 +477,25 @@ pub struct Sim {
     /// Hold the answers of pod lists (see [`Sim::release_lists`]): each is read when asked.
     pub hold_lists: bool,
     pub held_lists: Vec<(Vec<String>, Vec<PodInput>)>,
+    /// Hold the NodeShard watch's events (see [`Sim::release_shard_events`]): answers to status
+    /// writes still come at once, as from a server whose watch cache lags.
+    pub hold_shard_watch: bool,
+    pub held_shard_events: VecDeque<ShardInput>,
+    /// NodeShards' resourceVersions: one counter for the resource, as a server's.
+    shard_rv: u64,
+    /// In hard mode, our NodeShard: every binding must land on a node its stored status lists.
+    own_shard: Option<String>,
+    /// Bindings (uid, node) onto a node our NodeShard's stored status did not list then.
+    pub bound_unlisted: Vec<(String, String)>,
 }
 
 impl Sim {
     pub fn new(opts: HarnessOptions) -> Sim {
+        let own_shard = opts
+            .sharding
+            .as_ref()
+            .filter(|o| o.mode == ShardingMode::Hard)
+            .map(|o| o.shard_name.clone());
         Sim {
             h: Harness::new(opts),
             pods: BTreeMap::new(),
@@ -494,6 +511,11 @@ impl Sim {
             held: Vec::new(),
             hold_lists: false,
             held_lists: Vec::new(),
+            hold_shard_watch: false,
+            held_shard_events: VecDeque::new(),
+            shard_rv: 0,
+            own_shard,
+            bound_unlisted: Vec::new(),
         }
     }
 
@@ -537,8 +559,29 @@ impl Sim {
                 ..Default::default()
             });
         f(entry);
+        self.shard_rv += 1;
+        entry.resource_version = Some(self.shard_rv.to_string());
         let s = entry.clone();
-        self.h.input(Input::ShardApply(s));
+        self.deliver_shard(s);
+    }
+
+    /// A NodeShard event, delivered or held (`hold_shard_watch`).
+    fn deliver_shard(&mut self, s: ShardInput) {
+        if self.hold_shard_watch {
+            self.held_shard_events.push_back(s);
+        } else {
+            self.h.input(Input::ShardApply(s));
+        }
+    }
+
+    /// Deliver the first `n` NodeShard events held while `hold_shard_watch` was set, in order.
+    pub fn release_shard_events(&mut self, n: usize) {
+        for _ in 0..n {
+            let Some(s) = self.held_shard_events.pop_front() else {
+                return;
+            };
+            self.h.input(Input::ShardApply(s));
+        }
     }
 
     /// A pod bound by someone else that the engine's watch has not delivered yet.
@@ -605,6 +648,14 @@ impl Sim {
                 p.node_name = Some(b.node.to_string());
                 p.phase = PodPhase::Running;
                 self.bindings.push((uid.clone(), b.node.to_string()));
+                let listed = self.own_shard.as_ref().is_none_or(|own| {
+                    self.shards
+                        .get(own)
+                        .is_some_and(|s| s.nodes_in_use.iter().any(|n| **n == *b.node))
+                });
+                if !listed {
+                    self.bound_unlisted.push((uid.clone(), b.node.to_string()));
+                }
                 BindResult::Bound
             }
         };
@@ -641,15 +692,25 @@ impl Sim {
                     }
                 }
                 Intent::ShardStatus(w) => {
-                    // The server applies the status write; the watch echoes the object.
+                    // The server applies the status write; the watch echoes the object (before
+                    // the answer, unless the watch is held).
                     let written = match self.shards.get_mut(&*w.shard) {
                         Some(s) => {
                             s.nodes_in_use = w.nodes_in_use.clone();
                             s.nodes_to_add = w.nodes_to_add.clone();
                             s.nodes_to_remove = w.nodes_to_remove.clone();
+                            self.shard_rv += 1;
+                            s.resource_version = Some(self.shard_rv.to_string());
                             let echo = s.clone();
-                            self.h.input(Input::ShardApply(echo));
-                            Some(w.clone())
+                            self.deliver_shard(echo);
+                            Some(WrittenStatus {
+                                status: StatusLists {
+                                    nodes_in_use: w.nodes_in_use.clone(),
+                                    nodes_to_add: w.nodes_to_add.clone(),
+                                    nodes_to_remove: w.nodes_to_remove.clone(),
+                                },
+                                resource_version: Some(self.shard_rv.to_string()),
+                            })
                         }
                         None => None,
                     };

@@ -350,6 +350,42 @@ fn a_node_moved_away_is_released_only_after_its_binds_finish() {
 }
 
 #[test]
+fn a_node_given_back_before_its_release_landed_is_claimed_again_before_use() {
+    // The answer to our release comes before the watch shows the controller's earlier change
+    // that gave the node back (a watch cache lagging behind the answers to writes). That older
+    // object still lists the node in our status; using the node on its strength would bind onto
+    // a node our stored status no longer lists, which another scheduler may be claiming.
+    let mut c = start(ShardingMode::Hard);
+    c.add_pod(mk_pod("fill", "10", "1Gi"));
+    c.settle();
+    assert_eq!(c.node_of("uid-fill"), Some("n1"));
+    // The controller takes n4 away: the release is asked for, not yet sent.
+    c.set_shard("agent", &["n1"]);
+    c.h.flush();
+    // It gives n4 back; the watch lags from here on.
+    c.hold_shard_watch = true;
+    c.set_shard("agent", &["n1", "n4"]);
+    c.answer();
+    assert_eq!(c.in_use("agent"), ["n1"], "the release is stored");
+    // The watch shows the give-back (older than the release) before the release's echo.
+    c.release_shard_events(1);
+    // 5 CPU fits only n4 in the shard.
+    c.add_pod(mk_pod("p", "5", "1Gi"));
+    c.settle();
+    assert_eq!(
+        c.node_of("uid-p"),
+        None,
+        "n4 is not used before it is claimed again"
+    );
+    assert!(c.bound_unlisted.is_empty(), "{:?}", c.bound_unlisted);
+    c.hold_shard_watch = false;
+    c.release_shard_events(usize::MAX);
+    assert!(c.run_until(BACKOFFS, |c| c.node_of("uid-p") == Some("n4")));
+    assert_eq!(c.in_use("agent"), ["n1", "n4"]);
+    assert!(c.bound_unlisted.is_empty(), "{:?}", c.bound_unlisted);
+}
+
+#[test]
 fn a_new_term_holds_inherited_nodes() {
     let hold = Duration::from_millis(600);
     let mut c = sim_with(ShardingMode::Hard, 1, hold);

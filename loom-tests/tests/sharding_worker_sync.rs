@@ -36,7 +36,7 @@
 
 use loom::sync::Mutex;
 use magma_engine::core::{BindResult, Input};
-use magma_engine::shard::{ShardInput, ShardingMode, ShardingOptions};
+use magma_engine::shard::{ShardInput, ShardingMode, ShardingOptions, StatusLists, WrittenStatus};
 use magma_engine::testing::{Harness, HarnessOptions, WorkerHandle};
 use magma_engine::worker::Outcome;
 use magma_loom_tests::{node, pod};
@@ -151,6 +151,17 @@ impl Model {
         new.len()
     }
 
+    /// Store our NodeShard as changed (the next resourceVersion) and show it to the engine.
+    fn store_own(&mut self) {
+        let rv = self
+            .own
+            .resource_version
+            .as_deref()
+            .map_or(1, |v| v.parse::<u64>().expect("an integer") + 1);
+        self.own.resource_version = Some(rv.to_string());
+        self.d.input(Input::ShardApply(self.own.clone()));
+    }
+
     /// Flush, check every status intent it emitted, and answer them (written, then echoed).
     fn flush(&mut self) -> usize {
         self.d.flush();
@@ -177,8 +188,15 @@ impl Model {
             self.own.nodes_in_use = w.nodes_in_use.clone();
             self.own.nodes_to_add = w.nodes_to_add.clone();
             self.own.nodes_to_remove = w.nodes_to_remove.clone();
-            self.d.input(Input::ShardApply(self.own.clone()));
-            self.d.input(Input::ShardStatusWritten(Some(w.clone())));
+            self.store_own();
+            self.d.input(Input::ShardStatusWritten(Some(WrittenStatus {
+                status: StatusLists {
+                    nodes_in_use: w.nodes_in_use.clone(),
+                    nodes_to_add: w.nodes_to_add.clone(),
+                    nodes_to_remove: w.nodes_to_remove.clone(),
+                },
+                resource_version: self.own.resource_version.clone(),
+            })));
         }
         new.len()
     }
@@ -204,6 +222,7 @@ fn sharding_worker_sync() {
             name: SHARD.into(),
             nodes_desired: names(&["x", "y"]),
             nodes_in_use: names(&["x", "y"]),
+            resource_version: Some("1".into()),
             ..Default::default()
         };
         d.input(Input::ShardApply(own.clone()));
@@ -236,7 +255,7 @@ fn sharding_worker_sync() {
 
         // The controller moves x away while the workers may be deciding on the old view.
         m.own.nodes_desired = names(&["y"]);
-        m.d.input(Input::ShardApply(m.own.clone()));
+        m.store_own();
         m.flush();
         m.results();
         m.flush();

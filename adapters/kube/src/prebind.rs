@@ -219,11 +219,9 @@ pub struct Context {
     pub stop: watch::Receiver<bool>,
 }
 
-/// Compare two resourceVersions as etcd does (integers); `None` when either is not one.
+/// Compare two resourceVersions (integers, KEP-5504); `None` when either is not one.
 fn compare_rv(a: Option<&str>, b: Option<&str>) -> Option<CmpOrdering> {
-    let a: u64 = a?.parse().ok()?;
-    let b: u64 = b?.parse().ok()?;
-    Some(a.cmp(&b))
+    magma_engine::shard::resource_version_order(a?, b?)
 }
 
 /// One claim's progress.

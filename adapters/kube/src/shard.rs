@@ -25,7 +25,7 @@ use kube::api::{ListParams, PostParams};
 use kube::runtime::watcher;
 use kube::{Api, Client};
 use magma_engine::core::Input;
-use magma_engine::{EngineHandle, ShardInput, ShardStatusIntent};
+use magma_engine::{EngineHandle, ShardInput, ShardStatusIntent, StatusLists, WrittenStatus};
 use std::time::Duration;
 
 /// Attempts of one status write when it meets `409 Conflict`.
@@ -40,6 +40,7 @@ pub fn shard_input(ns: &NodeShard) -> Option<ShardInput> {
         nodes_in_use: status.nodes_in_use,
         nodes_to_add: status.nodes_to_add,
         nodes_to_remove: status.nodes_to_remove,
+        resource_version: ns.metadata.resource_version.clone(),
     })
 }
 
@@ -134,12 +135,13 @@ pub async fn run_lister(client: Client, engine: EngineHandle, rx: flume::Receive
     }
 }
 
-/// One status write (see the module doc). Returns the status as written, or `None`.
+/// One status write (see the module doc). Returns the status as the server stored it, with the
+/// object's resourceVersion after the write, or `None`.
 pub async fn write_status(
     api: &Api<NodeShard>,
     intent: &ShardStatusIntent,
     metrics: &Metrics,
-) -> Option<ShardStatusIntent> {
+) -> Option<WrittenStatus> {
     let name = &*intent.shard;
     for attempt in 1..=CONFLICT_ATTEMPTS {
         let mut current = match api.get(name).await {
@@ -152,28 +154,31 @@ pub async fn write_status(
         };
         let mut status = status_for(&intent.nodes_in_use, &current.spec.nodes_desired);
         status.last_update_time = Some(Time(now()));
-        let written = ShardStatusIntent {
-            shard: intent.shard.clone(),
+        let lists = StatusLists {
             nodes_in_use: status.nodes_in_use.clone(),
             nodes_to_add: status.nodes_to_add.clone(),
             nodes_to_remove: status.nodes_to_remove.clone(),
-            revision: intent.revision,
         };
         current.status = Some(status);
         match api
             .replace_status(name, &PostParams::default(), &current)
             .await
         {
-            Ok(_) => {
+            Ok(stored) => {
                 metrics.observe_shard_write(ShardWriteLabel::Ok);
+                let resource_version = stored.metadata.resource_version;
                 tracing::debug!(
                     nodeshard = name,
-                    in_use = written.nodes_in_use.len(),
-                    to_add = written.nodes_to_add.len(),
-                    to_remove = written.nodes_to_remove.len(),
+                    in_use = ?lists.nodes_in_use,
+                    to_add = lists.nodes_to_add.len(),
+                    to_remove = lists.nodes_to_remove.len(),
+                    resource_version = resource_version.as_deref().unwrap_or(""),
                     "NodeShard status written"
                 );
-                return Some(written);
+                return Some(WrittenStatus {
+                    status: lists,
+                    resource_version,
+                });
             }
             Err(kube::Error::Api(s)) if s.code == 409 => {
                 metrics.observe_shard_write(ShardWriteLabel::Conflict);

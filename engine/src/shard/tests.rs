@@ -13,6 +13,28 @@ fn opts(mode: ShardingMode) -> ShardingOptions {
     }
 }
 
+/// The next resourceVersion: NodeShards change in the order a test calls these helpers.
+fn next_rv() -> Option<String> {
+    static RV: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    Some(
+        RV.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            .to_string(),
+    )
+}
+
+/// The server's answer to the status write `w`: stored now, at the next resourceVersion.
+fn answer(w: &ShardStatusIntent) -> Option<WrittenStatus> {
+    Some(WrittenStatus {
+        status: StatusLists {
+            nodes_in_use: w.nodes_in_use.clone(),
+            nodes_to_add: w.nodes_to_add.clone(),
+            nodes_to_remove: w.nodes_to_remove.clone(),
+        },
+        resource_version: next_rv(),
+    })
+}
+
+/// A NodeShard as stored now (at the next resourceVersion).
 fn shard(name: &str, desired: &[&str], in_use: &[&str]) -> ShardInput {
     let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     let desired_set: BTreeSet<&str> = desired.iter().copied().collect();
@@ -29,6 +51,7 @@ fn shard(name: &str, desired: &[&str], in_use: &[&str]) -> ShardInput {
             .difference(&desired_set)
             .map(|s| s.to_string())
             .collect(),
+        resource_version: next_rv(),
     }
 }
 
@@ -81,7 +104,7 @@ fn write_before_use_then_use() {
     let w = c.status_to_write(LATER, true, |_| true).expect("claim");
     assert_eq!(w.nodes_in_use, names(&["n1", "n2"]));
     assert!(w.nodes_to_add.is_empty() && w.nodes_to_remove.is_empty());
-    c.write_done(Some(&w), LATER);
+    c.write_done(answer(&w), LATER);
     assert!(
         c.status_to_write(LATER, true, |_| true).is_none(),
         "written, waiting for the echo"
@@ -91,6 +114,94 @@ fn write_before_use_then_use() {
     assert_eq!(c.refresh_view(), Some(true));
     assert_eq!(view(&c), Some(vec!["n1", "n2"]));
     assert!(c.status_to_write(LATER, true, |_| true).is_none(), "synced");
+}
+
+/// Our own NodeShard as stored by the write `a` answered (its echo), desiring `desired`.
+fn echo(a: &Option<WrittenStatus>, desired: &[&str]) -> ShardInput {
+    let a = a.as_ref().expect("written");
+    ShardInput {
+        name: "a".into(),
+        nodes_desired: names(desired),
+        nodes_in_use: a.status.nodes_in_use.clone(),
+        nodes_to_add: a.status.nodes_to_add.clone(),
+        nodes_to_remove: a.status.nodes_to_remove.clone(),
+        resource_version: a.resource_version.clone(),
+    }
+}
+
+#[test]
+fn an_older_own_object_after_the_answer_does_not_bring_back_a_released_node() {
+    let mut c = settled(ShardingMode::Hard);
+    c.apply(shard("a", &["n1", "n2"], &["n1", "n2"]));
+    c.refresh_view();
+    // The controller takes n2 away: we release it.
+    c.apply(shard("a", &["n1"], &["n1", "n2"]));
+    c.refresh_view();
+    let w = c
+        .status_to_write(LATER, true, |_| true)
+        .expect("release n2");
+    assert_eq!(w.nodes_in_use, names(&["n1"]));
+    // It gives n2 back before our write lands, and the write's answer comes before the watch
+    // shows that change: an object still listing n2 in use, older than our release.
+    let back = shard("a", &["n1", "n2"], &["n1", "n2"]);
+    let released = answer(&w);
+    c.write_done(released.clone(), LATER);
+    c.apply(back);
+    c.refresh_view();
+    assert_eq!(
+        view(&c),
+        Some(vec!["n1"]),
+        "n2 was released by a write the watch has not shown yet"
+    );
+    let w = c
+        .status_to_write(LATER, true, |_| true)
+        .expect("claim n2 anew");
+    assert_eq!(w.nodes_in_use, names(&["n1", "n2"]));
+    let claimed = answer(&w);
+    c.write_done(claimed.clone(), LATER);
+    c.refresh_view();
+    assert_eq!(view(&c), Some(vec!["n1"]), "claimed, not echoed");
+    c.apply(echo(&released, &["n1", "n2"]));
+    c.refresh_view();
+    assert_eq!(view(&c), Some(vec!["n1"]), "the release's echo");
+    assert!(
+        c.status_to_write(LATER, true, |_| true).is_none(),
+        "the claim is written"
+    );
+    c.apply(echo(&claimed, &["n1", "n2"]));
+    c.refresh_view();
+    assert_eq!(view(&c), Some(vec!["n1", "n2"]), "the claim's echo");
+    assert!(c.status_to_write(LATER, true, |_| true).is_none(), "synced");
+}
+
+#[test]
+fn an_echo_before_its_answer_is_not_waited_for() {
+    let mut c = settled(ShardingMode::Hard);
+    c.apply(shard("a", &["n1"], &[]));
+    c.refresh_view();
+    let w = c.status_to_write(LATER, true, |_| true).expect("claim");
+    let a = answer(&w);
+    c.apply(echo(&a, &["n1"]));
+    c.write_done(a, LATER);
+    c.refresh_view();
+    assert_eq!(view(&c), Some(vec!["n1"]));
+}
+
+#[test]
+fn resource_versions_compare_as_integers_or_only_for_equality() {
+    use std::cmp::Ordering::*;
+    assert_eq!(resource_version_order("9", "10"), Some(Less));
+    assert_eq!(resource_version_order("10", "10"), Some(Equal));
+    assert_eq!(
+        resource_version_order("18446744073709551615", "2"),
+        Some(Greater)
+    );
+    for bad in ["0", "010", "abc", "", "-1"] {
+        assert_eq!(resource_version_order(bad, "5"), None, "{bad:?}");
+    }
+    assert!(includes(Some("11"), Some("10")) && !includes(Some("9"), Some("10")));
+    assert!(includes(Some("x7"), Some("x7")) && !includes(Some("x8"), Some("x7")));
+    assert!(!includes(None, Some("1")) && !includes(Some("1"), None));
 }
 
 #[test]
@@ -115,7 +226,7 @@ fn nodes_in_use_elsewhere_are_excluded_and_listed_to_add() {
         .expect("nodesToAdd changes");
     assert_eq!(w.nodes_in_use, names(&["n1"]));
     assert_eq!(w.nodes_to_add, names(&["n2"]));
-    c.write_done(Some(&w), LATER);
+    c.write_done(answer(&w), LATER);
     c.apply(shard("a", &["n1", "n2"], &["n1"]));
     c.refresh_view();
     // b releases n2: we claim it, then use it after the echo.
@@ -124,7 +235,7 @@ fn nodes_in_use_elsewhere_are_excluded_and_listed_to_add() {
     assert_eq!(view(&c), Some(vec!["n1"]));
     let w = c.status_to_write(LATER, true, |_| true).expect("claim n2");
     assert_eq!(w.nodes_in_use, names(&["n1", "n2"]));
-    c.write_done(Some(&w), LATER);
+    c.write_done(answer(&w), LATER);
     c.apply(shard("a", &["n1", "n2"], &["n1", "n2"]));
     c.refresh_view();
     // b held n2: its pods are listed afresh before we use it (rule 6).
@@ -190,7 +301,7 @@ fn revision_bumps_mid_cycle_yield_exactly_one_update() {
         c.status_to_write(LATER, true, |_| true).is_none(),
         "no second write while one is in flight"
     );
-    c.write_done(Some(&w), LATER);
+    c.write_done(answer(&w), LATER);
     assert!(c.status_to_write(LATER, true, |_| true).is_none());
 }
 
@@ -236,7 +347,7 @@ fn handover_hold_keeps_inherited_nodes_until_it_ends() {
     let t = Nanos(1_000_000_000);
     let w = c.status_to_write(t, true, |_| true).expect("nodesToRemove");
     assert_eq!(w.nodes_in_use, names(&["n1", "n2"]), "n2 held");
-    c.write_done(Some(&w), t);
+    c.write_done(answer(&w), t);
     c.apply(ShardInput {
         nodes_to_remove: names(&["n2"]),
         ..shard("a", &["n1"], &["n1", "n2"])
@@ -262,7 +373,7 @@ fn the_hold_is_taken_per_term_from_the_status_then() {
     c.refresh_view();
     let w = c.status_to_write(T0, true, |_| true).expect("write");
     assert_eq!(w.nodes_in_use, names(&["n1", "n2"]));
-    c.write_done(Some(&w), T0);
+    c.write_done(answer(&w), T0);
     // A new term inherits what the status says at that time.
     c.apply(shard("a", &["n1"], &["n1"]));
     c.term_started();
