@@ -23,12 +23,15 @@
 //!    own status's `nodesInUse` as the watch shows it. The status of every other shard that the
 //!    watch delivered before our own echo is at least as new as our write, so a node another
 //!    scheduler claimed first is seen before we use it; two schedulers never use one node.
-//!    The answer to a write can come before the watch shows older versions of our object (a
-//!    real server's watch cache lags behind its answers): until the watch has delivered our
-//!    last successful write (its resourceVersion, [`resource_version_order`]), a node must also
-//!    be listed by every write not yet echoed. Otherwise an older version of our object, still
-//!    listing a node we have released since, would let us use that node again without
-//!    claiming it anew, while another scheduler may already be claiming it.
+//!    Our own object as the watch shows it can be older than our writes: a write may still be
+//!    in flight, and its answer can come before the watch shows older versions of the object
+//!    (a real server's watch cache lags behind its answers). So a node must also be listed by
+//!    every write we issued that the watch has not shown yet (by resourceVersion,
+//!    [`resource_version_order`]): in flight, answered, or failed (it may still have landed).
+//!    Otherwise an older version of our object, still listing a node a later write of ours
+//!    releases, would let us use that node again without claiming it anew while another
+//!    scheduler may already be claiming it (say the controller took the node away and gave it
+//!    back before our release landed).
 //! 3. The status to report: `nodesInUse = available ∪ {nodes still draining}`,
 //!    `nodesToAdd = desired − inUse`, `nodesToRemove = inUse − desired`. A node that left the
 //!    view stays in `nodesInUse` until it is drained, so another scheduler takes it only once
@@ -36,7 +39,7 @@
 //! 4. **Worker sync** (upstream's rule): no status is written while a worker may still schedule
 //!    against a view older than the current one. Writes are serialised: one in flight at a time,
 //!    so a burst of changes yields one write of the latest state, and a failed write is retried
-//!    after [`RETRY_AFTER`]. Rules 3 and 4 as the driver applies them ([`Sharding::status`])
+//!    after [`RETRY_AFTER`] (even when the status then looks right: it may still land). Rules 3 and 4 as the driver applies them ([`Sharding::status`])
 //!    are checked by the loom model `sharding_worker_sync`: once a status drops a node, no claim
 //!    on it succeeds, and every earlier claim is applied and bound.
 //! 5. **Hand-over hold.** When this replica starts leading, the nodes its shard's status already
@@ -328,9 +331,32 @@ pub struct ShardGauges {
     pub missing: bool,
 }
 
-/// Our own status as we last know it: our last write not yet echoed, else the watch's.
-fn latest<'a>(unechoed: &'a [WrittenStatus], own: &'a Known) -> &'a StatusLists {
-    unechoed.last().map_or(&own.status, |w| &w.status)
+/// A status write of ours the watch has not shown yet (rule 2).
+#[derive(Debug)]
+struct Unechoed {
+    /// As asked for, then as the server stored it.
+    status: StatusLists,
+    /// The object's resourceVersion after the write; `None` while in flight or when it failed.
+    resource_version: Option<String>,
+    /// How it stands.
+    outcome: WriteOutcome,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WriteOutcome {
+    InFlight,
+    Stored,
+    /// It failed as far as we know; it may still have been applied.
+    Failed,
+}
+
+/// Our own status as we last know it: our last stored write not yet echoed, else the watch's.
+fn latest<'a>(unechoed: &'a [Unechoed], own: &'a Known) -> &'a StatusLists {
+    unechoed
+        .iter()
+        .rev()
+        .find(|w| w.outcome == WriteOutcome::Stored)
+        .map_or(&own.status, |w| &w.status)
 }
 
 /// `v` sorted, without duplicates.
@@ -361,11 +387,9 @@ pub struct Coordinator {
     dirty: bool,
     view: Option<BTreeSet<String>>,
     revision: u64,
-    /// A write is in flight.
-    in_flight: bool,
-    /// Rule 2: our writes that succeeded and that the watch has not shown yet, oldest first
-    /// (one write is in flight at a time, so their resourceVersions ascend).
-    unechoed: Vec<WrittenStatus>,
+    /// Rule 2: our writes the watch has not shown yet, oldest first. One is in flight at a
+    /// time (the last, if any), so the resourceVersions of those stored ascend.
+    unechoed: Vec<Unechoed>,
     retry_at: Option<Nanos>,
     /// Rule 5: set at a term's start, taken at its first status computation.
     hold_pending: bool,
@@ -391,7 +415,6 @@ impl Coordinator {
             dirty: true,
             view: None,
             revision: 0,
-            in_flight: false,
             unechoed: Vec::new(),
             retry_at: None,
             hold_pending: false,
@@ -425,6 +448,7 @@ impl Coordinator {
                 .iter()
                 .rposition(|w| includes(rv, w.resource_version.as_deref()))
             {
+                // Those before it were stored earlier, or failed before it was sent.
                 self.unechoed.drain(..=last);
             }
         } else {
@@ -449,19 +473,12 @@ impl Coordinator {
     }
 
     pub fn delete(&mut self, name: &str) {
-        if name == self.opts.shard_name {
-            // A recreated object starts from its own writes.
-            self.unechoed.clear();
-        }
         self.dirty |= self.shards.remove(name).is_some();
     }
 
     /// A relist: this is every NodeShard.
     pub fn reset(&mut self, all: Vec<ShardInput>) {
         self.shards.clear();
-        if !all.iter().any(|s| s.name == self.opts.shard_name) {
-            self.unechoed.clear();
-        }
         self.dirty = true;
         for s in all {
             self.apply(s);
@@ -598,6 +615,12 @@ impl Coordinator {
         let available = self.available()?;
         let own = &self.shards[&self.opts.shard_name];
         let current = latest(&self.unechoed, own);
+        let in_flight = self.unechoed.last().map(|w| w.outcome) == Some(WriteOutcome::InFlight);
+        // A write that failed may or may not have been applied: only a new one settles it.
+        let unsure = self
+            .unechoed
+            .iter()
+            .any(|w| w.outcome == WriteOutcome::Failed);
         if std::mem::take(&mut self.hold_pending) {
             let until = Nanos(
                 now.0
@@ -618,28 +641,42 @@ impl Coordinator {
         self.gauges.draining = draining.len();
         self.gauges.in_use = current.nodes_in_use.len();
         let want = status_lists(available.iter().chain(draining), &own.desired);
-        if *current == want
-            || self.in_flight
+        if (*current == want && !unsure)
+            || in_flight
             || !workers_current
             || self.retry_at.is_some_and(|t| now < t)
         {
             return None;
         }
         self.retry_at = None;
-        self.in_flight = true;
-        Some(ShardStatusIntent {
+        let intent = ShardStatusIntent {
             shard: Arc::from(self.opts.shard_name.as_str()),
-            nodes_in_use: want.nodes_in_use,
-            nodes_to_add: want.nodes_to_add,
-            nodes_to_remove: want.nodes_to_remove,
+            nodes_in_use: want.nodes_in_use.clone(),
+            nodes_to_add: want.nodes_to_add.clone(),
+            nodes_to_remove: want.nodes_to_remove.clone(),
             revision: self.revision,
-        })
+        };
+        // From now on it may land at any moment: the view stays within it (rule 2).
+        self.unechoed.push(Unechoed {
+            status: want,
+            resource_version: None,
+            outcome: WriteOutcome::InFlight,
+        });
+        self.dirty = true;
+        Some(intent)
     }
 
     /// The outcome of the write [`Coordinator::status_to_write`] asked for: `Some` as the
     /// server stored it, or `None` when it failed.
     pub fn write_done(&mut self, written: Option<WrittenStatus>, now: Nanos) {
-        self.in_flight = false;
+        let Some(pos) = self
+            .unechoed
+            .iter()
+            .rposition(|w| w.outcome == WriteOutcome::InFlight)
+        else {
+            return;
+        };
+        self.dirty = true;
         match written {
             Some(w) => {
                 let echoed = self.shards.get(&self.opts.shard_name).is_some_and(|own| {
@@ -648,20 +685,23 @@ impl Coordinator {
                         w.resource_version.as_deref(),
                     )
                 });
-                if !echoed {
-                    self.unechoed.push(WrittenStatus {
+                if echoed {
+                    // The watch showed it before its answer came.
+                    self.unechoed.drain(..=pos);
+                } else {
+                    self.unechoed[pos] = Unechoed {
                         status: StatusLists {
                             nodes_in_use: sorted(w.status.nodes_in_use),
                             nodes_to_add: sorted(w.status.nodes_to_add),
                             nodes_to_remove: sorted(w.status.nodes_to_remove),
                         },
                         resource_version: w.resource_version,
-                    });
-                    // The view must not outgrow what this write lists.
-                    self.dirty = true;
+                        outcome: WriteOutcome::Stored,
+                    };
                 }
             }
             None => {
+                self.unechoed[pos].outcome = WriteOutcome::Failed;
                 self.retry_at = Some(Nanos(now.0.saturating_add(RETRY_AFTER.as_nanos() as u64)));
             }
         }

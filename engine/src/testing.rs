@@ -483,10 +483,11 @@ pub struct Sim {
     pub held_shard_events: VecDeque<ShardInput>,
     /// NodeShards' resourceVersions: one counter for the resource, as a server's.
     shard_rv: u64,
-    /// In hard mode, our NodeShard: every binding must land on a node its stored status lists.
+    /// In hard mode, our NodeShard: every binding must land on a node its stored status lists
+    /// and no other NodeShard's stored status lists.
     own_shard: Option<String>,
-    /// Bindings (uid, node) onto a node our NodeShard's stored status did not list then.
-    pub bound_unlisted: Vec<(String, String)>,
+    /// Bindings that broke that rule: what was wrong with each.
+    pub shard_violations: Vec<String>,
 }
 
 impl Sim {
@@ -515,7 +516,7 @@ impl Sim {
             held_shard_events: VecDeque::new(),
             shard_rv: 0,
             own_shard,
-            bound_unlisted: Vec::new(),
+            shard_violations: Vec::new(),
         }
     }
 
@@ -565,9 +566,10 @@ impl Sim {
         self.deliver_shard(s);
     }
 
-    /// A NodeShard event, delivered or held (`hold_shard_watch`).
+    /// A NodeShard event, delivered or held (`hold_shard_watch`; behind any still held, as a
+    /// watch delivers in order).
     fn deliver_shard(&mut self, s: ShardInput) {
-        if self.hold_shard_watch {
+        if self.hold_shard_watch || !self.held_shard_events.is_empty() {
             self.held_shard_events.push_back(s);
         } else {
             self.h.input(Input::ShardApply(s));
@@ -648,13 +650,21 @@ impl Sim {
                 p.node_name = Some(b.node.to_string());
                 p.phase = PodPhase::Running;
                 self.bindings.push((uid.clone(), b.node.to_string()));
-                let listed = self.own_shard.as_ref().is_none_or(|own| {
-                    self.shards
-                        .get(own)
-                        .is_some_and(|s| s.nodes_in_use.iter().any(|n| **n == *b.node))
-                });
-                if !listed {
-                    self.bound_unlisted.push((uid.clone(), b.node.to_string()));
+                if let Some(own) = &self.own_shard {
+                    for (name, s) in &self.shards {
+                        let listed = s.nodes_in_use.iter().any(|n| **n == *b.node);
+                        if listed != (name == own) {
+                            self.shard_violations.push(format!(
+                                "{uid} bound onto {}, which NodeShard {name} {} in use",
+                                b.node,
+                                if listed { "lists" } else { "does not list" }
+                            ));
+                        }
+                    }
+                    if !self.shards.contains_key(own) {
+                        self.shard_violations
+                            .push(format!("{uid} bound while NodeShard {own} does not exist"));
+                    }
                 }
                 BindResult::Bound
             }

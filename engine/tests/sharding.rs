@@ -377,12 +377,12 @@ fn a_node_given_back_before_its_release_landed_is_claimed_again_before_use() {
         None,
         "n4 is not used before it is claimed again"
     );
-    assert!(c.bound_unlisted.is_empty(), "{:?}", c.bound_unlisted);
+    assert!(c.shard_violations.is_empty(), "{:?}", c.shard_violations);
     c.hold_shard_watch = false;
     c.release_shard_events(usize::MAX);
     assert!(c.run_until(BACKOFFS, |c| c.node_of("uid-p") == Some("n4")));
     assert_eq!(c.in_use("agent"), ["n1", "n4"]);
-    assert!(c.bound_unlisted.is_empty(), "{:?}", c.bound_unlisted);
+    assert!(c.shard_violations.is_empty(), "{:?}", c.shard_violations);
 }
 
 #[test]

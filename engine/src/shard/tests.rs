@@ -175,6 +175,41 @@ fn an_older_own_object_after_the_answer_does_not_bring_back_a_released_node() {
 }
 
 #[test]
+fn a_node_given_back_while_its_release_is_in_flight_waits_for_a_new_claim() {
+    let mut c = settled(ShardingMode::Hard);
+    c.apply(shard("a", &["n1", "n2"], &["n1", "n2"]));
+    c.refresh_view();
+    c.apply(shard("a", &["n1"], &["n1", "n2"]));
+    c.refresh_view();
+    let w = c
+        .status_to_write(LATER, true, |_| true)
+        .expect("release n2");
+    assert_eq!(w.nodes_in_use, names(&["n1"]));
+    // The controller gives n2 back while the release is in flight; the object the watch shows
+    // still lists n2 in use.
+    c.apply(shard("a", &["n1", "n2"], &["n1", "n2"]));
+    c.refresh_view();
+    assert_eq!(
+        view(&c),
+        Some(vec!["n1"]),
+        "the release may land at any moment"
+    );
+    let released = answer(&w);
+    c.write_done(released.clone(), LATER);
+    c.apply(echo(&released, &["n1", "n2"]));
+    c.refresh_view();
+    assert_eq!(view(&c), Some(vec!["n1"]));
+    let w = c
+        .status_to_write(LATER, true, |_| true)
+        .expect("claim n2 anew");
+    let claimed = answer(&w);
+    c.write_done(claimed.clone(), LATER);
+    c.apply(echo(&claimed, &["n1", "n2"]));
+    c.refresh_view();
+    assert_eq!(view(&c), Some(vec!["n1", "n2"]));
+}
+
+#[test]
 fn an_echo_before_its_answer_is_not_waited_for() {
     let mut c = settled(ShardingMode::Hard);
     c.apply(shard("a", &["n1"], &[]));
@@ -397,7 +432,9 @@ fn failed_writes_are_retried_after_a_pause() {
 
 #[test]
 fn deadlines_that_have_passed_are_not_reported() {
-    // A write that looked failed but landed: its echo makes the status right before the retry.
+    // A write that looked failed but landed: the status shows it, but whether that failed
+    // write can still land later is unknown, so it is written once more at the retry time;
+    // after that nothing is left to retry.
     let mut c = settled(ShardingMode::Hard);
     c.apply(shard("a", &["n1"], &[]));
     c.refresh_view();
@@ -405,8 +442,18 @@ fn deadlines_that_have_passed_are_not_reported() {
     c.write_done(None, LATER);
     c.apply(shard("a", &["n1"], &["n1"]));
     c.refresh_view();
+    assert_eq!(view(&c), Some(vec!["n1"]), "the watch shows the claim");
     let retry = c.next_deadline(LATER).expect("retry time");
-    assert!(c.status_to_write(retry, true, |_| true).is_none(), "{w:?}");
+    let again = c
+        .status_to_write(retry, true, |_| true)
+        .expect("written again");
+    assert_eq!(again.nodes_in_use, w.nodes_in_use);
+    let a = answer(&again);
+    c.write_done(a.clone(), retry);
+    c.apply(echo(&a, &["n1"]));
+    c.refresh_view();
+    assert_eq!(view(&c), Some(vec!["n1"]));
+    assert!(c.status_to_write(retry, true, |_| true).is_none());
     assert_eq!(c.next_deadline(retry), None, "nothing left to retry");
     // A hold that ends while this replica does not lead: nothing to wake up for.
     let mut c = Coordinator::new(opts(ShardingMode::Hard));
