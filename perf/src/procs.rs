@@ -124,6 +124,9 @@ pub struct ProcReport {
     /// Scheduler CPU (user + system) per bound pod, over the scenario until it is idle again.
     pub scheduler_cpu_ms_per_pod: f64,
     pub sim_cpu_ms_per_pod: f64,
+    /// The scheduler's context switches (voluntary and not, over its threads) per bound pod,
+    /// over the same span as its CPU: each is a thread that parked and was woken again.
+    pub scheduler_context_switches_per_pod: f64,
     pub scheduler_rss_mib: f64,
     /// The scheduler's requests per bound pod, by `verb resource[/subresource]`.
     pub requests_per_pod: BTreeMap<String, f64>,
@@ -181,8 +184,9 @@ impl ProcReport {
             self.latency_ms.p50, self.latency_ms.p90, self.latency_ms.p99, self.latency_ms.max
         );
         println!(
-            "  CPU per pod: scheduler {:.3} ms, kube-sim {:.3} ms;  scheduler RSS {:.0} MiB, {} open sockets",
+            "  CPU per pod: scheduler {:.3} ms ({:.1} context switches), kube-sim {:.3} ms;  scheduler RSS {:.0} MiB, {} open sockets",
             self.scheduler_cpu_ms_per_pod,
+            self.scheduler_context_switches_per_pod,
             self.sim_cpu_ms_per_pod,
             self.scheduler_rss_mib,
             self.scheduler_open_sockets
@@ -336,6 +340,27 @@ pub fn cpu_time(pid: u32) -> anyhow::Result<Duration> {
     let ticks: u64 =
         f.get(11).context("utime")?.parse::<u64>()? + f.get(12).context("stime")?.parse::<u64>()?;
     Ok(Duration::from_nanos(ticks * 1_000_000_000 / clock_ticks()))
+}
+
+/// Context switches (voluntary and involuntary) of a process's live threads so far, from
+/// `/proc/<pid>/task/*/status`.
+pub fn context_switches(pid: u32) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    tasks
+        .filter_map(Result::ok)
+        .filter_map(|t| std::fs::read_to_string(t.path().join("status")).ok())
+        .flat_map(|s| {
+            s.lines()
+                .filter_map(|l| {
+                    l.strip_prefix("voluntary_ctxt_switches:")
+                        .or_else(|| l.strip_prefix("nonvoluntary_ctxt_switches:"))
+                        .and_then(|v| v.trim().parse::<u64>().ok())
+                })
+                .collect::<Vec<_>>()
+        })
+        .sum()
 }
 
 fn clock_ticks() -> u64 {
@@ -777,6 +802,7 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
     // backlog: from the scheduler's start, which lists the backlog.
     let mut ready_at = None;
     let mut created_rate = None;
+    let mut sched_switches0 = 0;
     let (mut sched, admin, start, sched_cpu0, sim_cpu_start) = if o.backlog {
         create_scenario_pods().await?;
         let sim_cpu0 = cpu_time(c.sim.pid())?;
@@ -795,6 +821,7 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
         wait_ready(&mut s, admin).await?;
         // Idle before the burst: its start-up (lists, caches) is not the pods' cost.
         let cpu0 = until_idle(s.pid(), Duration::from_secs(10)).await;
+        sched_switches0 = context_switches(s.pid());
         requests_before = sim_records(&client, "requests").await?.len();
         connections_before = sim_connections(&client).await;
         let sim_cpu0 = cpu_time(c.sim.pid())?;
@@ -818,6 +845,7 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
     // Until both are idle again: the scheduler's events and conditions count too.
     until_status_written(admin, Duration::from_secs(30)).await;
     let sched_cpu1 = until_idle(sched.pid(), Duration::from_secs(30)).await;
+    let sched_switches1 = context_switches(sched.pid());
     let sim_cpu1 = until_idle(c.sim.pid(), Duration::from_secs(10)).await;
     let rss = rss_mib(sched.pid());
     let sockets = open_sockets(sched.pid());
@@ -906,6 +934,8 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
         latency_ms: Latency::from_histogram(&h),
         scheduler_cpu_ms_per_pod: sched_cpu1.saturating_sub(sched_cpu0).as_secs_f64() * 1e3 / n,
         sim_cpu_ms_per_pod: sim_cpu1.saturating_sub(sim_cpu_start).as_secs_f64() * 1e3 / n,
+        scheduler_context_switches_per_pod: sched_switches1.saturating_sub(sched_switches0) as f64
+            / n,
         scheduler_rss_mib: rss,
         requests_per_pod: by,
         scheduler_requests_per_pod: total as f64 / n,
