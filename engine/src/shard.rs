@@ -39,9 +39,10 @@
 //! 4. **Worker sync** (upstream's rule): no status is written while a worker may still schedule
 //!    against a view older than the current one. Writes are serialised: one in flight at a time,
 //!    so a burst of changes yields one write of the latest state, and a failed write is retried
-//!    after [`RETRY_AFTER`] (even when the status then looks right: it may still land). Rules 3 and 4 as the driver applies them ([`Sharding::status`])
-//!    are checked by the loom model `sharding_worker_sync`: once a status drops a node, no claim
-//!    on it succeeds, and every earlier claim is applied and bound.
+//!    after [`RETRY_AFTER`] (even when the status then looks right: it may still land). Rules 3
+//!    and 4 as the driver applies them ([`Sharding::status`]) are checked by the loom model
+//!    `sharding_worker_sync`: once a status drops a node, no claim on it succeeds, and every
+//!    earlier claim is applied and bound.
 //! 5. **Hand-over hold.** When this replica starts leading, the nodes its shard's status already
 //!    lists as in use may carry binds of its predecessor (another replica, or this process before
 //!    a restart). They are not released before the hold (bind timeout + margin) has passed.
@@ -702,6 +703,13 @@ impl Coordinator {
             }
             None => {
                 self.unechoed[pos].outcome = WriteOutcome::Failed;
+                // Failed writes in a row bound the view by what they all list: one entry, so
+                // an API that keeps failing does not grow the list.
+                if pos > 0 && self.unechoed[pos - 1].outcome == WriteOutcome::Failed {
+                    let last = self.unechoed.remove(pos);
+                    let prev = &mut self.unechoed[pos - 1].status.nodes_in_use;
+                    prev.retain(|n| has(&last.status.nodes_in_use, n));
+                }
                 self.retry_at = Some(Nanos(now.0.saturating_add(RETRY_AFTER.as_nanos() as u64)));
             }
         }

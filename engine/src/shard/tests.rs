@@ -431,6 +431,40 @@ fn failed_writes_are_retried_after_a_pause() {
 }
 
 #[test]
+fn failed_writes_in_a_row_are_kept_as_one_bound_on_the_view() {
+    let mut c = settled(ShardingMode::Hard);
+    c.apply(shard("a", &["n1", "n2", "n3"], &["n1", "n2", "n3"]));
+    c.refresh_view();
+    let mut t = LATER;
+    for (desired, expect) in [
+        (&["n1", "n2"][..], &["n1", "n2"][..]),
+        (&["n1", "n3"], &["n1", "n3"]),
+    ] {
+        c.apply(shard("a", desired, &["n1", "n2", "n3"]));
+        c.refresh_view();
+        let w = c.status_to_write(t, true, |_| true).expect("release");
+        assert_eq!(w.nodes_in_use, names(expect));
+        c.write_done(None, t);
+        t = c.next_deadline(t).expect("retry");
+    }
+    assert_eq!(c.unechoed.len(), 1, "{:?}", c.unechoed);
+    c.apply(shard("a", &["n1", "n2", "n3"], &["n1", "n2", "n3"]));
+    c.refresh_view();
+    assert_eq!(
+        view(&c),
+        Some(vec!["n1"]),
+        "either failed write may still land"
+    );
+    let w = c.status_to_write(t, true, |_| true).expect("written again");
+    let a = answer(&w);
+    c.write_done(a.clone(), t);
+    c.apply(echo(&a, &["n1", "n2", "n3"]));
+    c.refresh_view();
+    assert_eq!(view(&c), Some(vec!["n1", "n2", "n3"]));
+    assert!(c.unechoed.is_empty());
+}
+
+#[test]
 fn deadlines_that_have_passed_are_not_reported() {
     // A write that looked failed but landed: the status shows it, but whether that failed
     // write can still land later is unknown, so it is written once more at the retry time;
