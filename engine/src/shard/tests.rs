@@ -129,20 +129,25 @@ fn echo(a: &Option<WrittenStatus>, desired: &[&str]) -> ShardInput {
     }
 }
 
-#[test]
-fn an_older_own_object_after_the_answer_does_not_bring_back_a_released_node() {
+/// Using n1 and n2, the controller takes n2 away: the release is asked for (in flight).
+fn releasing_n2() -> (Coordinator, ShardStatusIntent) {
     let mut c = settled(ShardingMode::Hard);
     c.apply(shard("a", &["n1", "n2"], &["n1", "n2"]));
     c.refresh_view();
-    // The controller takes n2 away: we release it.
     c.apply(shard("a", &["n1"], &["n1", "n2"]));
     c.refresh_view();
     let w = c
         .status_to_write(LATER, true, |_| true)
         .expect("release n2");
     assert_eq!(w.nodes_in_use, names(&["n1"]));
-    // It gives n2 back before our write lands, and the write's answer comes before the watch
-    // shows that change: an object still listing n2 in use, older than our release.
+    (c, w)
+}
+
+#[test]
+fn an_older_own_object_after_the_answer_does_not_bring_back_a_released_node() {
+    let (mut c, w) = releasing_n2();
+    // The controller gives n2 back before our write lands, and the write's answer comes before
+    // the watch shows that change: an object still listing n2 in use, older than our release.
     let back = shard("a", &["n1", "n2"], &["n1", "n2"]);
     let released = answer(&w);
     c.write_done(released.clone(), LATER);
@@ -176,15 +181,7 @@ fn an_older_own_object_after_the_answer_does_not_bring_back_a_released_node() {
 
 #[test]
 fn a_node_given_back_while_its_release_is_in_flight_waits_for_a_new_claim() {
-    let mut c = settled(ShardingMode::Hard);
-    c.apply(shard("a", &["n1", "n2"], &["n1", "n2"]));
-    c.refresh_view();
-    c.apply(shard("a", &["n1"], &["n1", "n2"]));
-    c.refresh_view();
-    let w = c
-        .status_to_write(LATER, true, |_| true)
-        .expect("release n2");
-    assert_eq!(w.nodes_in_use, names(&["n1"]));
+    let (mut c, w) = releasing_n2();
     // The controller gives n2 back while the release is in flight; the object the watch shows
     // still lists n2 in use.
     c.apply(shard("a", &["n1", "n2"], &["n1", "n2"]));
