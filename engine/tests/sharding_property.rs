@@ -6,8 +6,10 @@
 //! list it, and lets a node go as soon as it is no longer desired (it places no pods).
 //!
 //! Checked at every binding (`Sim::shard_violations`): the node is listed in use by our stored
-//! status and by no other shard's (write before use, drain before release, never two users);
-//! after the run: no overcommit, no pod bound twice, the engine's own audit clean.
+//! status and by no other shard's (write before use, drain before release, never two users).
+//! After the run, once the watch has caught up: we use exactly the nodes we are given (nothing
+//! of ours left pending), every pod is bound or reported, no overcommit, no pod bound twice,
+//! and the engine's own audit is clean.
 
 use magma_engine::queue::QueueOptions;
 use magma_engine::testing::{HarnessOptions, Sim, mk_node, mk_pod};
@@ -169,6 +171,18 @@ fn run(workers: usize, ops: Vec<Op>) -> Result<(), TestCaseError> {
     }
     c.run_for(Duration::from_millis(100));
     prop_assert!(c.shard_violations.is_empty(), "{:?}", c.shard_violations);
+    // Liveness: nothing of ours is left pending; we use exactly what the controller gave us,
+    // and every pod is bound or reported.
+    let ours_now = names(&desired(&owner, ours));
+    prop_assert_eq!(c.in_use(OWN), ours_now.clone());
+    prop_assert_eq!(c.h.stats().snapshot().shard.view, ours_now.len());
+    for p in c.pods.values() {
+        prop_assert!(
+            p.node_name.is_some() || c.statuses.iter().any(|s| *s.uid == p.uid),
+            "{} neither bound nor reported",
+            p.uid
+        );
+    }
     c.h.stop();
     prop_assert!(c.errors.is_empty(), "engine errors: {:?}", c.errors);
     prop_assert_eq!(c.duplicate_bindings(), 0);
