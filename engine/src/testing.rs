@@ -481,6 +481,9 @@ pub struct Sim {
     /// writes still come at once, as from a server whose watch cache lags.
     pub hold_shard_watch: bool,
     pub held_shard_events: VecDeque<ShardInput>,
+    /// The next NodeShard status write fails: `Some(false)` before the server applies it,
+    /// `Some(true)` after (the answer is lost). Taken by that write.
+    pub fail_shard_write: Option<bool>,
     /// NodeShards' resourceVersions: one counter for the resource, as a server's.
     shard_rv: u64,
     /// In hard mode, our NodeShard: every binding must land on a node its stored status lists
@@ -514,6 +517,7 @@ impl Sim {
             held_lists: Vec::new(),
             hold_shard_watch: false,
             held_shard_events: VecDeque::new(),
+            fail_shard_write: None,
             shard_rv: 0,
             own_shard,
             shard_violations: Vec::new(),
@@ -704,7 +708,10 @@ impl Sim {
                 Intent::ShardStatus(w) => {
                     // The server applies the status write; the watch echoes the object (before
                     // the answer, unless the watch is held).
+                    let fail = self.fail_shard_write.take();
                     let written = match self.shards.get_mut(&*w.shard) {
+                        // Failed before the server applied it.
+                        Some(_) if fail == Some(false) => None,
                         Some(s) => {
                             s.nodes_in_use = w.nodes_in_use.clone();
                             s.nodes_to_add = w.nodes_to_add.clone();
@@ -724,6 +731,8 @@ impl Sim {
                         }
                         None => None,
                     };
+                    // Applied, but the answer was lost (a timeout after the commit).
+                    let written = written.filter(|_| fail.is_none());
                     self.shard_writes.push(w);
                     self.h.input(Input::ShardStatusWritten(written));
                 }

@@ -1,7 +1,8 @@
 //! Sharding under random interleavings: the controller moves nodes between our NodeShard, another
 //! scheduler's and none, the other scheduler claims and releases them, the NodeShard watch lags
-//! behind the answers to writes (as a real API server's watch cache does), pods arrive and go,
-//! and the engine's steps interleave with all of it. The other scheduler is an oracle that reads
+//! behind the answers to writes (as a real API server's watch cache does), status writes fail
+//! (before or after the server applied them), pods arrive and go, and the engine's steps
+//! interleave with all of it. The other scheduler is an oracle that reads
 //! the server's state directly: it claims a desired node only while our stored status does not
 //! list it, and lets a node go as soon as it is no longer desired (it places no pods).
 //!
@@ -39,6 +40,8 @@ enum Op {
     Lag(bool),
     /// The watch delivers some of what it held back.
     Deliver(usize),
+    /// The next status write of ours fails, applied or not.
+    FailWrite(bool),
     AddPod(u32),
     DeletePod(usize),
     Step(usize),
@@ -55,6 +58,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => Just(Op::OtherSync),
         2 => any::<bool>().prop_map(Op::Lag),
         3 => (0usize..4).prop_map(Op::Deliver),
+        1 => any::<bool>().prop_map(Op::FailWrite),
         3 => (500u32..2500).prop_map(Op::AddPod),
         1 => any::<usize>().prop_map(Op::DeletePod),
         3 => any::<usize>().prop_map(Op::Step),
@@ -137,6 +141,7 @@ fn run(workers: usize, ops: Vec<Op>) -> Result<(), TestCaseError> {
             Op::OtherSync => other_sync(&mut c, &desired(&owner, theirs)),
             Op::Lag(on) => c.hold_shard_watch = on,
             Op::Deliver(k) => c.release_shard_events(k),
+            Op::FailWrite(applied) => c.fail_shard_write = Some(applied),
             Op::AddPod(milli) => {
                 let p = mk_pod(&format!("p{next}"), &format!("{milli}m"), "256Mi");
                 next += 1;
@@ -164,12 +169,14 @@ fn run(workers: usize, ops: Vec<Op>) -> Result<(), TestCaseError> {
     }
     // The watch catches up and everything settles, the other scheduler keeping in step.
     c.hold_shard_watch = false;
+    c.fail_shard_write = None;
     c.release_shard_events(usize::MAX);
+    // Long enough for a failed write's retry (after 1 s).
     for _ in 0..4 {
-        c.run_for(Duration::from_millis(50));
+        c.run_for(Duration::from_millis(600));
         other_sync(&mut c, &desired(&owner, theirs));
     }
-    c.run_for(Duration::from_millis(100));
+    c.run_for(Duration::from_millis(600));
     prop_assert!(c.shard_violations.is_empty(), "{:?}", c.shard_violations);
     // Liveness: nothing of ours is left pending; we use exactly what the controller gave us,
     // and every pod is bound or reported.
