@@ -1,8 +1,9 @@
 //! Sharding under random interleavings: the controller moves nodes between our NodeShard, another
 //! scheduler's and none, the other scheduler claims and releases them, the NodeShard watch lags
 //! behind the answers to writes (as a real API server's watch cache does), status writes fail
-//! (before or after the server applied them), pods arrive and go, and the engine's steps
-//! interleave with all of it. The other scheduler is an oracle that reads
+//! (before or after the server applied them), this replica loses and regains its lease (with
+//! or without a hand-over hold), pods arrive and go, and the engine's steps interleave with all
+//! of it. The other scheduler is an oracle that reads
 //! the server's state directly: it claims a desired node only while our stored status does not
 //! list it, and lets a node go as soon as it is no longer desired (it places no pods).
 //!
@@ -42,6 +43,8 @@ enum Op {
     Deliver(usize),
     /// The next status write of ours fails, applied or not.
     FailWrite(bool),
+    /// This replica loses or regains the lease.
+    Lead(bool),
     AddPod(u32),
     DeletePod(usize),
     Step(usize),
@@ -59,6 +62,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => any::<bool>().prop_map(Op::Lag),
         3 => (0usize..4).prop_map(Op::Deliver),
         1 => any::<bool>().prop_map(Op::FailWrite),
+        1 => any::<bool>().prop_map(Op::Lead),
         3 => (500u32..2500).prop_map(Op::AddPod),
         1 => any::<usize>().prop_map(Op::DeletePod),
         3 => any::<usize>().prop_map(Op::Step),
@@ -91,7 +95,7 @@ fn other_sync(c: &mut Sim, other_desired: &BTreeSet<usize>) {
     }
 }
 
-fn run(workers: usize, ops: Vec<Op>) -> Result<(), TestCaseError> {
+fn run(workers: usize, hold_ms: u64, ops: Vec<Op>) -> Result<(), TestCaseError> {
     let mut c = Sim::new(HarnessOptions {
         queue: QueueOptions {
             initial_backoff: Duration::from_millis(1),
@@ -101,7 +105,7 @@ fn run(workers: usize, ops: Vec<Op>) -> Result<(), TestCaseError> {
         sharding: Some(ShardingOptions {
             mode: ShardingMode::Hard,
             shard_name: OWN.into(),
-            handover_hold: Duration::ZERO,
+            handover_hold: Duration::from_millis(hold_ms),
         }),
         ..HarnessOptions::workers(workers)
     });
@@ -142,6 +146,7 @@ fn run(workers: usize, ops: Vec<Op>) -> Result<(), TestCaseError> {
             Op::Lag(on) => c.hold_shard_watch = on,
             Op::Deliver(k) => c.release_shard_events(k),
             Op::FailWrite(applied) => c.fail_shard_write = Some(applied),
+            Op::Lead(on) => c.h.set_leading(on),
             Op::AddPod(milli) => {
                 let p = mk_pod(&format!("p{next}"), &format!("{milli}m"), "256Mi");
                 next += 1;
@@ -170,6 +175,7 @@ fn run(workers: usize, ops: Vec<Op>) -> Result<(), TestCaseError> {
     // The watch catches up and everything settles, the other scheduler keeping in step.
     c.hold_shard_watch = false;
     c.fail_shard_write = None;
+    c.h.set_leading(true);
     c.release_shard_events(usize::MAX);
     // Long enough for a failed write's retry (after 1 s).
     for _ in 0..4 {
@@ -209,8 +215,9 @@ proptest! {
     #[test]
     fn random_moves_claims_and_lagging_watches_never_share_a_node(
         workers in 1usize..3,
+        hold_ms in prop_oneof![Just(0u64), Just(200)],
         ops in prop::collection::vec(op(), 1..200),
     ) {
-        run(workers, ops)?;
+        run(workers, hold_ms, ops)?;
     }
 }
