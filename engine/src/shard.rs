@@ -167,6 +167,17 @@ pub struct ShardStatusIntent {
     pub revision: u64,
 }
 
+impl ShardStatusIntent {
+    /// The three lists it writes.
+    pub fn lists(&self) -> StatusLists {
+        StatusLists {
+            nodes_in_use: self.nodes_in_use.clone(),
+            nodes_to_add: self.nodes_to_add.clone(),
+            nodes_to_remove: self.nodes_to_remove.clone(),
+        }
+    }
+}
+
 /// The answer to a [`ShardStatusIntent`] that succeeded: the status as the server stored it
 /// (the adapter recomputes the two derived lists from the spec it writes over) and the object's
 /// resourceVersion after the write.

@@ -25,9 +25,7 @@ use crate::conf::Profile;
 use crate::core::{BindIntent, BindResult, Core, CoreError, Input, Intent, StatusIntent};
 use crate::model::{ContainerInput, NodeInput, PodInput, PodPhase, TaintInput, parse_scaled};
 use crate::queue::{PodState, QueueOptions};
-use crate::shard::{
-    ShardInput, ShardStatusIntent, ShardingMode, ShardingOptions, StatusLists, WrittenStatus,
-};
+use crate::shard::{ShardInput, ShardStatusIntent, ShardingMode, ShardingOptions, WrittenStatus};
 use crate::snapshot::Snapshot;
 use crate::stats::Stats;
 use crate::sync::HandOff;
@@ -721,11 +719,7 @@ impl Sim {
                             let echo = s.clone();
                             self.deliver_shard(echo);
                             Some(WrittenStatus {
-                                status: StatusLists {
-                                    nodes_in_use: w.nodes_in_use.clone(),
-                                    nodes_to_add: w.nodes_to_add.clone(),
-                                    nodes_to_remove: w.nodes_to_remove.clone(),
-                                },
+                                status: w.lists(),
                                 resource_version: Some(self.shard_rv.to_string()),
                             })
                         }

@@ -36,7 +36,7 @@
 
 use loom::sync::Mutex;
 use magma_engine::core::{BindResult, Input};
-use magma_engine::shard::{ShardInput, ShardingMode, ShardingOptions, StatusLists, WrittenStatus};
+use magma_engine::shard::{ShardInput, ShardingMode, ShardingOptions, WrittenStatus};
 use magma_engine::testing::{Harness, HarnessOptions, WorkerHandle};
 use magma_engine::worker::Outcome;
 use magma_loom_tests::{node, pod};
@@ -190,11 +190,7 @@ impl Model {
             self.own.nodes_to_remove = w.nodes_to_remove.clone();
             self.store_own();
             self.d.input(Input::ShardStatusWritten(Some(WrittenStatus {
-                status: StatusLists {
-                    nodes_in_use: w.nodes_in_use.clone(),
-                    nodes_to_add: w.nodes_to_add.clone(),
-                    nodes_to_remove: w.nodes_to_remove.clone(),
-                },
+                status: w.lists(),
                 resource_version: self.own.resource_version.clone(),
             })));
         }

@@ -351,14 +351,14 @@ pub fn context_switches(pid: u32) -> u64 {
     tasks
         .filter_map(Result::ok)
         .filter_map(|t| std::fs::read_to_string(t.path().join("status")).ok())
-        .flat_map(|s| {
+        .map(|s| {
             s.lines()
                 .filter_map(|l| {
                     l.strip_prefix("voluntary_ctxt_switches:")
                         .or_else(|| l.strip_prefix("nonvoluntary_ctxt_switches:"))
                         .and_then(|v| v.trim().parse::<u64>().ok())
                 })
-                .collect::<Vec<_>>()
+                .sum::<u64>()
         })
         .sum()
 }

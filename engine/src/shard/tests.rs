@@ -25,11 +25,7 @@ fn next_rv() -> Option<String> {
 /// The server's answer to the status write `w`: stored now, at the next resourceVersion.
 fn answer(w: &ShardStatusIntent) -> Option<WrittenStatus> {
     Some(WrittenStatus {
-        status: StatusLists {
-            nodes_in_use: w.nodes_in_use.clone(),
-            nodes_to_add: w.nodes_to_add.clone(),
-            nodes_to_remove: w.nodes_to_remove.clone(),
-        },
+        status: w.lists(),
         resource_version: next_rv(),
     })
 }
