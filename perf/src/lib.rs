@@ -7,6 +7,7 @@
 //! processes with their CPU from `/proc` ([`procs`]), and kube-scheduler's own benchmark
 //! workloads replayed against Magma ([`scheduler_perf`]).
 
+pub mod ab;
 pub mod baseline;
 pub mod clock;
 pub mod e2e;

@@ -248,6 +248,14 @@ struct ProcArgs {
     /// The kube-sim binary (default: beside this one).
     #[arg(long)]
     sim_bin: Option<PathBuf>,
+    /// A/B: run the scenario alternately with `--scheduler-bin` (the baseline) and this
+    /// scheduler binary (the candidate), `--rounds` times each, and report each build's CPU per
+    /// pod and the paired ratios (one session, one machine: the only comparison that holds).
+    #[arg(long)]
+    compare: Option<PathBuf>,
+    /// Rounds of an A/B (`--compare`); the order alternates each round.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
     #[arg(long, default_value_t = 2000.0)]
     kube_api_qps: f64,
     #[arg(long, default_value_t = 2000)]
@@ -607,6 +615,14 @@ fn processes(a: ProcArgs) -> anyhow::Result<()> {
         progress: !a.quiet,
     };
     let rt = tokio::runtime::Runtime::new()?;
+    if let Some(candidate) = a.compare {
+        let report = rt.block_on(magma_perf::ab::compare(&o, candidate, a.rounds))?;
+        report.print();
+        if let Some(path) = &a.json {
+            std::fs::write(path, serde_json::to_string_pretty(&report)? + "\n")?;
+        }
+        return Ok(());
+    }
     let report = rt.block_on(run(&o))?;
     report.print();
     if let Some(path) = &a.json {

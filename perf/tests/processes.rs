@@ -122,3 +122,62 @@ async fn backlog_drains_after_the_scheduler_starts() {
     // one per concurrent bind.
     assert!(r.scheduler_open_sockets <= 16, "{r:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ab_alternates_the_builds_and_pairs_their_cpu() {
+    let mut o = opts(false);
+    o.pods = 100;
+    let candidate = o.scheduler_bin.clone();
+    let r = magma_perf::ab::compare(&o, candidate, 2).await.unwrap();
+    // Round 1 baseline first, round 2 candidate first; every run bound every pod once.
+    let order: Vec<_> = r.runs.iter().map(|x| (x.round, x.build)).collect();
+    assert_eq!(
+        order,
+        [
+            (1, "baseline"),
+            (1, "candidate"),
+            (2, "candidate"),
+            (2, "baseline")
+        ]
+    );
+    for x in &r.runs {
+        assert_eq!(x.report.bound, 100, "{x:?}");
+        assert_eq!(
+            (x.report.duplicate_binds, x.report.lost_pods),
+            (0, 0),
+            "{x:?}"
+        );
+    }
+    // One ratio per round, each the candidate's CPU over the same round's baseline's, plain and
+    // over each run's simulator CPU.
+    assert_eq!((r.cpu_ratios.len(), r.cpu_over_sim_ratios.len()), (2, 2));
+    for round in 1..=2 {
+        let run = |build: &str| {
+            let x = r.runs.iter().find(|x| x.round == round && x.build == build);
+            let p = &x.unwrap().report;
+            (p.scheduler_cpu_ms_per_pod, p.sim_cpu_ms_per_pod)
+        };
+        let ((a, a_sim), (b, b_sim)) = (run("baseline"), run("candidate"));
+        assert!(a > 0.0 && a_sim > 0.0, "{r:?}");
+        let (plain, over_sim) = (r.cpu_ratios[round - 1], r.cpu_over_sim_ratios[round - 1]);
+        assert!((plain - b / a).abs() < 1e-12, "{r:?}");
+        assert!(
+            (over_sim - (b / b_sim) / (a / a_sim)).abs() < 1e-12,
+            "{r:?}"
+        );
+    }
+    let s = &r.baseline;
+    assert!(
+        s.min_cpu_ms_per_pod <= s.median_cpu_ms_per_pod
+            && s.median_cpu_ms_per_pod <= s.max_cpu_ms_per_pod,
+        "{r:?}"
+    );
+    // A missing candidate is refused before anything runs.
+    let missing = magma_perf::ab::compare(&o, "/nonexistent/agent-scheduler".into(), 1).await;
+    assert!(
+        missing
+            .unwrap_err()
+            .to_string()
+            .contains("no scheduler binary")
+    );
+}
