@@ -1,6 +1,6 @@
 //! A/B of two scheduler binaries as separate processes (`magma-perf processes --compare`): the
 //! same scenario run alternately with each, so that both see the same machine. On a shared
-//! machine the CPU per pod of one binary moves by ±15 % from run to run and by up to 1.9× from
+//! machine the CPU per pod of one binary moves by ±20 % from run to run and by up to 1.9× from
 //! day to day (BENCHMARKS.md, eighth pass). Only ratios measured in one session say anything,
 //! and they need several rounds.
 //!

@@ -254,7 +254,7 @@ struct ProcArgs {
     #[arg(long)]
     compare: Option<PathBuf>,
     /// Rounds of an A/B (`--compare`); the order alternates each round.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, requires = "compare")]
     rounds: usize,
     #[arg(long, default_value_t = 2000.0)]
     kube_api_qps: f64,

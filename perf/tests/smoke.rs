@@ -178,3 +178,19 @@ fn fill_prefills_every_node_and_still_fits() {
     assert!(r.violations().is_empty(), "{:?}", r.violations());
     assert_eq!(r.bound + r.unschedulable, plan.pods.len() as u64);
 }
+
+#[test]
+fn an_ab_refuses_rounds_without_a_candidate_and_zero_rounds() {
+    let perf = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_magma-perf"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?} succeeded");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = perf(&["processes", "--rounds", "2"]);
+    assert!(err.contains("--compare"), "{err}");
+    let err = perf(&["processes", "--compare", "/nonexistent", "--rounds", "0"]);
+    assert!(err.contains("--rounds must be at least 1"), "{err}");
+}
