@@ -160,6 +160,10 @@
 //!   real server a blocked watch does not delay the others' events (each watch dispatches for
 //!   itself), and the initial events do not pass through the buffer. A watch more than
 //!   [`SimConfig::watch_buffer`] events behind the store's broadcast is also closed.
+//! - **Watch writes** follow the real handler's: it flushes only when its event channel is empty
+//!   and otherwise lets its writer's 4 KiB buffer fill, so the events a watch is behind on leave
+//!   together in chunks of about 4 KiB (HTTP/2 `DATA` frames), and a watch that keeps up gets a
+//!   chunk per event.
 //! - **Binding**: 404 when the pod is missing; 409 `Conflict` on `pods/binding` when already
 //!   assigned (`pod p is already assigned to node "n"`), when `metadata.uid` mismatches, when the
 //!   pod is being deleted, or when it still has `spec.schedulingGates` (`pod p has non-empty

@@ -17,6 +17,13 @@
 //! trigger watches. Selectors see transitions as the real server shows them: an object that
 //! starts matching arrives as `ADDED`, one that stops matching as `DELETED` (its previous state at
 //! the new version).
+//!
+//! Events the handler has already taken out of a watch's buffer leave in as few writes as the
+//! real handler makes: `WatchServer.HandleHTTP` (`endpoints/handlers/watch.go`) encodes each
+//! event into the response writer and flushes only when its event channel is empty
+//! (`if len(ch) == 0 { flusher.Flush() }`), and Go's HTTP writers send their 4 KiB buffer as it
+//! fills. So a watch that is behind gets its events in chunks of about 4 KiB (HTTP/2 `DATA`
+//! frames, HTTP/1.1 chunks), and one that keeps up gets one chunk per event ([`Coalesce`]).
 
 use crate::error::ApiError;
 use crate::resources::ResourceDef;
@@ -29,13 +36,15 @@ use bytes::{BufMut, Bytes, BytesMut};
 use http::{HeaderValue, header};
 use serde_json::{Value, json};
 use std::convert::Infallible;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{broadcast, mpsc};
-use tokio_stream::StreamExt as _;
 use tokio_stream::wrappers::ReceiverStream;
+use tokio_stream::{Stream, StreamExt as _};
 
 /// `maxWatchChanSizeWithIndexAndTrigger`.
 pub(crate) const CHAN_SIZE_TRIGGER: usize = 10;
@@ -205,15 +214,78 @@ fn streaming(rx: mpsc::Receiver<Item>, req: Arc<WatchRequest>) -> Response {
             item
         })
         .filter_map(move |item| match item {
-            Item::Event(ev, _) => req.render(&ev).map(Ok::<_, Infallible>),
-            Item::Line(b) => Some(Ok(b)),
+            Item::Event(ev, _) => req.render(&ev),
+            Item::Line(b) => Some(b),
         });
-    let mut resp = Response::new(Body::from_stream(lines));
+    let mut resp = Response::new(Body::from_stream(Coalesce::new(Box::pin(lines))));
     resp.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
     resp
+}
+
+/// How many bytes the real handler's writer holds before it writes them without a flush: Go's
+/// HTTP/2 `handlerChunkWriteSize` (and the HTTP/1.1 chunk writer's buffer), 4 KiB.
+const WRITE_BUFFER: usize = 4 << 10;
+
+/// The response body of a watch: the lines that are ready when the connection asks for data go
+/// out together, up to [`WRITE_BUFFER`] (the last line may cross it: lines are never split),
+/// as the real handler writes them (module doc). A line that is alone is passed on uncopied.
+struct Coalesce<S> {
+    lines: S,
+    ended: bool,
+}
+
+impl<S> Coalesce<S> {
+    fn new(lines: S) -> Self {
+        Coalesce {
+            lines,
+            ended: false,
+        }
+    }
+}
+
+impl<S: Stream<Item = Bytes> + Unpin> Stream for Coalesce<S> {
+    type Item = Result<Bytes, Infallible>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if self.ended {
+            return Poll::Ready(None);
+        }
+        let mut first: Option<Bytes> = None;
+        let mut more = BytesMut::new();
+        loop {
+            match Pin::new(&mut self.lines).poll_next(cx) {
+                Poll::Ready(Some(line)) => match first.take() {
+                    None if more.is_empty() => first = Some(line),
+                    f => {
+                        if let Some(f) = f {
+                            more.reserve(WRITE_BUFFER.max(f.len() + line.len()));
+                            more.extend_from_slice(&f);
+                        }
+                        more.extend_from_slice(&line);
+                    }
+                },
+                Poll::Ready(None) => {
+                    self.ended = true;
+                    break;
+                }
+                // The waker is registered: what is taken so far goes out now.
+                Poll::Pending => break,
+            }
+            let taken = first.as_ref().map_or(more.len(), Bytes::len);
+            if taken >= WRITE_BUFFER {
+                break;
+            }
+        }
+        match (first, more.is_empty()) {
+            (Some(line), _) => Poll::Ready(Some(Ok(line))),
+            (None, false) => Poll::Ready(Some(Ok(more.freeze()))),
+            (None, true) if self.ended => Poll::Ready(None),
+            (None, true) => Poll::Pending,
+        }
+    }
 }
 
 /// Opens the watch and returns the streaming response.
@@ -354,6 +426,42 @@ async fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Lines ready together leave together, up to the write buffer; a line alone is not copied;
+    /// nothing is lost or reordered, and the end is reported once the last chunk is out.
+    #[tokio::test]
+    async fn ready_lines_are_coalesced_up_to_the_write_buffer() {
+        let line = |i: usize| Bytes::from(format!("{i:0>999}\n"));
+        let (tx, rx) = mpsc::channel::<Bytes>(64);
+        let mut body = Coalesce::new(ReceiverStream::new(rx));
+        // One line alone: passed on as it is, the same buffer.
+        let alone = line(0);
+        tx.send(alone.clone()).await.unwrap();
+        let got = body.next().await.unwrap().unwrap();
+        assert_eq!(got, alone);
+        assert_eq!(got.as_ptr(), alone.as_ptr(), "a line alone is not copied");
+        // Ten 1,000-byte lines ready at once: 5 lines (5,000 bytes, the fifth crossing 4 KiB),
+        // then the other 5 in one chunk.
+        for i in 1..=10 {
+            tx.send(line(i)).await.unwrap();
+        }
+        let a = body.next().await.unwrap().unwrap();
+        let b = body.next().await.unwrap().unwrap();
+        assert_eq!((a.len(), b.len()), (5_000, 5_000));
+        let all: Vec<u8> = [a, b].concat();
+        let want: Vec<u8> = (1..=10).flat_map(|i| line(i).to_vec()).collect();
+        assert_eq!(all, want, "in order, nothing lost");
+        // Nothing ready: the body waits.
+        assert!(futures::FutureExt::now_or_never(body.next()).is_none());
+        // The end: the lines still ready go out, then the stream ends.
+        tx.send(line(11)).await.unwrap();
+        tx.send(line(12)).await.unwrap();
+        drop(tx);
+        let last = body.next().await.unwrap().unwrap();
+        assert_eq!(last.len(), 2_000);
+        assert!(body.next().await.is_none());
+        assert!(body.next().await.is_none());
+    }
 
     #[test]
     fn lines_are_ndjson() {
