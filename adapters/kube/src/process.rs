@@ -356,11 +356,15 @@ where
 {
     init_logging(name, verbosity);
     disable_transparent_huge_pages();
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(runtime_threads())
-        .enable_all()
-        .build()
-    {
+    let mut builder = match runtime_threads() {
+        1 => tokio::runtime::Builder::new_current_thread(),
+        n => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(n);
+            b
+        }
+    };
+    let rt = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("{name}: cannot start the runtime: {e}");
@@ -377,11 +381,16 @@ where
     }
 }
 
-/// The runtime's worker threads: one on a machine of at most two CPUs, else two. The engine
-/// runs its own threads (the driver and `--scheduler-worker-count` workers) beside these; the
-/// adapter's work (watches, binds, events) is mostly waiting, and a second worker on two CPUs
+/// The runtime's threads: one on a machine of at most two CPUs, else two. The engine runs its
+/// own threads (the driver and `--scheduler-worker-count` workers) beside these; the adapter's
+/// work (watches, binds, events) is mostly waiting, and a second runtime thread on two CPUs
 /// costs more in cross-thread wake-ups than it adds: 10–20% more scheduler CPU per pod in
-/// `magma-perf processes` (issue 15, BENCHMARKS.md).
+/// `magma-perf processes` (issue 15, BENCHMARKS.md). One thread is tokio's current-thread
+/// runtime, which runs every task on the thread that called `block_on` (`run_main`'s): a
+/// multi-thread runtime with one worker kept a second thread (the caller's, parked in
+/// `block_on`) and paid for work stealing and cross-thread scheduling it never needed (about
+/// 5% of the scheduler's CPU per pod, BENCHMARKS.md, ninth pass). Nothing in the binaries
+/// blocks a runtime thread: blocking work (`Engine::shutdown`) goes to `spawn_blocking`.
 fn runtime_threads() -> usize {
     match std::thread::available_parallelism().map_or(1, |n| n.get()) {
         0..=2 => 1,
