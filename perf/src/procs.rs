@@ -690,12 +690,19 @@ async fn create_pods(
     Ok(())
 }
 
-/// The harness's bind watch: when each pod of `api` (labelled `magma-procs=1`) was first seen
-/// bound. Runs in the ceiling run too, so the API serves the harness's watch in both.
+/// The harness's bind watch: when each pod of namespace `ns` (labelled `magma-procs=1`) was
+/// first seen bound. Runs in the ceiling run too, so the API serves the harness's watch in both.
+/// Pods are decoded as the scheduler decodes them (`magma_kube::slim::Pod`: name and node are
+/// all this watch reads): decoding full k8s-openapi pods made the harness the slowest watcher
+/// of a 3,000 pods/s burst on two CPUs, often force-closed by the simulator, and its waits used
+/// up the dispatch budget all watches share, so the scheduler's watch was closed with it
+/// (BENCHMARKS.md, ninth pass).
 fn bind_watch(
-    api: Api<Pod>,
+    client: &kube::Client,
+    ns: &str,
     bound: Arc<Mutex<HashMap<String, Instant>>>,
 ) -> tokio::task::JoinHandle<()> {
+    let api: Api<magma_kube::slim::Pod> = Api::namespaced(client.clone(), ns);
     let wc = watcher::Config::default().labels("magma-procs=1");
     tokio::spawn(async move {
         let mut s = watcher::watcher(api, wc).boxed();
@@ -736,7 +743,7 @@ async fn ceiling(o: &ProcOptions, client: &kube::Client) -> anyhow::Result<f64> 
     let api: Api<Pod> = Api::namespaced(client.clone(), ns);
     // The same watch as the scenario's, started as early (before the pods exist), so the
     // harness loads the API alike in both runs.
-    let watch = bind_watch(api.clone(), Arc::default());
+    let watch = bind_watch(client, ns, Arc::default());
     let informer = (!o.bare_ceiling).then(|| informer_watch(client));
     create_pods(client, ns, "blast-", "nobody", n, creators, None).await?;
     let sem = Arc::new(tokio::sync::Semaphore::new(creators.max(1)));
@@ -782,8 +789,7 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
     // The bind watch over the scenario's pods.
     let created: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
     let bound: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
-    let pods_api: Api<Pod> = Api::namespaced(client.clone(), "default");
-    let watch_task = bind_watch(pods_api.clone(), bound.clone());
+    let watch_task = bind_watch(&client, "default", bound.clone());
 
     let mut requests_before = sim_records(&client, "requests").await?.len();
     let mut connections_before = sim_connections(&client).await;
