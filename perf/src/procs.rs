@@ -696,7 +696,8 @@ async fn create_pods(
 /// all this watch reads): decoding full k8s-openapi pods made the harness the slowest watcher
 /// of a 3,000 pods/s burst on two CPUs, often force-closed by the simulator, and its waits used
 /// up the dispatch budget all watches share, so the scheduler's watch was closed with it
-/// (BENCHMARKS.md, ninth pass).
+/// (13 of 32 runs; with slim pods 4 of 16: on two saturated CPUs every watcher still lags at
+/// times; BENCHMARKS.md, ninth pass).
 fn bind_watch(
     client: &kube::Client,
     ns: &str,
