@@ -2,6 +2,15 @@
 //! threads, wired together. This is the only module that spawns threads; it reads time only
 //! through the injected `Clock` and waits only on channels.
 //!
+//! With one worker (`--scheduler-worker-count=1`, upstream's default) there is no worker thread:
+//! the driver runs the worker's turn itself ([`OnDriver`]) for each pod its last flush handed
+//! off, then takes the result as if it had arrived on its inbox. One scheduling cycle at a time
+//! either way, but no thread hand-off per pod: a worker thread costs each pod two wake-ups
+//! (driver → worker through the hand-off, worker → driver through the inbox), which on a small
+//! machine cost more than the cycle they run (BENCHMARKS.md, tenth pass). The protocols do not
+//! change: the driver announces and leaves worker 0's epoch, claims with the same CAS, and handles
+//! the result in the same order as a thread's.
+//!
 //! Embedders (the kube adapter, the perf harness) feed [`Input`]s through an [`EngineHandle`]
 //! and consume [`Intent`]s from [`Engine::intents`]. [`Engine::shutdown`] stops the workers,
 //! lets the driver account for every result already produced, returns the pods still waiting
@@ -16,8 +25,8 @@ use crate::queue::QueueOptions;
 use crate::snapshot::Snapshot;
 use crate::stats::{Stats, StatsSnapshot};
 use crate::sync::HandOff;
-use crate::worker::{Shared, Worker};
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use crate::worker::{Shared, Task, Worker};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -25,9 +34,11 @@ use std::time::Duration;
 /// How the engine runs.
 #[derive(Debug, Clone)]
 pub struct EngineOptions {
-    /// Worker threads (`--scheduler-worker-count`), > 0.
+    /// Workers (`--scheduler-worker-count`), > 0: scheduling cycles run in parallel. One worker
+    /// runs on the driver's thread (the module doc); more are threads of their own.
     pub workers: usize,
-    /// Pin worker `i` to core `i mod cores` (`core_affinity`).
+    /// Pin worker `i` to core `i mod cores` (`core_affinity`); with one worker, the driver that
+    /// runs it to the first core.
     pub pin_workers: bool,
     pub queue: QueueOptions,
     /// Capacity of the worker hand-off; bounds priority inversion (a newly most-urgent pod waits
@@ -136,8 +147,15 @@ impl Engine {
         } else {
             Vec::new()
         };
-        let mut workers = Vec::with_capacity(opts.workers);
-        for id in 0..opts.workers {
+        let on_driver = (opts.workers == 1).then(|| OnDriver {
+            worker: Worker::new(0),
+            handoff: handoff.clone(),
+            shared: shared.clone(),
+            stats: stats.clone(),
+        });
+        let threads = if on_driver.is_some() { 0 } else { opts.workers };
+        let mut workers = Vec::with_capacity(threads);
+        for id in 0..threads {
             let (shared, stats, clock, handoff, tx, stop_rx) = (
                 shared.clone(),
                 stats.clone(),
@@ -169,9 +187,15 @@ impl Engine {
             workers.push(h);
         }
         let idle_tick = opts.idle_tick;
+        let pin = on_driver.as_ref().and(cores.first().copied());
         let driver = std::thread::Builder::new()
             .name("magma-driver".into())
-            .spawn(move || drive(core, rx, clock, idle_tick))
+            .spawn(move || {
+                if let Some(id) = pin {
+                    core_affinity::set_for_current(id);
+                }
+                drive(core, rx, clock, idle_tick, on_driver)
+            })
             .map_err(|e| EngineError::Spawn(e.to_string()))?;
         Ok(Engine {
             tx,
@@ -263,14 +287,59 @@ impl Drop for Engine {
 /// of 100k) does not keep the workers waiting for the first one.
 const MAX_BATCH: usize = 4096;
 
-fn drive(mut core: Core, rx: Receiver<Msg>, clock: Arc<dyn Clock>, idle_tick: Duration) -> Core {
+/// The one worker of a single-worker engine, run by the driver between its flushes.
+struct OnDriver {
+    worker: Worker,
+    handoff: HandOff<Task>,
+    shared: Arc<Shared>,
+    stats: Arc<Stats>,
+}
+
+impl OnDriver {
+    /// Run the worker's turn for every pod in the hand-off (at most its capacity: only a flush
+    /// refills it), each result handled by `core` as soon as it is produced. Stops taking pods
+    /// once the engine is stopping, as a worker thread does. Returns whether any turn ran: the
+    /// results are then unpublished, and the driver must flush before it waits.
+    fn run(&mut self, core: &mut Core, clock: &dyn Clock) -> bool {
+        let mut ran = false;
+        while !self.shared.stopping() {
+            let Some(task) = self.handoff.try_pop() else {
+                break;
+            };
+            let counters = &self.stats.workers[self.worker.id];
+            self.worker.turn(&self.shared, counters, clock, task, |r| {
+                core.handle(Input::Worker(r), clock.now())
+            });
+            ran = true;
+        }
+        ran
+    }
+}
+
+fn drive(
+    mut core: Core,
+    rx: Receiver<Msg>,
+    clock: Arc<dyn Clock>,
+    idle_tick: Duration,
+    mut on_driver: Option<OnDriver>,
+) -> Core {
     let now_nanos = || clock.now().0;
     let mut deadline: Option<Nanos> = None;
+    // The driver ran turns since its last flush: take what is queued without waiting, flush.
+    let mut ran = false;
     loop {
         let now = clock.now();
         let wait = deadline.map_or(idle_tick, |d| d.saturating_since(now).min(idle_tick));
         let mut stop = false;
-        match rx.recv_timeout(wait) {
+        let next = if ran {
+            rx.try_recv().map_err(|e| match e {
+                TryRecvError::Empty => RecvTimeoutError::Timeout,
+                TryRecvError::Disconnected => RecvTimeoutError::Disconnected,
+            })
+        } else {
+            rx.recv_timeout(wait)
+        };
+        match next {
             Ok(Msg::Input(i)) => {
                 core.handle(i, clock.now());
                 // Coalesce: everything already queued goes into the same publication.
@@ -295,5 +364,8 @@ fn drive(mut core: Core, rx: Receiver<Msg>, clock: Arc<dyn Clock>, idle_tick: Du
             return core;
         }
         deadline = core.flush(clock.now(), now_nanos);
+        ran = on_driver
+            .as_mut()
+            .is_some_and(|w| w.run(&mut core, &*clock));
     }
 }

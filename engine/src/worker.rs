@@ -302,7 +302,8 @@ impl Worker {
     /// One turn of the worker loop, for `task`: the scheduling cycle, the result handed to
     /// `send`, and only then the epoch left (the module doc: a result may name a node slot the
     /// driver must not reuse before it has the result). Every worker thread runs exactly this
-    /// (`engine::Engine`), as do the deterministic harness (`testing`) and the loom models.
+    /// (`engine::Engine`), as do the driver of a single-worker engine, the deterministic harness
+    /// (`testing`) and the loom models.
     pub fn turn(
         &mut self,
         shared: &Shared,

@@ -1,18 +1,50 @@
-//! The one engine test on real threads (`Engine::start`: a driver thread and pinned-or-not
-//! worker threads racing for real), next to the deterministic scenario and property tests: a
-//! burst onto a nearly full cluster with pods deleted and nodes grown while it runs. The test
-//! answers bind intents as the API server would and waits on them (a generous deadline only
-//! guards against a hang). Checked: every pod bound exactly once or reported, no node over its
-//! allocatable, the engine's own audit clean.
+//! The engine on real threads (`Engine::start`: a driver thread and worker threads racing for
+//! real, or with one worker the driver running its turns), next to the deterministic scenario
+//! and property tests: a burst onto a nearly full cluster with pods deleted while it runs. The
+//! test answers bind intents as the API server would and waits on them (a generous deadline only
+//! guards against a hang). Checked: the threads the engine runs, every pod bound exactly once
+//! or reported, no node over its allocatable, the engine's own audit clean.
 
 #![allow(clippy::disallowed_methods)] // a real clock for a real-thread test
+#![allow(clippy::disallowed_types)] // the test's own lock (`ONE_ENGINE`), not the engine's
 
 use magma_engine::core::{BindResult, Input, Intent};
 use magma_engine::testing::{bound, mk_node, mk_pod};
 use magma_engine::{Clock, Engine, EngineOptions, Nanos};
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// The tests of this file list the process's threads: one engine at a time (`cargo test` runs
+/// tests on threads of one process; nextest runs each in its own).
+static ONE_ENGINE: Mutex<()> = Mutex::new(());
+
+/// The names of this process's threads (Linux: `/proc/self/task`).
+fn threads() -> Vec<String> {
+    std::fs::read_dir("/proc/self/task")
+        .expect("/proc/self/task")
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .map(|name| name.trim_end().to_owned())
+        .collect()
+}
+
+/// Wait until exactly `n` threads are named `prefix`*; fails after a generous deadline. A new
+/// thread names itself once it runs, and a joined one leaves the list a moment after `join`.
+fn wait_for_threads(prefix: &str, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let named = threads().iter().filter(|t| t.starts_with(prefix)).count();
+        if named == n {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{named} threads named {prefix}*, expected {n}: {:?}",
+            threads()
+        );
+        std::thread::yield_now();
+    }
+}
 
 struct RealClock(Instant);
 
@@ -24,16 +56,34 @@ impl Clock for RealClock {
 
 #[test]
 fn burst_on_real_threads_keeps_the_invariants() {
+    burst(6);
+}
+
+/// One worker runs on the driver's thread (`engine` module doc): no worker thread, the same
+/// guarantees.
+#[test]
+fn burst_with_the_one_worker_on_the_driver_keeps_the_invariants() {
+    burst(1);
+}
+
+fn burst(workers: usize) {
     const NODES: usize = 12;
     const PODS: usize = 400;
+    let _one = ONE_ENGINE.lock().unwrap_or_else(|e| e.into_inner());
+    let before = threads().len();
     let engine = Engine::start(
         EngineOptions {
-            workers: 6,
+            workers,
             ..Default::default()
         },
         Arc::new(RealClock(Instant::now())),
     )
     .expect("engine starts");
+    // The driver, and a thread per worker unless the one worker runs on the driver; no other.
+    let spawned = if workers == 1 { 1 } else { 1 + workers };
+    wait_for_threads("magma-", spawned);
+    assert_eq!(threads().len(), before + spawned, "{:?}", threads());
+    assert_eq!(threads().iter().filter(|t| *t == "magma-driver").count(), 1);
     let h = engine.handle();
     for i in 0..NODES {
         h.send(Input::NodeApply(mk_node(
@@ -104,7 +154,13 @@ fn burst_on_real_threads_keeps_the_invariants() {
         }
     }
     assert!(deleted > 0);
+    let stats = engine.stats();
     let core = engine.shutdown();
+    wait_for_threads("magma-", 0);
+    assert!(
+        stats.attempts >= PODS as u64,
+        "every pod went through a worker's cycle"
+    );
     assert!(core.audit().is_empty(), "{:?}", core.audit());
     // The engine's books against the test's: every bound pod is counted on its node.
     let mut used: BTreeMap<&str, i64> = BTreeMap::new();

@@ -228,7 +228,7 @@ pub struct Options {
     /// Make a missing or invalid --scheduler-conf fatal instead of falling back to the default
     #[arg(long, action = ArgAction::Set, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = parse_go_bool)]
     pub disable_default_scheduler_config: bool,
-    /// The number of workers scheduling in parallel (> 0)
+    /// The number of workers scheduling in parallel (> 0); one runs on the engine's driver thread
     #[arg(long, default_value = "1", value_parser = parse_go_u32)]
     pub scheduler_worker_count: u32,
     /// Node sharding mode: none, soft or hard

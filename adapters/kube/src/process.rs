@@ -382,10 +382,11 @@ where
 }
 
 /// The runtime's threads: one on a machine of at most two CPUs, else two. The engine runs its
-/// own threads (the driver and `--scheduler-worker-count` workers) beside these; the adapter's
-/// work (watches, binds, events) is mostly waiting, and a second runtime thread on two CPUs
-/// costs more in cross-thread wake-ups than it adds: 10–20% more scheduler CPU per pod in
-/// `magma-perf processes` (issue 15, BENCHMARKS.md). One thread is tokio's current-thread
+/// own threads beside these (the driver, and `--scheduler-worker-count` workers when more than
+/// one: a single worker runs on the driver's thread); the adapter's work (watches, binds,
+/// events) is mostly waiting, and a second runtime thread on two CPUs costs more in
+/// cross-thread wake-ups than it adds: 10–20% more scheduler CPU per pod in `magma-perf
+/// processes` (issue 15, BENCHMARKS.md). One thread is tokio's current-thread
 /// runtime, which runs every task on the thread that called `block_on` (`run_main`'s): a
 /// multi-thread runtime with one worker kept a second thread (the caller's, parked in
 /// `block_on`) and paid for work stealing and cross-thread scheduling it never needed (about
