@@ -222,7 +222,9 @@ struct ProcArgs {
     nodes: usize,
     #[arg(long, default_value_t = 10_000)]
     pods: usize,
-    #[arg(long, default_value_t = 2)]
+    /// `--scheduler-worker-count` (upstream's and the chart's default: one, on the driver's
+    /// thread)
+    #[arg(long, default_value_t = 1)]
     workers: usize,
     /// Concurrent pod-creation (and ceiling binding) requests.
     #[arg(long, default_value_t = 64)]
