@@ -24,8 +24,9 @@ pub struct Sched {
 
 impl Sched {
     pub async fn start(sim: &SimHandle, tweak: impl FnOnce(&mut Settings)) -> Sched {
+        // One worker, the default: the driver runs it (`binary.rs` runs two worker threads).
         let mut settings = Settings {
-            workers: 2,
+            workers: 1,
             event_qps: 1000.0,
             event_burst: 1000,
             ..Settings::new(client_config(sim).await)

@@ -409,12 +409,12 @@ fn dechunk(mut s: &str) -> String {
     out
 }
 
-/// Starts `agent-scheduler` against the simulator with two workers, leader election off, and
-/// `extra` flags.
+/// Starts `agent-scheduler` against the simulator with one worker (the default, on the driver's
+/// thread), leader election off, and `extra` flags.
 pub fn start_scheduler(dir: &Path, sim: &SimProc, name: &str, extra: &[&str]) -> Proc {
     let mut args = vec![
         sim.kubeconfig_flag(),
-        "--scheduler-worker-count=2".to_owned(),
+        "--scheduler-worker-count=1".to_owned(),
         "--leader-elect=false".to_owned(),
         "-v=4".to_owned(),
     ];
