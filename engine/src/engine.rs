@@ -1,15 +1,17 @@
-//! The engine runtime: one driver thread (the single writer, running `core::Core`) and N worker
-//! threads, wired together. This is the only module that spawns threads; it reads time only
-//! through the injected `Clock` and waits only on channels.
+//! The engine runtime: one driver thread (the single writer, running `core::Core`) and its
+//! workers (N threads, or with one worker the driver itself), wired together. This is the only
+//! module that spawns threads; it reads time only through the injected `Clock` and waits only
+//! on channels.
 //!
 //! With one worker (`--scheduler-worker-count=1`, upstream's default) there is no worker thread:
-//! the driver runs the worker's turn itself ([`OnDriver`]) for each pod its last flush handed
-//! off, then takes the result as if it had arrived on its inbox. One scheduling cycle at a time
-//! either way, but no thread hand-off per pod: a worker thread costs each pod two wake-ups
-//! (driver → worker through the hand-off, worker → driver through the inbox), which on a small
-//! machine cost more than the cycle they run (BENCHMARKS.md, tenth pass). The protocols do not
-//! change: the driver announces and leaves worker 0's epoch, claims with the same CAS, and handles
-//! the result in the same order as a thread's.
+//! the driver runs the worker's turn itself ([`OnDriver`]) for the pod its last flush handed off,
+//! takes the result as if it had arrived on its inbox, and flushes before the next turn once a
+//! turn has claimed a node. One scheduling cycle at a time either way, but no thread hand-off
+//! per pod: a worker thread costs each pod two wake-ups (driver → worker through the hand-off,
+//! worker → driver through the inbox), which on a small machine cost more than the cycle they
+//! run (BENCHMARKS.md, tenth pass). The protocols do not change: the driver announces and leaves
+//! worker 0's epoch, claims with the same CAS, and handles the result in the same order as a
+//! thread's.
 //!
 //! Embedders (the kube adapter, the perf harness) feed [`Input`]s through an [`EngineHandle`]
 //! and consume [`Intent`]s from [`Engine::intents`]. [`Engine::shutdown`] stops the workers,
@@ -25,7 +27,7 @@ use crate::queue::QueueOptions;
 use crate::snapshot::Snapshot;
 use crate::stats::{Stats, StatsSnapshot};
 use crate::sync::HandOff;
-use crate::worker::{Shared, Task, Worker};
+use crate::worker::{Outcome, Shared, Task, Worker};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -43,8 +45,9 @@ pub struct EngineOptions {
     pub queue: QueueOptions,
     /// Capacity of the worker hand-off; bounds priority inversion (a newly most-urgent pod waits
     /// behind at most this many pods already handed off). Default `max(16, 8 × workers)`: deep
-    /// enough that workers rarely park between pods, shallow enough to cost well under a
-    /// millisecond of inversion.
+    /// enough that worker threads rarely park between pods, shallow enough to cost well under a
+    /// millisecond of inversion. With one worker, on the driver, 1: the driver refills it at
+    /// every flush, so the next pod decided is always the queue's first.
     pub handoff_capacity: Option<usize>,
     /// At most this many pods handed off or binding at once (`None`: no bound). The adapter
     /// sizes its bind queue to it, so the engine, not a blocked channel, holds pods back when
@@ -127,7 +130,11 @@ impl Engine {
             .unwrap_or_else(|| Arc::new(Snapshot::empty(profile)));
         let shared = Arc::new(Shared::new(opts.workers, first, versions));
         let stats = Arc::new(Stats::new(opts.workers));
-        let handoff = HandOff::new(opts.handoff_capacity.unwrap_or((8 * opts.workers).max(16)));
+        let handoff = HandOff::new(opts.handoff_capacity.unwrap_or(if opts.workers == 1 {
+            1
+        } else {
+            (8 * opts.workers).max(16)
+        }));
         let (tx, rx) = crossbeam_channel::unbounded::<Msg>();
         let (itx, irx) = flume::unbounded::<Intent>();
         let (wake_to_stop, stop_rx) = crossbeam_channel::bounded(0);
@@ -296,10 +303,14 @@ struct OnDriver {
 }
 
 impl OnDriver {
-    /// Run the worker's turn for every pod in the hand-off (at most its capacity: only a flush
-    /// refills it), each result handled by `core` as soon as it is produced. Stops taking pods
-    /// once the engine is stopping, as a worker thread does. Returns whether any turn ran: the
-    /// results are then unpublished, and the driver must flush before it waits.
+    /// Run the worker's turn for the pods in the hand-off (only a flush refills it), each result
+    /// handled by `core` as soon as it is produced, until a turn claims a node (or burns a
+    /// version, or meets a conflict): the driver then flushes before the next turn, so every
+    /// decision sees every claim made before it, as a sequential scheduler assumes a pod before
+    /// its next cycle. (Decided on one snapshot, a batch would all pick the node the first pod
+    /// just claimed, and with packing scores the rest would be retried.) Stops taking pods once
+    /// the engine is stopping, as a worker thread does. Returns whether any turn ran: its result
+    /// is then unpublished, and the driver must flush before it waits.
     fn run(&mut self, core: &mut Core, clock: &dyn Clock) -> bool {
         let mut ran = false;
         while !self.shared.stopping() {
@@ -307,10 +318,15 @@ impl OnDriver {
                 break;
             };
             let counters = &self.stats.workers[self.worker.id];
+            let mut claimed = false;
             self.worker.turn(&self.shared, counters, clock, task, |r| {
+                claimed = !matches!(r.outcome, Outcome::Unschedulable(_) | Outcome::Paused);
                 core.handle(Input::Worker(r), clock.now())
             });
             ran = true;
+            if claimed {
+                break;
+            }
         }
         ran
     }

@@ -3,7 +3,8 @@
 //! and property tests: a burst onto a nearly full cluster with pods deleted while it runs. The
 //! test answers bind intents as the API server would and waits on them (a generous deadline only
 //! guards against a hang). Checked: the threads the engine runs, every pod bound exactly once
-//! or reported, no node over its allocatable, the engine's own audit clean.
+//! or reported, no node over its allocatable, the engine's own audit clean. And that a driver
+//! running its one worker decides every queued pod with no input to wake it.
 
 #![allow(clippy::disallowed_methods)] // a real clock for a real-thread test
 #![allow(clippy::disallowed_types)] // the test's own lock (`ONE_ENGINE`), not the engine's
@@ -83,9 +84,13 @@ fn burst(workers: usize) {
     // The driver, and a thread per worker unless the one worker runs on the driver; no other.
     let spawned = if workers == 1 { 1 } else { 1 + workers };
     wait_for_threads("magma-", spawned);
-    let unnamed = threads().iter().filter(|t| **t == me.trim_end()).count() - 1;
-    assert_eq!(unnamed, 0, "threads not yet named: {:?}", threads());
-    assert_eq!(threads().iter().filter(|t| *t == "magma-driver").count(), 1);
+    // One reading for every check: a thread is either named by now or still carries `me`.
+    let now = threads();
+    let count = |name: &str| now.iter().filter(|t| *t == name).count();
+    assert_eq!(count(me.trim_end()), 1, "threads not yet named: {now:?}");
+    let named = now.iter().filter(|t| t.starts_with("magma-")).count();
+    assert_eq!(named, spawned, "{now:?}");
+    assert_eq!(count("magma-driver"), 1, "{now:?}");
     let h = engine.handle();
     for i in 0..NODES {
         h.send(Input::NodeApply(mk_node(
@@ -174,4 +179,40 @@ fn burst(workers: usize) {
     for (node, cpu) in used {
         assert!(cpu <= 8000, "{node} overcommitted: {cpu}m of 8000m");
     }
+}
+
+/// With one worker the driver decides pod after pod without waiting for an input: after a turn
+/// it flushes and takes the next (`engine::drive`). Binds are never answered here and the idle
+/// tick is an hour, so nothing else would wake a driver that waited with pods still queued.
+#[test]
+fn one_worker_on_the_driver_decides_every_queued_pod_without_another_input() {
+    const PODS: usize = 50;
+    let _one = ONE_ENGINE.lock().unwrap_or_else(|e| e.into_inner());
+    let engine = Engine::start(
+        EngineOptions {
+            workers: 1,
+            idle_tick: Duration::from_secs(3600),
+            ..Default::default()
+        },
+        Arc::new(RealClock(Instant::now())),
+    )
+    .expect("engine starts");
+    let h = engine.handle();
+    h.send(Input::NodeApply(mk_node("n0", "64", "256Gi", 110)));
+    for i in 0..PODS {
+        h.send(Input::PodApply(mk_pod(&format!("p{i}"), "100m", "64Mi")));
+    }
+    let mut binds = BTreeSet::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while binds.len() < PODS {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match engine.intents().recv_timeout(left) {
+            Ok(Intent::Bind(b)) => assert!(binds.insert(b.pod.uid.to_string()), "decided twice"),
+            Ok(Intent::Error(e)) => panic!("engine error: {e}"),
+            Ok(_) => {}
+            Err(_) => panic!("{} of {PODS} pods decided", binds.len()),
+        }
+    }
+    let core = engine.shutdown();
+    assert!(core.audit().is_empty(), "{:?}", core.audit());
 }
