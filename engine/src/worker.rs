@@ -1,8 +1,9 @@
-//! Worker threads: the scheduling cycle.
+//! Workers: the scheduling cycle, on threads of their own or, with one worker, on the driver's
+//! (`engine` module doc).
 //!
 //! Each cycle: take a pod from the hand-off → announce an epoch and load the current snapshot
 //! (one atomic load) → allocate → claim the first free candidate → report the result to the
-//! driver through the inbox channel. The worker never blocks on a lock and never allocates in
+//! driver through the inbox channel (a worker on the driver hands it over directly). The worker never blocks on a lock and never allocates in
 //! steady state (its buffers live in `Scratch`; the inbox is a lock-free list channel whose
 //! blocks are amortised).
 //!

@@ -312,13 +312,13 @@ struct PlanArgs {
 struct RunArgs {
     #[command(flatten)]
     plan: PlanArgs,
-    /// Worker threads.
+    /// Workers (one runs on the engine's driver thread; more are threads of their own).
     #[arg(long, default_value_t = 2)]
     workers: usize,
     /// candidateNodeCount.
     #[arg(long, default_value_t = 3)]
     candidates: usize,
-    /// Pin worker threads to cores.
+    /// Pin worker threads to cores (one worker: the driver that runs it).
     #[arg(long)]
     pin: bool,
     /// Score with binpack (`mostrequested.weight: 10`) instead of the default spread.

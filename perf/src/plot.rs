@@ -44,7 +44,7 @@ pub fn throughput_vs_workers(sweep: &[Value], out: &Path) -> anyhow::Result<()> 
         .build_cartesian_2d(0.5f64..max_w + 0.5, 0f64..max_t * 1.15)?;
     chart
         .configure_mesh()
-        .x_desc("worker threads")
+        .x_desc("workers")
         .y_desc("throughput (pods/s)")
         .x_labels(max_w as usize + 1)
         .x_label_formatter(&|x| format!("{x:.0}"))

@@ -275,7 +275,7 @@ pub struct Options {
     #[arg(long = "v", short = 'v', value_name = "LEVEL", default_value = "0", value_parser = parse_go_u8)]
     pub verbosity: u8,
 
-    /// Magma: pin scheduling workers to CPU cores
+    /// Magma: pin scheduling workers to CPU cores (one worker: the engine thread that runs it)
     #[arg(long, action = ArgAction::Set, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = parse_go_bool, help_heading = "Magma extras")]
     pub pin_workers: bool,
     /// Magma: maximum concurrent bind requests (> 0)
