@@ -655,8 +655,14 @@ struct Pinning {
 
 impl Pinning {
     /// CPU 0 for the simulator, the rest for the scheduler and this harness (all of this
-    /// process's threads, and those it starts later, inherit the mask).
+    /// process's threads, and those it starts later, inherit the mask). Decided once per
+    /// process: after the first call this process's own mask is `rest`, and an A/B's later
+    /// runs must get the same split, not one counted from that mask.
     fn apply() -> anyhow::Result<Pinning> {
+        static FIRST: std::sync::OnceLock<Pinning> = std::sync::OnceLock::new();
+        if let Some(p) = FIRST.get() {
+            return Ok(p.clone());
+        }
         let n = std::thread::available_parallelism().map_or(1, |n| n.get());
         anyhow::ensure!(n >= 2, "--pin needs at least 2 CPUs, this machine has {n}");
         let p = Pinning {
@@ -676,7 +682,7 @@ impl Pinning {
             status.success(),
             "taskset could not pin the harness: {status}"
         );
-        Ok(p)
+        Ok(FIRST.get_or_init(|| p).clone())
     }
 }
 
@@ -1009,6 +1015,29 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An A/B's second pinned run gets the first's split: pinning narrows this process's own
+    /// mask to `rest`, and a split counted again from that mask refused to run ("needs at
+    /// least 2 CPUs") or would give the simulator the scheduler's CPU. (Pins this test's own
+    /// process, which nextest runs alone.)
+    #[test]
+    fn pinning_twice_keeps_the_first_split() {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if cpus < 2 {
+            let e = Pinning::apply().expect_err("one CPU cannot be split");
+            assert!(e.to_string().contains("needs at least 2 CPUs"), "{e}");
+            return;
+        }
+        let first = Pinning::apply().expect("first pinning");
+        assert_eq!(first.sim, "0");
+        assert_eq!(
+            std::thread::available_parallelism().unwrap().get(),
+            cpus - 1,
+            "the harness runs on the CPUs the simulator does not"
+        );
+        let second = Pinning::apply().expect("second pinning, as an A/B's next run");
+        assert_eq!((second.sim, second.rest), (first.sim, first.rest));
+    }
 
     /// The records as the simulator serves them: a pod's first binding is its bound time (a
     /// second one, a conflict's record, does not move it), other namespaces are not read, and a
