@@ -39,11 +39,11 @@
 //! meet the API server in the same state: nodes loaded, `pods` pods just created, none bound
 //! yet. On one simulator the scenario came second, and kube-sim binds its first window of
 //! pods faster than any later one (its heap reuses what the creates freed, then grows, and
-//! first-touch page zeroing dominates its kubelet's status writes): the same binder run twice
-//! bound 0.68–0.79 as fast the second time (BENCHMARKS.md, eleventh pass). A second run after
-//! the scenario was tried, to bracket it, and dropped: with two to three times the pods
-//! stored, and the informer (below) listing them all, it is no like-for-like sample (14–31 %
-//! below the first unpinned, 10–13 % above it pinned).
+//! first-touch page zeroing makes its kubelet's status writes about twice as costly): the same
+//! binder run twice bound 0.68–0.79 as fast the second time (BENCHMARKS.md, eleventh pass).
+//! A second run after the scenario was tried, to bracket it, and dropped: with two to three
+//! times the pods stored, and the informer (below) listing them all, it is no like-for-like
+//! sample (14–31 % below the first unpinned, 10–13 % above it pinned).
 //!
 //! That is the backlog's ceiling. A burst cannot bind faster than its pods are created, so its
 //! ceiling is the lower of that and the rate its pods were created at (first create sent to
