@@ -17,8 +17,9 @@
 //! 5. No feasible node: every node is explained (`Filters::explain`) and the reasons are
 //!    counted for upstream's `0/N nodes are unavailable: ...` message.
 //!
-//! Runs in the workers (threads, or the driver with one worker): no locks, no hashing, and no allocation in steady state (all buffers
-//! live in [`Scratch`]); the only shared writes are the worker's own counters.
+//! Runs in the workers (threads, or the driver with one worker): no locks, no hashing, and no
+//! allocation in steady state (all buffers live in [`Scratch`]); the only shared writes are the
+//! worker's own counters.
 //!
 //! Fallbacks (issue 14, placement under bursts). A fallback is what a pod gets when its best node
 //! was claimed by a concurrent decision. Spreading (the default weights): the claimed node got

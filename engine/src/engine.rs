@@ -130,7 +130,9 @@ impl Engine {
             .unwrap_or_else(|| Arc::new(Snapshot::empty(profile)));
         let shared = Arc::new(Shared::new(opts.workers, first, versions));
         let stats = Arc::new(Stats::new(opts.workers));
-        let handoff = HandOff::new(opts.handoff_capacity.unwrap_or(if opts.workers == 1 {
+        // One worker runs on the driver (module doc): no worker thread, a hand-off of one.
+        let single = opts.workers == 1;
+        let handoff = HandOff::new(opts.handoff_capacity.unwrap_or(if single {
             1
         } else {
             (8 * opts.workers).max(16)
@@ -154,13 +156,13 @@ impl Engine {
         } else {
             Vec::new()
         };
-        let on_driver = (opts.workers == 1).then(|| OnDriver {
+        let on_driver = single.then(|| OnDriver {
             worker: Worker::new(0),
             handoff: handoff.clone(),
             shared: shared.clone(),
             stats: stats.clone(),
         });
-        let threads = if on_driver.is_some() { 0 } else { opts.workers };
+        let threads = if single { 0 } else { opts.workers };
         let mut workers = Vec::with_capacity(threads);
         for id in 0..threads {
             let (shared, stats, clock, handoff, tx, stop_rx) = (

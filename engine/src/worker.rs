@@ -3,9 +3,9 @@
 //!
 //! Each cycle: take a pod from the hand-off → announce an epoch and load the current snapshot
 //! (one atomic load) → allocate → claim the first free candidate → report the result to the
-//! driver through the inbox channel (a worker on the driver hands it over directly). The worker never blocks on a lock and never allocates in
-//! steady state (its buffers live in `Scratch`; the inbox is a lock-free list channel whose
-//! blocks are amortised).
+//! driver through the inbox channel (a worker on the driver hands it over directly). The
+//! worker never blocks on a lock and never allocates in steady state (its buffers live in
+//! `Scratch`; the inbox is a lock-free list channel whose blocks are amortised).
 //!
 //! Epoch protocol (with the driver; loom model `worker_epochs`): before loading a snapshot the
 //! worker stores the latest published sequence number into its epoch slot (`SeqCst`), and
