@@ -22,6 +22,17 @@ pub fn default_pod(pod: &mut Value) {
     }
 }
 
+/// What the Priority admission plugin adds to a new pod (after the field manager has recorded
+/// the request's fields, so `priority` is owned by nobody): priority 0 when the pod names no
+/// priority class.
+pub fn admit_pod(pod: &mut Value) {
+    if let Some(s) = pod.get_mut("spec").and_then(Value::as_object_mut)
+        && !s.contains_key("priorityClassName")
+    {
+        s.entry("priority").or_insert_with(|| json!(0));
+    }
+}
+
 /// What the real server does to the pod of an update (main resource) before validating it: the
 /// same spec defaults as on create (every request body is defaulted as it is decoded), and the
 /// Priority admission plugin keeps the stored `priority` and `preemptionPolicy` when the update
@@ -54,15 +65,14 @@ fn default_pod_spec(pod: &mut Value) {
         s.entry("terminationGracePeriodSeconds")
             .or_insert_with(|| json!(30));
         s.entry("securityContext").or_insert_with(|| json!({}));
-        if !s.contains_key("priorityClassName") {
-            s.entry("priority").or_insert_with(|| json!(0));
-        }
         for list in ["containers", "initContainers"] {
             if let Some(Value::Array(cs)) = s.get_mut(list) {
                 cs.iter_mut().for_each(default_container_requests);
             }
         }
     }
+    // Pod-level defaults come after the containers' (`SetDefaults_Pod`).
+    crate::podres::default_spec(spec);
 }
 
 /// Requests default to limits when only limits are given.
@@ -81,12 +91,16 @@ pub(crate) fn default_container_requests(c: &mut Value) {
     }
 }
 
-/// The QoS class of a pod spec as `qos.ComputePodQOS` derives it: only cpu and memory count,
+/// The QoS class of a pod spec as `qos.ComputePodQOS` derives it: from the pod-level resources
+/// when the pod sets them, else from the containers. Only cpu and memory count,
 /// zero quantities are ignored, requests and limits are summed over the containers and init
 /// containers and compared by value; Guaranteed needs cpu and memory limits in every container and
 /// requests equal to limits.
 pub(crate) fn qos_class(spec: &Value) -> &'static str {
     use crate::validation::quantity_of;
+    if let Some(q) = crate::podres::qos(spec) {
+        return q;
+    }
     use std::collections::BTreeMap;
     let mut requests: BTreeMap<&str, i128> = BTreeMap::new();
     let mut limits: BTreeMap<&str, i128> = BTreeMap::new();
@@ -138,32 +152,29 @@ pub(crate) fn qos_class(spec: &Value) -> &'static str {
     }
 }
 
-/// Validation of a new pod (the checks a client is likely to trip over).
+/// Validation of a new pod (the checks a client is likely to trip over): containers with a name
+/// and an image, and the pod-level resources (`validatePodResources`), in the real order.
 pub fn validate_pod_create(pod: &Value, name: &str) -> Result<(), ApiError> {
-    let invalid = |c: &str| ApiError::invalid("", "Pod", name, c);
+    use crate::validation::FieldError;
+    let mut errs = Vec::new();
     let containers = pod.pointer("/spec/containers").and_then(Value::as_array);
-    let Some(containers) = containers.filter(|c| !c.is_empty()) else {
-        return Err(invalid("spec.containers: Required value"));
-    };
-    for (i, c) in containers.iter().enumerate() {
-        if c.get("name")
-            .and_then(Value::as_str)
-            .is_none_or(str::is_empty)
-        {
-            return Err(invalid(&format!(
-                "spec.containers[{i}].name: Required value"
-            )));
-        }
-        if c.get("image")
-            .and_then(Value::as_str)
-            .is_none_or(str::is_empty)
-        {
-            return Err(invalid(&format!(
-                "spec.containers[{i}].image: Required value"
-            )));
+    match containers.filter(|c| !c.is_empty()) {
+        None => errs.push(FieldError::required("spec.containers", "")),
+        Some(cs) => {
+            for (i, c) in cs.iter().enumerate() {
+                for f in ["name", "image"] {
+                    if c.get(f).and_then(Value::as_str).is_none_or(str::is_empty) {
+                        errs.push(FieldError::required(
+                            format!("spec.containers[{i}].{f}"),
+                            "",
+                        ));
+                    }
+                }
+            }
         }
     }
-    Ok(())
+    errs.extend(crate::podres::validate(&pod["spec"]));
+    crate::validation::check("", "Pod", name, errs)
 }
 
 fn gate_names(spec: &Value) -> Vec<String> {
@@ -488,6 +499,7 @@ mod tests {
         let mut old = json!({"metadata": {"name": "p"}, "spec": {
             "schedulerName": "s", "containers": [{"name": "c", "image": "i"}]}});
         default_pod(&mut old);
+        admit_pod(&mut old);
         let mut new = json!({"metadata": {"name": "p"}, "spec": {
             "schedulerName": "s", "containers": [{"name": "c", "image": "i"}],
             "tolerations": [{"key": "k", "operator": "Exists"}]}});

@@ -307,6 +307,7 @@
 //! answers a 422 on `patch`); resource names are not validated; no ResourceQuota or LimitRanger
 //! admission.
 
+mod cel;
 mod config;
 mod error;
 mod faults;
@@ -316,6 +317,7 @@ mod list;
 mod managed;
 mod meta;
 mod patch;
+mod podres;
 mod provisioner;
 mod resize;
 mod resources;

@@ -149,6 +149,7 @@ const MAP_FIELDS: &[&str] = &[
     "nodeSelector",
     "requests",
     "limits",
+    "resources",
     "data",
     "binaryData",
     "capacity",
@@ -165,6 +166,14 @@ const ATOMIC_LISTS: &[&str] = &[
     "finalizers",
     "args",
     "command",
+    // resource.k8s.io/v1: the device requests of a claim, the devices of a slice, selectors,
+    // constraints, configs, sub-requests and allocation results are `listType=atomic`.
+    "devices",
+    "selectors",
+    "constraints",
+    "config",
+    "firstAvailable",
+    "results",
 ];
 
 /// The `k:{...}` member of a list item, or None when the list is kept whole.
@@ -182,6 +191,10 @@ fn item_key(list: &str, item: &Value) -> Option<String> {
     match list {
         l if ATOMIC_LISTS.contains(&l) => None,
         "conditions" => one("type"),
+        // `requests` lists (of a claim's devices) are atomic; `requests`/`limits` maps are not
+        // lists.
+        "requests" => None,
+        "reservedFor" => one("uid"),
         "podIPs" | "hostIPs" => one("ip"),
         "volumeMounts" | "volumeDevices" => one("mountPath").or_else(|| one("devicePath")),
         "ports" if o.contains_key("containerPort") => Some(format!(
@@ -195,6 +208,9 @@ fn item_key(list: &str, item: &Value) -> Option<String> {
 
 fn leaves_of<'a>(v: &'a Value, name: &str, prefix: &mut Path, out: &mut BTreeMap<Path, &'a Value>) {
     match v {
+        // An empty embedded ObjectMeta (a template's `spec.metadata`) is dropped by the
+        // converter the field manager uses: not a field.
+        Value::Object(m) if m.is_empty() && name == "metadata" => {}
         Value::Object(m) if !m.is_empty() => {
             if MAP_FIELDS.contains(&name) {
                 prefix.push(".".into());

@@ -366,8 +366,8 @@ impl State {
         }
         match def.key.as_ref() {
             "/pods" => {
-                kinds::validate_pod_create(&obj, &name)?;
                 kinds::default_pod(&mut obj);
+                kinds::validate_pod_create(&obj, &name)?;
             }
             "/namespaces" => kinds::default_namespace(&mut obj),
             k if storage::handles(k) => {
@@ -392,6 +392,10 @@ impl State {
         }
         if let Some(mgr) = manager {
             managed::record(None, &mut obj, mgr, "", scope(def, Part::Main), applied);
+        }
+        // What admission and the serializer add after the field manager has run.
+        if def.key.as_ref() == "/pods" {
+            kinds::admit_pod(&mut obj);
         }
         Ok(self.commit(def, obj, EventType::Added))
     }

@@ -415,6 +415,105 @@ pub(crate) fn parse_quantity(s: &str) -> Result<i128, &'static str> {
     Ok(if positive { value } else { -value })
 }
 
+/// The format a `resource.Quantity` keeps from its suffix (`DecimalSI`, `BinarySI`,
+/// `DecimalExponent`), which `String()` renders in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum QuantityFormat {
+    DecimalSI,
+    BinarySI,
+    DecimalExponent,
+}
+
+/// The format of a quantity's text (assumed to parse).
+pub(crate) fn quantity_format(s: &str) -> QuantityFormat {
+    let t = s.trim_end_matches(|c: char| c.is_ascii_digit() || c == '+' || c == '-');
+    let unit = s[s.len() - s.len().min(2)..].to_string();
+    if ["Ki", "Mi", "Gi", "Ti", "Pi", "Ei"]
+        .iter()
+        .any(|u| unit.ends_with(u))
+    {
+        QuantityFormat::BinarySI
+    } else if t.ends_with(['e', 'E']) && t.len() < s.len() {
+        QuantityFormat::DecimalExponent
+    } else {
+        QuantityFormat::DecimalSI
+    }
+}
+
+/// `resource.Quantity.String()` of a value in nano-units: the canonical form the real server
+/// prints in messages (`1500m`, `1536Mi`, `2k`, `3`, `1e3`).
+pub(crate) fn canonical_nanos(nanos: i128, format: QuantityFormat) -> String {
+    if nanos == 0 {
+        return "0".into();
+    }
+    let sign = if nanos < 0 { "-" } else { "" };
+    let abs = nanos.unsigned_abs();
+    const NANO: u128 = 1_000_000_000;
+    let binary = format == QuantityFormat::BinarySI && abs >= 1024 * NANO && abs % NANO == 0;
+    if binary {
+        let mut n = abs / NANO;
+        let mut exp = 0;
+        while exp < 6 && n % 1024 == 0 {
+            n /= 1024;
+            exp += 1;
+        }
+        let suffix = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"][exp];
+        return format!("{sign}{n}{suffix}");
+    }
+    // Decimal: strip factors of ten, then lower the exponent to a multiple of three.
+    let (mut n, mut exp) = (abs, -9i32);
+    while n % 10 == 0 {
+        n /= 10;
+        exp += 1;
+    }
+    match exp.rem_euclid(3) {
+        1 => {
+            n *= 10;
+            exp -= 1;
+        }
+        2 => {
+            n *= 100;
+            exp -= 2;
+        }
+        _ => {}
+    }
+    let suffix = if format == QuantityFormat::DecimalExponent {
+        if exp == 0 {
+            String::new()
+        } else {
+            format!("e{exp}")
+        }
+    } else {
+        match exp {
+            -9 => "n".into(),
+            -6 => "u".into(),
+            -3 => "m".into(),
+            0 => String::new(),
+            3 => "k".into(),
+            6 => "M".into(),
+            9 => "G".into(),
+            12 => "T".into(),
+            15 => "P".into(),
+            18 => "E".into(),
+            e => format!("e{e}"),
+        }
+    };
+    format!("{sign}{n}{suffix}")
+}
+
+/// A quantity value as `resource.Quantity.String()` renders it (the text as given when it does
+/// not parse).
+pub(crate) fn canonical(v: &Value) -> String {
+    let text = match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    match parse_quantity(&text) {
+        Ok(n) => canonical_nanos(n, quantity_format(&text)),
+        Err(_) => text,
+    }
+}
+
 /// A quantity field: a string or a JSON number (both decode into a `resource.Quantity`).
 pub(crate) fn quantity_of(v: &Value) -> Option<i128> {
     match v {
@@ -502,6 +601,26 @@ mod tests {
         assert_eq!(parse_quantity("1Q"), Err(QUANTITY_FORMAT));
         assert_eq!(parse_quantity(""), Err(QUANTITY_FORMAT));
         assert!(parse_quantity("10Gi").unwrap() > parse_quantity("10G").unwrap());
+    }
+
+    #[test]
+    fn canonical_quantities() {
+        let c = |s: &str| canonical(&json!(s));
+        assert_eq!(c("2"), "2");
+        assert_eq!(c("1.5"), "1500m");
+        assert_eq!(c("1500m"), "1500m");
+        assert_eq!(c("1000m"), "1");
+        assert_eq!(c("0.1"), "100m");
+        assert_eq!(c("2000"), "2k");
+        assert_eq!(c("1024Mi"), "1Gi");
+        assert_eq!(c("1.5Gi"), "1536Mi");
+        assert_eq!(c("0.5Ki"), "512");
+        assert_eq!(c("128974848"), "128974848");
+        assert_eq!(c("1e3"), "1e3");
+        assert_eq!(c("1.5e3"), "1500");
+        assert_eq!(c("-1"), "-1");
+        assert_eq!(c("0Gi"), "0");
+        assert_eq!(canonical(&json!(3)), "3");
     }
 
     #[test]
