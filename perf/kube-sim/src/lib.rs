@@ -309,6 +309,7 @@
 
 mod cel;
 mod config;
+mod dra;
 mod error;
 mod faults;
 mod kinds;

@@ -195,6 +195,35 @@ impl Default for Registry {
         );
         pvs.status = true;
         pvs.drop_status_on_create = true;
+        // resource.k8s.io/v1 (DRA): classes and slices track generations; claims have a status.
+        let mut classes = ResourceDef::builtin(
+            "resource.k8s.io",
+            "v1",
+            "deviceclasses",
+            "DeviceClass",
+            false,
+            &[],
+        );
+        classes.generation = true;
+        let mut claims = ResourceDef::builtin(
+            "resource.k8s.io",
+            "v1",
+            "resourceclaims",
+            "ResourceClaim",
+            true,
+            &[],
+        );
+        claims.status = true;
+        claims.drop_status_on_create = true;
+        let mut slices = ResourceDef::builtin(
+            "resource.k8s.io",
+            "v1",
+            "resourceslices",
+            "ResourceSlice",
+            false,
+            &[],
+        );
+        slices.generation = true;
         for d in [
             pods,
             nodes,
@@ -215,6 +244,17 @@ impl Default for Registry {
                 &["sc"],
             ),
             ResourceDef::builtin("storage.k8s.io", "v1", "csinodes", "CSINode", false, &[]),
+            classes,
+            claims,
+            ResourceDef::builtin(
+                "resource.k8s.io",
+                "v1",
+                "resourceclaimtemplates",
+                "ResourceClaimTemplate",
+                true,
+                &[],
+            ),
+            slices,
         ] {
             r.add(d);
         }

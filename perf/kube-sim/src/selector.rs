@@ -155,6 +155,10 @@ pub struct FieldSelector {
 
 /// Fields the real server accepts in field selectors, per resource (plural).
 fn field_supported(plural: &str, field: &str) -> bool {
+    if plural == "resourceslices" {
+        // Its own conversion function: no `metadata.namespace`.
+        return matches!(field, "metadata.name" | "spec.nodeName" | "spec.driver");
+    }
     if matches!(field, "metadata.name" | "metadata.namespace") {
         return true;
     }
@@ -204,7 +208,13 @@ impl FieldSelector {
             };
             let field = field.trim();
             if !field_supported(plural, field) {
-                return Err(format!("field label not supported: {field}"));
+                return Err(if plural == "resourceslices" {
+                    format!(
+                        "field label not supported for resource.k8s.io/v1, Kind=ResourceSlice: {field}"
+                    )
+                } else {
+                    format!("field label not supported: {field}")
+                });
             }
             reqs.push((field.to_string(), eq, value.trim().to_string()));
         }

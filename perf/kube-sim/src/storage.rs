@@ -761,7 +761,7 @@ fn node_field_requirement(errs: &mut Vec<FieldError>, req: &Value, p: &str) {
 }
 
 /// `ValidateNodeSelector` at `path` (e.g. `spec.nodeAffinity.required`).
-fn node_selector(errs: &mut Vec<FieldError>, sel: &Value, path: &str) {
+pub(crate) fn node_selector(errs: &mut Vec<FieldError>, sel: &Value, path: &str) {
     let terms = arr_at(sel, "/nodeSelectorTerms");
     if terms.is_empty() {
         errs.push(FieldError::required(

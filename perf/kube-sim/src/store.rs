@@ -370,6 +370,7 @@ impl State {
                 kinds::validate_pod_create(&obj, &name)?;
             }
             "/namespaces" => kinds::default_namespace(&mut obj),
+            k if crate::dra::handles(k) => crate::dra::admit_create(def, &mut obj, &name)?,
             k if storage::handles(k) => {
                 let default_class = if k == storage::PVC_KEY {
                     self.storage_class_def().and_then(|sc| {
@@ -396,6 +397,9 @@ impl State {
         // What admission and the serializer add after the field manager has run.
         if def.key.as_ref() == "/pods" {
             kinds::admit_pod(&mut obj);
+        }
+        if crate::dra::handles(&def.key) {
+            crate::dra::after_record(def, &mut obj);
         }
         Ok(self.commit(def, obj, EventType::Added))
     }
@@ -464,6 +468,9 @@ impl State {
                 if storage::handles(&def.key) {
                     storage::admit_status_update(def, &old.value, &mut n, name, rv_given)?;
                 }
+                if crate::dra::handles(&def.key) {
+                    crate::dra::admit_status_update(def, &old.value, &mut n, name)?;
+                }
                 n
             }
             Part::Resize => {
@@ -501,6 +508,9 @@ impl State {
                 if def.key.as_ref() == "/pods" {
                     kinds::default_pod_update(&old.value, &mut obj);
                     kinds::validate_pod_update(&old.value, &obj, name)?;
+                }
+                if crate::dra::handles(&def.key) {
+                    crate::dra::admit_update(def, &old.value, &mut obj, name)?;
                 }
                 if storage::handles(&def.key) {
                     storage::admit_update(def, &old.value, &mut obj, name)?;

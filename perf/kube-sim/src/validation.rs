@@ -16,6 +16,7 @@ pub(crate) enum ErrorType {
     Forbidden,
     Duplicate,
     TooLong,
+    TooMany,
 }
 
 impl ErrorType {
@@ -27,6 +28,7 @@ impl ErrorType {
             Self::Forbidden => "Forbidden",
             Self::Duplicate => "Duplicate value",
             Self::TooLong => "Too long",
+            Self::TooMany => "Too many",
         }
     }
 
@@ -38,6 +40,7 @@ impl ErrorType {
             Self::Forbidden => "FieldValueForbidden",
             Self::Duplicate => "FieldValueDuplicate",
             Self::TooLong => "FieldValueTooLong",
+            Self::TooMany => "FieldValueTooMany",
         }
     }
 }
@@ -94,6 +97,17 @@ impl FieldError {
             field: field.into(),
             value: None,
             detail: format!("may not be more than {max} {unit}"),
+        }
+    }
+
+    /// `field.TooMany`: `Too many: <actual>: must have at most <max> items`.
+    pub fn too_many(field: impl Into<String>, actual: usize, max: usize) -> Self {
+        let unit = if max == 1 { "item" } else { "items" };
+        Self {
+            typ: ErrorType::TooMany,
+            field: field.into(),
+            value: Some(actual.to_string()),
+            detail: format!("must have at most {max} {unit}"),
         }
     }
 

@@ -85,8 +85,73 @@ async fn pod_level_requests_over_limits_are_refused_as_recorded() {
     sim.shutdown().await;
 }
 
-/// A plain JSON value of the recordings (used by the DRA tests below).
-#[allow(dead_code)]
-fn value(v: &Value) -> String {
-    v.to_string()
+const DRA: &str = "/apis/resource.k8s.io/v1";
+
+/// The requests the DRA recordings answered, reconstructed from them, in the recorded order.
+fn dra_requests() -> Vec<(&'static str, String, Value)> {
+    vec![
+        (
+            "dra-deviceclass-create-response.json",
+            format!("{DRA}/deviceclasses"),
+            json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+                   "metadata": {"name": "gpu.example.com"},
+                   "spec": {"selectors": [{"cel": {"expression": "device.driver == \"gpu.example.com\""}}]}}),
+        ),
+        (
+            "dra-resourceslice-create-response.json",
+            format!("{DRA}/resourceslices"),
+            json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                   "metadata": {"name": "n1-gpus"},
+                   "spec": {"driver": "gpu.example.com",
+                            "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+                            "nodeName": "n1",
+                            "devices": [
+                                {"name": "gpu-0", "attributes": {"model": {"string": "h100"}},
+                                 "capacity": {"memory": {"value": "80Gi"}}},
+                                {"name": "gpu-1", "attributes": {"model": {"string": "a100"}}}]}}),
+        ),
+        (
+            "dra-resourceclaimtemplate-create-response.json",
+            format!("{DRA}/namespaces/default/resourceclaimtemplates"),
+            json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                   "metadata": {"name": "one-gpu"},
+                   "spec": {"spec": {"devices": {"requests": [
+                       {"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}}}),
+        ),
+        (
+            "dra-resourceclaim-create-response.json",
+            format!("{DRA}/namespaces/default/resourceclaims"),
+            json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                   "metadata": {"name": "c1"},
+                   "spec": {"devices": {"requests": [
+                       {"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com",
+                        "selectors": [{"cel": {"expression": "device.attributes[\"gpu.example.com\"].model == \"a100\""}}]}}]}}}),
+        ),
+        (
+            "dra-resourceclaim-invalid-cel-response.json",
+            format!("{DRA}/namespaces/default/resourceclaims"),
+            json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                   "metadata": {"name": "c-bad"},
+                   "spec": {"devices": {"requests": [
+                       {"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com",
+                        "selectors": [{"cel": {"expression": "device.attributes[\"gpu.example.com\"].model =="}}]}}]}}}),
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn dra_objects_are_created_and_refused_as_recorded() {
+    let (sim, _) = start(small()).await;
+    for (file, path, body) in dra_requests() {
+        let (code, got) = curl(&sim, "POST", &path, None, Some(&body)).await;
+        let want = recording(file);
+        if want["kind"] == "Status" {
+            assert_eq!(code, 422, "{file}");
+            assert_eq!(got, want, "{file}");
+        } else {
+            assert_eq!(code, 201, "{file}: {got}");
+            assert_eq!(comparable(got), comparable(want), "{file}");
+        }
+    }
+    sim.shutdown().await;
 }
