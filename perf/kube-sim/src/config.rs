@@ -1,5 +1,6 @@
 //! Simulator configuration: address, fake nodes, KWOK-like pod lifecycle, watch history and
-//! buffers, namespace policy, the volume provisioner, and the initial fault configuration.
+//! buffers, namespace policy, the volume provisioner, the resource claim controller, and the
+//! initial fault configuration.
 
 use crate::faults::Faults;
 use std::net::SocketAddr;
@@ -39,6 +40,11 @@ pub struct SimConfig {
     /// Dynamic provisioning and binding of PersistentVolumeClaims (a PV controller plus a CSI
     /// external provisioner); off by default.
     pub provisioner: Provisioner,
+    /// Run kube-controller-manager's resource claim controller (claims made from templates for
+    /// pods, `status.resourceClaimStatuses`, reservations of scheduled pods, release and
+    /// deallocation when consumers are gone) and the garbage collection of claims whose owning
+    /// pods are gone; on by default, as in a real cluster.
+    pub resource_claim_controller: bool,
     /// Serve HTTPS with a self-signed CA generated at start (the handle's `ca_pem`, and its
     /// kubeconfig carries it), as a real API server; plain HTTP when false (the default).
     pub tls: bool,
@@ -81,6 +87,7 @@ impl Default for SimConfig {
             install_nodeshard_crd: false,
             record_limit: 1_000_000,
             provisioner: Provisioner::Off,
+            resource_claim_controller: true,
             tls: false,
             faults: Faults::default(),
         }

@@ -308,6 +308,7 @@
 //! admission.
 
 mod cel;
+mod claims;
 mod config;
 mod dra;
 mod error;
@@ -331,7 +332,9 @@ mod tls;
 mod validation;
 mod watch;
 
+pub use claims::POD_CLAIM_NAME_ANNOTATION;
 pub use config::{Provisioner, SimConfig, parse_duration};
+pub use dra::DELETE_PROTECTION_FINALIZER;
 pub use error::{ApiError, Cause, Details};
 pub use faults::{ErrorRule, FaultHandle, Faults};
 pub use kwok::{LIFETIME_ANNOTATION, node_name, node_object, nodeshard_crd, pod_object};

@@ -69,6 +69,10 @@ struct Args {
     /// volume stay Pending).
     #[arg(long)]
     provisioner_never: bool,
+    /// Do not run the resource claim controller (on by default, as kube-controller-manager
+    /// runs it): no claims from templates, reservations, releases or claim garbage collection.
+    #[arg(long)]
+    no_resource_claim_controller: bool,
     /// Serve HTTPS with a self-signed CA generated at start (the kubeconfig embeds it), as a real
     /// API server; plain HTTP otherwise.
     #[arg(long)]
@@ -121,6 +125,7 @@ fn config(a: &Args) -> anyhow::Result<SimConfig> {
         auto_create_namespaces: a.auto_create_namespaces,
         install_nodeshard_crd: a.install_nodeshard_crd,
         provisioner,
+        resource_claim_controller: !a.no_resource_claim_controller,
         tls: a.tls,
         faults: Faults {
             errors,

@@ -1,5 +1,6 @@
 //! The running simulator: shared state (`Inner`: store, config, faults, records), start-up
-//! (namespaces, fake nodes, optional CRD, the storage controllers when configured), the
+//! (namespaces, fake nodes, optional CRD, the storage controllers when configured, the resource
+//! claim controller unless switched off), the
 //! [`SimHandle`] tests and the binary use (address, kubeconfig, direct object access, binding and
 //! write records, faults, shutdown).
 
@@ -396,6 +397,7 @@ impl Sim {
         *inner.addr.lock().unwrap_or_else(|p| p.into_inner()) = Some(addr);
         let mut controllers: Vec<JoinHandle<()>> =
             crate::provisioner::spawn(&inner).into_iter().collect();
+        controllers.extend(crate::claims::spawn(&inner));
         let app = crate::server::router(inner.clone());
         let (tx, rx) = oneshot::channel::<()>();
         let shutdown = async move {

@@ -16,7 +16,7 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, mpsc};
 
 /// An object and its JSON encoding (computed once per write, shared by lists and watches).
 #[derive(Debug)]
@@ -111,6 +111,9 @@ pub struct State {
     evicted_rv: u64,
     tx: broadcast::Sender<Arc<Event>>,
     auto_create_namespaces: bool,
+    /// The commits the resource claim controller follows (pods with claims, claims,
+    /// templates), when it runs.
+    claim_events: Option<mpsc::UnboundedSender<Arc<Event>>>,
 }
 
 fn name_of(obj: &Value) -> &str {
@@ -152,7 +155,13 @@ impl State {
             evicted_rv: 0,
             tx,
             auto_create_namespaces,
+            claim_events: None,
         }
+    }
+
+    /// Hands the resource claim controller the commits it follows from now on.
+    pub(crate) fn set_claim_events(&mut self, tx: mpsc::UnboundedSender<Arc<Event>>) {
+        self.claim_events = Some(tx);
     }
 
     /// The current global resourceVersion.
@@ -189,6 +198,11 @@ impl State {
             self.evicted_rv = old.rv;
         }
         self.history.push_back(ev.clone());
+        if let Some(tx) = &self.claim_events
+            && crate::claims::relevant(&ev)
+        {
+            let _ = tx.send(ev.clone());
+        }
         // No receivers is fine.
         let _ = self.tx.send(ev);
         stored
@@ -733,6 +747,33 @@ impl State {
             "status",
             Scope::Status,
             None,
+        );
+        Some(self.commit(def, v, EventType::Modified))
+    }
+
+    /// Internal read-modify-write of a status by a server-side apply of `applied` (the apply
+    /// configuration, for managedFields): `f` returns false to skip the write.
+    pub fn apply_status(
+        &mut self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        manager: &Manager,
+        applied: &Value,
+        f: impl FnOnce(&mut Value) -> bool,
+    ) -> Option<Arc<Stored>> {
+        let old = self.get(def, ns, name).ok()?;
+        let mut v = old.value.clone();
+        if !f(&mut v) || v == old.value {
+            return None;
+        }
+        managed::record(
+            Some(&old.value),
+            &mut v,
+            manager,
+            "status",
+            Scope::Status,
+            Some(applied),
         );
         Some(self.commit(def, v, EventType::Modified))
     }

@@ -1,0 +1,526 @@
+//! The resource claim controller of kube-controller-manager (`pkg/controller/resourceclaim`),
+//! on by default as there ([`SimConfig::resource_claim_controller`](crate::SimConfig)). It
+//! follows the store's commits of pods that have `spec.resourceClaims`, of ResourceClaims and of
+//! ResourceClaimTemplates (the store hands it only those, so pods without claims cost nothing)
+//! and writes through the store like API calls, each change its own `resourceVersion` and watch
+//! event:
+//!
+//! - A pod claim naming a `resourceClaimTemplateName` gets a ResourceClaim made from the
+//!   template (its `spec`, labels and annotations) with `generateName` `<pod>-<claim>-`
+//!   (both parts shortened proportionally past 57 characters), an owner reference to the pod
+//!   (`controller` and `blockOwnerDeletion` true) and the annotation
+//!   [`POD_CLAIM_NAME_ANNOTATION`] naming the pod claim, created by `kube-controller-manager`;
+//!   then the pod's `status.resourceClaimStatuses` gets `{name, resourceClaimName}` through a
+//!   server-side apply of `ResourceClaimController` (one write for all new entries). A claim
+//!   the controller made earlier (owned by the pod, with the annotation) is reused. While the
+//!   template does not exist nothing happens; its creation makes the claims of the pods
+//!   waiting for it. Pods that are done (Succeeded or Failed) get no new claims.
+//! - A scheduled pod (`spec.nodeName`) whose claim is allocated but not reserved for it is
+//!   added to the claim's `status.reservedFor` (`{resource: pods, name, uid}`), while fewer
+//!   than 256 consumers are.
+//! - A claim's `reservedFor` entries for pods that are gone, replaced (another UID) or done are
+//!   removed; when that empties the list and the claim carries the scheduler's
+//!   [`DELETE_PROTECTION_FINALIZER`](crate::DELETE_PROTECTION_FINALIZER) (it allocated the
+//!   claim), the same status write clears `status.allocation` (deallocation), and a second
+//!   write removes the finalizer. An unreserved claim made for a pod that is done or replaced
+//!   is deleted.
+//! - Garbage collection: a ResourceClaim all of whose owners are pods that no longer exist is
+//!   deleted (as kube-controller-manager's garbage collector does for any dependent).
+
+use crate::dra;
+use crate::managed::{Manager, Operation};
+use crate::meta;
+use crate::resources::ResourceDef;
+use crate::sim::Inner;
+use crate::store::{Event, EventType, Part, State};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// The annotation of a claim made from a template: the pod claim (`spec.resourceClaims[].name`)
+/// it was made for.
+pub const POD_CLAIM_NAME_ANNOTATION: &str = "resource.kubernetes.io/pod-claim-name";
+
+/// The field manager of the controller's pod status applies.
+const FIELD_MANAGER: &str = "ResourceClaimController";
+
+/// The field manager of kube-controller-manager's other writes (its User-Agent).
+const KCM: &str = "kube-controller-manager";
+
+/// At most this many consumers may reserve a claim.
+const RESERVED_FOR_MAX: usize = 256;
+
+fn has_claims(pod: &Value) -> bool {
+    pod.pointer("/spec/resourceClaims")
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty())
+}
+
+/// Whether a commit concerns the controller (decided under the store lock: cheap).
+pub(crate) fn relevant(ev: &Event) -> bool {
+    match ev.key.as_ref() {
+        "/pods" => has_claims(&ev.obj.value),
+        dra::CLAIM_KEY | dra::TEMPLATE_KEY => true,
+        _ => false,
+    }
+}
+
+/// Starts the controller when the configuration asks for it.
+pub(crate) fn spawn(inner: &Arc<Inner>) -> Option<JoinHandle<()>> {
+    if !inner.cfg.resource_claim_controller {
+        return None;
+    }
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    inner.state().set_claim_events(tx);
+    let inner = inner.clone();
+    let rt = inner.rt.clone();
+    Some(rt.spawn(async move {
+        while let Some(ev) = rx.recv().await {
+            on_event(&inner, &ev);
+        }
+    }))
+}
+
+struct Defs {
+    pods: Arc<ResourceDef>,
+    claims: Arc<ResourceDef>,
+    templates: Arc<ResourceDef>,
+}
+
+fn defs(st: &State) -> Defs {
+    Defs {
+        pods: st.registry.get("", "v1", "pods").expect("built in"),
+        claims: st
+            .registry
+            .get(dra::GROUP, "v1", "resourceclaims")
+            .expect("built in"),
+        templates: st
+            .registry
+            .get(dra::GROUP, "v1", "resourceclaimtemplates")
+            .expect("built in"),
+    }
+}
+
+fn s<'a>(v: &'a Value, ptr: &str) -> &'a str {
+    v.pointer(ptr).and_then(Value::as_str).unwrap_or("")
+}
+
+fn arr<'a>(v: &'a Value, ptr: &str) -> &'a [Value] {
+    v.pointer(ptr)
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
+}
+
+/// `isPodDone`: a terminal phase (kube-sim has no graceful deletion).
+fn pod_done(pod: &Value) -> bool {
+    matches!(s(pod, "/status/phase"), "Succeeded" | "Failed")
+}
+
+/// The pod controlling a claim (`owningPod`): name and UID.
+fn owning_pod(claim: &Value) -> Option<(&str, &str)> {
+    arr(claim, "/metadata/ownerReferences")
+        .iter()
+        .find_map(|o| {
+            (o.get("controller").and_then(Value::as_bool) == Some(true)
+                && s(o, "/apiVersion") == "v1"
+                && s(o, "/kind") == "Pod")
+                .then(|| (s(o, "/name"), s(o, "/uid")))
+        })
+}
+
+fn on_event(inner: &Inner, ev: &Event) {
+    let obj = &ev.obj.value;
+    let ns = meta::meta_str(obj, "namespace").to_string();
+    match (ev.key.as_ref(), ev.etype) {
+        ("/pods", EventType::Deleted) => pod_gone(inner, &ns, meta::meta_str(obj, "uid")),
+        ("/pods", _) => {
+            sync_pod(inner, &ns, meta::meta_str(obj, "name"));
+            if pod_done(obj) {
+                for name in claim_names(obj) {
+                    sync_claim(inner, &ns, &name);
+                }
+            }
+        }
+        (dra::TEMPLATE_KEY, EventType::Added | EventType::Modified) => {
+            let template = meta::meta_str(obj, "name");
+            let pods: Vec<String> = {
+                let st = inner.state();
+                let d = defs(&st);
+                st.list(&d.pods, Some(&ns))
+                    .1
+                    .iter()
+                    .filter(|p| {
+                        arr(&p.value, "/spec/resourceClaims")
+                            .iter()
+                            .any(|c| s(c, "/resourceClaimTemplateName") == template)
+                    })
+                    .map(|p| meta::meta_str(&p.value, "name").to_string())
+                    .collect()
+            };
+            for p in pods {
+                sync_pod(inner, &ns, &p);
+            }
+        }
+        (dra::CLAIM_KEY, EventType::Added | EventType::Modified) => {
+            let claim = meta::meta_str(obj, "name").to_string();
+            sync_claim(inner, &ns, &claim);
+            // Scheduled pods using it may need a reservation.
+            let pods: Vec<String> = {
+                let st = inner.state();
+                let d = defs(&st);
+                st.list(&d.pods, Some(&ns))
+                    .1
+                    .iter()
+                    .filter(|p| claim_names(&p.value).contains(&claim))
+                    .map(|p| meta::meta_str(&p.value, "name").to_string())
+                    .collect()
+            };
+            for p in pods {
+                sync_pod(inner, &ns, &p);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The claim names a pod uses (`resourceclaim.Name` for each pod claim that has one).
+fn claim_names(pod: &Value) -> Vec<String> {
+    arr(pod, "/spec/resourceClaims")
+        .iter()
+        .filter_map(|c| claim_name(pod, c).map(|(n, _)| n))
+        .collect()
+}
+
+/// `resourceclaim.Name`: the claim a pod claim refers to and whether the claim must be owned by
+/// the pod (None: not known yet, or not needed).
+fn claim_name(pod: &Value, pod_claim: &Value) -> Option<(String, bool)> {
+    let direct = s(pod_claim, "/resourceClaimName");
+    if !direct.is_empty() {
+        return Some((direct.to_string(), false));
+    }
+    if s(pod_claim, "/resourceClaimTemplateName").is_empty() {
+        return None;
+    }
+    let name = s(pod_claim, "/name");
+    arr(pod, "/status/resourceClaimStatuses")
+        .iter()
+        .find(|st| s(st, "/name") == name)
+        .and_then(|st| st.get("resourceClaimName").and_then(Value::as_str))
+        .map(|n| (n.to_string(), true))
+}
+
+fn owned_by(claim: &Value, pod: &Value) -> bool {
+    owning_pod(claim).is_some_and(|(_, uid)| uid == meta::meta_str(pod, "uid"))
+}
+
+/// The `generateName` of a claim made for a pod claim (`<pod>-<claim>-`, shortened past 57).
+fn generate_name(pod: &str, claim: &str) -> String {
+    let name = format!("{pod}-{claim}-");
+    const MAX: usize = 57;
+    if name.len() <= MAX {
+        return name;
+    }
+    let (p, c) = (pod.len() * MAX / name.len(), claim.len() * MAX / name.len());
+    format!("{}-{}", &pod[..p], &claim[..c])
+}
+
+fn sync_pod(inner: &Inner, ns: &str, name: &str) {
+    let mut st = inner.state();
+    let d = defs(&st);
+    let Ok(pod) = st.get(&d.pods, ns, name) else {
+        return;
+    };
+    let pod = pod.value.clone();
+    let mut statuses: Vec<Value> = Vec::new();
+    if !pod_done(&pod) {
+        for pc in arr(&pod, "/spec/resourceClaims") {
+            let Some(template) = pc
+                .get("resourceClaimTemplateName")
+                .and_then(Value::as_str)
+                .filter(|t| !t.is_empty())
+            else {
+                continue;
+            };
+            if let Some((existing, _)) = claim_name(&pod, pc)
+                && st
+                    .get(&d.claims, ns, &existing)
+                    .is_ok_and(|c| owned_by(&c.value, &pod))
+            {
+                continue;
+            }
+            let pc_name = s(pc, "/name");
+            let found = st
+                .list(&d.claims, Some(ns))
+                .1
+                .iter()
+                .find(|c| {
+                    owned_by(&c.value, &pod)
+                        && s(
+                            &c.value,
+                            &format!(
+                                "/metadata/annotations/{}",
+                                POD_CLAIM_NAME_ANNOTATION.replace('/', "~1")
+                            ),
+                        ) == pc_name
+                })
+                .map(|c| meta::meta_str(&c.value, "name").to_string());
+            let claim_name = match found {
+                Some(n) => n,
+                None => {
+                    let Ok(t) = st.get(&d.templates, ns, template) else {
+                        continue; // until the template exists
+                    };
+                    let t = t.value.clone();
+                    let mut annotations = t
+                        .pointer("/spec/metadata/annotations")
+                        .cloned()
+                        .filter(Value::is_object)
+                        .unwrap_or_else(|| json!({}));
+                    annotations[POD_CLAIM_NAME_ANNOTATION] = json!(pc_name);
+                    let mut metadata = json!({
+                        "generateName": generate_name(name, pc_name),
+                        "namespace": ns,
+                        "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": name,
+                            "uid": meta::meta_str(&pod, "uid"), "controller": true,
+                            "blockOwnerDeletion": true}],
+                        "annotations": annotations,
+                    });
+                    if let Some(l) = t.pointer("/spec/metadata/labels").filter(|l| l.is_object()) {
+                        metadata["labels"] = l.clone();
+                    }
+                    let claim = json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                        "metadata": metadata,
+                        "spec": t.pointer("/spec/spec").cloned().unwrap_or_else(|| json!({}))});
+                    match st.create_by(
+                        &d.claims,
+                        Some(ns),
+                        claim,
+                        Some(&Manager::update(KCM)),
+                        None,
+                    ) {
+                        Ok(c) => meta::meta_str(&c.value, "name").to_string(),
+                        Err(e) => {
+                            tracing::warn!(pod = %format!("{ns}/{name}"), "creating the claim failed: {e}");
+                            continue;
+                        }
+                    }
+                }
+            };
+            statuses.push(json!({"name": pc_name, "resourceClaimName": claim_name}));
+        }
+    }
+    let mut pod = pod;
+    if !statuses.is_empty() {
+        let applied = json!({"status": {"resourceClaimStatuses": statuses}});
+        let mgr = Manager {
+            name: FIELD_MANAGER.into(),
+            operation: Operation::Apply,
+        };
+        let written = st.apply_status(&d.pods, ns, name, &mgr, &applied, |p| {
+            let list = p["status"]
+                .as_object_mut()
+                .expect("pod status")
+                .entry("resourceClaimStatuses")
+                .or_insert_with(|| json!([]));
+            if !list.is_array() {
+                *list = json!([]);
+            }
+            let list = list.as_array_mut().expect("array");
+            for st in &statuses {
+                match list.iter_mut().find(|x| x["name"] == st["name"]) {
+                    Some(x) => *x = st.clone(),
+                    None => list.push(st.clone()),
+                }
+            }
+            true
+        });
+        if let Some(w) = written {
+            pod = w.value.clone();
+        }
+    }
+    if s(&pod, "/spec/nodeName").is_empty() {
+        return; // the scheduler reserves
+    }
+    for pc in arr(&pod, "/spec/resourceClaims") {
+        let Some((claim_name, check_owner)) = claim_name(&pod, pc) else {
+            continue;
+        };
+        let Ok(claim) = st.get(&d.claims, ns, &claim_name) else {
+            continue;
+        };
+        let claim = claim.value.clone();
+        if check_owner && !owned_by(&claim, &pod) {
+            continue;
+        }
+        let reserved = arr(&claim, "/status/reservedFor");
+        let uid = meta::meta_str(&pod, "uid");
+        if claim
+            .pointer("/status/allocation")
+            .is_some_and(|a| !a.is_null())
+            && !reserved.iter().any(|r| s(r, "/uid") == uid)
+            && reserved.len() < RESERVED_FOR_MAX
+        {
+            let mut c = claim.clone();
+            let mut list = reserved.to_vec();
+            list.push(json!({"resource": "pods", "name": name, "uid": uid}));
+            c["status"]["reservedFor"] = Value::Array(list);
+            if let Err(e) = st.update_by(
+                &d.claims,
+                ns,
+                &claim_name,
+                c,
+                Part::Status,
+                Some(&Manager::update(KCM)),
+                None,
+            ) {
+                tracing::warn!(claim = %format!("{ns}/{claim_name}"), "reserving failed: {e}");
+            }
+        }
+    }
+}
+
+fn sync_claim(inner: &Inner, ns: &str, name: &str) {
+    let mut st = inner.state();
+    let d = defs(&st);
+    let Ok(claim) = st.get(&d.claims, ns, name) else {
+        return;
+    };
+    let claim = claim.value.clone();
+    let reserved = arr(&claim, "/status/reservedFor").to_vec();
+    let valid: Vec<Value> = reserved
+        .iter()
+        .filter(|r| {
+            if !s(r, "/apiGroup").is_empty() || s(r, "/resource") != "pods" {
+                return true;
+            }
+            match st.get(&d.pods, ns, s(r, "/name")) {
+                Err(_) => false,
+                Ok(p) => meta::meta_str(&p.value, "uid") == s(r, "/uid") && !pod_done(&p.value),
+            }
+        })
+        .cloned()
+        .collect();
+    let finalizer = arr(&claim, "/metadata/finalizers")
+        .iter()
+        .any(|f| f.as_str() == Some(dra::DELETE_PROTECTION_FINALIZER));
+    let mut claim = claim;
+    if valid.len() < reserved.len() {
+        let mut c = claim.clone();
+        let status = c["status"].as_object_mut().expect("claim status");
+        if valid.is_empty() {
+            status.remove("reservedFor");
+            if finalizer {
+                // Allocated by the scheduler: deallocate with the last consumer gone.
+                status.remove("allocation");
+            }
+        } else {
+            status.insert("reservedFor".into(), Value::Array(valid.clone()));
+        }
+        match st.update_by(
+            &d.claims,
+            ns,
+            name,
+            c,
+            Part::Status,
+            Some(&Manager::update(KCM)),
+            None,
+        ) {
+            Ok(w) => claim = w.value.clone(),
+            Err(e) => {
+                tracing::warn!(claim = %format!("{ns}/{name}"), "releasing failed: {e}");
+                return;
+            }
+        }
+        if finalizer
+            && claim
+                .pointer("/status/allocation")
+                .is_none_or(Value::is_null)
+        {
+            let mut c = claim.clone();
+            if let Some(Value::Array(f)) = c.pointer_mut("/metadata/finalizers") {
+                f.retain(|x| x.as_str() != Some(dra::DELETE_PROTECTION_FINALIZER));
+            }
+            match st.update_by(
+                &d.claims,
+                ns,
+                name,
+                c,
+                Part::Main,
+                Some(&Manager::update(KCM)),
+                None,
+            ) {
+                Ok(w) => claim = w.value.clone(),
+                Err(e) => {
+                    tracing::warn!(claim = %format!("{ns}/{name}"), "removing the finalizer failed: {e}");
+                    return;
+                }
+            }
+        }
+    }
+    if !valid.is_empty() {
+        return;
+    }
+    if let Some((pod_name, pod_uid)) = owning_pod(&claim) {
+        if let Ok(pod) = st.get(&d.pods, ns, pod_name)
+            && (meta::meta_str(&pod.value, "uid") != pod_uid || pod_done(&pod.value))
+        {
+            let _ = st.delete(&d.claims, ns, name, None);
+        }
+    }
+}
+
+/// A pod was deleted: its reservations are released, and the claims it alone owned are
+/// garbage-collected.
+fn pod_gone(inner: &Inner, ns: &str, uid: &str) {
+    let (reserving, orphans): (Vec<String>, Vec<String>) = {
+        let st = inner.state();
+        let d = defs(&st);
+        let (_, claims) = st.list(&d.claims, Some(ns));
+        let pods = st.list(&d.pods, Some(ns)).1;
+        let alive = |u: &str| pods.iter().any(|p| meta::meta_str(&p.value, "uid") == u);
+        let reserving = claims
+            .iter()
+            .filter(|c| {
+                arr(&c.value, "/status/reservedFor")
+                    .iter()
+                    .any(|r| s(r, "/uid") == uid)
+            })
+            .map(|c| meta::meta_str(&c.value, "name").to_string())
+            .collect();
+        let orphans = claims
+            .iter()
+            .filter(|c| {
+                let owners = arr(&c.value, "/metadata/ownerReferences");
+                owners.iter().any(|o| s(o, "/uid") == uid)
+                    && owners
+                        .iter()
+                        .all(|o| s(o, "/kind") == "Pod" && !alive(s(o, "/uid")))
+            })
+            .map(|c| meta::meta_str(&c.value, "name").to_string())
+            .collect();
+        (reserving, orphans)
+    };
+    for c in reserving {
+        sync_claim(inner, ns, &c);
+    }
+    let mut st = inner.state();
+    let d = defs(&st);
+    for c in orphans {
+        let _ = st.delete(&d.claims, ns, &c, None);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_names() {
+        assert_eq!(generate_name("pod", "gpu"), "pod-gpu-");
+        let long = "p".repeat(60);
+        let n = generate_name(&long, "claim-name");
+        assert!(n.len() <= 57, "{n}");
+        assert!(n.starts_with("ppp") && n.contains("-clai"), "{n}");
+    }
+}
