@@ -44,6 +44,7 @@
 //!   placement only, never what a claim proves).
 
 use crate::binder::{BindVersions, Candidate};
+use crate::dra::PodClaims;
 use crate::event::{self, Events};
 use crate::model::CompiledPod;
 use crate::plugins::{
@@ -148,6 +149,7 @@ pub fn allocate(
     snap: &Snapshot,
     pod: &CompiledPod,
     volumes: Option<&PodVolumes>,
+    claims: Option<&PodClaims>,
     versions: &BindVersions,
     backlog: Backlog,
     s: &mut Scratch,
@@ -164,7 +166,12 @@ pub fn allocate(
             ..FailureSummary::default()
         });
     }
-    let cx = Cycle { pod, snap, volumes };
+    let cx = Cycle {
+        pod,
+        snap,
+        volumes,
+        claims,
+    };
     let mut filters = Filters::new(cx);
     let mut scores = Scores::new(cx);
     let mut ranges = Ranges::default();
@@ -223,7 +230,7 @@ pub fn allocate(
         View::Missing(_) => {}
     }
     if s.feasible.is_empty() {
-        return Decision::Unschedulable(explain_all(snap, pod, volumes));
+        return Decision::Unschedulable(explain_all(snap, pod, volumes, claims));
     }
     filters.reads(&mut s.reads);
     // Strict packing (module doc): no fallback to an empty node, and empty nodes tie by slot.
@@ -422,6 +429,7 @@ pub fn explain_all(
     snap: &Snapshot,
     pod: &CompiledPod,
     volumes: Option<&PodVolumes>,
+    claims: Option<&PodClaims>,
 ) -> FailureSummary {
     let mut summary = FailureSummary::default();
     if let View::Missing(shard) = &snap.view {
@@ -436,7 +444,12 @@ pub fn explain_all(
             return summary;
         }
     }
-    let mut filters = Filters::new(Cycle { pod, snap, volumes });
+    let mut filters = Filters::new(Cycle {
+        pod,
+        snap,
+        volumes,
+        claims,
+    });
     for ci in 0..snap.arena.num_chunks() {
         let chunk = snap.arena.chunk(ci);
         let admitted = snap.view.admits(ci);

@@ -116,6 +116,8 @@ pub struct Cache {
     hostname_key: u32,
     /// PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes (`volumes`).
     storage: Storage,
+    /// ResourceClaims (`dra`).
+    claims: crate::dra::Claims,
     /// CSI attach limits by node name id, as snapshots carry them.
     csi_limits: Arc<CsiLimits>,
 }
@@ -164,6 +166,7 @@ impl Cache {
             namespaces: Arc::default(),
             anti_epoch: 0,
             storage: Storage::default(),
+            claims: crate::dra::Claims::default(),
             csi_limits: Arc::default(),
         }
     }
@@ -552,11 +555,13 @@ impl Cache {
     }
 
     /// The pod as others see it once placed: its CSI volumes resolved from the storage objects.
-    fn placed_info(&self, pod: &CompiledPod) -> Arc<PodInfo> {
+    fn placed_info(&mut self, pod: &CompiledPod) -> Arc<PodInfo> {
         if pod.claims.is_empty() {
             return pod.info.clone();
         }
-        let csi = self.storage.csi_of(&pod.namespace, &pod.claims);
+        let csi = self
+            .storage
+            .csi_of(&pod.namespace, &pod.claims, &mut self.interner);
         if csi == pod.info.csi {
             return pod.info.clone();
         }
@@ -569,14 +574,12 @@ impl Cache {
     /// Apply a change to the storage objects (`volumes`). Returns its events and the objects it
     /// rejected.
     pub fn apply_storage(&mut self, input: StorageInput) -> (Events, Vec<ModelError>) {
-        let refresh = matches!(
+        // What placed pods' CSI volumes are resolved from (`Storage::csi_of`).
+        let refresh = !matches!(
             input,
-            StorageInput::Pvc(_)
-                | StorageInput::PvcReset(_)
-                | StorageInput::Pv(_)
-                | StorageInput::PvReset(_)
-                | StorageInput::PvDelete(_)
-                | StorageInput::PvcDelete { .. }
+            StorageInput::CsiNode(_)
+                | StorageInput::CsiNodeDelete(_)
+                | StorageInput::CsiNodeReset(_)
         );
         let (events, errors) = self.storage.apply(input, &mut self.interner);
         for node in self.storage.take_limits_changed() {
@@ -601,20 +604,27 @@ impl Cache {
         (events, errors)
     }
 
-    /// Placed pods with claims get their CSI volumes resolved again (a claim or PV changed).
+    /// Placed pods with claims get their CSI volumes resolved again (a claim, PV or class
+    /// changed). A node whose pods now attach a volume they did not before can take fewer:
+    /// its bind version advances, so a decision made without it is not claimed.
     fn refresh_csi(&mut self) {
-        let stale: Vec<(Arc<str>, CsiVolumes)> = self
+        let with_claims: Vec<(Arc<str>, String, Vec<(Arc<str>, bool)>)> = self
             .pods
             .iter()
             .filter(|(_, p)| !p.info.claims.is_empty())
-            .filter_map(|(uid, p)| {
-                let ns = self.interner.resolve(p.info.namespace);
-                let claims: Vec<(Arc<str>, bool)> =
-                    p.info.claims.iter().map(|c| (c.clone(), false)).collect();
-                let csi = self.storage.csi_of(ns, &claims);
-                (csi != p.info.csi).then(|| (uid.clone(), csi))
+            .map(|(uid, p)| {
+                let ns = self.interner.resolve(p.info.namespace).to_owned();
+                let claims = p.info.claims.iter().map(|c| (c.clone(), false)).collect();
+                (uid.clone(), ns, claims)
             })
             .collect();
+        let mut stale: Vec<(Arc<str>, CsiVolumes)> = Vec::new();
+        for (uid, ns, claims) in with_claims {
+            let csi = self.storage.csi_of(&ns, &claims, &mut self.interner);
+            if self.pods.get(&uid).is_some_and(|p| csi != p.info.csi) {
+                stale.push((uid, csi));
+            }
+        }
         for (uid, csi) in stale {
             let Some(mut p) = self.pods.get(&uid).cloned() else {
                 continue;
@@ -622,6 +632,9 @@ impl Cache {
             let slot = self.by_name.get(&*p.node).copied();
             if let Some(slot) = slot {
                 self.account(slot, &p, -1);
+                if csi.iter().any(|v| p.info.csi.binary_search(v).is_err()) {
+                    self.bump(slot);
+                }
             }
             p.info = Arc::new(PodInfo {
                 csi,
@@ -656,6 +669,25 @@ impl Cache {
             &pod.claims,
             &mut self.interner,
             |claim| placed(claim) || in_flight(claim),
+        )
+    }
+
+    /// Apply a change to the ResourceClaims (`dra`). Returns its events.
+    pub fn apply_dra(&mut self, input: crate::dra::DraInput) -> Events {
+        self.claims.apply(input)
+    }
+
+    /// Resolve a pod's ResourceClaims for its hand-off (`dra::Claims::resolve`), with the
+    /// profile's DRA switch.
+    pub fn resolve_claims(&mut self, pod: &CompiledPod) -> crate::dra::PodClaims {
+        let enabled = self.profile.dynamic_resources;
+        self.claims.resolve(
+            &pod.namespace,
+            &pod.uid,
+            &pod.name,
+            &pod.resource_claims,
+            enabled,
+            &mut self.interner,
         )
     }
 

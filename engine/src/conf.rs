@@ -205,6 +205,10 @@ pub struct Profile {
     /// `volumebinding.bindTimeoutSeconds` (`predicates` argument, default 600): how long a bind
     /// waits for the claims it provisions to be bound.
     pub volume_bind_timeout: std::time::Duration,
+    /// `predicate.DynamicResourceAllocationEnable` (default true, as upstream follows the DRA
+    /// feature gate): false keeps every pod with ResourceClaims pending with a condition that
+    /// says so (`plugins::dynamic_resources`). Upstream ignores the key; Magma honours it.
+    pub dynamic_resources: bool,
     pub sampling: Sampling,
     /// Things the configuration asks for that Magma accepts but does not do, for the log.
     pub warnings: Vec<String>,
@@ -221,8 +225,10 @@ impl Default for Profile {
 /// implements are declared by the plugins, `plugins::FilterSwitches`): accepted with a warning
 /// (DRA, the equivalence cache, the VolumeBinding score, the proportional and GPU predicates of
 /// the batch scheduler's `predicates`). Any other key is rejected.
+/// The `predicates` argument switching DRA (`Profile::dynamic_resources`).
+pub const DRA_SWITCH_KEY: &str = "predicate.DynamicResourceAllocationEnable";
+
 const UNSUPPORTED_PREDICATE_KEYS: &[&str] = &[
-    "predicate.DynamicResourceAllocationEnable",
     "predicate.CacheEnable",
     "predicate.ProportionalEnable",
     "predicate.GPUSharingEnable",
@@ -450,6 +456,7 @@ impl Profile {
             }
         }
         let mut filters = FilterSwitches::OFF;
+        let mut dynamic_resources = true;
         let mut volume_bind_timeout =
             std::time::Duration::from_secs(volume_binding::BIND_TIMEOUT_DEFAULT as u64);
         let mut weights = ScoreWeights::NONE;
@@ -489,6 +496,7 @@ impl Profile {
                                 warnings.push(format!("{owner}: argument {key:?} is accepted but Magma does not implement that filter"));
                             } else if !FilterSwitches::keys().any(|k| k == key)
                                 && key != volume_binding::BIND_TIMEOUT_KEY
+                                && key != DRA_SWITCH_KEY
                             {
                                 return Err(at(unknown(key)));
                             }
@@ -497,6 +505,7 @@ impl Profile {
                         for key in UNSUPPORTED_PREDICATE_KEYS.iter().filter(|k| k.ends_with("Enable")) {
                             get_bool(&owner, a, key, true).map_err(&at)?;
                         }
+                        dynamic_resources = get_bool(&owner, a, DRA_SWITCH_KEY, true).map_err(&at)?;
                         let timeout = get_int(
                             &owner,
                             a,
@@ -587,6 +596,7 @@ impl Profile {
             weights,
             candidate_node_count,
             volume_bind_timeout,
+            dynamic_resources,
             sampling,
             warnings,
         })
@@ -752,13 +762,24 @@ configurations:
             "actions: allocate\ntiers:\n- plugins:\n  - name: gang\n  - name: predicates\n    arguments:\n      predicate.DynamicResourceAllocationEnable: true\n  - name: nodeorder\n    arguments:\n      imagelocality.weight: 2\n",
         )
         .unwrap();
-        assert_eq!(p.warnings.len(), 3, "{:?}", p.warnings);
+        assert_eq!(p.warnings.len(), 2, "{:?}", p.warnings);
         assert!(p.warnings.iter().any(|w| w.contains("gang")));
-        assert!(
-            p.warnings
-                .iter()
-                .any(|w| w.contains("DynamicResourceAllocation"))
-        );
+        assert!(p.dynamic_resources);
+    }
+
+    /// Upstream ignores `predicate.DynamicResourceAllocationEnable`; Magma honours it (a pod
+    /// with claims then stays pending with a condition saying so), and it is on by default.
+    #[test]
+    fn the_dra_switch_is_read_and_on_by_default() {
+        assert!(Profile::default().dynamic_resources);
+        let off = |v: &str| {
+            parse(&format!(
+                "actions: allocate\ntiers:\n- plugins:\n  - name: predicates\n    arguments:\n      predicate.DynamicResourceAllocationEnable: {v}\n"
+            ))
+        };
+        assert!(!off("false").unwrap().dynamic_resources);
+        assert!(off("true").unwrap().dynamic_resources);
+        assert!(off("maybe").is_err());
     }
 
     #[test]

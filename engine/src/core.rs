@@ -71,6 +71,8 @@ pub enum Input {
     Profile(Arc<Profile>),
     /// A PersistentVolumeClaim, PersistentVolume, StorageClass or CSINode changed (`volumes`).
     Storage(StorageInput),
+    /// A ResourceClaim changed (`dra`).
+    Dra(crate::dra::DraInput),
     /// A namespace was added or its labels changed (pod affinity `namespaceSelector`).
     NamespaceApply(NamespaceInput),
     NamespaceDelete(String),
@@ -113,6 +115,8 @@ pub enum BindResult {
     PodGone,
     /// 429/5xx/timeout or any other error: retry after backoff.
     Failed(String),
+    /// PreBind (volumes) failed before the binding was sent: retry after backoff.
+    PreBindFailed(String),
     /// Not sent (e.g. leadership was lost first): the assumption is dropped and the pod goes
     /// back to activeQ without a status write; whoever leads next schedules it.
     Abandoned,
@@ -156,6 +160,9 @@ pub struct StatusIntent {
     pub name: Arc<str>,
     pub reason: StatusReason,
     pub message: Arc<str>,
+    /// Also clear `status.nominatedNodeName` (a failed binding: kube-scheduler's
+    /// `clearNominatedNode`).
+    pub clear_nominated: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -296,6 +303,17 @@ impl Core {
     }
 
     fn report(&mut self, pod: &Arc<CompiledPod>, reason: StatusReason, message: String) {
+        self.report_clearing(pod, reason, message, false);
+    }
+
+    /// [`Core::report`], clearing the pod's nomination too when `clear_nominated`.
+    fn report_clearing(
+        &mut self,
+        pod: &Arc<CompiledPod>,
+        reason: StatusReason,
+        message: String,
+        clear_nominated: bool,
+    ) {
         let message: Arc<str> = Arc::from(message);
         if self.queue.get(&pod.uid).is_some() && !self.queue.note_message(&pod.uid, &message) {
             return;
@@ -307,6 +325,7 @@ impl Core {
             name: pod.name.clone(),
             reason,
             message,
+            clear_nominated,
         }));
     }
 
@@ -451,6 +470,7 @@ impl Core {
                     self.emit(Intent::Error(CoreError::Storage(error)));
                 }
             }
+            Input::Dra(change) => self.pending_events |= self.cache.apply_dra(change),
             Input::NamespaceApply(n) => {
                 self.pending_events |= self.cache.set_namespace(&n.name, Some(&n.labels));
             }
@@ -488,6 +508,7 @@ impl Core {
                         name: Arc::from(p.name.as_str()),
                         reason: StatusReason::SchedulerError,
                         message,
+                        clear_nominated: false,
                     }));
                 }
                 self.emit(Intent::Error(CoreError::Pod {
@@ -570,7 +591,7 @@ impl Core {
                 self.queue.remove(uid);
                 self.pending_events |= self.cache.forget(uid);
             }
-            BindResult::Failed(msg) => {
+            BindResult::Failed(_) | BindResult::PreBindFailed(_) => {
                 inc(&self.stats.driver.bind_failures, 1);
                 let node = self.cache.placement(uid).map(|p| p.node.to_owned());
                 self.pending_events |= self.cache.forget(uid);
@@ -580,11 +601,16 @@ impl Core {
                 }
                 let pod = e.pod().clone();
                 let node = node.unwrap_or_default();
-                self.report(
-                    &pod,
-                    StatusReason::SchedulerError,
-                    format!("failed to bind to node {node}: {msg}"),
-                );
+                // Volcano's texts (`volcano-agent-scheduler.md` §6.2).
+                let message = match result {
+                    BindResult::PreBindFailed(msg) => format!(
+                        "execute preBind for pod {}/{} failed: {msg}, resync the task",
+                        pod.namespace, pod.name
+                    ),
+                    BindResult::Failed(msg) => format!("failed to bind to node {node}: {msg}"),
+                    _ => unreachable!("matched above"),
+                };
+                self.report_clearing(&pod, StatusReason::SchedulerError, message, true);
                 self.queue.requeue_backoff(&pod.uid, now);
             }
         }
@@ -678,9 +704,10 @@ impl Core {
                 self.queue.mark_unschedulable(&uid, summary.wake, now);
                 // Decided on a view older than a wake-up that could help: retry it. The view is
                 // the snapshot, and for a pod with claims also what was resolved at hand-off
-                // (storage objects and other pods' claims are not in the snapshot, and a change
-                // to them publishes none).
-                let handed = r.task.volumes.is_some().then_some(r.task.wakes_seen);
+                // (storage objects, ResourceClaims and other pods' claims are not in the
+                // snapshot, and a change to them publishes none).
+                let handed = (r.task.volumes.is_some() || r.task.claims.is_some())
+                    .then_some(r.task.wakes_seen);
                 let after = |s: u64, n: u64| s > r.snapshot_seq || handed.is_some_and(|h| n > h);
                 let history_covers = self.wakes.len() < WAKE_HISTORY
                     || self.wakes.front().is_none_or(|&(s, n, _)| {
@@ -804,6 +831,8 @@ impl Core {
                 };
                 Arc::new(self.cache.resolve_volumes(&pod, in_flight))
             });
+            let claims = (!pod.resource_claims.is_empty())
+                .then(|| Arc::new(self.cache.resolve_claims(&pod)));
             if self
                 .handoff
                 .try_push(Task {
@@ -812,6 +841,7 @@ impl Core {
                     arrived,
                     lane,
                     volumes,
+                    claims,
                     wakes_seen: self.wake_no,
                 })
                 .is_err()

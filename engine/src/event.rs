@@ -34,5 +34,8 @@ pub const NAMESPACE_CHANGED: Events = 1 << 7;
 /// A PersistentVolumeClaim, PersistentVolume, StorageClass or CSINode appeared or changed.
 pub const STORAGE_CHANGED: Events = 1 << 8;
 
+/// A ResourceClaim (DRA) appeared, changed or went away.
+pub const CLAIM_CHANGED: Events = 1 << 9;
+
 /// Every event (for a pod whose decision predates the wake-up history).
 pub const ALL: Events = u32::MAX;

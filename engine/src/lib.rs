@@ -21,6 +21,7 @@ pub mod cache;
 pub mod clock;
 pub mod conf;
 pub mod core;
+pub mod dra;
 // The runtime spawns OS threads and blocks on channels: not modelled under loom, which drives
 // the protocol pieces (`worker::Shared`, `binder`, `cache`, `sync::HandOff`) directly.
 #[cfg(not(loom))]

@@ -33,8 +33,15 @@ pub const ZONE_LABELS: [&str; 4] = [
 /// CSI attach limits by node name id: (driver id, count), sorted by driver.
 pub type CsiLimits = BTreeMap<u32, Arc<[(u32, i64)]>>;
 
-/// CSI volumes (driver id, volume handle id).
+/// CSI volumes (driver id, volume handle id), each once, sorted: what NodeVolumeLimits counts.
+/// A claim not bound to a CSI volume yet counts under its class's provisioner with a handle of
+/// its own ([`UNBOUND_HANDLE_PREFIX`]), as kube-scheduler's synthetic handle.
 pub type CsiVolumes = Box<[(u32, u32)]>;
+
+/// Prefix of the handle an unbound claim counts with (`<prefix><namespace>/<claim>`):
+/// kube-scheduler uses a random prefix chosen at start; this one cannot be a CSI volume handle
+/// in practice either, and keeps test output readable.
+pub const UNBOUND_HANDLE_PREFIX: &str = "\u{0}unbound/";
 
 /// A pod volume as the adapter sees it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -185,7 +192,14 @@ pub struct Provision {
     pub allowed: Option<Box<[Term]>>,
     /// The class's provisioner (a CSI driver: one new volume for attach limits).
     pub driver: u32,
+    /// The class can provision a new volume: its provisioner is not
+    /// [`NO_PROVISIONER`] (local PVs are created by hand, never provisioned).
+    pub provisionable: bool,
 }
+
+/// The provisioner of classes whose volumes are only ever created by hand (local PVs):
+/// kube-scheduler's `NotSupportedProvisioner`.
+pub const NO_PROVISIONER: &str = "kubernetes.io/no-provisioner";
 
 /// A pod's volumes, resolved when it is handed off.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -193,6 +207,8 @@ pub struct PodVolumes {
     pub blocked: Option<Blocked>,
     pub bound: Box<[BoundVolume]>,
     pub provision: Box<[Provision]>,
+    /// The CSI volumes it attaches (`Storage::csi_of`), for NodeVolumeLimits.
+    pub csi: CsiVolumes,
 }
 
 #[derive(Debug, Clone)]
@@ -216,6 +232,7 @@ struct Class {
     wffc: bool,
     allowed: Option<Box<[Term]>>,
     provisioner: u32,
+    provisionable: bool,
 }
 
 /// The storage objects (see the module doc).
@@ -377,6 +394,7 @@ impl Storage {
                 wffc,
                 allowed,
                 provisioner: interner.intern(&c.provisioner),
+                provisionable: c.provisioner != NO_PROVISIONER,
             },
         );
         Ok(())
@@ -413,15 +431,41 @@ impl Storage {
             .is_some_and(|c| c.rwop)
     }
 
-    /// CSI volumes (driver, handle) of a pod's bound claims, for attach limits.
-    pub fn csi_of(&self, namespace: &str, claims: &[(Arc<str>, bool)]) -> CsiVolumes {
-        claims
-            .iter()
-            .filter_map(|(name, _)| {
-                let c = self.claims.get(&key(namespace, name))?;
-                self.volumes.get(c.volume.as_ref()?)?.csi
-            })
-            .collect()
+    /// The CSI volumes a pod's claims attach on its node, for attach limits, as
+    /// kube-scheduler's NodeVolumeLimits counts them (`filterAttachableVolumes`): a claim bound to
+    /// a PV with `spec.csi` is (driver, handle); a claim bound to a PV that is missing, or not
+    /// bound yet, counts under its StorageClass's provisioner with a handle of its own, so two
+    /// pods sharing it count it once; a claim without a class (or whose class is missing) and a
+    /// PV that is not CSI count nothing. Missing claims count nothing (VolumeBinding rejects the
+    /// pod).
+    pub fn csi_of(
+        &self,
+        namespace: &str,
+        claims: &[(Arc<str>, bool)],
+        interner: &mut Interner,
+    ) -> CsiVolumes {
+        let mut out: Vec<(u32, u32)> = Vec::new();
+        for (name, _) in claims {
+            let Some(c) = self.claims.get(&key(namespace, name)) else {
+                continue;
+            };
+            let pv = c.volume.as_ref().and_then(|v| self.volumes.get(v));
+            let vol = match pv {
+                Some(pv) => pv.csi,
+                None => c
+                    .class
+                    .as_ref()
+                    .and_then(|class| self.classes.get(class))
+                    .map(|class| {
+                        let handle = format!("{UNBOUND_HANDLE_PREFIX}{namespace}/{name}");
+                        (class.provisioner, interner.intern(&handle))
+                    }),
+            };
+            out.extend(vol);
+        }
+        out.sort_unstable();
+        out.dedup();
+        out.into()
     }
 
     /// Resolve the claims of a pod (namespace, uid, name, its claim names; see the module
@@ -491,12 +535,14 @@ impl Storage {
                         name: name.clone(),
                         allowed: class.allowed.clone(),
                         driver: class.provisioner,
+                        provisionable: class.provisionable,
                     });
                 }
             }
         }
         out.bound = bound.into();
         out.provision = provision.into();
+        out.csi = self.csi_of(namespace, claims, interner);
         out
     }
 }

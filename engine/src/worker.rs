@@ -41,6 +41,8 @@ pub struct Task {
     pub lane: bool,
     /// Its claims, resolved when it was handed off (`volumes`).
     pub volumes: Option<Arc<PodVolumes>>,
+    /// Its ResourceClaims (DRA), resolved when it was handed off (`dra`).
+    pub claims: Option<Arc<crate::dra::PodClaims>>,
     /// The driver's wake-up count when it was handed off: later wake-ups may have changed what
     /// `volumes` resolved.
     pub wakes_seen: u64,
@@ -338,6 +340,7 @@ impl Worker {
                 &snap,
                 &task.pod,
                 volumes,
+                task.claims.as_deref(),
                 &shared.versions,
                 shared.backlog(),
                 &mut self.scratch,

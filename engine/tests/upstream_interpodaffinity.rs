@@ -147,6 +147,7 @@ impl World {
             pod: &pod,
             snap: &snap,
             volumes: None,
+            claims: None,
         };
         let skip = <InterPodAffinity as Filter>::pre_filter(cx).is_none();
         let mut f = Filters::new(cx);
@@ -181,6 +182,7 @@ impl World {
             pod: &pod,
             snap: &snap,
             volumes: None,
+            claims: None,
         };
         <InterPodAffinity as Scorer>::pre_score(cx)?;
         let mut sc = Scores::new(cx);

@@ -200,6 +200,7 @@ impl World {
             pod: &pod,
             snap: &snap,
             volumes: None,
+            claims: None,
         };
         let skip = <PodTopologySpread as Filter>::pre_filter(cx).is_none();
         let mut f = Filters::new(cx);
@@ -232,6 +233,7 @@ impl World {
             pod: &pod,
             snap: &snap,
             volumes: None,
+            claims: None,
         };
         <PodTopologySpread as Scorer>::pre_score(cx)?;
         let mut sc = Scores::new(cx);

@@ -80,6 +80,7 @@ fn bench_allocate(c: &mut Criterion) {
                     &snap,
                     black_box(&p),
                     None,
+                    None,
                     &versions,
                     Backlog::default(),
                     &mut scratch,

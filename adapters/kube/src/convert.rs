@@ -18,6 +18,8 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use magma_engine::dra::PodClaimInput;
+use magma_engine::model::PodResourcesInput;
 use magma_engine::model::{
     ContainerInput, ContainerStatusInput, LabelSelectorInput, NamespaceInput, NodeAffinityInput,
     NodeInput, PodAffinityInput, PodAffinityTermInput, PodInput, PodPhase, PortInput,
@@ -265,6 +267,8 @@ pub fn pod_input(pod: Pod) -> Option<PodInput> {
         .map(|cs| cs.iter().map(spread).collect())
         .unwrap_or_default();
     let volumes = pod_volumes(&spec);
+    let resources = pod_resources(spec.resources.take(), status);
+    let resource_claims = resource_claims(spec.resource_claims.take(), status);
     let statuses = status.and_then(|st| st.container_statuses.as_ref());
     let containers = std::mem::take(&mut spec.containers)
         .into_iter()
@@ -319,7 +323,57 @@ pub fn pod_input(pod: Pod) -> Option<PodInput> {
         terminating: meta.deletion_timestamp.is_some(),
         volumes,
         resize_infeasible: resize_infeasible(status),
+        resources,
+        resource_claims,
     })
+}
+
+/// `spec.resources` and the pod-level resize status; `None` when the pod sets neither requests
+/// nor limits.
+fn pod_resources(
+    spec: Option<k8s_openapi::api::core::v1::ResourceRequirements>,
+    status: Option<&PodStatus>,
+) -> Option<PodResourcesInput> {
+    let spec = spec?;
+    let (requests, limits) = (resources_owned(spec.requests), resources_owned(spec.limits));
+    if requests.is_empty() && limits.is_empty() {
+        return None;
+    }
+    Some(PodResourcesInput {
+        requests,
+        limits,
+        status_requests: status
+            .and_then(|s| s.resources.as_ref())
+            .and_then(|r| r.requests.as_ref())
+            .map(|m| resources(Some(m))),
+        allocated: status
+            .and_then(|s| s.allocated_resources.as_ref())
+            .map(|m| resources(Some(m))),
+    })
+}
+
+/// `spec.resourceClaims`, each with the claim made for its template if the pod's status names
+/// one (`status.resourceClaimStatuses`).
+fn resource_claims(
+    claims: Option<Vec<crate::slim::PodResourceClaim>>,
+    status: Option<&PodStatus>,
+) -> Vec<PodClaimInput> {
+    let statuses = status.and_then(|s| s.resource_claim_statuses.as_ref());
+    claims
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            let made = statuses
+                .and_then(|ss| ss.iter().find(|s| s.name == c.name))
+                .map(|s| s.resource_claim_name.clone());
+            PodClaimInput {
+                name: c.name,
+                claim: c.resource_claim_name,
+                template: c.resource_claim_template_name,
+                made,
+            }
+        })
+        .collect()
 }
 
 /// Convert a namespace (its labels, for `namespaceSelector`).
@@ -327,6 +381,33 @@ pub fn namespace_input(ns: &Namespace) -> Option<NamespaceInput> {
     Some(NamespaceInput {
         name: ns.metadata.name.clone().filter(|n| !n.is_empty())?,
         labels: labels(&ns.metadata),
+    })
+}
+
+/// Convert a ResourceClaim (`resource.k8s.io/v1`).
+pub fn resource_claim_input(
+    c: &k8s_openapi::api::resource::v1::ResourceClaim,
+) -> Option<magma_engine::dra::ClaimInput> {
+    let meta = &c.metadata;
+    let status = c.status.as_ref();
+    Some(magma_engine::dra::ClaimInput {
+        namespace: meta.namespace.clone().filter(|n| !n.is_empty())?,
+        name: meta.name.clone().filter(|n| !n.is_empty())?,
+        uid: meta.uid.clone().unwrap_or_default(),
+        owner_uid: meta
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|o| o.controller == Some(true))
+            .map(|o| o.uid.clone()),
+        deleting: meta.deletion_timestamp.is_some(),
+        allocated: status.is_some_and(|s| s.allocation.is_some()),
+        reserved_for: status
+            .and_then(|s| s.reserved_for.as_ref())
+            .into_iter()
+            .flatten()
+            .map(|r| r.uid.clone())
+            .collect(),
     })
 }
 
@@ -630,6 +711,53 @@ mod tests {
         assert_eq!(cpu(&i), 1400, "what it holds, as the spec asks less here");
         let i = pod_input(resized(Some("Deferred"))).unwrap();
         assert!(!i.resize_infeasible);
+    }
+
+    /// Pod-level resources (spec and the pod-level resize status) and resource claims (named,
+    /// templated with and without the claim the controller made) reach the engine.
+    #[test]
+    fn converts_pod_level_resources_and_resource_claims() {
+        let i = pod_input(pod(json!({
+            "metadata": {"name": "p", "namespace": "ns", "uid": "u1"},
+            "spec": {
+                "containers": [{"name": "c", "resources": {}}],
+                "resources": {"requests": {"cpu": "1500m"}, "limits": {"cpu": "2"}},
+                "resourceClaims": [
+                    {"name": "gpu", "resourceClaimName": "shared-gpu"},
+                    {"name": "nic", "resourceClaimTemplateName": "nic-tpl"},
+                    {"name": "scratch", "resourceClaimTemplateName": "t2"}]
+            },
+            "status": {
+                "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "2"}},
+                "allocatedResources": {"cpu": "2"},
+                "resourceClaimStatuses": [{"name": "nic", "resourceClaimName": "p-nic-x7"}]
+            }
+        })))
+        .unwrap();
+        let r = i.resources.as_ref().unwrap();
+        assert_eq!(r.requests, [("cpu".to_string(), "1500m".to_string())]);
+        assert_eq!(r.limits, [("cpu".to_string(), "2".to_string())]);
+        assert_eq!(
+            r.status_requests.as_deref(),
+            Some(&[("cpu".to_string(), "2".to_string())][..])
+        );
+        assert_eq!(
+            r.allocated.as_deref(),
+            Some(&[("cpu".to_string(), "2".to_string())][..])
+        );
+        let c = &i.resource_claims;
+        assert_eq!(c.len(), 3);
+        assert_eq!(c[0].claim.as_deref(), Some("shared-gpu"));
+        assert_eq!(c[1].template.as_deref(), Some("nic-tpl"));
+        assert_eq!(c[1].made, Some(Some("p-nic-x7".to_string())));
+        assert_eq!(c[2].made, None, "no claim made for it yet");
+        // No pod-level resources: `None`, whatever the pod's containers ask.
+        let i = pod_input(pod(json!({
+            "metadata": {"name": "p", "uid": "u1"},
+            "spec": {"containers": [], "resources": {}}
+        })))
+        .unwrap();
+        assert!(i.resources.is_none() && i.resource_claims.is_empty());
     }
 
     #[test]

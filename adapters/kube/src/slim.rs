@@ -196,6 +196,30 @@ pub struct PodSpec {
     pub scheduling_gates: Option<Vec<PodSchedulingGate>>,
     pub topology_spread_constraints: Option<Vec<TopologySpreadConstraint>>,
     pub volumes: Option<Vec<Volume>>,
+    /// Pod-level requests and limits (`PodLevelResources`).
+    pub resources: Option<ResourceRequirements>,
+    /// The ResourceClaims (DRA) the pod uses.
+    pub resource_claims: Option<Vec<PodResourceClaim>>,
+}
+
+/// `spec.resourceClaims[]`: a claim by name, or one made for the pod from a template.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PodResourceClaim {
+    #[serde(default)]
+    pub name: String,
+    pub resource_claim_name: Option<String>,
+    pub resource_claim_template_name: Option<String>,
+}
+
+/// `status.resourceClaimStatuses[]`: the claim the resource-claim controller made for a
+/// template (`None`: no claim is needed).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PodResourceClaimStatus {
+    #[serde(default)]
+    pub name: String,
+    pub resource_claim_name: Option<String>,
 }
 
 /// A container's name (to find its status), requests, limits, host ports and (init
@@ -227,9 +251,10 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<()>, D::Error> {
     Ok(Option::<IgnoredAny>::deserialize(d)?.map(|_| ()))
 }
 
-/// `status` of a [`Pod`]: its phase, the nominated node, and what in-place resize reads (the
-/// containers' actuated and allocated resources, the `PodResizePending` reason). Of the
-/// conditions only type and reason are read; container states, images and probes are skipped.
+/// `status` of a [`Pod`]: its phase, the nominated node, what in-place resize reads (the
+/// containers' and the pod's actuated and allocated resources, the `PodResizePending` reason),
+/// and the claims made for its templates. Of the conditions only type and reason are read;
+/// container states, images and probes are skipped.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct PodStatus {
@@ -238,6 +263,11 @@ pub struct PodStatus {
     pub conditions: Option<Vec<PodCondition>>,
     pub container_statuses: Option<Vec<ContainerStatus>>,
     pub init_container_statuses: Option<Vec<ContainerStatus>>,
+    /// Pod-level in-place resize: what is actuated (`requests` only is read) and what the
+    /// kubelet admitted (`InPlacePodLevelResourcesVerticalScaling`).
+    pub resources: Option<StatusResources>,
+    pub allocated_resources: Option<BTreeMap<String, Quantity>>,
+    pub resource_claim_statuses: Option<Vec<PodResourceClaimStatus>>,
 }
 
 /// One pod condition: type and reason.

@@ -1,7 +1,8 @@
 //! Watches: one pod informer (every pod not yet finished, as kube-scheduler's), nodes (with
 //! `--node-selector`), and what the cross-node plugins read: namespaces (pod affinity
 //! `namespaceSelector`), PersistentVolumeClaims (all namespaces), PersistentVolumes,
-//! StorageClasses and CSINodes (`storage.k8s.io/v1`), turned into engine inputs as they arrive.
+//! StorageClasses and CSINodes (`storage.k8s.io/v1`), and ResourceClaims (`resource.k8s.io/v1`,
+//! when served), turned into engine inputs as they arrive.
 //! The claim watch also feeds the binds waiting for their claims to be provisioned
 //! (`prebind::Claims`). Scheduling starts once every one of them has delivered its first list
 //! ([`SyncState`]).
@@ -22,18 +23,20 @@
 
 use crate::convert::{
     claim_key, csi_node_input, is_pending_for, namespace_input, node_input, node_selected,
-    pod_input, pv_input, pvc_input, storage_class_input,
+    pod_input, pv_input, pvc_input, resource_claim_input, storage_class_input,
 };
 use crate::feed::{self, Change};
 use crate::prebind::Claims;
 use crate::slim::{Node, Pod};
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::api::resource::v1::ResourceClaim;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use kube::runtime::watcher;
 use kube::{Api, Client};
 use magma_engine::EngineHandle;
 use magma_engine::core::Input;
+use magma_engine::dra::DraInput;
 use magma_engine::model::PodInput;
 use magma_engine::volumes::StorageInput;
 use std::sync::Arc;
@@ -52,6 +55,7 @@ pub struct SyncState {
     volumes: AtomicBool,
     classes: AtomicBool,
     csi_nodes: AtomicBool,
+    resource_claims: AtomicBool,
     notify: Notify,
 }
 
@@ -67,11 +71,12 @@ impl SyncState {
             volumes: AtomicBool::new(false),
             classes: AtomicBool::new(false),
             csi_nodes: AtomicBool::new(false),
+            resource_claims: AtomicBool::new(false),
             notify: Notify::new(),
         }
     }
 
-    fn flags(&self) -> [&AtomicBool; 8] {
+    fn flags(&self) -> [&AtomicBool; 9] {
         [
             &self.pods,
             &self.nodes,
@@ -81,6 +86,7 @@ impl SyncState {
             &self.volumes,
             &self.classes,
             &self.csi_nodes,
+            &self.resource_claims,
         ]
     }
 
@@ -90,7 +96,7 @@ impl SyncState {
 
     /// The watches that have not delivered their first list yet (for the log).
     pub fn unsynced(&self) -> Vec<&'static str> {
-        const NAMES: [&str; 8] = [
+        const NAMES: [&str; 9] = [
             "pods",
             "nodes",
             "nodeshards",
@@ -99,6 +105,7 @@ impl SyncState {
             "persistentvolumes",
             "storageclasses",
             "csinodes",
+            "resourceclaims",
         ];
         self.flags()
             .iter()
@@ -219,6 +226,11 @@ pub fn spawn(
             },
             |all| Input::Storage(StorageInput::ClassReset(all)),
             mark(|s| &s.classes),
+        )),
+        tokio::spawn(feed_resource_claims(
+            client.clone(),
+            engine.clone(),
+            mark(|s| &s.resource_claims),
         )),
         tokio::spawn(feed_kind(
             feed::watch(
@@ -381,6 +393,55 @@ async fn feed_nodes(
                 if let Some(name) = n.metadata.name {
                     engine.send(Input::NodeDelete(name));
                 }
+            }
+        }
+    }
+}
+
+/// ResourceClaims (`resource.k8s.io/v1`, DRA), when the API server serves them: a server
+/// without the group has no claims (a pod naming one then waits for it, `dra`), so the watch
+/// is not started and counts as synced.
+async fn feed_resource_claims(client: Client, engine: EngineHandle, synced: impl Fn()) {
+    if !serves(&client, RESOURCE_API).await {
+        tracing::info!("{RESOURCE_API} is not served: pods with resource claims will wait");
+        engine.send(Input::Dra(DraInput::ClaimReset(Vec::new())));
+        synced();
+        return;
+    }
+    feed_kind(
+        feed::watch(
+            Api::<ResourceClaim>::all(client),
+            watcher::Config::default(),
+            "resourceclaims",
+            |c: ResourceClaim| resource_claim_input(&c),
+        ),
+        engine,
+        |c| Input::Dra(DraInput::Claim(c)),
+        |c: ResourceClaim| {
+            let (namespace, name) = (c.metadata.namespace?, c.metadata.name?);
+            Some(Input::Dra(DraInput::ClaimDelete { namespace, name }))
+        },
+        |all| Input::Dra(DraInput::ClaimReset(all)),
+        synced,
+    )
+    .await
+}
+
+/// The DRA API group and version the scheduler reads.
+pub const RESOURCE_API: &str = "resource.k8s.io/v1";
+
+/// Whether the API server serves `group/version` (its discovery document exists). Errors other
+/// than 404 are retried: discovery passed at start, so they are transient.
+async fn serves(client: &Client, group_version: &str) -> bool {
+    let mut backoff = std::time::Duration::from_millis(200);
+    loop {
+        match client.list_api_group_resources(group_version).await {
+            Ok(_) => return true,
+            Err(kube::Error::Api(s)) if s.code == 404 => return false,
+            Err(e) => {
+                tracing::warn!(error = %e, "discovery of {group_version} failed; retrying");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(std::time::Duration::from_secs(10));
             }
         }
     }

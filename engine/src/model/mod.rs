@@ -10,6 +10,7 @@
 //! This module owns those types; it touches nothing else.
 
 mod pod_affinity;
+mod pod_resources;
 mod quantity;
 
 pub use pod_affinity::{
@@ -77,6 +78,20 @@ pub enum ModelError {
     BindingMode(String),
     #[error("volume {0:?}: a pod volume name must not be empty or repeated")]
     VolumeName(String),
+    /// `spec.resourceClaims` the API server would refuse (`dra::compile_claims`).
+    #[error("{0}")]
+    ResourceClaim(String),
+    /// Pod-level resources the API server would refuse, with its causes (`pod_resources`).
+    #[error("{}", causes_text(.0))]
+    PodResources(Vec<String>),
+}
+
+/// The API server's rendering of several causes: one alone, or `[a, b, ...]`.
+fn causes_text(causes: &[String]) -> String {
+    match causes {
+        [one] => one.clone(),
+        many => format!("[{}]", many.join(", ")),
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -532,6 +547,22 @@ pub struct PodInput {
     /// The `PodResizePending` condition's reason is `Infeasible`: the containers count at their
     /// status (`ContainerInput::status`), not at their spec.
     pub resize_infeasible: bool,
+    /// `spec.resources`: pod-level requests and limits (`PodLevelResources`), with what the
+    /// kubelet reports of them for in-place resize; `None` when the pod sets none.
+    pub resources: Option<PodResourcesInput>,
+    /// `spec.resourceClaims` (DRA), resolved against `status.resourceClaimStatuses`.
+    pub resource_claims: Vec<crate::dra::PodClaimInput>,
+}
+
+/// Pod-level resources (`spec.resources`, KEP-2837) and their in-place resize status
+/// (`InPlacePodLevelResourcesVerticalScaling`): `status.resources.requests` (actuated) and
+/// `status.allocatedResources` (admitted), each `None` when the kubelet reports none.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PodResourcesInput {
+    pub requests: Vec<(String, String)>,
+    pub limits: Vec<(String, String)>,
+    pub status_requests: Option<Vec<(String, String)>>,
+    pub allocated: Option<Vec<(String, String)>>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -770,6 +801,9 @@ pub struct CompiledPod {
     /// Some request names a resource no node offered when it was compiled (a requested-only
     /// slot, `ResourceRegistry`): re-resolved when nodes offer new names.
     pub requests_unoffered: bool,
+    /// `spec.resourceClaims` (DRA), resolved against the ResourceClaims when it is handed off
+    /// (`dra`).
+    pub resource_claims: Box<[crate::dra::PodClaim]>,
 }
 
 impl CompiledPod {
@@ -951,7 +985,8 @@ fn container_requests(
 
 /// Kubernetes' effective pod request (`resourcehelper.PodRequests`): the sum of the regular
 /// containers plus all sidecars, or the largest need at any init step (each init container plus
-/// the sidecars started before it), whichever is larger; plus the pod overhead.
+/// the sidecars started before it), whichever is larger; pod-level requests in place of that
+/// for the resources they set (`pod_resources`); plus the pod overhead.
 pub fn effective_requests(
     registry: &mut ResourceRegistry,
     pod: &PodInput,
@@ -989,14 +1024,12 @@ fn effective_requests_both(
             };
             max_into(&mut self.init_max, &step);
         }
-        fn finish(mut self, overhead: &ResourceList) -> ResourceList {
+        /// The containers' aggregate (`AggregateContainerRequests`).
+        fn containers(mut self) -> ResourceList {
             for &(s, a) in &self.sidecars {
                 add_into(&mut self.reqs, s, a);
             }
             max_into(&mut self.reqs, &self.init_max);
-            for &(s, a) in overhead {
-                add_into(&mut self.reqs, s, a);
-            }
             self.reqs
         }
     }
@@ -1016,7 +1049,15 @@ fn effective_requests_both(
         nonzero.init(own_nz, c.restartable);
     }
     let overhead = parse_list(registry, side, &pod.overhead)?;
-    Ok((plain.finish(&overhead), nonzero.finish(&overhead)))
+    let (mut plain, mut nonzero) = (plain.containers(), nonzero.containers());
+    if let Some(r) = &pod.resources {
+        pod_resources::apply(registry, side, pod, r, &overhead, &mut plain, &mut nonzero)?;
+    }
+    for &(s, a) in &overhead {
+        add_into(&mut plain, s, a);
+        add_into(&mut nonzero, s, a);
+    }
+    Ok((plain, nonzero))
 }
 
 /// Compile a node selector term (a PV's node affinity, a class's allowed topologies).
@@ -1184,6 +1225,9 @@ pub fn compile_pod(
     if input.name.is_empty() {
         return Err(ModelError::Empty { what: "pod name" });
     }
+    if let Some(r) = &input.resources {
+        pod_resources::validate(input, r)?;
+    }
     let (mut requests, nz) = effective_requests_both(registry, Side::Pod, input)?;
     add_into(&mut requests, PODS, 1);
     let mut node_selector: Vec<(u32, u32)> = input
@@ -1273,6 +1317,11 @@ pub fn compile_pod(
     let requests_unoffered = requests
         .iter()
         .any(|&(s, _)| ResourceRegistry::is_requested_only(s));
+    let resource_claims = if input.resource_claims.is_empty() {
+        Box::default()
+    } else {
+        crate::dra::compile_claims(&input.resource_claims)?
+    };
     Ok(CompiledPod {
         uid: Arc::from(input.uid.as_str()),
         namespace: interner.shared(namespace).expect("just interned").clone(),
@@ -1313,6 +1362,7 @@ pub fn compile_pod(
         lane: false,
         claims: claims.clone().into(),
         requests_unoffered,
+        resource_claims,
     }
     .with_lane(Interner::HOSTNAME))
 }

@@ -450,3 +450,196 @@ fn gates_and_unschedulable_toleration_precomputed() {
     assert!(cp.gated);
     assert!(cp.tolerates_unschedulable);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Pod-level resources (`pod_resources`)
+// ---------------------------------------------------------------------------------------------
+
+fn kv(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn pod_level(mut p: PodInput, requests: &[(&str, &str)], limits: &[(&str, &str)]) -> PodInput {
+    p.resources = Some(PodResourcesInput {
+        requests: kv(requests),
+        limits: kv(limits),
+        ..Default::default()
+    });
+    p
+}
+
+#[test]
+fn pod_level_requests_replace_the_containers_aggregate_for_cpu_and_memory() {
+    // The issue's over-commit cases: pod-level 2500m / 5Gi count, whatever the containers ask.
+    let p = compile(&pod_level(
+        pod(vec![c(&[("cpu", "100m"), ("memory", "64Mi")])], vec![]),
+        &[("cpu", "2500m"), ("memory", "5Gi")],
+        &[],
+    ));
+    assert_eq!(p.request(CPU), 2500);
+    assert_eq!(p.request(MEMORY), 5 << 30);
+    assert_eq!((p.nonzero_cpu, p.nonzero_memory), (2500, 5 << 30));
+    // Containers without requests at all: the pod-level values, not the scorers' defaults.
+    let p = compile(&pod_level(
+        pod(vec![c(&[])], vec![]),
+        &[("cpu", "1500m")],
+        &[],
+    ));
+    assert_eq!(p.request(CPU), 1500);
+    assert_eq!(p.nonzero_cpu, 1500);
+    assert_eq!(p.request(MEMORY), 0);
+    assert_eq!(
+        p.nonzero_memory, DEFAULT_NONZERO_MEMORY,
+        "memory has no pod-level request: the containers' non-zero default stays"
+    );
+}
+
+#[test]
+fn pod_level_requests_then_overhead_other_resources_from_the_containers() {
+    let mut input = pod_level(
+        pod(
+            vec![c(&[
+                ("cpu", "200m"),
+                ("ephemeral-storage", "1Gi"),
+                ("example.com/nic", "1"),
+            ])],
+            vec![c(&[("cpu", "3")])],
+        ),
+        &[("cpu", "1500m")],
+        &[("cpu", "2")],
+    );
+    input.overhead = kv(&[("cpu", "600m"), ("memory", "100Mi")]);
+    let mut reg = ResourceRegistry::default();
+    let nic = reg.slot("example.com/nic").unwrap();
+    // The init container's 3 CPUs exceed the pod-level 1500m: the API server refuses that, and
+    // so does the engine, with the server's text.
+    let err = compile_pod(&input, &mut Interner::default(), &mut reg).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "spec.resources.requests[cpu]: Invalid value: \"1500m\": must be greater than or equal to \
+         aggregate container requests of 3"
+    );
+    input.init_containers.clear();
+    let p = compile_pod(&input, &mut Interner::default(), &mut reg).unwrap();
+    assert_eq!(p.request(CPU), 2100, "pod-level 1500m plus 600m overhead");
+    assert_eq!(p.request(MEMORY), 100 << 20, "only the overhead");
+    assert_eq!(p.request(EPHEMERAL_STORAGE), 1 << 30);
+    assert_eq!(p.request(nic), 1);
+}
+
+#[test]
+fn pod_level_hugepages_and_zero_requests() {
+    let mut reg = ResourceRegistry::default();
+    let huge = reg.slot("hugepages-2Mi").unwrap();
+    let input = pod_level(
+        pod(vec![c(&[("hugepages-2Mi", "2Mi"), ("cpu", "1")])], vec![]),
+        &[("hugepages-2Mi", "8Mi"), ("cpu", "0"), ("memory", "1Gi")],
+        &[("hugepages-2Mi", "8Mi"), ("cpu", "1")],
+    );
+    // cpu: a pod-level request of 0 below the containers' 1 is refused by the server.
+    let err = compile_pod(&input, &mut Interner::default(), &mut reg).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("aggregate container requests of 1"),
+        "{err}"
+    );
+    let input = pod_level(
+        pod(vec![c(&[("hugepages-2Mi", "2Mi")])], vec![]),
+        &[("hugepages-2Mi", "8Mi"), ("cpu", "0"), ("memory", "1Gi")],
+        &[("hugepages-2Mi", "8Mi")],
+    );
+    let p = compile_pod(&input, &mut Interner::default(), &mut reg).unwrap();
+    assert_eq!(p.request(huge), 8 << 20);
+    assert_eq!(p.request(CPU), 0);
+    assert_eq!(
+        p.nonzero_cpu, 0,
+        "an explicit pod-level zero is kept for scoring"
+    );
+}
+
+#[test]
+fn pod_level_validation_matches_the_api_servers_causes_and_order() {
+    // The request recorded in shared/upstream/apiserver-1.36/pod-level-resources-invalid-response.json.
+    let input = pod_level(
+        pod(vec![c(&[("cpu", "2")]), c(&[("cpu", "1")])], vec![]),
+        &[("cpu", "2"), ("nvidia.com/gpu", "1")],
+        &[("cpu", "1")],
+    );
+    let err = compile_pod(
+        &input,
+        &mut Interner::default(),
+        &mut ResourceRegistry::default(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err,
+        ModelError::PodResources(vec![
+            "spec.resources.requests: Invalid value: \"2\": must be less than or equal to cpu \
+             limit of 1"
+                .into(),
+            "spec.resources.requests[nvidia.com/gpu]: Unsupported value: \"nvidia.com/gpu\": \
+             supported values: \"cpu\", \"hugepages-\", \"memory\""
+                .into(),
+            "spec.resources.limits: Required value: Limit must be set for non overcommitable \
+             resources"
+                .into(),
+            "spec.resources.requests[cpu]: Invalid value: \"2\": must be greater than or equal to \
+             aggregate container requests of 3"
+                .into(),
+        ])
+    );
+    assert!(err.to_string().starts_with("[spec.resources.requests: "));
+    // Container limits above the pod's, huge pages without cpu or memory.
+    let mut ctr = c(&[("memory", "1Gi")]);
+    ctr.limits = kv(&[("memory", "3Gi")]);
+    let bad = pod_level(pod(vec![ctr], vec![]), &[], &[("memory", "2Gi")]);
+    let err = compile_pod(
+        &bad,
+        &mut Interner::default(),
+        &mut ResourceRegistry::default(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "spec.resources.containers[0][memory].limits: Invalid value: \"3Gi\": must be less than \
+         or equal to pod limits of 2Gi"
+    );
+    let bad = pod_level(pod(vec![c(&[])], vec![]), &[], &[("hugepages-2Mi", "3Mi")]);
+    let err = compile_pod(
+        &bad,
+        &mut Interner::default(),
+        &mut ResourceRegistry::default(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "[spec.resources.limits[hugepages-2Mi]: Invalid value: \"3Mi\": 3Mi is not positive \
+         integer multiple of hugepages-2Mi, spec.resources: Forbidden: HugePages require cpu or \
+         memory]"
+    );
+}
+
+#[test]
+fn pod_level_in_place_resize_counts_the_larger_of_spec_and_what_the_pod_holds() {
+    let resized = |status: &[(&str, &str)], allocated: &[(&str, &str)], infeasible: bool| {
+        let mut p = pod_level(pod(vec![c(&[])], vec![]), &[("cpu", "1")], &[]);
+        p.overhead = kv(&[("cpu", "100m")]);
+        let r = p.resources.as_mut().unwrap();
+        r.status_requests = Some(kv(status));
+        r.allocated = Some(kv(allocated));
+        p.resize_infeasible = infeasible;
+        compile(&p).request(CPU)
+    };
+    // Scaling up to 1 CPU, the kubelet still holds 2100m (overhead included): 2 + 0.1.
+    assert_eq!(
+        resized(&[("cpu", "2100m")], &[("cpu", "2100m")], false),
+        2100
+    );
+    // Scaling down from 500m to 1: the spec wins.
+    assert_eq!(resized(&[("cpu", "600m")], &[("cpu", "600m")], false), 1100);
+    // Infeasible: what it holds, whatever the spec asks.
+    assert_eq!(resized(&[("cpu", "600m")], &[("cpu", "600m")], true), 600);
+}

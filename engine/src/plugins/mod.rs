@@ -106,6 +106,7 @@
 //! The plugins own no state: they read snapshots and compiled pods only.
 
 pub mod balanced_allocation;
+pub mod dynamic_resources;
 pub mod inter_pod_affinity;
 pub mod node_affinity;
 pub mod node_name;
@@ -121,6 +122,7 @@ pub mod volume_zone;
 #[cfg(test)]
 mod tests;
 
+use crate::dra::PodClaims;
 use crate::event::Events;
 use crate::model::{CompiledPod, HostPort, Interner, NodeMeta, ResourceRegistry};
 use crate::snapshot::{Chunk, Snapshot, flags};
@@ -134,6 +136,8 @@ pub struct Cycle<'a> {
     pub snap: &'a Snapshot,
     /// The pod's claims, resolved when it was handed off (`volumes`); `None` without claims.
     pub volumes: Option<&'a PodVolumes>,
+    /// The pod's ResourceClaims, resolved when it was handed off (`dra`); `None` without any.
+    pub claims: Option<&'a PodClaims>,
 }
 
 /// One node slot as the scan visits it.
@@ -750,6 +754,7 @@ plugins! {
         volume_zone: VolumeZone(volume_zone::VolumeZone),
         pod_topology_spread: PodTopologySpread(pod_topology_spread::PodTopologySpread),
         volume_binding: VolumeBinding(volume_binding::VolumeBinding),
+        dynamic_resources: DynamicResources(dynamic_resources::DynamicResources),
     }
     scores {
         least_allocated: noderesources::LeastAllocated,

@@ -1,13 +1,17 @@
-//! NodeVolumeLimits (CSI): the CSI volumes attached on a node, per driver, may not exceed the
-//! node's CSINode `allocatable.count`: the pod's bound CSI volumes not attached there yet, and
-//! one new volume per claim to provision, count against it, `node(s) exceed max volume count`.
-//! A node without a CSINode limit for a driver has no limit.
+//! NodeVolumeLimits (CSI), as kube-scheduler's `CSILimits` counts: per CSI driver, the unique
+//! volumes the pods on a node attach plus the pod's own volumes not attached there yet may not
+//! exceed the node's CSINode `allocatable.count` (`attached + new > limit` refuses, so a limit
+//! of 1 takes one volume and a limit of 0 none), `node(s) exceed max volume count`. A volume is
+//! counted once however many pods use it. Which volumes count is `volumes::Storage::csi_of`:
+//! claims bound to a CSI PV by (driver, handle); claims not bound yet (or bound to a missing PV)
+//! under their class's provisioner, each with a handle of its own; generic ephemeral volumes as
+//! the claims they are. CSI inline volumes and in-tree PVs are not counted (upstream counts
+//! in-tree ones through CSI migration, which Magma does not translate). A node without a
+//! CSINode limit for a driver has no limit.
 
 use super::{Cycle, Filter, Names, Node, OnFailure, Reason, Switch, Verdict};
 use crate::event::{self, Events};
-use smallvec::SmallVec;
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use crate::volumes::{CsiLimits, CsiVolumes};
 
 pub struct NodeVolumeLimits;
 
@@ -25,12 +29,10 @@ impl Reason for TooManyVolumes {
     }
 }
 
-/// The pod's CSI volumes: bound ones (driver, handle) and new ones per driver; and the nodes'
-/// limits (by node name id).
+/// The pod's CSI volumes (sorted, unique) and the nodes' limits (by node name id).
 pub struct NewVolumes<'a> {
-    bound: SmallVec<[(u32, u32); 4]>,
-    fresh: SmallVec<[(u32, i64); 4]>,
-    limits: &'a BTreeMap<u32, Arc<[(u32, i64)]>>,
+    volumes: &'a CsiVolumes,
+    limits: &'a CsiLimits,
 }
 
 impl Filter for NodeVolumeLimits {
@@ -45,21 +47,9 @@ impl Filter for NodeVolumeLimits {
     type State<'a> = NewVolumes<'a>;
 
     fn pre_filter<'a>(cx: Cycle<'a>) -> Option<NewVolumes<'a>> {
-        let v = cx.volumes?;
-        if cx.snap.csi_limits.is_empty() {
-            return None;
-        }
-        let bound: SmallVec<[(u32, u32); 4]> = v.bound.iter().filter_map(|b| b.csi).collect();
-        let mut fresh: SmallVec<[(u32, i64); 4]> = SmallVec::new();
-        for p in v.provision.iter() {
-            match fresh.iter_mut().find(|(d, _)| *d == p.driver) {
-                Some((_, n)) => *n += 1,
-                None => fresh.push((p.driver, 1)),
-            }
-        }
-        (!bound.is_empty() || !fresh.is_empty()).then_some(NewVolumes {
-            bound,
-            fresh,
+        let v = cx.volumes.filter(|v| v.blocked.is_none())?;
+        (!v.csi.is_empty() && !cx.snap.csi_limits.is_empty()).then_some(NewVolumes {
+            volumes: &v.csi,
             limits: &cx.snap.csi_limits,
         })
     }
@@ -72,30 +62,24 @@ impl Filter for NodeVolumeLimits {
             return true;
         };
         let pods = node.chunk.pods[node.i].as_deref().unwrap_or(&[]);
-        let attached = |driver: u32| {
-            let mut handles: SmallVec<[u32; 16]> = pods
+        for &(driver, limit) in limits.iter() {
+            let mine = || st.volumes.iter().filter(|(d, _)| *d == driver);
+            if mine().next().is_none() {
+                continue;
+            }
+            // The driver's volumes attached on the node, each once (most nodes hold a few).
+            let mut attached: smallvec::SmallVec<[u32; 16]> = pods
                 .iter()
                 .flat_map(|p| p.csi.iter())
                 .filter(|(d, _)| *d == driver)
                 .map(|&(_, h)| h)
                 .collect();
-            handles.sort_unstable();
-            handles.dedup();
-            handles
-        };
-        for &(driver, limit) in limits.iter() {
-            let have = attached(driver);
-            let new_bound = st
-                .bound
-                .iter()
-                .filter(|&&(d, h)| d == driver && have.binary_search(&h).is_err())
-                .count() as i64;
-            let fresh = st
-                .fresh
-                .iter()
-                .find(|(d, _)| *d == driver)
-                .map_or(0, |&(_, n)| n);
-            if new_bound + fresh > 0 && have.len() as i64 + new_bound + fresh > limit {
+            attached.sort_unstable();
+            attached.dedup();
+            let new = mine()
+                .filter(|(_, h)| attached.binary_search(h).is_err())
+                .count();
+            if attached.len() as i64 + new as i64 > limit {
                 v.fail(TooManyVolumes);
                 return false;
             }

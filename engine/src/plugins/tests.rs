@@ -54,6 +54,7 @@ impl World {
             pod: &cp,
             snap: &s,
             volumes: None,
+            claims: None,
         });
         let chunk = s.arena.chunk(slot / CHUNK);
         f.enter_chunk(chunk);
@@ -67,6 +68,7 @@ impl World {
             pod: &cp,
             snap: &s,
             volumes: None,
+            claims: None,
         });
         let chunk = s.arena.chunk(slot / CHUNK);
         f.enter_chunk(chunk);
@@ -86,6 +88,7 @@ impl World {
             pod: &cp,
             snap: &s,
             volumes: None,
+            claims: None,
         });
         let chunk = s.arena.chunk(slot / CHUNK);
         sc.enter_chunk(chunk);
@@ -101,7 +104,15 @@ impl World {
         let cp = self.compile(p);
         let s = self.snap();
         let mut scratch = Scratch::new(1);
-        match allocate(&s, &cp, None, self.cache.versions(), backlog, &mut scratch) {
+        match allocate(
+            &s,
+            &cp,
+            None,
+            None,
+            self.cache.versions(),
+            backlog,
+            &mut scratch,
+        ) {
             Decision::Candidates => Ok(scratch
                 .candidates
                 .iter()
@@ -611,6 +622,7 @@ fn sampling_stops_at_the_upstream_count() {
             &s,
             &p,
             None,
+            None,
             w.cache.versions(),
             Backlog::default(),
             &mut scratch
@@ -623,6 +635,7 @@ fn sampling_stops_at_the_upstream_count() {
     allocate(
         &s,
         &p,
+        None,
         None,
         w.cache.versions(),
         Backlog::default(),
@@ -791,7 +804,7 @@ mod chain_agreement {
             for p in &pods {
                 let cp = w.compile(p);
                 let s = w.snap();
-                let mut f = Filters::new(Cycle { pod: &cp, snap: &s, volumes: None });
+                let mut f = Filters::new(Cycle { pod: &cp, snap: &s, volumes: None, claims: None });
                 let mut any_fits = false;
                 for slot in 0..nodes.len() {
                     let chunk = s.arena.chunk(slot / CHUNK);
@@ -805,7 +818,7 @@ mod chain_agreement {
                 }
                 // And allocate agrees: a node that fits is found (every node is scanned).
                 let mut scratch = Scratch::new(3);
-                let d = allocate(&s, &cp, None, w.cache.versions(), Backlog::default(), &mut scratch);
+                let d = allocate(&s, &cp, None, None, w.cache.versions(), Backlog::default(), &mut scratch);
                 prop_assert_eq!(d == Decision::Candidates, any_fits);
             }
         }

@@ -9,7 +9,8 @@
 //!   conflict`;
 //! - an unbound claim of a `WaitForFirstConsumer` class is provisioned on the chosen node: the
 //!   class's `allowedTopologies` must match it, `node(s) didn't find available persistent volumes
-//!   to bind`; once claimed, the bind intent asks the adapter to write
+//!   to bind`, as for a class that cannot provision at all (`kubernetes.io/no-provisioner`:
+//!   local PVs are made by hand); once claimed, the bind intent asks the adapter to write
 //!   `volume.kubernetes.io/selected-node` on the claim and to wait (`volumebinding.bindTimeoutSeconds`)
 //!   until it is bound before binding the pod (kube-scheduler's Reserve and PreBind).
 //!
@@ -91,7 +92,13 @@ impl Filter for VolumeBinding {
             out.fail(Volumes::NodeConflict);
             return false;
         }
-        if !v.provision.iter().all(|p| fits(&p.allowed)) {
+        // A claim only a PV made by hand can satisfy (`kubernetes.io/no-provisioner`), or whose
+        // class's allowed topologies exclude the node (kube-scheduler's `checkVolumeProvisions`).
+        if !v
+            .provision
+            .iter()
+            .all(|p| p.provisionable && fits(&p.allowed))
+        {
             out.fail(Volumes::BindConflict);
             return false;
         }
