@@ -14,7 +14,7 @@
 //! | `watches` | the pod informer, node, namespace and storage watches ([`watch`]), the NodeShard watch | on shutdown |
 //! | `intents` | the engine's intent channel: routes each intent to its kind's queue | when the engine closes it |
 //! | `binder` | the bind queue and executor ([`crate::bind`]) | when the bind queue closes and its calls are done |
-//! | `status` | the two status lanes and their writer ([`crate::status`]) | on shutdown |
+//! | `status` | the conditions and events lanes and their writer ([`crate::status`]) | on shutdown |
 //! | `nodeshard-writer`, `nodeshard-lister` | our NodeShard's status writes, the acquired nodes' pod lists ([`crate::shard`]) | on shutdown |
 //! | `elector` | the Lease ([`crate::leader`]) | on shutdown, after releasing it |
 //! | `leadership` | claims only while leading and synced (`Engine::set_leading`) | on shutdown |
@@ -112,6 +112,8 @@ pub struct Settings {
     pub node_selector: Vec<(String, String)>,
     pub profile: Profile,
     pub bind: BindConfig,
+    /// The events client's budget (`--event-qps`/`--event-burst`; by default the main
+    /// client's, `bind.qps`/`bind.burst`).
     pub event_qps: f64,
     pub event_burst: u32,
     /// `Some` when leader election is on.
@@ -130,7 +132,8 @@ pub struct Settings {
 
 impl Settings {
     /// Upstream's defaults for everything but the client: scheduler name `agent-scheduler`,
-    /// one worker, the built-in profile, QPS/burst 2000/2000, no leader election, no HTTP.
+    /// one worker, the built-in profile, QPS/burst 2000/2000 (events too), no leader election,
+    /// no HTTP.
     pub fn new(client_config: kube::Config) -> Settings {
         Settings {
             client_config,
@@ -140,8 +143,8 @@ impl Settings {
             node_selector: vec![],
             profile: Profile::default(),
             bind: BindConfig::default(),
-            event_qps: 50.0,
-            event_burst: 100,
+            event_qps: BindConfig::default().qps,
+            event_burst: BindConfig::default().burst,
             leader: None,
             config_path: None,
             healthz_addr: None,
@@ -165,9 +168,10 @@ pub fn handover_hold(bind_timeout: Duration) -> Duration {
 #[derive(Debug, Clone, Default)]
 pub struct RunSummary {
     pub binds_sent: u64,
-    /// Status writes dropped, both lanes (`magma_events_dropped_total`).
+    /// Status writes dropped, every lane (`magma_events_dropped_total`,
+    /// `magma_conditions_dropped_total`).
     pub status_dropped: u64,
-    /// Of those, condition + FailedScheduling writes (the Failed lane was full).
+    /// Of those, condition writes (the conditions lane was full).
     pub conditions_dropped: u64,
     /// Condition writes replaced or cancelled before they were sent
     /// (`magma_status_writes_coalesced_total`).
@@ -268,7 +272,9 @@ pub async fn run(
 pub async fn spawn(settings: Settings) -> anyhow::Result<SchedulerHandle> {
     // 1. Connect.
     let watch_client = connect(&settings.client_config).await?;
+    // The main client (bindings, condition patches, nominations) and its budget.
     let bind_client = client_for(&settings.client_config).await?;
+    let main_limiter = Arc::new(TokenBucket::new(settings.bind.qps, settings.bind.burst));
     let status_client = client_for(&settings.client_config).await?;
 
     // 2. The engine, not claiming.
@@ -315,9 +321,9 @@ pub async fn spawn(settings: Settings) -> anyhow::Result<SchedulerHandle> {
     let (list_tx, list_rx) = flume::bounded(64);
     let drops = metrics.event_drops();
     let (sink, status_lanes) = StatusSink::new(
-        crate::status::FAILED_CAPACITY,
-        crate::status::scheduled_capacity(settings.event_qps, settings.event_burst),
-        drops.clone(),
+        crate::status::CONDITIONS_CAPACITY,
+        crate::status::events_capacity(settings.event_qps, settings.event_burst),
+        drops,
     );
     let intents = sup.start(IntentRouter {
         intents: engine.intents().clone(),
@@ -328,12 +334,16 @@ pub async fn spawn(settings: Settings) -> anyhow::Result<SchedulerHandle> {
         metrics: metrics.clone(),
     });
     let status = sup.start(StatusWriter {
-        client: status_client.clone(),
+        budgets: crate::status::Budgets {
+            main: bind_client.clone(),
+            main_limiter: main_limiter.clone(),
+            events: status_client.clone(),
+            events_limiter: TokenBucket::new(settings.event_qps, settings.event_burst),
+        },
         component: settings.scheduler_name.clone(),
-        qps: settings.event_qps,
-        burst: settings.event_burst,
         lanes: status_lanes,
-        drops,
+        sink: sink.clone(),
+        metrics: metrics.clone(),
     });
     let (binds_tx, binds_rx) = tokio_watch::channel(0u64);
     let binds_sent = Arc::new(AtomicU64::new(0));
@@ -342,6 +352,7 @@ pub async fn spawn(settings: Settings) -> anyhow::Result<SchedulerHandle> {
             bind_client,
             engine.handle(),
             settings.bind.clone(),
+            main_limiter,
             leading_rx.clone(),
             claims,
         )
@@ -558,7 +569,7 @@ async fn shut_down(
     Ok(RunSummary {
         binds_sent: binds_sent.load(Ordering::Relaxed),
         status_dropped: sink.dropped(),
-        conditions_dropped: sink.counters().failed_scheduling.load(Ordering::Relaxed),
+        conditions_dropped: sink.counters().conditions.load(Ordering::Relaxed),
         conditions_coalesced: sink.counters().coalesced.load(Ordering::Relaxed),
     })
 }
@@ -707,7 +718,9 @@ fn outcome_hook(
             BindResult::Bound => L::Bound,
             BindResult::AlreadyBound => L::AlreadyBound,
             BindResult::PodGone => L::PodGone,
-            BindResult::Failed(_) | BindResult::Abandoned => L::Failed,
+            BindResult::Failed(_) | BindResult::PreBindFailed(_) | BindResult::Abandoned => {
+                L::Failed
+            }
         };
         metrics.observe_bind(label, took);
         metrics.observe_throttle("bind", throttled);
@@ -731,14 +744,13 @@ fn outcome_hook(
     })
 }
 
-/// The events and conditions writer ([`crate::status`]).
+/// The conditions and events writer ([`crate::status`]).
 struct StatusWriter {
-    client: Client,
+    budgets: crate::status::Budgets,
     component: String,
-    qps: f64,
-    burst: u32,
     lanes: StatusLanes,
-    drops: Arc<crate::status::EventDrops>,
+    sink: StatusSink,
+    metrics: Metrics,
 }
 
 impl Component for StatusWriter {
@@ -747,13 +759,13 @@ impl Component for StatusWriter {
     }
 
     async fn run(self, shutdown: Shutdown) -> anyhow::Result<()> {
+        let metrics = self.metrics;
         let writer = crate::status::run_writer(
-            self.client,
+            self.budgets,
             self.component,
-            TokenBucket::new(self.qps, self.burst),
-            TokenBucket::new(self.qps, self.burst),
             self.lanes,
-            self.drops,
+            self.sink,
+            Arc::new(move |waited| metrics.observe_condition_write(waited)),
         );
         until(&shutdown, writer).await;
         Ok(())
@@ -828,8 +840,8 @@ pub async fn settings_from_options(o: &crate::flags::Options) -> anyhow::Result<
             timeout: bind_timeout,
             ..BindConfig::default()
         },
-        event_qps: f64::from(o.event_qps),
-        event_burst: o.event_burst,
+        event_qps: f64::from(o.event_qps()),
+        event_burst: o.event_burst(),
         leader,
         resource_sync_timeout: o.resource_sync_timeout,
         config_path: (!o.scheduler_conf.is_empty())

@@ -14,13 +14,19 @@
 //!   is dropped and the pod requeued without a status write).
 //! - A pod with claims to provision (`BindIntent::provision`) first goes through PreBind
 //!   (`prebind`: annotate the claims, wait until they are bound, check the PVs against the
-//!   node). Those waits run as their own tasks under their own bound (`volume_concurrency`):
-//!   they hold no permit of the ordinary binds and never delay them; only the final binding
-//!   call takes an ordinary permit. A PreBind failure is reported as `Failed("binding volumes:
-//!   …")`; losing leadership or stopping while waiting abandons the pod.
+//!   node). While it waits, the pod's `status.nominatedNodeName` names the node, as
+//!   kube-scheduler 1.35+ sets it when PreBind has work (`NominatedNodeNameForExpectation`),
+//!   so a pod waiting for its volumes shows where it is going. Those waits run as their own
+//!   tasks under their own bound (`volume_concurrency`): they hold no permit of the ordinary
+//!   binds and never delay them; only the final binding call takes an ordinary permit. A
+//!   PreBind failure is reported as `PreBindFailed("binding volumes: …")` (the engine writes the
+//!   `SchedulerError` condition, clearing the nomination); losing leadership or stopping while
+//!   waiting abandons the pod.
 //!
 //! This is the only write on the hot path: one API call per scheduled pod (pods with claims to
-//! provision also patch each claim). Events go through `status` on a separate client.
+//! provision also patch each claim and their nomination). The budget (`--kube-api-qps`) is
+//! shared with the condition patches of `status`, which go first; events go through `status`
+//! on a separate client.
 
 use crate::prebind::{self, Claims, PreBind};
 use crate::ratelimit::TokenBucket;
@@ -135,17 +141,20 @@ async fn post_binding(client: Client, intent: &BindIntent, timeout: Duration) ->
 
 impl BindExecutor {
     /// `claims`: the registry the PersistentVolumeClaim watch feeds (`watch::spawn`).
+    /// `limiter`: the main client's budget (`--kube-api-qps`), shared with the condition
+    /// patches.
     pub fn new(
         client: Client,
         engine: EngineHandle,
         cfg: BindConfig,
+        limiter: Arc<TokenBucket>,
         leading: watch::Receiver<bool>,
         claims: Arc<Claims>,
     ) -> BindExecutor {
         BindExecutor {
             client,
             engine,
-            limiter: Arc::new(TokenBucket::new(cfg.qps, cfg.burst)),
+            limiter,
             permits: Arc::new(Semaphore::new(cfg.concurrency.max(1))),
             volume_permits: Arc::new(Semaphore::new(cfg.volume_concurrency.max(1))),
             claims,
@@ -244,6 +253,7 @@ impl BindExecutor {
                 p = volume_permits.acquire_owned() => p.expect("semaphore never closed"),
                 _ = stopping.wait_for(|s| *s) => return abandon(&engine),
             };
+            nominate(&ctx.client, &limiter, &intent).await;
             let outcome =
                 prebind::bind_volumes(&ctx, &intent.node, &intent.provision, deadline).await;
             let result = match outcome {
@@ -263,7 +273,7 @@ impl BindExecutor {
                 }
                 PreBind::Failed(msg) => {
                     tracing::debug!(pod = %intent.pod.key(), node = %intent.node, reason = %msg, "PreBind failed");
-                    BindResult::Failed(msg)
+                    BindResult::PreBindFailed(msg)
                 }
                 PreBind::Abandoned => return abandon(&engine),
             };
@@ -274,6 +284,17 @@ impl BindExecutor {
             // Held to the end: the drain waits for the binding call too.
             drop(turn);
         });
+    }
+}
+
+/// Set the pod's `status.nominatedNodeName` to the node its PreBind waits for (a failure is only
+/// logged, as kube-scheduler does: binding goes on).
+async fn nominate(client: &Client, limiter: &TokenBucket, intent: &BindIntent) {
+    limiter.acquire().await;
+    let patch = serde_json::json!({"status": {"nominatedNodeName": &*intent.node}});
+    let pod = &intent.pod;
+    if let Err(e) = crate::status::patch_status(client, &pod.namespace, &pod.name, patch).await {
+        tracing::debug!(pod = %pod.key(), error = %e, "nominating the node PreBind waits for failed");
     }
 }
 

@@ -281,12 +281,14 @@ pub struct Options {
     /// Magma: maximum concurrent bind requests (> 0)
     #[arg(long, default_value = "256", value_parser = parse_go_usize, help_heading = "Magma extras")]
     pub bind_concurrency: usize,
-    /// Magma: QPS of the separate limiter for events and PodScheduled conditions (> 0)
-    #[arg(long, default_value = "50", value_parser = parse_go_f32, help_heading = "Magma extras")]
-    pub event_qps: f32,
-    /// Magma: burst of the event/condition limiter (> 0)
-    #[arg(long, default_value = "100", value_parser = parse_go_u32, help_heading = "Magma extras")]
-    pub event_burst: u32,
+    /// Magma: QPS of the separate events client (Scheduled, FailedScheduling; > 0). Default:
+    /// --kube-api-qps, so every bound pod's event keeps up with the bindings; a lower value sheds
+    /// a burst's surplus (counted in magma_events_dropped_total)
+    #[arg(long, value_parser = parse_go_f32, help_heading = "Magma extras")]
+    pub event_qps: Option<f32>,
+    /// Magma: burst of the events client (> 0). Default: --kube-api-burst
+    #[arg(long, value_parser = parse_go_u32, help_heading = "Magma extras")]
+    pub event_burst: Option<u32>,
     /// Magma: check the flags and the --scheduler-conf file, print the result and exit
     /// (0 when valid) without contacting the API server
     #[arg(long, action = ArgAction::Set, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = parse_go_bool, help_heading = "Magma extras")]
@@ -391,6 +393,16 @@ pub fn usage() -> String {
 }
 
 impl Options {
+    /// `--event-qps`, or `--kube-api-qps` when not given.
+    pub fn event_qps(&self) -> f32 {
+        self.event_qps.unwrap_or(self.kube_api_qps)
+    }
+
+    /// `--event-burst`, or `--kube-api-burst` when not given.
+    pub fn event_burst(&self) -> u32 {
+        self.event_burst.unwrap_or(self.kube_api_burst)
+    }
+
     /// The checks upstream makes (worker count, component-base's leader-election validation) and
     /// those it misses (sharding mode is checked while parsing; sampling, rates, addresses).
     pub fn validate(&self) -> Result<(), FlagError> {
@@ -403,8 +415,8 @@ impl Options {
         if self.bind_concurrency == 0 {
             return Err(invalid("bind-concurrency", "0", "must be greater than 0"));
         }
-        positive_f32("event-qps", self.event_qps)?;
-        positive_u32("event-burst", self.event_burst)?;
+        positive_f32("event-qps", self.event_qps())?;
+        positive_u32("event-burst", self.event_burst())?;
         if self.scheduler_name.is_empty() {
             return Err(invalid("scheduler-name", "", "must not be empty"));
         }

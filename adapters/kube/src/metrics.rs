@@ -26,9 +26,12 @@
 //! | `magma_shard_nodes{state}` (desired, in_view, in_use, draining), `magma_shard_missing` | gauge | | engine source, at scrape (soft/hard mode) |
 //! | `magma_shard_status_writes_total{result}` (ok, conflict, error) | counter | | [`Metrics::observe_shard_write`] |
 //! | `magma_config_reload_total{result}` (ok, rejected) | counter | | [`Metrics::observe_config_reload`] |
-//! | `magma_events_dropped_total{reason}` (Scheduled, FailedScheduling) | counter | | [`Metrics::event_drops`], the status lanes |
-//! | `magma_status_writes_pending{lane}` (scheduled, failed) | gauge | | [`Metrics::event_drops`], the status lanes (writes queued or in flight) |
-//! | `magma_status_writes_coalesced_total` | counter | | [`Metrics::event_drops`], the Failed lane (a pod's queued write replaced or cancelled) |
+//! | `magma_events_dropped_total{reason}` (Scheduled, FailedScheduling) | counter | | [`Metrics::event_drops`], the events lane (queue full: only below the default budget) |
+//! | `magma_conditions_dropped_total` | counter | | [`Metrics::event_drops`], the conditions lane (more than a million pods waiting) |
+//! | `magma_status_writes_failed_total` | counter | | [`Metrics::event_drops`]: conditions and events the API server kept refusing |
+//! | `magma_status_writes_pending{lane}` (conditions, events) | gauge | | [`Metrics::event_drops`], the status lanes (writes queued or in flight) |
+//! | `magma_status_writes_coalesced_total` | counter | | [`Metrics::event_drops`], the conditions lane (a pod's queued write replaced or cancelled) |
+//! | `magma_condition_write_seconds` | histogram | | [`Metrics::observe_condition_write`]: decision → `PodScheduled=False` written |
 
 use magma_engine::queue::QueueDepths;
 use magma_engine::stats::StatsSnapshot;
@@ -198,6 +201,11 @@ impl Metrics {
         self.inner.m.shard_writes[result as usize].fetch_add(1, Relaxed);
     }
 
+    /// A pod's `PodScheduled=False` condition was written `waited` after its decision.
+    pub fn observe_condition_write(&self, waited: Duration) {
+        self.inner.m.condition_write.observe(waited);
+    }
+
     /// The counters the status lanes add their dropped writes to.
     pub fn event_drops(&self) -> Arc<crate::status::EventDrops> {
         self.inner.m.event_drops.clone()
@@ -235,6 +243,7 @@ struct Shared {
     attempts: Labeled<AtomicU64>,
     binds: [AtomicU64; 4],
     bind_duration: Histogram,
+    condition_write: Histogram,
     throttle: Labeled<Histogram>,
     leader: AtomicBool,
     /// NodeShard status writes: ok, conflict (409, retried), error.
@@ -279,7 +288,8 @@ impl Shared {
             shard_writes: Default::default(),
             config_reloads: Default::default(),
             event_drops: Default::default(),
-            bind_duration: Histogram::new(bind_buckets, SECONDS),
+            bind_duration: Histogram::new(bind_buckets.clone(), SECONDS),
+            condition_write: Histogram::new(bind_buckets, SECONDS),
             throttle: Labeled::histograms(&["bind", "events"], throttle_buckets, SECONDS),
             leader: AtomicBool::new(false),
             engine: RwLock::new(None),
@@ -503,7 +513,8 @@ impl Collector for Shared {
         {
             let mut m = enc.encode_descriptor(
                 "magma_events_dropped",
-                "Status writes dropped because their queue was full, by event reason",
+                "Events dropped because the events queue was full (only with --event-qps below \
+                 the default), by event reason",
                 None,
                 MetricType::Counter,
             )?;
@@ -516,18 +527,33 @@ impl Collector for Shared {
                     .encode_counter::<NoLabelSet, _, u64>(&c.load(Relaxed), None)?;
             }
         }
+        for (name, help, c) in [
+            (
+                "magma_conditions_dropped",
+                "PodScheduled=False writes dropped because their queue was full",
+                &self.event_drops.conditions,
+            ),
+            (
+                "magma_status_writes_failed",
+                "Conditions and events given up after the API server refused every try",
+                &self.event_drops.failed_writes,
+            ),
+        ] {
+            enc.encode_descriptor(name, help, None, MetricType::Counter)?
+                .encode_counter::<NoLabelSet, _, u64>(&c.load(Relaxed), None)?;
+        }
         {
             let mut m = enc.encode_descriptor(
                 "magma_status_writes_pending",
-                "Events and conditions queued or in flight, by lane (scheduled: Scheduled events; \
-                 failed: PodScheduled=False and FailedScheduling)",
+                "Conditions and events queued or in flight, by lane (conditions: PodScheduled=False; \
+                 events: Scheduled and FailedScheduling)",
                 None,
                 MetricType::Gauge,
             )?;
             let d = &self.event_drops;
             for (lane, c) in [
-                ("scheduled", &d.pending_scheduled),
-                ("failed", &d.pending_failed),
+                ("conditions", &d.pending_conditions),
+                ("events", &d.pending_events),
             ] {
                 m.encode_family(&[("lane", lane)])?
                     .encode_gauge(&(c.load(Relaxed) as i64))?;
@@ -581,6 +607,12 @@ impl Collector for Shared {
             "magma_bind_duration_seconds",
             "Latency of pods/binding requests",
             &self.bind_duration,
+        )?;
+        histogram(
+            &mut enc,
+            "magma_condition_write_seconds",
+            "Time from a pod's unschedulable decision to its PodScheduled=False condition written",
+            &self.condition_write,
         )?;
         histogram_family(
             &mut enc,

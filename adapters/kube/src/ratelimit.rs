@@ -1,7 +1,14 @@
 //! Client-side rate limiting: client-go's `flowcontrol` QPS/burst limiter, on `governor` (its
 //! GCRA is the token bucket client-go uses: `burst` tokens, refilled at `qps` per second). The
-//! `kube` client has none, so each client that must be limited (binds, events, the shard
-//! controller's writes) owns one.
+//! `kube` client has none, so each budget that must be limited (the main client's binds and
+//! condition patches, events, the shard controller's writes) owns one.
+//!
+//! **Priority.** Writes that share a budget may differ in urgency: a pod's `PodScheduled=False`
+//! condition must not wait behind a 10,000-pod burst of bindings on the same budget
+//! (`--kube-api-qps`). A [`TokenBucket::acquire_n_priority`] caller is served before every
+//! ordinary caller that has not taken its tokens yet: while one waits, ordinary callers wait
+//! for it (on a `Notify`), so the tokens that accrue go to it first. The rate is the bucket's
+//! either way; priority only orders who gets the next tokens.
 //!
 //! A wait sleeps on tokio's timer, not governor's `until_ready` (which sleeps on `futures-timer`:
 //! a thread of its own whose every expiry is one more cross-thread wake-up; 2 % of the
@@ -12,7 +19,9 @@
 use governor::clock::Clock;
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
+use tokio::sync::Notify;
 
 /// A token bucket: `burst` tokens, refilled at `qps` per second.
 #[derive(Debug)]
@@ -23,6 +32,10 @@ pub struct TokenBucket {
     burst: NonZeroU32,
     /// Tokens per second (`None`: unlimited).
     qps: Option<f64>,
+    /// Priority callers waiting for their tokens (module doc).
+    priority: AtomicUsize,
+    /// Signalled when the last priority caller got its tokens.
+    priority_done: Notify,
 }
 
 impl TokenBucket {
@@ -42,6 +55,8 @@ impl TokenBucket {
             limiter,
             burst,
             qps,
+            priority: AtomicUsize::new(0),
+            priority_done: Notify::new(),
         }
     }
 
@@ -51,19 +66,64 @@ impl TokenBucket {
     }
 
     /// Wait for `n` tokens, taken together (`n` clamped to `1..=burst`, so it can always be
-    /// met). Returns the time spent waiting.
+    /// met), after every priority caller waiting. Returns the time spent waiting.
     pub async fn acquire_n(&self, n: u32) -> Duration {
+        self.take(n, false).await
+    }
+
+    /// [`TokenBucket::acquire_n`] ahead of every ordinary caller (module doc).
+    pub async fn acquire_n_priority(&self, n: u32) -> Duration {
+        if self.limiter.is_none() {
+            return Duration::ZERO;
+        }
+        self.priority.fetch_add(1, Ordering::AcqRel);
+        // Decremented however this future ends (completed or dropped).
+        struct Done<'a>(&'a TokenBucket);
+        impl Drop for Done<'_> {
+            fn drop(&mut self) {
+                if self.0.priority.fetch_sub(1, Ordering::AcqRel) == 1 {
+                    self.0.priority_done.notify_waiters();
+                }
+            }
+        }
+        let _done = Done(self);
+        self.take(n, true).await
+    }
+
+    async fn take(&self, n: u32, priority: bool) -> Duration {
         let Some(limiter) = &self.limiter else {
             return Duration::ZERO;
         };
         let n = NonZeroU32::new(n.min(self.burst.get())).unwrap_or(NonZeroU32::MIN);
         let mut start = None;
-        // `check_n` refuses only an `n` above the burst, which the clamp rules out.
-        while let Ok(Err(not_until)) = limiter.check_n(n) {
-            start.get_or_insert_with(std::time::Instant::now);
-            tokio::time::sleep(not_until.wait_time_from(limiter.clock().now())).await;
+        loop {
+            if !priority {
+                self.behind_priority(&mut start).await;
+            }
+            // `check_n` refuses only an `n` above the burst, which the clamp rules out.
+            match limiter.check_n(n) {
+                Ok(Err(not_until)) => {
+                    start.get_or_insert_with(std::time::Instant::now);
+                    tokio::time::sleep(not_until.wait_time_from(limiter.clock().now())).await;
+                }
+                _ => return start.map_or(Duration::ZERO, |s| s.elapsed()),
+            }
         }
-        start.map_or(Duration::ZERO, |s| s.elapsed())
+    }
+
+    /// Wait while priority callers wait for their tokens.
+    async fn behind_priority(&self, start: &mut Option<std::time::Instant>) {
+        while self.priority.load(Ordering::Acquire) > 0 {
+            start.get_or_insert_with(std::time::Instant::now);
+            let notified = self.priority_done.notified();
+            tokio::pin!(notified);
+            // Registered before the re-check, so the last priority caller's signal is not missed.
+            notified.as_mut().enable();
+            if self.priority.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            notified.await;
+        }
     }
 
     /// The bucket's size.
@@ -113,6 +173,38 @@ mod tests {
         // More than the bucket holds is a full bucket, not a wait that never ends.
         assert!(b.acquire_n(1000).await > Duration::ZERO);
         assert_eq!(b.burst(), 5);
+    }
+
+    /// A priority caller gets its tokens while an ordinary loop keeps taking every token as
+    /// it accrues: without priority the bucket would never hold the five it asks for until the
+    /// loop ends.
+    #[tokio::test]
+    async fn a_priority_caller_is_served_before_a_busy_ordinary_loop() {
+        use std::sync::atomic::AtomicU32;
+        const LOOP: u32 = 60;
+        let b = std::sync::Arc::new(TokenBucket::new(200.0, 5));
+        b.acquire_n(5).await; // the bucket is empty now
+        let taken = std::sync::Arc::new(AtomicU32::new(0));
+        let ordinary = {
+            let (b, taken) = (b.clone(), taken.clone());
+            tokio::spawn(async move {
+                for _ in 0..LOOP {
+                    b.acquire().await;
+                    taken.fetch_add(1, Ordering::SeqCst);
+                }
+            })
+        };
+        while taken.load(Ordering::SeqCst) < 5 {
+            tokio::task::yield_now().await;
+        }
+        b.acquire_n_priority(5).await;
+        let when = taken.load(Ordering::SeqCst);
+        ordinary.await.unwrap();
+        assert!(
+            when < LOOP,
+            "served only after the ordinary loop ended ({when})"
+        );
+        assert_eq!(b.priority.load(Ordering::Acquire), 0);
     }
 
     #[tokio::test]

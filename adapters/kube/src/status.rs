@@ -1,34 +1,39 @@
-//! Events and pod conditions, on a separate client, in two lanes that never wait for each
-//! other: status writes never slow binding, and "why is my pod pending" is never stuck behind
-//! a burst's `Scheduled` events.
+//! Pod conditions and events: every pod that waits says why, every bound pod gets its
+//! `Scheduled` event, and neither slows binding.
 //!
-//! - **Failed** (`PodScheduled=False` + `FailedScheduling`): its own token bucket
-//!   (`--event-qps`/`--event-burst`) and a queue that holds at most one write per pod, as
-//!   client-go's workqueue holds one entry per key. The engine emits a status intent whenever a
-//!   pod's message changes; a newer intent for a pod whose write is still queued replaces it in
-//!   place (its place in line kept), and the pod's binding cancels it (a `PodScheduled=False`
-//!   written after the binding would contradict it). So a pod retried a hundred times while the
-//!   lane is behind gets one write, with its latest message, and every pending pod gets one:
-//!   the queue is as long as the pods waiting for a write, never the attempts. Replaced and
-//!   cancelled writes are counted (`magma_status_writes_coalesced_total`); a write is dropped
-//!   only if 8,192 other pods are waiting for theirs.
-//! - **Scheduled** events: their own queue and token bucket, the queue sized to eight seconds of
-//!   that budget, so the events tail ends within ten seconds of the last bind. When it is
-//!   full, new `Scheduled` events are shed (client-go's event broadcaster also drops when its
-//!   queue is full; here it is counted and logged): `magma_events_dropped_total{reason}` counts
-//!   them and one log line says when shedding starts and one when it ends.
+//! - **Conditions** (`PodScheduled=False`): written on the main client's budget
+//!   (`--kube-api-qps`/`--kube-api-burst`, shared with the bindings, as kube-scheduler patches
+//!   pod status through its main client), as **priority** callers of its token bucket
+//!   (`ratelimit`): a pod's condition is never queued behind a burst of bindings. The queue holds
+//!   one write per pod, as client-go's workqueue holds one entry per key: the engine emits a status
+//!   intent whenever a pod's message changes; a newer intent for a pod whose write is still queued
+//!   replaces it in place (its place in line kept), and the pod's binding cancels it (a
+//!   `PodScheduled=False` written after the binding would contradict it). Replaced and cancelled
+//!   writes are counted (`magma_status_writes_coalesced_total`). The queue is as long as the pods
+//!   waiting for a write, never the attempts; it holds [`CONDITIONS_CAPACITY`] pods. A write the
+//!   API server refuses for a reason other than the pod being gone is tried again, up to
+//!   [`MAX_TRIES`] times, unless a newer one replaced it. The time from the decision to the
+//!   written condition is `magma_condition_write_seconds`.
+//! - **Events** (`FailedScheduling` for each condition written, `Scheduled` for each binding):
+//!   their own client budget (`--event-qps`/`--event-burst`, by default the main client's, so
+//!   the events keep up with the bindings), `FailedScheduling` ahead of `Scheduled`. The queue
+//!   holds [`EVENTS_QUEUE_SECONDS`] of that budget: at the default budget it never fills; with a
+//!   lower budget set by the user a burst's surplus is shed, counted in
+//!   `magma_events_dropped_total{reason}`, and one log line says when shedding starts and one
+//!   when it ends. A failed event write is tried again as a condition is.
 //! - **Batches**: a lane that is behind its budget waits for [`BATCH_WINDOW`]'s worth of tokens
 //!   and sends that many writes together (concurrently, one token each); a lane that is not
-//!   behind sends each write as it comes. `magma_status_writes_pending{lane}` is what a lane
-//!   still has queued or in flight.
+//!   behind sends each write as it comes. `magma_status_writes_pending{lane}` (conditions,
+//!   events) is what a lane still has queued or in flight.
 //!
 //! Writes, matching upstream's reasons and messages:
 //! - `PodScheduled=False` with reason `Unschedulable` or `SchedulerError` and the engine's
 //!   message, by strategic-merge patch of `pods/status` (conditions merge by `type`; no PUT of a
-//!   stale copy, so no 409s);
+//!   stale copy, so no 409s); a failed binding's condition also clears `status.nominatedNodeName`
+//!   (kube-scheduler's `clearNominatedNode`);
 //! - `FailedScheduling` (Warning) with the same message, and `Scheduled` (Normal)
-//!   `"Successfully assigned <ns>/<name> to <node>"`, as core/v1 Events whose source component is
-//!   the scheduler name.
+//!   `"Successfully assigned <ns>/<name> to <node>"`, as core/v1 Events whose reporting
+//!   component is the scheduler name (both show in `kubectl describe pod`).
 
 use crate::ratelimit::TokenBucket;
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference, Pod};
@@ -39,15 +44,15 @@ use magma_engine::core::StatusIntent;
 use serde::de::IgnoredAny;
 use serde_json::json;
 use std::collections::HashMap;
-use std::sync::Arc;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 /// A status write to make.
 #[derive(Debug, Clone)]
 pub enum StatusMsg {
-    /// `PodScheduled=False` + `FailedScheduling` event.
+    /// `PodScheduled=False`, then a `FailedScheduling` event.
     Failed(StatusIntent),
     /// `Scheduled` event.
     Scheduled {
@@ -58,61 +63,109 @@ pub enum StatusMsg {
     },
 }
 
-/// Writes dropped because their lane was full, by event reason (shared with the metrics).
+/// The lanes' counters (shared with the metrics).
 #[derive(Debug, Default)]
 pub struct EventDrops {
+    /// Events dropped because the events queue was full, by reason.
     pub failed_scheduling: AtomicU64,
     pub scheduled: AtomicU64,
-    /// Failed-lane writes replaced by a newer one for the same pod, or cancelled by its binding,
+    /// Condition writes dropped because [`CONDITIONS_CAPACITY`] other pods were waiting.
+    pub conditions: AtomicU64,
+    /// Condition writes replaced by a newer one for the same pod, or cancelled by its binding,
     /// before they were sent.
     pub coalesced: AtomicU64,
+    /// Writes given up after [`MAX_TRIES`] refusals.
+    pub failed_writes: AtomicU64,
     /// Writes queued or in flight, by lane (`magma_status_writes_pending`): 0 once a lane has
     /// written everything it was given.
-    pub pending_failed: AtomicU64,
-    pub pending_scheduled: AtomicU64,
-    /// The Scheduled lane is shedding (for the start/end log lines).
+    pub pending_conditions: AtomicU64,
+    pub pending_events: AtomicU64,
+    /// The events lane is shedding (for the start/end log lines).
     shedding: AtomicBool,
 }
 
-/// Queue capacity of the Failed lane.
-pub const FAILED_CAPACITY: usize = 8192;
+/// Most pods waiting for their condition write at once (far above any pending backlog a
+/// scheduler holds; each entry is a few hundred bytes).
+pub const CONDITIONS_CAPACITY: usize = 1 << 20;
 
-/// Queue capacity of the Scheduled lane: eight seconds of its budget (at least its burst).
-pub fn scheduled_capacity(qps: f64, burst: u32) -> usize {
-    ((qps * 8.0).ceil() as usize).max(burst as usize).max(1)
+/// How many seconds of its budget the events queue holds.
+pub const EVENTS_QUEUE_SECONDS: f64 = 60.0;
+
+/// Most attempts of one write.
+pub const MAX_TRIES: u8 = 5;
+
+/// Capacity of the events queue for a budget: [`EVENTS_QUEUE_SECONDS`] of it (at least its
+/// burst), at most 4 Mi events.
+pub fn events_capacity(qps: f64, burst: u32) -> usize {
+    let secs = if qps > 0.0 && qps.is_finite() {
+        (qps * EVENTS_QUEUE_SECONDS).ceil() as usize
+    } else {
+        usize::MAX / 4
+    };
+    secs.max(burst as usize).clamp(1, 1 << 22)
 }
 
-/// The Failed lane's pending writes, one per pod (module doc). The channel carries a pod's uid
-/// once per entry added here; a uid whose entry was replaced stays in line once, one whose entry
-/// was cancelled is skipped when it comes up.
-type PendingFailed = Arc<Mutex<HashMap<Arc<str>, StatusIntent>>>;
+/// A pod's pending condition: its latest intent, when its first queued intent was decided, and
+/// the attempts made so far.
+#[derive(Debug, Clone)]
+struct PendingCondition {
+    intent: StatusIntent,
+    decided: Instant,
+    tries: u8,
+}
 
-/// The sending side: never blocks, drops (and counts) when a lane is full.
+/// The conditions lane's pending writes, one per pod (module doc). The channel carries a pod's
+/// uid once per entry added here; a uid whose entry was replaced stays in line once, one whose
+/// entry was cancelled is skipped when it comes up.
+type Pending = Arc<Mutex<HashMap<Arc<str>, PendingCondition>>>;
+
+/// An event to write.
+#[derive(Debug, Clone)]
+struct EventMsg {
+    namespace: Arc<str>,
+    name: Arc<str>,
+    uid: Arc<str>,
+    /// `Scheduled` (Normal) or `FailedScheduling` (Warning).
+    scheduled: bool,
+    message: Arc<str>,
+    tries: u8,
+}
+
+/// The sending side: never blocks, drops (and counts) only when a lane is full.
 #[derive(Clone)]
 pub struct StatusSink {
-    failed: mpsc::Sender<Arc<str>>,
-    pending: PendingFailed,
-    scheduled: mpsc::Sender<StatusMsg>,
+    conditions: mpsc::Sender<Arc<str>>,
+    pending: Pending,
+    failed_events: mpsc::Sender<EventMsg>,
+    scheduled_events: mpsc::Sender<EventMsg>,
     drops: Arc<EventDrops>,
 }
 
 /// The receiving sides, for [`run_writer`].
 pub struct StatusLanes {
-    failed: FailedQueue,
-    scheduled: mpsc::Receiver<StatusMsg>,
+    conditions: ConditionQueue,
+    failed_events: mpsc::Receiver<EventMsg>,
+    scheduled_events: mpsc::Receiver<EventMsg>,
 }
 
-/// The receiving side of the Failed lane.
-pub struct FailedQueue {
+/// The receiving side of the conditions lane.
+pub struct ConditionQueue {
     order: mpsc::Receiver<Arc<str>>,
-    pending: PendingFailed,
+    pending: Pending,
 }
 
-impl FailedQueue {
-    /// The next pod's write, with its latest message as it stands once `ready` (the lane's token)
-    /// resolves: the entry stays queued, and keeps taking newer messages, until then. `None`
-    /// once every sink is gone.
-    pub async fn next(&mut self, ready: impl AsyncFnOnce()) -> Option<StatusIntent> {
+/// One condition write taken from the queue.
+#[derive(Debug, Clone)]
+pub struct ConditionWrite {
+    pub intent: StatusIntent,
+    pub decided: Instant,
+    tries: u8,
+}
+
+impl ConditionQueue {
+    /// The next pod's write, with its latest message as it stands once `ready` (the lane's
+    /// token) resolves. `None` once every sink is gone.
+    pub async fn next(&mut self, ready: impl AsyncFnOnce()) -> Option<ConditionWrite> {
         let mut batch = self.next_batch(1, async move |_| ready().await).await?;
         batch.pop()
     }
@@ -125,7 +178,7 @@ impl FailedQueue {
         &mut self,
         max: usize,
         ready: impl AsyncFnOnce(usize),
-    ) -> Option<Vec<StatusIntent>> {
+    ) -> Option<Vec<ConditionWrite>> {
         let mut ready = Some(ready);
         let mut max = max.max(1);
         let mut uids: Vec<Arc<str>> = Vec::with_capacity(max);
@@ -154,46 +207,52 @@ impl FailedQueue {
                 max = uids.len();
             }
             let mut pending = lock(&self.pending);
-            let batch: Vec<StatusIntent> =
-                uids.drain(..).filter_map(|u| pending.remove(&u)).collect();
+            let batch: Vec<ConditionWrite> = uids
+                .drain(..)
+                .filter_map(|u| pending.remove(&u))
+                .map(|p| ConditionWrite {
+                    intent: p.intent,
+                    decided: p.decided,
+                    tries: p.tries,
+                })
+                .collect();
             if !batch.is_empty() {
                 return Some(batch);
             }
         }
     }
-
-    fn is_empty(&self) -> bool {
-        self.order.is_empty()
-    }
 }
 
-fn lock(p: &PendingFailed) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, StatusIntent>> {
+fn lock(p: &Pending) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, PendingCondition>> {
     // A panic while holding it leaves the map consistent (single inserts and removes).
     p.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl StatusSink {
     pub fn new(
-        failed_capacity: usize,
-        scheduled_capacity: usize,
+        conditions_capacity: usize,
+        events_capacity: usize,
         drops: Arc<EventDrops>,
     ) -> (StatusSink, StatusLanes) {
-        let (ftx, frx) = mpsc::channel(failed_capacity.max(1));
-        let (stx, srx) = mpsc::channel(scheduled_capacity.max(1));
-        let pending = PendingFailed::default();
+        let (ctx, crx) = mpsc::channel(conditions_capacity.max(1));
+        let (ftx, frx) = mpsc::channel(events_capacity.max(1));
+        let (stx, srx) = mpsc::channel(events_capacity.max(1));
+        let pending = Pending::default();
         (
             StatusSink {
-                failed: ftx,
+                conditions: ctx,
                 pending: pending.clone(),
-                scheduled: stx,
+                failed_events: ftx,
+                scheduled_events: stx,
                 drops,
             },
             StatusLanes {
-                failed: FailedQueue {
-                    order: frx,
+                conditions: ConditionQueue {
+                    order: crx,
                     pending,
                 },
-                scheduled: srx,
+                failed_events: frx,
+                scheduled_events: srx,
             },
         )
     }
@@ -202,49 +261,92 @@ impl StatusSink {
     /// `Failed` write replaces the pod's queued one; a `Scheduled` event cancels it.
     pub fn offer(&self, msg: StatusMsg) -> bool {
         match msg {
-            StatusMsg::Failed(s) => {
-                let mut pending = lock(&self.pending);
-                let uid = s.uid.clone();
-                if let Some(queued) = pending.get_mut(&uid) {
-                    *queued = s;
+            StatusMsg::Failed(s) => self.offer_condition(s, Instant::now(), 0),
+            StatusMsg::Scheduled {
+                namespace,
+                name,
+                uid,
+                node,
+            } => {
+                if lock(&self.pending).remove(&uid).is_some() {
                     self.drops.coalesced.fetch_add(1, Ordering::Relaxed);
-                    return true;
+                    self.drops
+                        .pending_conditions
+                        .fetch_sub(1, Ordering::Relaxed);
                 }
-                // Under the lock, so the uid is in line exactly when its entry is (or was).
-                let ok = self.failed.try_send(uid.clone()).is_ok();
-                if ok {
-                    self.drops.pending_failed.fetch_add(1, Ordering::Relaxed);
-                    pending.insert(uid, s);
-                } else {
-                    self.drops.failed_scheduling.fetch_add(1, Ordering::Relaxed);
-                    tracing::warn!(
-                        "condition and FailedScheduling queue full ({FAILED_CAPACITY} pods \
-                         waiting): dropping one"
-                    );
-                }
-                ok
-            }
-            StatusMsg::Scheduled { ref uid, .. } => {
-                if lock(&self.pending).remove(uid).is_some() {
-                    self.drops.coalesced.fetch_add(1, Ordering::Relaxed);
-                    self.drops.pending_failed.fetch_sub(1, Ordering::Relaxed);
-                }
-                // Counted before it can be taken, so the lane's decrement never comes first.
-                self.drops.pending_scheduled.fetch_add(1, Ordering::Relaxed);
-                let ok = self.scheduled.try_send(msg).is_ok();
-                if !ok {
-                    self.drops.pending_scheduled.fetch_sub(1, Ordering::Relaxed);
-                    self.drops.scheduled.fetch_add(1, Ordering::Relaxed);
-                    if !self.drops.shedding.swap(true, Ordering::Relaxed) {
-                        tracing::warn!(
-                            "Scheduled events queue full (eight seconds of the --event-qps budget): \
-                             shedding Scheduled events until it drains"
-                        );
-                    }
-                }
-                ok
+                let message = format!("Successfully assigned {namespace}/{name} to {node}");
+                self.offer_event(EventMsg {
+                    namespace,
+                    name,
+                    uid,
+                    scheduled: true,
+                    message: message.into(),
+                    tries: 0,
+                })
             }
         }
+    }
+
+    fn offer_condition(&self, s: StatusIntent, decided: Instant, tries: u8) -> bool {
+        let mut pending = lock(&self.pending);
+        let uid = s.uid.clone();
+        if let Some(queued) = pending.get_mut(&uid) {
+            if tries == 0 {
+                queued.intent = s;
+                self.drops.coalesced.fetch_add(1, Ordering::Relaxed);
+            }
+            // A retry of a write that a newer intent replaced meanwhile: the newer one stands.
+            return true;
+        }
+        // Under the lock, so the uid is in line exactly when its entry is (or was).
+        let ok = self.conditions.try_send(uid.clone()).is_ok();
+        if ok {
+            self.drops
+                .pending_conditions
+                .fetch_add(1, Ordering::Relaxed);
+            pending.insert(
+                uid,
+                PendingCondition {
+                    intent: s,
+                    decided,
+                    tries,
+                },
+            );
+        } else {
+            self.drops.conditions.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(
+                "condition queue full ({CONDITIONS_CAPACITY} pods waiting): dropping one"
+            );
+        }
+        ok
+    }
+
+    fn offer_event(&self, e: EventMsg) -> bool {
+        let scheduled = e.scheduled;
+        // Counted before it can be taken, so the lane's decrement never comes first.
+        self.drops.pending_events.fetch_add(1, Ordering::Relaxed);
+        let queue = if scheduled {
+            &self.scheduled_events
+        } else {
+            &self.failed_events
+        };
+        let ok = queue.try_send(e).is_ok();
+        if !ok {
+            self.drops.pending_events.fetch_sub(1, Ordering::Relaxed);
+            let counter = if scheduled {
+                &self.drops.scheduled
+            } else {
+                &self.drops.failed_scheduling
+            };
+            counter.fetch_add(1, Ordering::Relaxed);
+            if !self.drops.shedding.swap(true, Ordering::Relaxed) {
+                tracing::warn!(
+                    "events queue full ({EVENTS_QUEUE_SECONDS} s of the --event-qps budget): \
+                     shedding events until it drains"
+                );
+            }
+        }
+        ok
     }
 
     /// The lanes' counters (drops, coalesced writes).
@@ -252,10 +354,11 @@ impl StatusSink {
         &self.drops
     }
 
-    /// Writes dropped so far, both lanes.
+    /// Writes dropped so far, every lane.
     pub fn dropped(&self) -> u64 {
         self.drops.failed_scheduling.load(Ordering::Relaxed)
             + self.drops.scheduled.load(Ordering::Relaxed)
+            + self.drops.conditions.load(Ordering::Relaxed)
     }
 }
 
@@ -263,16 +366,21 @@ fn now_time() -> Time {
     Time(k8s_openapi::jiff::Timestamp::now())
 }
 
-/// The pod-status patch for a failed scheduling attempt.
-pub fn condition_patch(reason: &str, message: &str) -> serde_json::Value {
-    json!({"status": {"conditions": [{
+/// The pod-status patch for a failed scheduling attempt; `clear_nominated` also clears
+/// `status.nominatedNodeName`.
+pub fn condition_patch(reason: &str, message: &str, clear_nominated: bool) -> serde_json::Value {
+    let mut patch = json!({"status": {"conditions": [{
         "type": "PodScheduled",
         "status": "False",
         "reason": reason,
         "message": message,
         "lastTransitionTime": now_time(),
         "lastProbeTime": null,
-    }]}})
+    }]}});
+    if clear_nominated {
+        patch["status"]["nominatedNodeName"] = serde_json::Value::Null;
+    }
+    patch
 }
 
 /// A core/v1 Event about a pod.
@@ -323,85 +431,48 @@ pub fn pod_event(
     }
 }
 
-/// Write every queued status message until both lanes close: each lane with its own token
-/// bucket, so neither waits for the other.
+/// The clients and budgets the writer uses.
+pub struct Budgets {
+    /// The main client and its token bucket (shared with the bindings): conditions.
+    pub main: Client,
+    pub main_limiter: Arc<TokenBucket>,
+    /// The events client and its own token bucket.
+    pub events: Client,
+    pub events_limiter: TokenBucket,
+}
+
+/// Observes each condition written: the time since its decision.
+pub type ConditionHook = Arc<dyn Fn(Duration) + Send + Sync>;
+
+/// Write every queued condition and event until the lanes close; neither waits for the other.
 pub async fn run_writer(
-    client: Client,
+    budgets: Budgets,
     component: String,
-    failed_limiter: TokenBucket,
-    scheduled_limiter: TokenBucket,
     lanes: StatusLanes,
-    drops: Arc<EventDrops>,
+    sink: StatusSink,
+    on_condition: ConditionHook,
 ) {
-    let StatusLanes { failed, scheduled } = lanes;
-    let failed = lane(
-        client.clone(),
-        component.clone(),
-        failed_limiter,
-        Source::Failed(failed),
-        drops.clone(),
-    );
-    let scheduled = lane(
-        client,
+    let StatusLanes {
+        conditions,
+        failed_events,
+        scheduled_events,
+    } = lanes;
+    let Budgets {
+        main,
+        main_limiter,
+        events,
+        events_limiter,
+    } = budgets;
+    let conditions = condition_lane(main, main_limiter, conditions, sink.clone(), on_condition);
+    let events = event_lane(
+        events,
         component,
-        scheduled_limiter,
-        Source::Scheduled(scheduled),
-        drops,
+        events_limiter,
+        failed_events,
+        scheduled_events,
+        sink,
     );
-    tokio::join!(failed, scheduled);
-}
-
-/// Where a lane takes its writes from.
-enum Source {
-    Failed(FailedQueue),
-    Scheduled(mpsc::Receiver<StatusMsg>),
-}
-
-impl Source {
-    /// The next writes, up to `max` (at least one: the first waited for, the rest already
-    /// queued behind it), into `out`, `limiter`'s tokens taken for them together. `false` once
-    /// the lane is closed.
-    async fn next_batch(
-        &mut self,
-        limiter: &TokenBucket,
-        max: usize,
-        out: &mut Vec<StatusMsg>,
-    ) -> bool {
-        match self {
-            Source::Failed(q) => {
-                let batch = q
-                    .next_batch(max, async |n| {
-                        limiter.acquire_n(n as u32).await;
-                    })
-                    .await;
-                batch.is_some_and(|b| {
-                    out.extend(b.into_iter().map(StatusMsg::Failed));
-                    true
-                })
-            }
-            Source::Scheduled(rx) => {
-                let Some(msg) = rx.recv().await else {
-                    return false;
-                };
-                out.push(msg);
-                while out.len() < max {
-                    let Ok(msg) = rx.try_recv() else {
-                        break;
-                    };
-                    out.push(msg);
-                }
-                limiter.acquire_n(out.len() as u32).await;
-                true
-            }
-        }
-    }
-
-    fn is_empty(&self) -> bool {
-        match self {
-            Source::Failed(q) => q.is_empty(),
-            Source::Scheduled(rx) => rx.is_empty(),
-        }
-    }
+    tokio::join!(conditions, events);
 }
 
 /// The most writes a lane sends at once: the tokens that accrue in [`BATCH_WINDOW`] (at least
@@ -421,108 +492,186 @@ pub fn batch_size(limiter: &TokenBucket) -> usize {
 /// that is not behind sends each write at once; the rate is the bucket's either way. Only a lane
 /// already behind waits for a batch: the first write of a batch then goes out up to a window
 /// later than it would alone, the last one no later.
-pub const BATCH_WINDOW: std::time::Duration = std::time::Duration::from_millis(250);
+pub const BATCH_WINDOW: Duration = Duration::from_millis(250);
 
 /// The most writes a lane has in flight.
 pub const MAX_BATCH: usize = 64;
 
-async fn lane(
+/// Whether a refused write is worth another try: not when the pod is gone (404) or the write
+/// itself is invalid (4xx other than 409 and 429).
+fn retryable(e: &kube::Error) -> bool {
+    match e {
+        kube::Error::Api(s) => s.code == 409 || s.code == 429 || s.code >= 500,
+        _ => true,
+    }
+}
+
+/// The delay before a refused write is offered again.
+fn retry_delay(tries: u8) -> Duration {
+    Duration::from_millis(200u64 << tries.min(5))
+}
+
+async fn condition_lane(
+    client: Client,
+    limiter: Arc<TokenBucket>,
+    mut queue: ConditionQueue,
+    sink: StatusSink,
+    on_condition: ConditionHook,
+) {
+    // The budget is shared with the bindings, whose batches are the bind executor's: a batch
+    // here is the window of the whole budget.
+    let max = batch_size(&limiter);
+    let d = sink.drops.clone();
+    while let Some(batch) = queue
+        .next_batch(max, async |n| {
+            limiter.acquire_n_priority(n as u32).await;
+        })
+        .await
+    {
+        let results = futures::future::join_all(batch.iter().map(|w| {
+            let s = &w.intent;
+            let patch = condition_patch(s.reason.as_str(), &s.message, s.clear_nominated);
+            patch_status(&client, &s.namespace, &s.name, patch)
+        }))
+        .await;
+        d.pending_conditions
+            .fetch_sub(batch.len() as u64, Ordering::Relaxed);
+        for (w, result) in batch.into_iter().zip(results) {
+            let s = &w.intent;
+            match result {
+                Ok(()) => {
+                    on_condition(w.decided.elapsed());
+                    sink.offer_event(EventMsg {
+                        namespace: s.namespace.clone(),
+                        name: s.name.clone(),
+                        uid: s.uid.clone(),
+                        scheduled: false,
+                        message: s.message.clone(),
+                        tries: 0,
+                    });
+                }
+                Err(e) if retryable(&e) && w.tries + 1 < MAX_TRIES => {
+                    tracing::debug!(pod = %format!("{}/{}", s.namespace, s.name), error = %e, "condition patch failed; retrying");
+                    let sink = sink.clone();
+                    tokio::spawn(async move {
+                        tokio::time::sleep(retry_delay(w.tries)).await;
+                        sink.offer_condition(w.intent, w.decided, w.tries + 1);
+                    });
+                }
+                Err(e) => {
+                    if retryable(&e) {
+                        d.failed_writes.fetch_add(1, Ordering::Relaxed);
+                    }
+                    tracing::debug!(pod = %format!("{}/{}", s.namespace, s.name), error = %e, "condition patch failed");
+                }
+            }
+        }
+    }
+}
+
+async fn event_lane(
     client: Client,
     component: String,
     limiter: TokenBucket,
-    mut source: Source,
-    drops: Arc<EventDrops>,
+    mut failed: mpsc::Receiver<EventMsg>,
+    mut scheduled: mpsc::Receiver<EventMsg>,
+    sink: StatusSink,
 ) {
     let max = batch_size(&limiter);
-    let d = &*drops;
-    let scheduled = matches!(source, Source::Scheduled(_));
-    let pending = if scheduled {
-        &d.pending_scheduled
-    } else {
-        &d.pending_failed
-    };
+    let d = sink.drops.clone();
     let mut shed_at_start = 0;
-    let mut batch = Vec::with_capacity(max);
-    while source.next_batch(&limiter, max, &mut batch).await {
-        futures::future::join_all(batch.iter().map(|m| write(&client, &component, m))).await;
-        pending.fetch_sub(batch.len() as u64, Ordering::Relaxed);
-        batch.clear();
-        if scheduled && source.is_empty() && d.shedding.swap(false, Ordering::Relaxed) {
-            let total = d.scheduled.load(Ordering::Relaxed);
+    let mut batch: Vec<EventMsg> = Vec::with_capacity(max);
+    loop {
+        // FailedScheduling first; either kind starts a batch.
+        let first = tokio::select! {
+            biased;
+            Some(e) = failed.recv() => e,
+            Some(e) = scheduled.recv() => e,
+            else => return,
+        };
+        batch.push(first);
+        while batch.len() < max {
+            match failed.try_recv().or_else(|_| scheduled.try_recv()) {
+                Ok(e) => batch.push(e),
+                Err(_) => break,
+            }
+        }
+        limiter.acquire_n(batch.len() as u32).await;
+        let results = futures::future::join_all(batch.iter().map(|e| {
+            let (type_, reason) = if e.scheduled {
+                ("Normal", "Scheduled")
+            } else {
+                ("Warning", "FailedScheduling")
+            };
+            let ev = pod_event(
+                &component,
+                &e.namespace,
+                &e.name,
+                &e.uid,
+                type_,
+                reason,
+                &e.message,
+            );
+            create_event(&client, &e.namespace, ev)
+        }))
+        .await;
+        d.pending_events
+            .fetch_sub(batch.len() as u64, Ordering::Relaxed);
+        for (e, result) in batch.drain(..).zip(results) {
+            match result {
+                Ok(()) => {}
+                Err(err) if retryable(&err) && e.tries + 1 < MAX_TRIES => {
+                    let sink = sink.clone();
+                    tokio::spawn(async move {
+                        tokio::time::sleep(retry_delay(e.tries)).await;
+                        sink.offer_event(EventMsg {
+                            tries: e.tries + 1,
+                            ..e
+                        });
+                    });
+                }
+                Err(err) => {
+                    if retryable(&err) {
+                        d.failed_writes.fetch_add(1, Ordering::Relaxed);
+                    }
+                    tracing::debug!(error = %err, "event write failed");
+                }
+            }
+        }
+        if failed.is_empty() && scheduled.is_empty() && d.shedding.swap(false, Ordering::Relaxed) {
+            let total =
+                d.scheduled.load(Ordering::Relaxed) + d.failed_scheduling.load(Ordering::Relaxed);
             tracing::info!(
                 dropped = total - shed_at_start,
-                "Scheduled events queue drained: shedding stopped"
+                "events queue drained: shedding stopped"
             );
             shed_at_start = total;
         }
     }
 }
 
-async fn write(client: &Client, component: &str, msg: &StatusMsg) {
-    let result = match msg {
-        StatusMsg::Failed(s) => {
-            let patch = condition_patch(s.reason.as_str(), &s.message);
-            let cond = patch_condition(client, &s.namespace, &s.name, &patch).await;
-            if let Err(e) = &cond {
-                tracing::debug!(pod = %format!("{}/{}", s.namespace, s.name), error = %e, "condition patch failed");
-            }
-            let ev = pod_event(
-                component,
-                &s.namespace,
-                &s.name,
-                &s.uid,
-                "Warning",
-                "FailedScheduling",
-                &s.message,
-            );
-            create_event(client, &s.namespace, &ev).await
-        }
-        StatusMsg::Scheduled {
-            namespace,
-            name,
-            uid,
-            node,
-        } => {
-            let message = format!("Successfully assigned {namespace}/{name} to {node}");
-            let ev = pod_event(
-                component,
-                namespace,
-                name,
-                uid,
-                "Normal",
-                "Scheduled",
-                &message,
-            );
-            create_event(client, namespace, &ev).await
-        }
-    };
-    if let Err(e) = result {
-        tracing::debug!(error = %e, "event write failed");
-    }
-}
-
 /// Strategic-merge patch of `pods/{name}/status`. The answer (the whole pod, `managedFields`
 /// and all) is only checked for success: skipped, not decoded.
-async fn patch_condition(
+pub async fn patch_status(
     client: &Client,
     ns: &str,
     name: &str,
-    patch: &serde_json::Value,
+    patch: serde_json::Value,
 ) -> kube::Result<()> {
     let req = kube::core::Request::new(<Pod as kube::Resource>::url_path(&(), Some(ns)))
         .patch_subresource(
             "status",
             name,
             &PatchParams::default(),
-            &Patch::Strategic(patch),
+            &Patch::Strategic(&patch),
         )
         .map_err(kube::Error::BuildRequest)?;
     client.request::<IgnoredAny>(req).await.map(|_| ())
 }
 
 /// `POST events`; the answer (the event) is skipped, not decoded.
-async fn create_event(client: &Client, ns: &str, ev: &Event) -> kube::Result<()> {
-    let body = serde_json::to_vec(ev).map_err(kube::Error::SerdeError)?;
+async fn create_event(client: &Client, ns: &str, ev: Event) -> kube::Result<()> {
+    let body = serde_json::to_vec(&ev).map_err(kube::Error::SerdeError)?;
     let req = kube::core::Request::new(<Event as kube::Resource>::url_path(&(), Some(ns)))
         .create(&PostParams::default(), body)
         .map_err(kube::Error::BuildRequest)?;
@@ -534,14 +683,19 @@ mod tests {
     use super::*;
     use magma_engine::StatusReason;
 
-    fn failed(uid: &str, message: &str) -> StatusMsg {
-        StatusMsg::Failed(StatusIntent {
+    fn intent(uid: &str, message: &str) -> StatusIntent {
+        StatusIntent {
             uid: uid.into(),
             namespace: "ns".into(),
             name: uid.into(),
             reason: StatusReason::Unschedulable,
             message: message.into(),
-        })
+            clear_nominated: false,
+        }
+    }
+
+    fn failed(uid: &str, message: &str) -> StatusMsg {
+        StatusMsg::Failed(intent(uid, message))
     }
 
     fn scheduled(uid: &str) -> StatusMsg {
@@ -553,11 +707,11 @@ mod tests {
         }
     }
 
-    /// What the Failed lane writes next, without waiting.
+    /// What the conditions lane writes next, without waiting.
     fn next_now(lanes: &mut StatusLanes) -> Option<(String, String)> {
-        let fut = lanes.failed.next(async || {});
+        let fut = lanes.conditions.next(async || {});
         let got = futures::FutureExt::now_or_never(fut).flatten();
-        got.map(|s| (s.uid.to_string(), s.message.to_string()))
+        got.map(|w| (w.intent.uid.to_string(), w.intent.message.to_string()))
     }
 
     fn pair(uid: &str, message: &str) -> Option<(String, String)> {
@@ -577,7 +731,23 @@ mod tests {
         assert_eq!(next_now(&mut lanes), pair("b", "b1"));
         assert_eq!(next_now(&mut lanes), None);
         assert_eq!(drops.coalesced.load(Ordering::Relaxed), 98);
-        assert_eq!(drops.failed_scheduling.load(Ordering::Relaxed), 0);
+        assert_eq!(drops.conditions.load(Ordering::Relaxed), 0);
+    }
+
+    /// A retry of a refused write never overrides a newer intent for the pod.
+    #[test]
+    fn a_retry_yields_to_a_newer_intent() {
+        let drops = Arc::new(EventDrops::default());
+        let (sink, mut lanes) = StatusSink::new(4, 4, drops.clone());
+        sink.offer(failed("a", "new"));
+        assert!(sink.offer_condition(intent("a", "old"), Instant::now(), 1));
+        assert_eq!(next_now(&mut lanes), pair("a", "new"));
+        // Nothing newer: the retry is queued with its attempt count.
+        assert!(sink.offer_condition(intent("a", "old"), Instant::now(), 2));
+        let w = futures::FutureExt::now_or_never(lanes.conditions.next(async || {}))
+            .flatten()
+            .unwrap();
+        assert_eq!((&*w.intent.message, w.tries), ("old", 2));
     }
 
     /// The pod next in line keeps taking newer messages while its write waits for a token.
@@ -588,8 +758,8 @@ mod tests {
         sink.offer(failed("a", "a1"));
         let (go, token) = tokio::sync::oneshot::channel::<()>();
         let writer = tokio::spawn(async move {
-            let s = lanes.failed.next(async || drop(token.await)).await;
-            s.map(|s| s.message.to_string())
+            let s = lanes.conditions.next(async || drop(token.await)).await;
+            s.map(|w| w.intent.message.to_string())
         });
         // The writer has taken `a` from the line and waits for its token.
         while !writer_has_its_turn(&sink) {
@@ -604,7 +774,8 @@ mod tests {
     /// The writer took the pod's turn from the line (now empty) and waits for its token: the
     /// entry is still pending.
     fn writer_has_its_turn(sink: &StatusSink) -> bool {
-        sink.failed.capacity() == sink.failed.max_capacity() && !lock(&sink.pending).is_empty()
+        sink.conditions.capacity() == sink.conditions.max_capacity()
+            && !lock(&sink.pending).is_empty()
     }
 
     /// A batch is the first pod in line and those queued behind it, each with its latest
@@ -620,25 +791,28 @@ mod tests {
         sink.offer(scheduled("b"));
         sink.offer(failed("b", "b2"));
         // Pending: three conditions (b's first one cancelled) and one Scheduled event.
-        assert_eq!(drops.pending_failed.load(Ordering::Relaxed), 3);
-        assert_eq!(drops.pending_scheduled.load(Ordering::Relaxed), 1);
+        assert_eq!(drops.pending_conditions.load(Ordering::Relaxed), 3);
+        assert_eq!(drops.pending_events.load(Ordering::Relaxed), 1);
         let asked = std::cell::Cell::new(0);
         let batch = lanes
-            .failed
+            .conditions
             .next_batch(8, async |n| {
                 asked.set(n);
                 sink.offer(failed("a", "a2"));
             })
             .await
             .unwrap();
-        let got: Vec<_> = batch.iter().map(|s| (&*s.uid, &*s.message)).collect();
+        let got: Vec<_> = batch
+            .iter()
+            .map(|w| (&*w.intent.uid, &*w.intent.message))
+            .collect();
         assert_eq!(got, [("a", "a2"), ("b", "b2"), ("c", "c1")]);
         assert_eq!(asked.get(), 3);
         // `max` bounds a batch.
         for uid in ["d", "e", "f"] {
             sink.offer(failed(uid, uid));
         }
-        let batch = lanes.failed.next_batch(2, async |_| {}).await.unwrap();
+        let batch = lanes.conditions.next_batch(2, async |_| {}).await.unwrap();
         assert_eq!(batch.len(), 2);
         assert_eq!(next_now(&mut lanes), pair("f", "f"));
         assert_eq!(next_now(&mut lanes), None);
@@ -655,7 +829,7 @@ mod tests {
         }
         let asked = std::cell::Cell::new(0);
         let batch = lanes
-            .failed
+            .conditions
             .next_batch(8, async |n| {
                 asked.set(n);
                 sink.offer(scheduled("a"));
@@ -667,7 +841,7 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(asked.get(), 2);
-        let got: Vec<_> = batch.iter().map(|s| &*s.uid).collect();
+        let got: Vec<_> = batch.iter().map(|w| &*w.intent.uid).collect();
         assert_eq!(got, ["c", "d"]);
         assert_eq!(next_now(&mut lanes), pair("e", "e"));
     }
@@ -680,6 +854,16 @@ mod tests {
         assert_eq!(batch_size(&TokenBucket::new(1000.0, 10)), 10);
         assert_eq!(batch_size(&TokenBucket::new(1e6, 1_000_000)), MAX_BATCH);
         assert_eq!(batch_size(&TokenBucket::new(0.0, 1)), MAX_BATCH);
+    }
+
+    /// The events queue holds a minute of its budget: at the default budget (the main
+    /// client's, 2000/s) a 10,000-pod burst never fills it.
+    #[test]
+    fn the_events_queue_holds_a_minute_of_its_budget() {
+        assert_eq!(events_capacity(2000.0, 2000), 120_000);
+        assert_eq!(events_capacity(0.5, 2), 30);
+        assert_eq!(events_capacity(0.01, 2), 2);
+        assert!(events_capacity(0.0, 1) >= 1 << 20);
     }
 
     #[test]
@@ -700,7 +884,7 @@ mod tests {
     }
 
     #[test]
-    fn the_failed_lane_is_bounded_by_pods_not_attempts() {
+    fn the_conditions_lane_is_bounded_by_pods_not_attempts() {
         let drops = Arc::new(EventDrops::default());
         let (sink, mut lanes) = StatusSink::new(2, 1, drops.clone());
         for round in 0..50 {
@@ -710,10 +894,40 @@ mod tests {
         }
         // A third pod finds both places taken: dropped, counted.
         assert!(!sink.offer(failed("c", "c0")));
-        assert_eq!(drops.failed_scheduling.load(Ordering::Relaxed), 1);
+        assert_eq!(drops.conditions.load(Ordering::Relaxed), 1);
         assert_eq!(next_now(&mut lanes), pair("a", "a49"));
         assert!(sink.offer(failed("c", "c1")));
         assert_eq!(next_now(&mut lanes), pair("b", "b49"));
         assert_eq!(next_now(&mut lanes), pair("c", "c1"));
+    }
+
+    /// The events queue sheds only when full, counted by reason.
+    #[test]
+    fn a_full_events_queue_sheds_and_counts() {
+        let drops = Arc::new(EventDrops::default());
+        let (sink, _lanes) = StatusSink::new(4, 1, drops.clone());
+        assert!(sink.offer(scheduled("a")));
+        assert!(!sink.offer(scheduled("b")));
+        assert_eq!(drops.scheduled.load(Ordering::Relaxed), 1);
+        assert_eq!(drops.pending_events.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn a_failed_bindings_condition_clears_the_nomination() {
+        let p = condition_patch("SchedulerError", "m", true);
+        assert!(p["status"]["nominatedNodeName"].is_null());
+        assert!(
+            p["status"]
+                .as_object()
+                .unwrap()
+                .contains_key("nominatedNodeName")
+        );
+        let p = condition_patch("Unschedulable", "m", false);
+        assert!(
+            !p["status"]
+                .as_object()
+                .unwrap()
+                .contains_key("nominatedNodeName")
+        );
     }
 }

@@ -74,8 +74,8 @@ fn defaults_match_upstream() {
         verbosity: 0,
         pin_workers: false,
         bind_concurrency: 256,
-        event_qps: 50.0,
-        event_burst: 100,
+        event_qps: None,
+        event_burst: None,
         dry_run: false,
         klog: KlogFlags {
             logtostderr: true,
@@ -102,6 +102,14 @@ fn defaults_match_upstream() {
     assert_eq!(ok(&[]), expected);
     assert_eq!(Options::default(), expected);
     assert_eq!(ok(&[]).sampling().unwrap(), Sampling::default());
+    // The events budget follows the main client's unless set: every bound pod's event keeps
+    // up with the bindings.
+    assert_eq!(
+        (expected.event_qps(), expected.event_burst()),
+        (2000.0, 2000)
+    );
+    let o = ok(&["--kube-api-qps=5000", "--kube-api-burst=6000"]);
+    assert_eq!((o.event_qps(), o.event_burst()), (5000.0, 6000));
 }
 
 #[test]
@@ -159,7 +167,7 @@ fn upstream_flag_values_are_read() {
     assert_eq!(o.scheduler_sharding_name, "shard-a");
     assert!(o.pin_workers);
     assert_eq!(
-        (o.bind_concurrency, o.event_qps, o.event_burst),
+        (o.bind_concurrency, o.event_qps(), o.event_burst()),
         (64, 20.0, 40)
     );
     // The TLS files are read by upstream only for healthz over TLS, which Magma does not do.
