@@ -377,6 +377,22 @@ pub fn http_get_blocking(port: u16, path: &str) -> (u16, String) {
     parse_response(&buf)
 }
 
+/// Replace the simulator's faults (`POST /sim/faults`, kube-sim's `Faults` as JSON).
+pub fn post_faults(sim: &SimProc, faults: &serde_json::Value) {
+    use std::io::{Read, Write};
+    let body = faults.to_string();
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", sim.port)).expect("connect");
+    let req = format!(
+        "POST /sim/faults HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).expect("write");
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).expect("read");
+    let (code, text) = parse_response(&buf);
+    assert_eq!(code, 200, "POST /sim/faults: {text}");
+}
+
 fn parse_response(buf: &[u8]) -> (u16, String) {
     let text = String::from_utf8_lossy(buf).into_owned();
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
