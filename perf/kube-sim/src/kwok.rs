@@ -157,6 +157,114 @@ pub(crate) fn pod_bound(
     });
 }
 
+/// The pod-level part of a running pod's status, as a v1.36 kubelet reports it for a pod with
+/// pod-level resources: `status.resources` (the requests and limits applied at pod level) and
+/// `status.allocatedResources` (the pod-level requests it admitted). Pods without pod-level
+/// resources get neither.
+fn pod_level_status(pod: &mut Value) {
+    let spec = &pod["spec"];
+    if !crate::podres::is_set(spec) {
+        return;
+    }
+    let pick = |which: &str| -> Option<Value> {
+        spec.pointer(&format!("/resources/{which}"))
+            .and_then(Value::as_object)
+            .map(|m| {
+                Value::Object(
+                    m.iter()
+                        .filter(|(k, _)| crate::podres::supported(k))
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect(),
+                )
+            })
+            .filter(|m| m.as_object().is_some_and(|m| !m.is_empty()))
+    };
+    let mut resources = serde_json::Map::new();
+    if let Some(l) = pick("limits") {
+        resources.insert("limits".into(), l);
+    }
+    let requests = pick("requests");
+    if let Some(r) = &requests {
+        resources.insert("requests".into(), r.clone());
+    }
+    let st = &mut pod["status"];
+    st["resources"] = Value::Object(resources);
+    match requests {
+        Some(r) => st["allocatedResources"] = r,
+        None => {
+            if let Some(o) = st.as_object_mut() {
+                o.remove("allocatedResources");
+            }
+        }
+    }
+}
+
+/// The cpu (millicores) and memory (bytes) a pod needs on its node, as the kubelet's admission
+/// counts them: the pod-level requests where set, else the containers' aggregate requests.
+pub(crate) fn pod_needs(pod: &Value) -> (i128, i128) {
+    let spec = &pod["spec"];
+    let aggregate = crate::podres::aggregate_requests(spec);
+    let get = |name: &str| -> i128 {
+        spec.pointer(&format!("/resources/requests/{name}"))
+            .and_then(crate::validation::quantity_of)
+            .or_else(|| aggregate.get(name).copied())
+            .unwrap_or(0)
+    };
+    let up = |nanos: i128, unit: i128| (nanos + unit - 1).div_euclid(unit);
+    (up(get("cpu"), 1_000_000), up(get("memory"), 1_000_000_000))
+}
+
+/// Whether the node can take a resized pod (`canResizePod`): `Err((reason, message))` with the
+/// kubelet's `PodResizePending` reason and message when it cannot: `Infeasible` when the pod
+/// alone exceeds the node's allocatable, `Deferred` when the other pods on the node leave no
+/// room (`others`: their needs).
+pub(crate) fn resize_fits(
+    pod: &Value,
+    node: &Value,
+    others: (i128, i128),
+) -> Result<(), (&'static str, String)> {
+    let alloc = |name: &str, unit: i128| {
+        node.pointer(&format!("/status/allocatable/{name}"))
+            .and_then(crate::validation::quantity_of)
+            .map_or(i128::MAX, |n| n / unit)
+    };
+    let (cpu_cap, mem_cap) = (alloc("cpu", 1_000_000), alloc("memory", 1_000_000_000));
+    let (cpu, mem) = pod_needs(pod);
+    if mem > mem_cap {
+        return Err((
+            "Infeasible",
+            format!(
+                "Node didn't have enough capacity: memory, requested: {mem}, capacity: {mem_cap}"
+            ),
+        ));
+    }
+    if cpu > cpu_cap {
+        return Err((
+            "Infeasible",
+            format!("Node didn't have enough capacity: cpu, requested: {cpu}, capacity: {cpu_cap}"),
+        ));
+    }
+    if cpu + others.0 > cpu_cap {
+        return Err((
+            "Deferred",
+            format!(
+                "Node didn't have enough resource: cpu, requested: {cpu}, used: {}, capacity: {cpu_cap}",
+                others.0
+            ),
+        ));
+    }
+    if mem + others.1 > mem_cap {
+        return Err((
+            "Deferred",
+            format!(
+                "Node didn't have enough resource: memory, requested: {mem}, used: {}, capacity: {mem_cap}",
+                others.1
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Marks a bound Pending pod Running (false when it is gone or not in that state).
 pub(crate) fn set_running(pod: &mut Value, uid: &str, host_ip: &str) -> bool {
     if meta::meta_str(pod, "uid") != uid || pod.pointer("/status/phase") != Some(&json!("Pending"))
@@ -174,6 +282,7 @@ pub(crate) fn set_running(pod: &mut Value, uid: &str, host_ip: &str) -> bool {
     st["podIPs"] = json!([{"ip": ip}]);
     st["startTime"] = json!(now);
     st["containerStatuses"] = statuses;
+    pod_level_status(pod);
     for t in [
         "PodReadyToStartContainers",
         "Initialized",
@@ -188,14 +297,48 @@ pub(crate) fn set_running(pod: &mut Value, uid: &str, host_ip: &str) -> bool {
     true
 }
 
-/// Actuates a resize of a Running pod: each container's status reports its spec's resources
-/// (what a kubelet with room does; the real one also sets `PodResizeInProgress` while it works,
-/// which this one, done at once, skips). False when the pod is gone, not running, or already
-/// reports them.
-pub(crate) fn actuate_resize(pod: &mut Value, uid: &str) -> bool {
+/// The simulated kubelet's answer to a resize of a Running pod: when the node cannot take it
+/// (`fits`: [`resize_fits`]), the `PodResizePending` condition with the kubelet's reason and
+/// message (observed at the pod's generation) and nothing else; otherwise the resize is
+/// actuated at once: each container's status reports its spec's resources, the pod-level
+/// `status.resources` / `status.allocatedResources` the pod-level ones, and a pending condition
+/// goes (the real kubelet also sets `PodResizeInProgress` while it works, which this one, done
+/// at once, skips). False when the pod is gone, not running, or already reports them.
+pub(crate) fn actuate_resize(
+    pod: &mut Value,
+    uid: &str,
+    fits: Result<(), (&'static str, String)>,
+) -> bool {
     if meta::meta_str(pod, "uid") != uid || pod.pointer("/status/phase") != Some(&json!("Running"))
     {
         return false;
+    }
+    if let Err((reason, message)) = fits {
+        let generation = pod
+            .pointer("/metadata/generation")
+            .cloned()
+            .unwrap_or(json!(1));
+        let pending = pod
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .and_then(|cs| cs.iter().find(|c| c["type"] == "PodResizePending"));
+        if pending.is_some_and(|c| {
+            c["reason"] == reason
+                && c["message"] == message
+                && c["observedGeneration"] == generation
+        }) {
+            return false;
+        }
+        crate::kinds::set_condition(
+            pod,
+            json!({"type": "PodResizePending", "status": "True", "reason": reason, "message": message,
+                   "lastProbeTime": null, "lastTransitionTime": meta::now(), "observedGeneration": generation}),
+        );
+        return true;
+    }
+    let before = pod.clone();
+    if let Some(Value::Array(conds)) = pod.pointer_mut("/status/conditions") {
+        conds.retain(|c| c["type"] != "PodResizePending");
     }
     let spec: Vec<(Value, Value)> = pod
         .pointer("/spec/containers")
@@ -211,22 +354,18 @@ pub(crate) fn actuate_resize(pod: &mut Value, uid: &str) -> bool {
                 .collect()
         })
         .unwrap_or_default();
-    let Some(statuses) = pod
+    if let Some(statuses) = pod
         .pointer_mut("/status/containerStatuses")
         .and_then(Value::as_array_mut)
-    else {
-        return false;
-    };
-    let mut changed = false;
-    for s in statuses {
-        if let Some((_, r)) = spec.iter().find(|(n, _)| *n == s["name"])
-            && s.get("resources") != Some(r)
-        {
-            s["resources"] = r.clone();
-            changed = true;
+    {
+        for s in statuses {
+            if let Some((_, r)) = spec.iter().find(|(n, _)| *n == s["name"]) {
+                s["resources"] = r.clone();
+            }
         }
     }
-    changed
+    pod_level_status(pod);
+    *pod != before
 }
 
 /// Marks a Running pod Succeeded.

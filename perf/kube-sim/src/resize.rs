@@ -2,17 +2,22 @@
 //! v1.33): what the real resize strategy keeps of a submitted pod and how `ValidatePodResize`
 //! judges the result.
 //!
-//! Of the submitted pod only `spec.containers[*].resources` / `resizePolicy` and
-//! `spec.initContainers[*].resources` / `resizePolicy` are taken, copied into the stored pod by
-//! position; everything else (metadata, the rest of the spec, status) is reset from the stored
-//! pod, so other changes are silently dropped. A submitted pod whose container lists differ in
-//! length or names is refused instead (`containers may not be added or removed on resize`,
-//! `containers may not be renamed or reordered on resize`). The merged pod is then validated:
-//! quantities (negative, requests above limits), pods that cannot be resized (pod-level
-//! resources, static, windows), the QoS class (it may not change), the node's support (a running
-//! container that reports no `resources` in its status), removed requests or limits, memory limit
-//! decreases or additions under the default `NotRequired` policy, and that only cpu and memory
-//! change (sidecars: likewise; other init containers: not at all).
+//! Of the submitted pod only `spec.containers[*].resources` / `resizePolicy`,
+//! `spec.initContainers[*].resources` / `resizePolicy` and the pod-level `spec.resources`
+//! (InPlacePodLevelResourcesVerticalScaling, beta and on by default in v1.36) are taken, the
+//! containers' copied into the stored pod by position; everything else (metadata, the rest of
+//! the spec, status) is reset from the stored pod, so other changes are silently dropped. The
+//! submitted pod is defaulted as decoding does (container requests from limits, then the
+//! pod-level defaults). A submitted pod whose container lists differ in length or names is
+//! refused instead (`containers may not be added or removed on resize`, `containers may not be
+//! renamed or reordered on resize`). The merged pod is then validated: quantities (negative,
+//! requests above limits), the pod-level resources as on create (`validatePodResources`), pods
+//! that cannot be resized (static, windows), the QoS class (it may not change; computed from
+//! the pod-level resources when set), the node's support (a running container that reports no
+//! `resources` in its status), removed requests or limits (containers and pod level), memory
+//! limit decreases or additions under the default `NotRequired` policy (containers), and that
+//! only cpu and memory change (containers, sidecars and pod level; other init containers: not
+//! at all).
 
 use crate::error::ApiError;
 use crate::kinds;
@@ -42,12 +47,9 @@ fn list<'a>(c: &'a Value, which: &str) -> Option<&'a Map<String, Value>> {
         .and_then(Value::as_object)
 }
 
-/// A quantity as the submitted text (the real server prints its canonical form).
+/// A quantity as `resource.Quantity.String()` prints it (canonical form).
 fn text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
+    validation::canonical(v)
 }
 
 fn restartable(c: &Value) -> bool {
@@ -72,11 +74,24 @@ pub(crate) fn resize(old: &Value, mut submitted: Value, name: &str) -> Result<Va
             }
         }
     }
-    // Decoding defaults the submitted pod: requests default to limits.
+    for which in ["requests", "limits"] {
+        validation::decode_quantities(&submitted, &format!("/spec/resources/{which}")).map_err(
+            |m| {
+                ApiError::bad_request(format!(
+                    "Pod in version \"v1\" cannot be handled as a Pod: {m}"
+                ))
+            },
+        )?;
+    }
+    // Decoding defaults the submitted pod: requests default to limits, then the pod-level
+    // defaults.
     for l in LISTS {
         if let Some(Value::Array(cs)) = submitted.pointer_mut(&format!("/spec/{l}")) {
             cs.iter_mut().for_each(kinds::default_container_requests);
         }
+    }
+    if let Some(spec) = submitted.get_mut("spec").filter(|s| s.is_object()) {
+        crate::podres::default_spec(spec);
     }
     let mut errs = Vec::new();
     for l in LISTS {
@@ -110,6 +125,21 @@ pub(crate) fn resize(old: &Value, mut submitted: Value, name: &str) -> Result<Va
                         _ => c.remove(f),
                     };
                 }
+            }
+        }
+    }
+    // InPlacePodLevelResourcesVerticalScaling (beta, on by default in v1.36): the pod-level
+    // resources are taken from the submitted pod too.
+    if let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) {
+        match submitted
+            .pointer("/spec/resources")
+            .filter(|r| !r.is_null())
+        {
+            Some(r) => {
+                spec.insert("resources".into(), r.clone());
+            }
+            None => {
+                spec.remove("resources");
             }
         }
     }
@@ -246,6 +276,41 @@ fn same_container(a: &Value, b: &Value) -> bool {
     validation::same(Some(&canon(a)), Some(&canon(b)))
 }
 
+/// The pod-level part of a resize: set requests and limits may not be removed, and only cpu and
+/// memory may change (`dropCPUMemoryResourcesFromPodLevelResources` compared with the stored
+/// resources).
+fn pod_level_resize(old: Option<&Value>, new: Option<&Value>) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let empty = json!({});
+    let (o, n) = (old.unwrap_or(&empty), new.unwrap_or(&empty));
+    let wrap = |r: &Value| json!({"resources": r});
+    let (ow, nw) = (wrap(o), wrap(n));
+    let removed = |which: &str| {
+        let nl = list(&nw, which);
+        list(&ow, which)
+            .is_some_and(|ol| ol.keys().any(|k| nl.is_none_or(|nl| !nl.contains_key(k))))
+    };
+    if removed("requests") {
+        errs.push(FieldError::forbidden(
+            "spec.resources.requests",
+            "resource requests cannot be removed",
+        ));
+    }
+    if removed("limits") {
+        errs.push(FieldError::forbidden(
+            "spec.resources.limits",
+            "resource limits cannot be removed",
+        ));
+    }
+    if !same_container(&without_cpu_memory(&nw, &ow), &ow) {
+        errs.push(FieldError::forbidden(
+            "spec",
+            "only cpu and memory resources are mutable",
+        ));
+    }
+    errs
+}
+
 /// `ValidatePodResize` of the merged pod `new` against the stored `old`.
 fn validate(old: &Value, new: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
@@ -254,19 +319,7 @@ fn validate(old: &Value, new: &Value) -> Vec<FieldError> {
             errs.extend(requirements(c, &format!("spec.{l}[{i}].resources")));
         }
     }
-    let pod_level = |p: &Value| {
-        ["requests", "limits"].iter().any(|w| {
-            p.pointer(&format!("/spec/resources/{w}"))
-                .and_then(Value::as_object)
-                .is_some_and(|m| !m.is_empty())
-        })
-    };
-    if pod_level(old) || pod_level(new) {
-        return vec![FieldError::forbidden(
-            "",
-            "pods with pod-level resources cannot be resized",
-        )];
-    }
+    errs.extend(crate::podres::validate(&new["spec"]));
     if old
         .pointer("/metadata/annotations")
         .and_then(Value::as_object)
@@ -336,6 +389,10 @@ fn validate(old: &Value, new: &Value) -> Vec<FieldError> {
             ));
         }
     }
+    errs.extend(pod_level_resize(
+        old.pointer("/spec/resources"),
+        new.pointer("/spec/resources"),
+    ));
     for (o, n) in old_init.iter().zip(new_init) {
         if restartable(n) {
             if !same_container(&without_cpu_memory(n, o), o) {
@@ -442,9 +499,21 @@ mod tests {
             .unwrap()
             .remove("annotations");
         old["spec"]["resources"] = json!({"requests": {"cpu": "1"}});
+        let mut s = old.clone();
+        s["spec"]["resources"]["requests"]["ephemeral-storage"] = json!("1Gi");
         assert_eq!(
             message(resize(&old, s, "p")),
-            "Pod \"p\" is invalid: : Forbidden: pods with pod-level resources cannot be resized"
+            "Pod \"p\" is invalid: [spec.resources.requests[ephemeral-storage]: Unsupported value: \"ephemeral-storage\": supported values: \"cpu\", \"hugepages-\", \"memory\", spec: Forbidden: only cpu and memory resources are mutable]"
+        );
+        let mut s = old.clone();
+        s["spec"]["resources"]["requests"]["cpu"] = json!("2");
+        let new = resize(&old, s, "p").unwrap();
+        assert_eq!(new["spec"]["resources"], json!({"requests": {"cpu": "2"}}));
+        let mut s = old.clone();
+        s["spec"]["resources"] = json!({"requests": {"memory": "1Gi"}});
+        assert_eq!(
+            message(resize(&old, s, "p")),
+            "Pod \"p\" is invalid: spec.resources.requests: Forbidden: resource requests cannot be removed"
         );
     }
 

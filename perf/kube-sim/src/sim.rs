@@ -256,8 +256,9 @@ impl Inner {
         );
     }
 
-    /// A pod was resized (`pods/resize`): the simulated kubelet actuates it, as a kubelet with
-    /// room does, in its own status write after the resize (`kwok::actuate_resize`).
+    /// A pod was resized (`pods/resize`): the simulated kubelet checks that its node can take
+    /// it (`kwok::resize_fits`) and actuates it or reports it pending, in its own status write
+    /// after the resize (`kwok::actuate_resize`).
     pub(crate) fn after_resized(self: &Arc<Self>, pod: &Stored) {
         if self.cfg.running_delay.is_none() {
             return; // no simulated kubelet
@@ -271,8 +272,36 @@ impl Inner {
         self.rt.clone().spawn(async move {
             let mut st = inner.state();
             let pods = st.registry.get("", "v1", "pods").expect("built in");
+            let nodes = st.registry.get("", "v1", "nodes").expect("built in");
+            let Ok(pod) = st.get(&pods, &ns, &name) else {
+                return;
+            };
+            let node_name = pod
+                .value
+                .pointer("/spec/nodeName")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            let fits = match st.get(&nodes, "", &node_name) {
+                Ok(node) => {
+                    // What the node's other admitted (running) pods need.
+                    let mut others = (0, 0);
+                    for p in st.list(&pods, None).1 {
+                        let v = &p.value;
+                        if v.pointer("/spec/nodeName").and_then(Value::as_str) == Some(&node_name)
+                            && meta::meta_str(v, "uid") != uid
+                            && v.pointer("/status/phase").and_then(Value::as_str) == Some("Running")
+                        {
+                            let (c, m) = kwok::pod_needs(v);
+                            others = (others.0 + c, others.1 + m);
+                        }
+                    }
+                    kwok::resize_fits(&pod.value, &node.value, others)
+                }
+                Err(_) => Ok(()),
+            };
             let _ = st.modify_status(&pods, &ns, &name, &kwok_manager(), |p| {
-                kwok::actuate_resize(p, &uid)
+                kwok::actuate_resize(p, &uid, fits)
             });
         });
     }
