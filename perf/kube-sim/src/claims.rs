@@ -461,12 +461,11 @@ fn sync_claim(inner: &Inner, ns: &str, name: &str) {
     if !valid.is_empty() {
         return;
     }
-    if let Some((pod_name, pod_uid)) = owning_pod(&claim) {
-        if let Ok(pod) = st.get(&d.pods, ns, pod_name)
-            && (meta::meta_str(&pod.value, "uid") != pod_uid || pod_done(&pod.value))
-        {
-            let _ = st.delete(&d.claims, ns, name, None);
-        }
+    if let Some((pod_name, pod_uid)) = owning_pod(&claim)
+        && let Ok(pod) = st.get(&d.pods, ns, pod_name)
+        && (meta::meta_str(&pod.value, "uid") != pod_uid || pod_done(&pod.value))
+    {
+        let _ = st.delete(&d.claims, ns, name, None);
     }
 }
 

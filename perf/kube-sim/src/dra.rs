@@ -160,10 +160,8 @@ fn default(def: &ResourceDef, obj: &mut Value) {
 /// template's `spec.metadata` are structs, written as `{}` when empty.
 pub(crate) fn after_record(def: &ResourceDef, obj: &mut Value) {
     match def.key.as_ref() {
-        CLAIM_KEY => {
-            if !obj.get("status").is_some_and(Value::is_object) {
-                obj["status"] = json!({});
-            }
+        CLAIM_KEY if !obj.get("status").is_some_and(Value::is_object) => {
+            obj["status"] = json!({});
         }
         TEMPLATE_KEY => {
             if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut)
@@ -1097,14 +1095,12 @@ fn validate_claim_status(claim: &Value, old: &Value) -> Vec<FieldError> {
     }
     let old_alloc = old.pointer("/status/allocation").filter(|a| !a.is_null());
     match (old_alloc, alloc) {
-        (Some(o), Some(n)) => {
-            if !v::same(Some(o), Some(n)) {
-                errs.push(FieldError::invalid(
-                    "status.allocation",
-                    render(n),
-                    "field is immutable",
-                ));
-            }
+        (Some(o), Some(n)) if !v::same(Some(o), Some(n)) => {
+            errs.push(FieldError::invalid(
+                "status.allocation",
+                render(n),
+                "field is immutable",
+            ));
         }
         (None, Some(n)) => {
             let names = request_names(claim.pointer("/spec/devices").unwrap_or(&Value::Null));

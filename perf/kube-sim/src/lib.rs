@@ -6,8 +6,9 @@
 //! Magma's adapter tests, end-to-end tests and benchmarks run against it (DESIGN.md §5). It is
 //! strict where that matters to a scheduler: the status codes, `Status` reasons and messages of
 //! the real server, optimistic concurrency, `410 Expired` watches, binding conflicts, and the
-//! validation, defaults and status subresources of the storage objects, with an optional
-//! simulated PV controller and CSI provisioner.
+//! validation, defaults and status subresources of the storage objects, pod-level resources and
+//! the `resource.k8s.io/v1` (DRA) objects, with an optional simulated PV controller and CSI
+//! provisioner and kube-controller-manager's resource claim controller.
 //!
 //! Start it with [`Sim::start`] (tests use port 0) or the `kube-sim` binary, then point a client at
 //! [`SimHandle::kubeconfig_yaml`].
@@ -46,9 +47,9 @@
 //! | `/api/v1/[namespaces/<ns>/]<plural>` | GET | list (`labelSelector`, `fieldSelector`) or watch (`watch=true\|1`) |
 //! | same | POST | create (201); `generateName` supported |
 //! | `…/<plural>/<name>` | GET, PUT, PATCH, DELETE | get, update (optimistic concurrency), patch, delete |
-//! | `…/<plural>/<name>/status` | GET, PUT, PATCH | status subresource (pods, nodes, namespaces, persistentvolumeclaims, persistentvolumes, CRDs, CRs with `subresources.status`) |
+//! | `…/<plural>/<name>/status` | GET, PUT, PATCH | status subresource (pods, nodes, namespaces, persistentvolumeclaims, persistentvolumes, resourceclaims, CRDs, CRs with `subresources.status`) |
 //! | `/api/v1/namespaces/<ns>/pods/<name>/binding` | POST | bind a pod (201 `Status` Success) |
-//! | `/api/v1/namespaces/<ns>/pods/<name>/resize` | GET, PUT, PATCH | in-place resize of the containers' cpu and memory (the whole Pod in and out; other verbs 405) |
+//! | `/api/v1/namespaces/<ns>/pods/<name>/resize` | GET, PUT, PATCH | in-place resize of the containers' and the pod-level cpu and memory (the whole Pod in and out; other verbs 405) |
 //! | `/api/v1/watch/…` | GET | legacy watch paths |
 //! | `/sim/faults` | GET, POST | read / replace the [`Faults`] (JSON, camelCase) |
 //! | `/sim/faults/expire-watches` | POST | `{"count": n}`: the next n watches get `410 Expired` |
@@ -60,7 +61,10 @@
 //! Served resources: core `v1` nodes, pods, configmaps, namespaces, events,
 //! persistentvolumeclaims (`pvc`, `/status`), persistentvolumes (`pv`, cluster-scoped, `/status`);
 //! `storage.k8s.io/v1` storageclasses (`sc`) and csinodes (both cluster-scoped);
-//! `coordination.k8s.io/v1` leases; `events.k8s.io/v1` events; `apiextensions.k8s.io/v1`
+//! `coordination.k8s.io/v1` leases; `events.k8s.io/v1` events; `resource.k8s.io/v1`
+//! deviceclasses and resourceslices (cluster-scoped, with `metadata.generation`),
+//! resourceclaims (`/status`) and resourceclaimtemplates (no short names, as the real
+//! discovery); `apiextensions.k8s.io/v1`
 //! customresourcedefinitions; and every resource a CRD defines (e.g. `shard.volcano.sh/v1alpha1`
 //! nodeshards, cluster-scoped, with `/status`). Namespaces `default`, `kube-system`,
 //! `kube-public`, `kube-node-lease` and `volcano-system` exist at start.
@@ -68,13 +72,14 @@
 //! ## Semantics
 //!
 //! - **Metadata** is server-managed: `uid`, `creationTimestamp`, `resourceVersion` (one global
-//!   counter), `generation` (pods, CRDs and custom resources; set to 1 on create and bumped when anything
+//!   counter), `generation` (pods, CRDs, custom resources, DeviceClasses and ResourceSlices; set to 1 on create and bumped when anything
 //!   outside metadata and status changes, a resize included; a binding does not bump it). A no-op update does not bump the version.
 //! - **Create**: 409 `AlreadyExists`; 422 `Invalid` without name/generateName; 400 when the body's
 //!   namespace, kind or apiVersion disagree with the URL; 404 `namespaces "x" not found` for a
 //!   missing namespace unless [`SimConfig::auto_create_namespaces`]. Pods are defaulted
 //!   (`schedulerName: default-scheduler`, requests from limits, `status.phase: Pending`,
-//!   `qosClass`) and must have containers with name and image. Creating a pod with `spec.nodeName`
+//!   `qosClass`; `priority: 0` is added after the field manager has run, as Priority admission
+//!   does, so nobody owns it) and must have containers with name and image. Creating a pod with `spec.nodeName`
 //!   starts its KWOK lifecycle. Resources with a status subresource (pods, PVs, PVCs, CRs) drop
 //!   `.status` on create.
 //! - **Update** (PUT): a set, stale `metadata.resourceVersion` is a 409 `Conflict` ("the object has
@@ -173,26 +178,64 @@
 //! - **Resize** (`pods/<name>/resize`, in-place pod vertical scaling, on by default since v1.33):
 //!   GET answers the pod; PUT and PATCH (all four patch types) take from the submitted pod only
 //!   `spec.containers[*]` and `spec.initContainers[*]` `resources` and `resizePolicy`, copied by
-//!   position into the stored pod; the rest (metadata, other spec fields, status) is silently
+//!   position into the stored pod, and the pod-level `spec.resources`
+//!   (InPlacePodLevelResourcesVerticalScaling, beta and on by default in v1.36); the rest (metadata, other spec fields, status) is silently
 //!   reset, as the real resize strategy does. The write bumps `resourceVersion` and `generation`,
 //!   reaches watchers as `MODIFIED`, and is recorded with subresource `resize` (verb `update` /
 //!   `patch`; write resource `pods/resize`); a resize that changes nothing writes nothing. Refusals
 //!   are `ValidatePodResize`'s 422s with its messages: containers added, removed, renamed or
-//!   reordered; negative quantities, requests above limits; pod-level resources, static (mirror)
-//!   and windows pods; a changed QoS class (`spec: Invalid value: "Guaranteed": Pod QOS Class may
+//!   reordered; negative quantities, requests above limits; invalid pod-level resources (the
+//!   create rules below); static (mirror) and windows pods; a changed QoS class (`spec: Invalid value: "Guaranteed": Pod QOS Class may
 //!   not change as a result of resizing`); a running container whose status reports no
-//!   `resources` (a node without resize support); removed requests or limits; memory limits
-//!   decreased or added under the default `NotRequired` policy; any change other than cpu and
-//!   memory (`spec: Forbidden: only cpu and memory resources are mutable`, for sidecars `… for
+//!   `resources` (a node without resize support); removed requests or limits (containers and
+//!   pod level: `spec.resources.requests: Forbidden: resource requests cannot be removed`);
+//!   container memory limits decreased or added under the default `NotRequired` policy; any
+//!   change other than cpu and memory, of a container or at pod level (`spec: Forbidden: only
+//!   cpu and memory resources are mutable`, for sidecars `… for
 //!   sidecar containers are mutable`, and `resources for non-sidecar init containers are
 //!   immutable`). A malformed quantity is a 400 as in decoding, a missing pod 404. Unscheduled
 //!   pods resize (the real server only checks the kubelet's support once containers run).
+//!   Quantities in messages are canonical (`resource.Quantity.String()`).
+//! - **Pod-level resources** (`spec.resources`, KEP-2837, on by default since v1.34), defaulted
+//!   as `SetDefaults_Pod` does after the container defaults: hugepage limits from the
+//!   containers' aggregate limits (`defaultHugePagePodLimits`); with pod-level limits, the
+//!   requests of overcommitable supported resources from the containers' aggregate requests,
+//!   then the others from the limits (`defaultPodRequests`); with pod-level requests and no
+//!   limits, cpu/memory limits from the containers' aggregate when every container sets one
+//!   (`defaultPodLimits`); aggregates follow `AggregateContainerRequests` (containers and
+//!   sidecars summed, each init container on top of the sidecars before it, the larger of
+//!   both), sums written canonically. Validated as `validatePodResources` in the real order:
+//!   windows pods may not set it; no `claims`; only `cpu`, `memory` and `hugepages-*`
+//!   (`Unsupported value: "nvidia.com/gpu": supported values: "cpu", "hugepages-", "memory"`,
+//!   names not standard nor qualified `must be a standard resource type or fully qualified`);
+//!   non-negative quantities, hugepage multiples; requests at most the limits (`must be less
+//!   than or equal to cpu limit of 1`), equal for non-overcommitable ones; a limit for each
+//!   non-overcommitable request (`Limit must be set for non overcommitable resources`);
+//!   `HugePages require cpu or memory`; then `validatePodResourceConsistency`: pod requests of
+//!   supported resources set at pod level at least the containers' aggregate (`must be greater
+//!   than or equal to aggregate container requests of 3`), pod hugepage limits at least the
+//!   aggregate hugepage limits, no container limit above the pod's
+//!   (`spec.resources.containers[0][cpu].limits: … must be less than or equal to pod limits of
+//!   1`). The QoS class comes from the pod-level requests and limits when they are set.
+//!   `spec.resources` is immutable on update (the generic pod update message); it changes only
+//!   through `pods/resize`.
 //! - **KWOK**: [`SimConfig::nodes`] Ready nodes `node-00000…` (32 CPU, 256Gi, 110 pods by default,
 //!   label `type: kwok`); a bound pod becomes Running (podIP, hostIP, Ready conditions, container
-//!   statuses reporting the containers' `resources`, as a v1.33+ kubelet with in-place resize) after [`SimConfig::running_delay`]; a resize of a Running pod is actuated at once,
-//!   in a status write of its own (the containers' statuses report the new `resources`; no
-//!   `PodResizeInProgress` condition, no `allocatedResources`); with [`SimConfig::pod_lifetime`] (or the
-//!   `kube-sim.magma.io/lifetime-ms` annotation) it then becomes Succeeded and is deleted.
+//!   statuses reporting the containers' `resources`, as a v1.33+ kubelet with in-place resize;
+//!   a pod with pod-level resources also `status.resources` {requests, limits} and
+//!   `status.allocatedResources`, its pod-level requests, as a v1.36 kubelet) after
+//!   [`SimConfig::running_delay`]. A resize of a Running pod is answered at once, in a status
+//!   write of its own, with the kubelet's feasibility rules (`canResizePod`; the pod's needs are
+//!   its pod-level requests where set, else its containers' aggregate): more cpu or memory than
+//!   the node's allocatable is `PodResizePending` `Infeasible` (`Node didn't have enough
+//!   capacity: cpu, requested: 8000, capacity: 4000`, millicores and bytes, memory checked
+//!   first), more than the other Running pods on the node leave is `Deferred` (`Node didn't
+//!   have enough resource: cpu, requested: 2000, used: 3000, capacity: 4000`), the condition
+//!   carrying `observedGeneration`; otherwise the resize is actuated (the containers' statuses
+//!   report the new `resources`, the pod-level `status.resources` / `status.allocatedResources`
+//!   the new pod-level ones, a pending condition goes; no `PodResizeInProgress`). With
+//!   [`SimConfig::pod_lifetime`] (or the `kube-sim.magma.io/lifetime-ms` annotation) a pod then
+//!   becomes Succeeded and is deleted.
 //! - **Storage objects** (the defaults of `pkg/apis/{core,storage}/v1`, the validation of
 //!   `pkg/apis/core/validation` and `pkg/apis/storage/validation` with the real field paths and
 //!   messages, aggregated as `[e1, e2]` with one `details.causes` entry each; a malformed quantity
@@ -226,6 +269,56 @@
 //!   - CSINode: `spec.drivers[]` with a CSI driver `name` (unique) and `nodeID` (≤ 256 bytes),
 //!     `allocatable.count` ≥ 0, valid `topologyKeys`; a driver entry may change only its
 //!     `allocatable`; strategic merge patches merge `drivers` by `name`.
+//! - **`resource.k8s.io/v1`** (DRA, GA since v1.34), as `pkg/apis/resource` and its registry
+//!   serve it: defaults `allocationMode: ExactCount` and `count: 1` (exact requests and
+//!   `firstAvailable` sub-requests), toleration `operator: Equal`, device taints' `timeAdded`;
+//!   a claim's `status` is reset to `{}` on create and a template's `spec.metadata` is `{}`;
+//!   `metadata.generation` on DeviceClasses and ResourceSlices only. Validation with the real
+//!   paths and messages: names (DNS subdomains; request, sub-request and device names DNS
+//!   labels; attribute and capacity names `[domain/]C identifier`; pool names), requests
+//!   (`exactly one of `exactly` or `firstAvailable` is required`, `allocationMode`
+//!   `ExactCount`/`All` with `count`, class names, at most 32 requests, 8 sub-requests, 32
+//!   selectors, 16 tolerations, unique names), selectors whose `cel.expression` must compile
+//!   (at most 10 KiB; the 422 is cel-go's: `compilation failed: ERROR: <input>:1:46: Syntax
+//!   error: …` with the source line and caret, `undeclared reference to 'x' (in container '')`,
+//!   `undefined field 'x'`, `must evaluate to bool or the unknown type, not string`; parsed by
+//!   the `cel` crate's ANTLR parser built from cel-go's grammar, then checked by a small type
+//!   checker of the `device` environment, see `cel.rs`), constraints and opaque configs;
+//!   DeviceClass selectors and configs (not compiled again when unchanged on update) and
+//!   `extendedResourceName`; ResourceSlice `driver`, `pool` (name, `generation` ≥ 0,
+//!   `resourceSliceCount` > 0), exactly one of `nodeName`/`nodeSelector`/`allNodes`/
+//!   `perDeviceNodeSelection`, at most 128 devices (64 with taints, counters or list
+//!   attributes), per device at most 32 attributes and capacities, one value per attribute,
+//!   strings and versions at most 64 bytes, semver versions, no `requestPolicy` without
+//!   `allowMultipleAllocations`, at most 16 taints with a label key and effect
+//!   `NoExecute`/`NoSchedule`/`None`, per-device node selection only with
+//!   `perDeviceNodeSelection`; a capacity that is not a quantity is a 400 as in decoding.
+//!   Updates: claim and template specs are immutable (`spec: Invalid value: …: field is
+//!   immutable`), slices keep `driver`, `pool.name` and `nodeName`. Claim `/status` writes:
+//!   `reservedFor` at most 256 entries with `resource`, `name` and a unique `uid`, only with an
+//!   `allocation` (`may not be specified when `allocated` is not set`); a new `allocation`'s
+//!   results name requests of the claim, valid drivers, pools and devices; a set allocation is
+//!   immutable. ResourceSlices take the field selectors `spec.nodeName`, `spec.driver` and
+//!   `metadata.name` (others: 400 `field label not supported for resource.k8s.io/v1,
+//!   Kind=ResourceSlice: …`), the other DRA kinds `metadata.name`/`metadata.namespace`.
+//!   managedFields treat the v1 atomic lists (`requests` of a claim's devices, `devices`,
+//!   `selectors`, `constraints`, `config`, `firstAvailable`, `results`) as a whole and key
+//!   `reservedFor` by `uid`.
+//! - **Resource claim controller** ([`SimConfig::resource_claim_controller`], on by default as
+//!   in kube-controller-manager; binary `--no-resource-claim-controller`), following the store's
+//!   commits of pods with `spec.resourceClaims`, claims and templates: a pod claim naming a
+//!   `resourceClaimTemplateName` gets a claim made from the template (`generateName`
+//!   `<pod>-<claim>-`, owner reference to the pod with `controller` and `blockOwnerDeletion`,
+//!   the template's labels and annotations plus [`POD_CLAIM_NAME_ANNOTATION`], manager
+//!   `kube-controller-manager`) and the pod's `status.resourceClaimStatuses` gets
+//!   `{name, resourceClaimName}` by a server-side apply of `ResourceClaimController`; a missing
+//!   template makes nothing until it is created; a scheduled pod is added to the `reservedFor`
+//!   of its allocated claims; `reservedFor` entries of pods that are gone, replaced or done are
+//!   removed and, when none is left and the claim carries the scheduler's
+//!   [`DELETE_PROTECTION_FINALIZER`], the allocation is cleared in the same write and the
+//!   finalizer removed in the next; an unreserved claim made for a pod that is done is
+//!   deleted, and claims whose owning pods are all gone are garbage-collected. Each step is its
+//!   own write (these writes, like the storage controllers', are not in the request records).
 //! - **Storage controllers** ([`SimConfig::provisioner`], off by default): with
 //!   [`Provisioner::After`]`(delay)` a PV controller and a CSI external provisioner. A pending
 //!   claim of an existing class (not `kubernetes.io/no-provisioner`) is handed over at once
@@ -265,7 +358,8 @@
 //! [--error-rate VERB[:RESOURCE]=RATE[:CODE]]... [--latency-ms MS] [--drop-watches-after-ms MS]
 //! [--watch-delay-ms MS]
 //! [--history 100000] [--auto-create-namespaces] [--install-nodeshard-crd]
-//! [--provisioner-delay 300ms | --provisioner-never] [--tls [--ca-out FILE]]` serves on
+//! [--provisioner-delay 300ms | --provisioner-never] [--no-resource-claim-controller]
+//! [--tls [--ca-out FILE]]` serves on
 //! `127.0.0.1:P` (HTTPS with `--tls`), writes the CA (PEM) to `--ca-out` and then, atomically, a
 //! kubeconfig usable by `kubectl --kubeconfig FILE` and `kube::Config::from_custom_kubeconfig`
 //! (with the CA embedded in TLS mode), and exits 0 on SIGTERM/SIGINT.
@@ -292,20 +386,30 @@
 //! `k:{"name":…}` with a `.` member, `conditions` by `type`, `podIPs`/`hostIPs` by `ip`,
 //! `volumeMounts` by `mountPath`, container `ports` by `containerPort`+`protocol`; other lists
 //! and the known atomic ones (`tolerations`, `containerStatuses`, `args`, …) as a whole
-//! `f:x: {}`; `.` members only on keyed items and the known string maps (labels, annotations,
-//! requests, limits, `data`, …); no kubelet status entry on seeded nodes; a client-sent
+//! `f:x: {}`; `.` members only on keyed items, `resources` and the known string maps (labels,
+//! annotations, requests, limits, `data`, …); an empty embedded `metadata` (a template's) is no
+//! field; no kubelet status entry on seeded nodes; a client-sent
 //! `managedFields` is ignored rather than used to reset ownership), core and
 //! `events.k8s.io` events are stored separately, and other resources (services, deployments, …)
 //! are 404. Storage: quantities are stored as sent (the real server canonicalizes them, e.g.
 //! `1024Mi` to `1Gi`); no `kubernetes.io/pvc-protection` / `pv-protection` finalizers; field
 //! error messages omit the Go diff the real server appends to "spec is immutable" errors and
 //! render structured bad values as JSON; the storage controllers emit no Events, and kubelets
-//! create no CSINodes. Resize: the simulated kubelet does not actuate a resize (no
-//! `PodResizePending` / `PodResizeInProgress` conditions, no `allocatedResources`, container
-//! statuses keep the resources they started with); quantities in messages are shown as sent,
-//! not canonicalized; a malformed quantity in a resize PATCH is a 400 (the real patch path
-//! answers a 422 on `patch`); resource names are not validated; no ResourceQuota or LimitRanger
-//! admission.
+//! create no CSINodes. Pods: the general defaults `imagePullPolicy`, `terminationMessagePath`,
+//! `terminationMessagePolicy`, `enableServiceLinks` and the admission plugins' `tolerations`
+//! (DefaultTolerationSeconds) and `preemptionPolicy` are not applied; container resources are
+//! not validated on create (only pod-level ones), nor `spec.resourceClaims`. Resize: the
+//! simulated kubelet actuates at once (no `PodResizeInProgress`, no container
+//! `allocatedResources`), counts only cpu and memory, and reports pod-level
+//! `status.resources`/`allocatedResources` only for pods with pod-level resources (a v1.36
+//! kubelet may report aggregates for others); a malformed quantity in a resize PATCH is a 400
+//! (the real patch path answers a 422 on `patch`); container resource names are not
+//! validated; no ResourceQuota or LimitRanger admission. DRA: fields of feature gates that are
+//! off in v1.36 are kept rather than dropped; bindings conditions, counters, consumable
+//! capacity request policies and network device data are barely checked; the CEL check knows
+//! no function signatures and no cost limit (see `cel.rs`); no DeviceTaintRules,
+//! `deletionTimestamp` handling of claims, or events of the claim controller
+//! (`FailedResourceClaimCreation`), and claims of pods that are done are not made again.
 
 mod cel;
 mod claims;

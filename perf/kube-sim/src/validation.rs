@@ -463,11 +463,12 @@ pub(crate) fn canonical_nanos(nanos: i128, format: QuantityFormat) -> String {
     let sign = if nanos < 0 { "-" } else { "" };
     let abs = nanos.unsigned_abs();
     const NANO: u128 = 1_000_000_000;
-    let binary = format == QuantityFormat::BinarySI && abs >= 1024 * NANO && abs % NANO == 0;
+    let binary =
+        format == QuantityFormat::BinarySI && abs >= 1024 * NANO && abs.is_multiple_of(NANO);
     if binary {
         let mut n = abs / NANO;
         let mut exp = 0;
-        while exp < 6 && n % 1024 == 0 {
+        while exp < 6 && n.is_multiple_of(1024) {
             n /= 1024;
             exp += 1;
         }
