@@ -1,6 +1,7 @@
 //! `kubectl` (v1.32 at /usr/bin/kubectl here) against the simulator through the generated
 //! kubeconfig: get nodes, apply a ConfigMap (create, then update through a strategic merge patch),
-//! get pods across namespaces, delete; and the same kubeconfig over HTTPS (the CA embedded, so
+//! get pods across namespaces, delete; DRA objects (apply, a field selector on ResourceSlices, a
+//! refused CEL selector); and the same kubeconfig over HTTPS (the CA embedded, so
 //! kubectl verifies the server certificate). Without kubectl these tests fail, naming where they
 //! looked: `$KUBECTL`, `PATH`, /usr/bin, /usr/local/bin and `target/tools/bin` (where
 //! `deploy/tools/install.sh` installs one on a machine without it).
@@ -155,5 +156,91 @@ async fn kubectl_get_apply_delete() {
         404
     );
 
+    sim.shutdown().await;
+}
+
+/// DRA objects through kubectl: apply a DeviceClass, a ResourceSlice and a claim template,
+/// list slices by node with a field selector, and see a bad CEL selector refused with the
+/// server's message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_applies_and_lists_dra_objects() {
+    let sim = Sim::start(SimConfig {
+        nodes: 1,
+        ..SimConfig::default()
+    })
+    .await
+    .unwrap();
+    let k = Kubectl::new(&sim, "dra");
+    let manifest = k.dir.join("dra.yaml");
+    std::fs::write(
+        &manifest,
+        r#"apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata:
+  name: gpu.example.com
+spec:
+  selectors:
+  - cel:
+      expression: device.driver == "gpu.example.com"
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata:
+  name: node-00000-gpus
+spec:
+  driver: gpu.example.com
+  nodeName: node-00000
+  pool: {name: node-00000, generation: 1, resourceSliceCount: 1}
+  devices:
+  - name: gpu-0
+    attributes: {model: {string: a100}}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata:
+  name: one-gpu
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly: {deviceClassName: gpu.example.com}
+"#,
+    )
+    .unwrap();
+    let (ok, out, err) = k.run(vec!["apply", "-f", manifest.to_str().unwrap()]).await;
+    assert!(ok, "{out} {err}");
+    for created in [
+        "deviceclass.resource.k8s.io/gpu.example.com created",
+        "resourceslice.resource.k8s.io/node-00000-gpus created",
+        "resourceclaimtemplate.resource.k8s.io/one-gpu created",
+    ] {
+        assert!(out.contains(created), "{out}");
+    }
+    let (ok, out, err) = k
+        .run(vec![
+            "get",
+            "resourceslices",
+            "--field-selector",
+            "spec.nodeName=node-00000",
+            "-o",
+            "name",
+        ])
+        .await;
+    assert!(
+        ok && out.trim() == "resourceslice.resource.k8s.io/node-00000-gpus",
+        "{out} {err}"
+    );
+    let bad = k.dir.join("bad.yaml");
+    std::fs::write(
+        &bad,
+        "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata:\n  name: bad\nspec:\n  selectors:\n  - cel:\n      expression: device.foo\n",
+    )
+    .unwrap();
+    let (ok, _, err) = k.run(vec!["apply", "-f", bad.to_str().unwrap()]).await;
+    assert!(
+        !ok && err.contains("spec.selectors[0].cel.expression: Invalid value: \"device.foo\": compilation failed: ERROR: <input>:1:7: undefined field 'foo'"),
+        "{err}"
+    );
     sim.shutdown().await;
 }
