@@ -608,20 +608,19 @@ impl Cache {
     /// changed). A node whose pods now attach a volume they did not before can take fewer:
     /// its bind version advances, so a decision made without it is not claimed.
     fn refresh_csi(&mut self) {
-        let with_claims: Vec<(Arc<str>, String, Vec<(Arc<str>, bool)>)> = self
+        let with_claims: Vec<(Arc<str>, Arc<PodInfo>)> = self
             .pods
             .iter()
             .filter(|(_, p)| !p.info.claims.is_empty())
-            .map(|(uid, p)| {
-                let ns = self.interner.resolve(p.info.namespace).to_owned();
-                let claims = p.info.claims.iter().map(|c| (c.clone(), false)).collect();
-                (uid.clone(), ns, claims)
-            })
+            .map(|(uid, p)| (uid.clone(), p.info.clone()))
             .collect();
         let mut stale: Vec<(Arc<str>, CsiVolumes)> = Vec::new();
-        for (uid, ns, claims) in with_claims {
+        for (uid, info) in with_claims {
+            let ns = self.interner.resolve(info.namespace).to_owned();
+            let claims: Vec<(Arc<str>, bool)> =
+                info.claims.iter().map(|c| (c.clone(), false)).collect();
             let csi = self.storage.csi_of(&ns, &claims, &mut self.interner);
-            if self.pods.get(&uid).is_some_and(|p| csi != p.info.csi) {
+            if csi != info.csi {
                 stale.push((uid, csi));
             }
         }
@@ -666,6 +665,7 @@ impl Cache {
         self.storage.resolve(
             &pod.namespace,
             &pod.uid,
+            &pod.name,
             &pod.claims,
             &mut self.interner,
             |claim| placed(claim) || in_flight(claim),

@@ -127,6 +127,9 @@ pub enum Blocked {
     EphemeralPending(u32),
     /// `persistentvolumeclaim "X" is being deleted`.
     ClaimDeleted(u32),
+    /// `PVC <ns>/<claim> was not created for pod <ns>/<pod> (pod is not owner)`: an ephemeral
+    /// volume's claim whose controller is not the pod (`<ns>/<claim>`, `<ns>/<pod>`).
+    NotOwner(u32, u32),
     /// `pod has unbound immediate PersistentVolumeClaims`.
     UnboundImmediate,
     /// `storageclass.storage.k8s.io "X" not found`.
@@ -150,6 +153,11 @@ impl Blocked {
             Blocked::ClaimDeleted(c) => {
                 format!("persistentvolumeclaim \"{}\" is being deleted", n(c))
             }
+            Blocked::NotOwner(c, p) => format!(
+                "PVC {} was not created for pod {} (pod is not owner)",
+                n(c),
+                n(p)
+            ),
             Blocked::UnboundImmediate => "pod has unbound immediate PersistentVolumeClaims".into(),
             Blocked::MissingClass(c) => {
                 format!("storageclass.storage.k8s.io \"{}\" not found", n(c))
@@ -475,6 +483,7 @@ impl Storage {
         &self,
         namespace: &str,
         pod_uid: &str,
+        pod_name: &str,
         claims: &[(Arc<str>, bool)],
         interner: &mut Interner,
         rwop_in_use: impl Fn(&str) -> bool,
@@ -491,9 +500,13 @@ impl Storage {
                 });
                 return out;
             };
-            if *ephemeral && c.owner.as_deref().is_some_and(|o| o != pod_uid) {
-                // An ephemeral claim made for another pod: kube-scheduler refuses it too.
-                out.blocked = Some(Blocked::MissingClaim(id));
+            if *ephemeral && c.owner.as_deref() != Some(pod_uid) {
+                // An ephemeral volume's claim the pod does not control (made for another pod,
+                // or by hand): `ephemeral.VolumeIsForPod` refuses it.
+                out.blocked = Some(Blocked::NotOwner(
+                    interner.intern(&format!("{namespace}/{name}")),
+                    interner.intern(&format!("{namespace}/{pod_name}")),
+                ));
                 return out;
             }
             if c.terminating {

@@ -265,6 +265,13 @@ struct ProcArgs {
     /// Seconds to wait for every pod to be bound.
     #[arg(long, default_value_t = 300)]
     timeout: u64,
+    /// Every k-th pod of the burst asks for more CPU than any node has: the report gives its
+    /// condition's latency (the scheduler's decision → written, and created → seen).
+    #[arg(long)]
+    unschedulable_every: Option<usize>,
+    /// One more flag for the scheduler (repeatable), e.g. `--scheduler-arg=--event-qps=0.001`.
+    #[arg(long = "scheduler-arg", allow_hyphen_values = true)]
+    scheduler_args: Vec<String>,
     #[arg(long)]
     json: Option<PathBuf>,
     #[arg(short, long)]
@@ -615,6 +622,8 @@ fn processes(a: ProcArgs) -> anyhow::Result<()> {
         kube_api_burst: a.kube_api_burst,
         timeout: Duration::from_secs(a.timeout),
         progress: !a.quiet,
+        unschedulable_every: a.unschedulable_every,
+        scheduler_args: a.scheduler_args,
     };
     let rt = tokio::runtime::Runtime::new()?;
     if let Some(candidate) = a.compare {

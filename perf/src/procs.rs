@@ -14,7 +14,11 @@
 //!
 //! Scenarios:
 //! - **burst**: the scheduler runs and is ready; `pods` pods are created as fast as the
-//!   creators go.
+//!   creators go. With `unschedulable_every` = k, every k-th of them asks for more CPU than any
+//!   node has: the run ends when the others are bound and each of those has its
+//!   `PodScheduled=False` condition, and the report gives the scheduler's decision → condition
+//!   written latency (`magma_condition_write_seconds`, from its buckets) and the harness's
+//!   created → condition seen.
 //! - **backlog**: `pods` pods are created while no scheduler runs; then it starts. Time from
 //!   its start to the last bind, and from its readiness (lists done, leading) to the last
 //!   bind: the drain rate against the ceiling.
@@ -95,6 +99,10 @@ pub struct ProcOptions {
     pub kube_api_burst: u32,
     pub timeout: Duration,
     pub progress: bool,
+    /// Every k-th scenario pod is unschedulable (module doc); `None`: none.
+    pub unschedulable_every: Option<usize>,
+    /// More flags for the scheduler (e.g. `--event-qps=...`).
+    pub scheduler_args: Vec<String>,
 }
 
 impl ProcOptions {
@@ -155,6 +163,64 @@ pub struct ProcReport {
     pub forced_closes_by_watch: BTreeMap<String, u64>,
     pub duplicate_binds: u64,
     pub lost_pods: u64,
+    /// Unschedulable pods in the scenario (`unschedulable_every`), and how many of them the
+    /// harness saw with their `PodScheduled=False` condition.
+    pub unschedulable: usize,
+    pub conditions_seen: usize,
+    /// The scheduler's decision → condition written (`magma_condition_write_seconds`: the upper
+    /// bound of the bucket each quantile falls in), ms.
+    pub condition_write_ms: Option<BucketQuantiles>,
+    /// Created → condition seen by the harness's watch, ms.
+    pub condition_seen_ms: Option<Latency>,
+    /// The scheduler's Scheduled events written / dropped (its metric).
+    pub events_dropped: u64,
+}
+
+/// Quantiles of a Prometheus histogram, each the upper bound of the bucket it falls in.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct BucketQuantiles {
+    pub count: u64,
+    pub p50: f64,
+    pub p99: f64,
+    pub max_bucket: f64,
+}
+
+impl BucketQuantiles {
+    /// From the exposition's `<name>_bucket{le="…"} n` lines (cumulative), scaled by `scale`.
+    pub fn from_metrics(text: &str, name: &str, scale: f64) -> Option<BucketQuantiles> {
+        let prefix = format!("{name}_bucket{{le=\"");
+        let mut buckets: Vec<(f64, u64)> = text
+            .lines()
+            .filter_map(|l| {
+                let rest = l.strip_prefix(&prefix)?;
+                let (le, n) = rest.split_once("\"} ")?;
+                let le = if le == "+Inf" {
+                    f64::INFINITY
+                } else {
+                    le.parse().ok()?
+                };
+                Some((le, n.trim().parse().ok()?))
+            })
+            .collect();
+        buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let count = buckets.last()?.1;
+        if count == 0 {
+            return Some(BucketQuantiles::default());
+        }
+        let q = |f: f64| {
+            let want = (count as f64 * f).ceil() as u64;
+            buckets
+                .iter()
+                .find(|(_, n)| *n >= want)
+                .map_or(f64::INFINITY, |(le, _)| le * scale)
+        };
+        Some(BucketQuantiles {
+            count,
+            p50: q(0.5),
+            p99: q(0.99),
+            max_bucket: q(1.0),
+        })
+    }
 }
 
 impl ProcReport {
@@ -236,6 +302,28 @@ impl ProcReport {
                 format!(" ({})", by.join("; "))
             }
         );
+        if self.unschedulable > 0 {
+            println!(
+                "  unschedulable pods {}: conditions seen {}; decision→written ms (bucket bounds) {}; created→seen ms {}",
+                self.unschedulable,
+                self.conditions_seen,
+                self.condition_write_ms
+                    .as_ref()
+                    .map_or("n/a".into(), |q| format!(
+                        "p50 ≤{:.1} p99 ≤{:.1} max ≤{:.1} ({} written)",
+                        q.p50, q.p99, q.max_bucket, q.count
+                    )),
+                self.condition_seen_ms
+                    .as_ref()
+                    .map_or("n/a".into(), |l| format!(
+                        "p50 {:.1} p99 {:.1} max {:.1}",
+                        l.p50, l.p99, l.max
+                    )),
+            );
+        }
+        if self.events_dropped > 0 {
+            println!("  events dropped by the scheduler: {}", self.events_dropped);
+        }
         if self.duplicate_binds > 0 || self.lost_pods > 0 {
             println!(
                 "  integrity: VIOLATED: {} duplicate bind(s), {} pod(s) not bound",
@@ -589,6 +677,10 @@ fn start_scheduler(
         format!("--listen-address=127.0.0.1:{admin}"),
         "--leader-elect=false".into(),
     ];
+    let args: Vec<String> = args
+        .into_iter()
+        .chain(o.scheduler_args.iter().cloned())
+        .collect();
     Ok((
         Proc::spawn("agent-scheduler", &o.scheduler_bin, &args, dir, cpus)?,
         admin,
@@ -706,10 +798,20 @@ async fn until_idle(pid: u32, cap: Duration) -> Duration {
     }
 }
 
-fn pod_object(ns: &str, name: &str, scheduler: &str) -> anyhow::Result<Pod> {
-    let mut v = kube_sim::pod_object(ns, name, scheduler, "100m", "128Mi");
+/// CPU of an unschedulable scenario pod: more than any simulated node has.
+const UNSCHEDULABLE_CPU: &str = "100000";
+
+fn pod_object(ns: &str, name: &str, scheduler: &str, cpu: &str) -> anyhow::Result<Pod> {
+    let mut v = kube_sim::pod_object(ns, name, scheduler, cpu, "128Mi");
     v["metadata"]["labels"] = serde_json::json!({"magma-procs": "1"});
     Ok(serde_json::from_value(v)?)
+}
+
+/// A scenario's creation: when each pod was created, and which of them (by index) ask for more
+/// than any node has.
+struct Tracked<'a> {
+    created: Arc<Mutex<HashMap<String, Instant>>>,
+    unschedulable: &'a dyn Fn(usize) -> bool,
 }
 
 /// Create `n` pods named `{prefix}{i}` in `ns` for `scheduler`, `creators` at a time.
@@ -720,15 +822,24 @@ async fn create_pods(
     scheduler: &str,
     n: usize,
     creators: usize,
-    created: Option<Arc<Mutex<HashMap<String, Instant>>>>,
+    scenario: Option<Tracked<'_>>,
 ) -> anyhow::Result<()> {
+    let (created, unschedulable) = match scenario {
+        Some(t) => (Some(t.created), t.unschedulable),
+        None => (None, &(|_| false) as &dyn Fn(usize) -> bool),
+    };
     let api: Api<Pod> = Api::namespaced(client.clone(), ns);
     let sem = Arc::new(tokio::sync::Semaphore::new(creators.max(1)));
     let mut tasks = Vec::with_capacity(n);
     for i in 0..n {
         let permit = sem.clone().acquire_owned().await?;
         let name = format!("{prefix}{i:07}");
-        let p = pod_object(ns, &name, scheduler)?;
+        let cpu = if unschedulable(i) {
+            UNSCHEDULABLE_CPU
+        } else {
+            "100m"
+        };
+        let p = pod_object(ns, &name, scheduler, cpu)?;
         let (api, created) = (api.clone(), created.clone());
         tasks.push(tokio::spawn(async move {
             if let Some(c) = &created {
@@ -758,18 +869,40 @@ fn bind_watch(
     ns: &str,
     bound: Arc<Mutex<HashMap<String, Instant>>>,
 ) -> tokio::task::JoinHandle<()> {
+    watch_scenario(client, ns, bound, None)
+}
+
+/// [`bind_watch`], also noting when each pod was first seen with its `PodScheduled=False`
+/// `Unschedulable` condition (`conditioned`).
+fn watch_scenario(
+    client: &kube::Client,
+    ns: &str,
+    bound: Arc<Mutex<HashMap<String, Instant>>>,
+    conditioned: Option<Arc<Mutex<HashMap<String, Instant>>>>,
+) -> tokio::task::JoinHandle<()> {
     let api: Api<magma_kube::slim::Pod> = Api::namespaced(client.clone(), ns);
     let wc = watcher::Config::default().labels("magma-procs=1");
     tokio::spawn(async move {
         let mut s = watcher::watcher(api, wc).boxed();
         while let Some(ev) = s.next().await {
-            if let Ok(Event::Apply(p) | Event::InitApply(p)) = ev
-                && let (Some(name), true) = (
-                    p.metadata.name.clone(),
-                    p.spec.and_then(|s| s.node_name).is_some(),
-                )
-            {
+            let Ok(Event::Apply(p) | Event::InitApply(p)) = ev else {
+                continue;
+            };
+            let Some(name) = p.metadata.name.clone() else {
+                continue;
+            };
+            if p.spec.and_then(|s| s.node_name).is_some() {
                 bound.lock().await.entry(name).or_insert_with(Instant::now);
+            } else if let Some(c) = &conditioned
+                && p.status
+                    .and_then(|s| s.conditions)
+                    .into_iter()
+                    .flatten()
+                    .any(|c| {
+                        c.type_ == "PodScheduled" && c.reason.as_deref() == Some("Unschedulable")
+                    })
+            {
+                c.lock().await.entry(name).or_insert_with(Instant::now);
             }
         }
     })
@@ -854,7 +987,12 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
     // The bind watch over the scenario's pods.
     let created: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
     let bound: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
-    let watch_task = bind_watch(&client, "default", bound.clone());
+    let conditioned: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
+    let watch_task = watch_scenario(&client, "default", bound.clone(), Some(conditioned.clone()));
+    let every = o.unschedulable_every.filter(|&k| k > 0);
+    let is_unschedulable = move |i: usize| every.is_some_and(|k| (i + 1).is_multiple_of(k));
+    let unschedulable = (0..o.pods).filter(|&i| is_unschedulable(i)).count();
+    let expected = o.pods - unschedulable;
 
     let mut requests_before = sim_records(&client, "requests").await?.len();
     let mut connections_before = sim_connections(&client).await;
@@ -866,7 +1004,10 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
             "agent-scheduler",
             o.pods,
             o.creators,
-            Some(created.clone()),
+            Some(Tracked {
+                created: created.clone(),
+                unschedulable: &is_unschedulable,
+            }),
         )
     };
     // Burst: the simulator's cost includes the creates (a real API server serves them too);
@@ -905,8 +1046,9 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
     let deadline = Instant::now() + o.timeout;
     loop {
         let n = bound.lock().await.len();
-        bar.set_position(n as u64);
-        if n >= o.pods || Instant::now() > deadline {
+        let c = conditioned.lock().await.len();
+        bar.set_position((n + c) as u64);
+        if (n >= expected && c >= unschedulable) || Instant::now() > deadline {
             break;
         }
         sched.check_alive()?;
@@ -918,6 +1060,7 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
     let sched_cpu1 = until_idle(sched.pid(), Duration::from_secs(30)).await;
     let sched_switches1 = context_switches(sched.pid());
     let sim_cpu1 = until_idle(c.sim.pid(), Duration::from_secs(10)).await;
+    let metrics = admin_fetch(admin, "/metrics").await.map(|(_, t)| t);
     let rss = rss_mib(sched.pid());
     let sockets = open_sockets(sched.pid());
     let requests = sim_records(&client, "requests").await?;
@@ -929,6 +1072,26 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
 
     let created = created.lock().await;
     let seen = bound.lock().await;
+    let conditioned = conditioned.lock().await;
+    let condition_seen_ms = (unschedulable > 0)
+        .then(|| -> anyhow::Result<Latency> {
+            let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3)?;
+            for (name, t) in conditioned.iter() {
+                if let Some(at) = created.get(name) {
+                    h.record(t.saturating_duration_since(*at).as_nanos().max(1) as u64)?;
+                }
+            }
+            Ok(Latency::from_histogram(&h))
+        })
+        .transpose()?;
+    let metric_sum = |series: &str| -> u64 {
+        metrics.as_deref().map_or(0, |t| {
+            t.lines()
+                .filter_map(|l| l.strip_prefix(series))
+                .filter_map(|v| v.rsplit(' ').next()?.trim().parse::<u64>().ok())
+                .sum()
+        })
+    };
     let bound = committed_bindings(&bindings, "default", &seen);
     let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3)?;
     let mut last = start;
@@ -1019,7 +1182,14 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
         watches_forced_closed: forced_closed,
         forced_closes_by_watch: BTreeMap::new(),
         duplicate_binds,
-        lost_pods: (o.pods - bound.len().min(o.pods)) as u64,
+        lost_pods: (expected - bound.len().min(expected)) as u64,
+        unschedulable,
+        conditions_seen: conditioned.len(),
+        condition_write_ms: metrics
+            .as_deref()
+            .and_then(|t| BucketQuantiles::from_metrics(t, "magma_condition_write_seconds", 1e3)),
+        condition_seen_ms,
+        events_dropped: metric_sum("magma_events_dropped_total{"),
     };
     c.sim.stop();
     report.forced_closes_by_watch = forced_closes(&c.sim.log);
@@ -1030,6 +1200,16 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Quantiles from a histogram's cumulative buckets: each the upper bound of its bucket.
+    #[test]
+    fn bucket_quantiles_from_the_exposition() {
+        let text = "# TYPE x histogram\nx_bucket{le=\"0.001\"} 90\nx_bucket{le=\"0.002\"} 99\n\
+                    x_bucket{le=\"0.004\"} 100\nx_bucket{le=\"+Inf\"} 100\nx_sum 0.1\nx_count 100\n";
+        let q = BucketQuantiles::from_metrics(text, "x", 1e3).unwrap();
+        assert_eq!((q.count, q.p50, q.p99, q.max_bucket), (100, 1.0, 2.0, 4.0));
+        assert!(BucketQuantiles::from_metrics(text, "y", 1e3).is_none());
+    }
 
     /// An A/B's second pinned run gets the first's split: pinning narrows this process's own
     /// mask to `rest`, and a split counted again from that mask refused to run ("needs at

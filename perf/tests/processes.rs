@@ -54,11 +54,14 @@ fn opts(backlog: bool) -> ProcOptions {
         kube_api_burst: 2000,
         timeout: Duration::from_secs(60),
         progress: false,
+        // The burst carries unschedulable pods; their conditions are awaited and timed.
+        unschedulable_every: (!backlog).then_some(10),
+        scheduler_args: Vec::new(),
     }
 }
 
 fn check(r: &magma_perf::procs::ProcReport) {
-    assert_eq!(r.bound, 300, "{r:?}");
+    assert_eq!(r.bound, 300 - r.unschedulable, "{r:?}");
     assert_eq!((r.duplicate_binds, r.lost_pods), (0, 0), "{r:?}");
     assert!(r.scheduler_cpu_ms_per_pod > 0.0, "{r:?}");
     assert!(r.sim_cpu_ms_per_pod > 0.0, "{r:?}");
@@ -90,6 +93,15 @@ async fn burst_as_separate_processes() {
     let r = run(&opts(false)).await.unwrap();
     check(&r);
     assert_eq!((r.drain_s, r.ready_s), (None, None));
+    // Every tenth pod fits nowhere: each has its condition, written and timed.
+    assert_eq!((r.unschedulable, r.conditions_seen), (30, 30), "{r:?}");
+    let written = r
+        .condition_write_ms
+        .as_ref()
+        .expect("the scheduler's metric");
+    assert!(written.count >= 30 && written.p99 > 0.0, "{r:?}");
+    assert!(r.condition_seen_ms.is_some(), "{r:?}");
+    assert_eq!(r.events_dropped, 0, "{r:?}");
     assert_eq!(r.sim_cpus, "", "{r:?}");
     // A burst is measured against the lower of its creation rate and the binding ceiling; the
     // backlog against the binding ceiling.
@@ -127,6 +139,7 @@ async fn backlog_drains_after_the_scheduler_starts() {
 async fn an_ab_alternates_the_builds_and_pairs_their_cpu() {
     let mut o = opts(false);
     o.pods = 100;
+    o.unschedulable_every = None;
     let candidate = o.scheduler_bin.clone();
     let r = magma_perf::ab::compare(&o, candidate, 2).await.unwrap();
     // Round 1 baseline first, round 2 candidate first; every run bound every pod once.

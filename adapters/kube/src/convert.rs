@@ -328,27 +328,30 @@ pub fn pod_input(pod: Pod) -> Option<PodInput> {
     })
 }
 
-/// `spec.resources` and the pod-level resize status; `None` when the pod sets neither requests
-/// nor limits.
+/// `spec.resources` and the pod-level resize status; `None` when the pod has none of them.
 fn pod_resources(
     spec: Option<k8s_openapi::api::core::v1::ResourceRequirements>,
     status: Option<&PodStatus>,
 ) -> Option<PodResourcesInput> {
-    let spec = spec?;
-    let (requests, limits) = (resources_owned(spec.requests), resources_owned(spec.limits));
-    if requests.is_empty() && limits.is_empty() {
+    let (requests, limits) = spec.map_or((Vec::new(), Vec::new()), |s| {
+        (resources_owned(s.requests), resources_owned(s.limits))
+    });
+    let status_requests = status
+        .and_then(|s| s.resources.as_ref())
+        .and_then(|r| r.requests.as_ref())
+        .map(|m| resources(Some(m)));
+    let allocated = status
+        .and_then(|s| s.allocated_resources.as_ref())
+        .map(|m| resources(Some(m)));
+    if requests.is_empty() && limits.is_empty() && status_requests.is_none() && allocated.is_none()
+    {
         return None;
     }
     Some(PodResourcesInput {
         requests,
         limits,
-        status_requests: status
-            .and_then(|s| s.resources.as_ref())
-            .and_then(|r| r.requests.as_ref())
-            .map(|m| resources(Some(m))),
-        allocated: status
-            .and_then(|s| s.allocated_resources.as_ref())
-            .map(|m| resources(Some(m))),
+        status_requests,
+        allocated,
     })
 }
 

@@ -90,8 +90,14 @@ fn pod_level_requests_are_never_overcommitted() {
     let dir = procs::tmpdir("spec-e2e-pod-level");
     let sim = SimProc::start(&dir, 1, &["--node-cpu", "2", "--node-memory", "4Gi"]);
     let _s = scheduler(&dir, &sim, &[]);
-    create(&sim, &pod_yaml("big-cpu", &pod_level("2500m", "1Gi"), "", ""));
-    create(&sim, &pod_yaml("big-mem", &pod_level("100m", "5Gi"), "", ""));
+    create(
+        &sim,
+        &pod_yaml("big-cpu", &pod_level("2500m", "1Gi"), "", ""),
+    );
+    create(
+        &sim,
+        &pod_yaml("big-mem", &pod_level("100m", "5Gi"), "", ""),
+    );
     let (_, m) = wait_message(&sim, "big-cpu", |r, _| r == "Unschedulable");
     assert_eq!(m, "0/1 nodes are unavailable: 1 Insufficient cpu.");
     let (_, m) = wait_message(&sim, "big-mem", |r, _| r == "Unschedulable");
@@ -99,7 +105,10 @@ fn pod_level_requests_are_never_overcommitted() {
     // A pod-level 1500m pod, then a 600m pod beside it: 2100m on 2 CPUs.
     create(&sim, &pod_yaml("plr", &pod_level("1500m", "1Gi"), "", ""));
     wait_bound(&sim, "plr");
-    create(&sim, &pod_yaml("beside", "", &container_requests("600m"), ""));
+    create(
+        &sim,
+        &pod_yaml("beside", "", &container_requests("600m"), ""),
+    );
     let (_, m) = wait_message(&sim, "beside", |r, _| r == "Unschedulable");
     assert_eq!(m, "0/1 nodes are unavailable: 1 Insufficient cpu.");
     // Pod-level 1500m plus 600m of overhead on a fresh node.
@@ -179,8 +188,14 @@ fn pods_with_resource_claims_wait_with_a_condition_naming_the_claim() {
     let sim = SimProc::start(&dir, 2, &[]);
     let _s = scheduler(&dir, &sim, &[]);
     create(&sim, &claim_pod("named", "resourceClaimName: gpu-claim"));
-    create(&sim, &claim_pod("templated", "resourceClaimTemplateName: gpu-tpl"));
-    create(&sim, &pod_yaml("plain", "", &container_requests("100m"), ""));
+    create(
+        &sim,
+        &claim_pod("templated", "resourceClaimTemplateName: gpu-tpl"),
+    );
+    create(
+        &sim,
+        &pod_yaml("plain", "", &container_requests("100m"), ""),
+    );
     wait_bound(&sim, "plain");
     let (reason, m) = wait_message(&sim, "named", |_, m| m.contains("gpu-claim"));
     assert_eq!(reason, "Unschedulable");
@@ -389,7 +404,10 @@ fn a_refused_binding_is_reported_and_retried() {
     let _s = scheduler(&dir, &sim, &[]);
     let faults = serde_json::json!({"errors": [{"verb": "create", "resource": "pods/binding", "rate": 1.0, "code": 500}]});
     procs::post_faults(&sim, &faults);
-    create(&sim, &pod_yaml("refused", "", &container_requests("100m"), ""));
+    create(
+        &sim,
+        &pod_yaml("refused", "", &container_requests("100m"), ""),
+    );
     let (_, m) = wait_message(&sim, "refused", |r, _| r == "SchedulerError");
     assert!(m.starts_with("failed to bind to node "), "{m}");
     procs::post_faults(&sim, &serde_json::json!({}));

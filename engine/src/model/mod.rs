@@ -554,9 +554,11 @@ pub struct PodInput {
     pub resource_claims: Vec<crate::dra::PodClaimInput>,
 }
 
-/// Pod-level resources (`spec.resources`, KEP-2837) and their in-place resize status
+/// Pod-level resources (`spec.resources`, KEP-2837) and the pod-level in-place resize status
 /// (`InPlacePodLevelResourcesVerticalScaling`): `status.resources.requests` (actuated) and
-/// `status.allocatedResources` (admitted), each `None` when the kubelet reports none.
+/// `status.allocatedResources` (admitted), each `None` when the kubelet reports none. The status
+/// is read whether or not the pod sets pod-level resources: when both are reported they are the
+/// containers' aggregate the kubelet holds.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PodResourcesInput {
     pub requests: Vec<(String, String)>,
@@ -945,7 +947,9 @@ fn container_requests(
     side: Side,
     c: &ContainerInput,
     resize_infeasible: bool,
+    use_status: bool,
 ) -> Result<(ResourceList, ResourceList), ModelError> {
+    let status = c.status.as_ref().filter(|_| use_status);
     let mut list = parse_list(registry, side, &c.requests)?;
     for (name, q) in &c.limits {
         let slot = slot_of(registry, side, name)?;
@@ -956,8 +960,8 @@ fn container_requests(
     }
     // In-place resize (`ContainerStatusInput`): max(spec, actuated, allocated), or without the
     // spec when the resize is infeasible.
-    let from_spec = !(resize_infeasible && c.status.is_some());
-    if let Some(st) = &c.status {
+    let from_spec = !(resize_infeasible && status.is_some());
+    if let Some(st) = status {
         let mut held = parse_list(registry, side, &st.requests)?;
         max_into(&mut held, &parse_list(registry, side, &st.allocated)?);
         if from_spec {
@@ -969,9 +973,7 @@ fn container_requests(
     // kube-scheduler's non-zero defaults fill in what no list names.
     let named = |n: &str| {
         from_spec && c.requests.iter().any(|(k, _)| k == n)
-            || c.status
-                .as_ref()
-                .is_some_and(|st| st.requests.iter().chain(&st.allocated).any(|(k, _)| k == n))
+            || status.is_some_and(|st| st.requests.iter().chain(&st.allocated).any(|(k, _)| k == n))
     };
     let mut nonzero = list.clone();
     if get(&list, CPU) == 0 && !named("cpu") {
@@ -1033,9 +1035,18 @@ fn effective_requests_both(
             self.reqs
         }
     }
+    // The kubelet reports the pod's aggregate (`status.resources.requests` and
+    // `status.allocatedResources`, InPlacePodLevelResourcesVerticalScaling): it stands in for
+    // the containers' statuses (`AggregateContainerRequests`).
+    let pod_status = pod
+        .resources
+        .as_ref()
+        .and_then(|r| Some((r.status_requests.as_ref()?, r.allocated.as_ref()?)));
+    let use_status = pod_status.is_none();
     let (mut plain, mut nonzero) = (Sum::default(), Sum::default());
     for c in &pod.containers {
-        let (own, own_nz) = container_requests(registry, side, c, pod.resize_infeasible)?;
+        let (own, own_nz) =
+            container_requests(registry, side, c, pod.resize_infeasible, use_status)?;
         for (s, a) in own {
             add_into(&mut plain.reqs, s, a);
         }
@@ -1044,12 +1055,25 @@ fn effective_requests_both(
         }
     }
     for c in &pod.init_containers {
-        let (own, own_nz) = container_requests(registry, side, c, pod.resize_infeasible)?;
+        let (own, own_nz) =
+            container_requests(registry, side, c, pod.resize_infeasible, use_status)?;
         plain.init(own, c.restartable);
         nonzero.init(own_nz, c.restartable);
     }
     let overhead = parse_list(registry, side, &pod.overhead)?;
     let (mut plain, mut nonzero) = (plain.containers(), nonzero.containers());
+    if let Some((actuated, allocated)) = pod_status {
+        // max(spec, actuated, allocated), or what the pod holds while its resize is infeasible.
+        let mut held = parse_list(registry, side, actuated)?;
+        max_into(&mut held, &parse_list(registry, side, allocated)?);
+        if pod.resize_infeasible {
+            plain = held.clone();
+            nonzero = held;
+        } else {
+            max_into(&mut plain, &held);
+            max_into(&mut nonzero, &held);
+        }
+    }
     if let Some(r) = &pod.resources {
         pod_resources::apply(registry, side, pod, r, &overhead, &mut plain, &mut nonzero)?;
     }
