@@ -95,19 +95,22 @@ struct SchedulerPerfArgs {
     /// With --kubeconfig: start Magma in this process against that cluster.
     #[arg(long)]
     in_process_scheduler: bool,
-    #[arg(long, default_value_t = 2)]
+    /// `--scheduler-worker-count` of the in-process scheduler (Magma's default: 1)
+    #[arg(long, default_value_t = 1)]
     workers: usize,
     /// The in-process scheduler's bind rate limit (scheduler_perf gives kube-scheduler 5000).
     #[arg(long, default_value_t = 5000.0)]
     kube_api_qps: f64,
     #[arg(long, default_value_t = 5000)]
     kube_api_burst: u32,
-    /// The in-process scheduler's status/event lanes (Magma's default 50; conditions such as
-    /// PodScheduled=False, which `barrier stageRequirement: Attempted` waits for, use them).
-    #[arg(long, default_value_t = 50.0)]
-    event_qps: f64,
-    #[arg(long, default_value_t = 100)]
-    event_burst: u32,
+    /// The in-process scheduler's events budget (default: --kube-api-qps, as Magma's
+    /// `--event-qps`). Conditions, which `barrier stageRequirement: Attempted` waits for, go on
+    /// the main budget.
+    #[arg(long)]
+    event_qps: Option<f64>,
+    /// Default: --kube-api-burst.
+    #[arg(long)]
+    event_burst: Option<u32>,
     /// Seconds each wait (createPods, barrier) may take, as upstream's 10 minutes.
     #[arg(long, default_value_t = 600)]
     timeout: u64,
@@ -130,8 +133,8 @@ fn scheduler_perf(a: SchedulerPerfArgs) -> anyhow::Result<()> {
         workers: a.workers,
         kube_api_qps: a.kube_api_qps,
         kube_api_burst: a.kube_api_burst,
-        event_qps: a.event_qps,
-        event_burst: a.event_burst,
+        event_qps: a.event_qps.unwrap_or(a.kube_api_qps),
+        event_burst: a.event_burst.unwrap_or(a.kube_api_burst),
         timeout: Duration::from_secs(a.timeout),
         dry_run: a.dry_run,
         ..magma_perf::scheduler_perf::Options::new(a.file)

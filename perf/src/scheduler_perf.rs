@@ -67,7 +67,8 @@ pub struct Options {
     pub workers: usize,
     pub kube_api_qps: f64,
     pub kube_api_burst: u32,
-    /// The in-process scheduler's status/event lanes (`--event-qps/--event-burst`).
+    /// The in-process scheduler's events budget (`--event-qps/--event-burst`; Magma's default:
+    /// the main client's, `kube_api_qps`/`kube_api_burst`). Conditions go on the main budget.
     pub event_qps: f64,
     pub event_burst: u32,
     /// Per wait (a createPods op, a barrier), as upstream's 10 minutes.
@@ -86,11 +87,11 @@ impl Options {
             scheduler_name: "agent-scheduler".into(),
             kubeconfig: None,
             in_process_scheduler: false,
-            workers: 2,
+            workers: 1,
             kube_api_qps: 5000.0,
             kube_api_burst: 5000,
-            event_qps: 50.0,
-            event_burst: 100,
+            event_qps: 5000.0,
+            event_burst: 5000,
             timeout: Duration::from_secs(600),
             dry_run: false,
         }

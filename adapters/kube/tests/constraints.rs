@@ -363,10 +363,9 @@ async fn a_claim_never_bound_times_out_with_the_reason_and_is_retried() {
     let (status, _, message) = condition(&sim, "uses-f").unwrap();
     assert_eq!(status, "False");
     assert!(
-        message.starts_with("failed to bind to node node-0000")
-            && message.contains(
-                "binding volumes: context deadline exceeded (persistentvolumeclaims not bound: default/data-f)"
-            ),
+        message
+            == "execute preBind for pod default/uses-f failed: binding volumes: context deadline \
+                exceeded (persistentvolumeclaims not bound: default/data-f), resync the task",
         "{message}"
     );
     // Backed off, then tried again: the claim is annotated anew.
