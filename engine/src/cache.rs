@@ -120,6 +120,8 @@ pub struct Cache {
     claims: crate::dra::Claims,
     /// CSI attach limits by node name id, as snapshots carry them.
     csi_limits: Arc<CsiLimits>,
+    /// Node slots pods left since the last [`Cache::take_freed`] (`event::ROOM_FREED`).
+    freed: Vec<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -168,6 +170,7 @@ impl Cache {
             storage: Storage::default(),
             claims: crate::dra::Claims::default(),
             csi_limits: Arc::default(),
+            freed: Vec::new(),
         }
     }
 
@@ -442,7 +445,8 @@ impl Cache {
         if let Some(&slot) = self.by_name.get(&*p.node) {
             self.account(slot, &p, -1);
             self.write_slot(slot);
-            event::POD_REMOVED
+            self.freed.push(slot);
+            event::POD_REMOVED | event::ROOM_FREED
         } else {
             if let Some(list) = self.orphans.get_mut(&p.node) {
                 list.retain(|u| &**u != uid);
@@ -481,6 +485,20 @@ impl Cache {
             self.write_slot(slot);
         }
         result
+    }
+
+    /// The node slots pods left since the last call, each once (`event::ROOM_FREED`).
+    pub fn take_freed(&mut self) -> Vec<u32> {
+        let mut freed = std::mem::take(&mut self.freed);
+        freed.sort_unstable();
+        freed.dedup();
+        freed
+    }
+
+    /// A node slot, again, as one whose room is to be judged (a pod woken for it did not take
+    /// it).
+    pub fn refree(&mut self, slot: u32) {
+        self.freed.push(slot);
     }
 
     /// Drop an assumption after a failed bind. Freed capacity needs no version bump.

@@ -235,6 +235,10 @@ pub struct Core {
     /// The lane task in flight (uid, generation): no other is handed off until its result is
     /// applied and published (`docs/constraints.md`).
     lane_busy: Option<(Arc<str>, u64)>,
+    /// Pods moved back from the pool for the room a removal freed on a node (uid → node slot):
+    /// if such a pod's next attempt does not take that room, the node's room is judged again
+    /// (`wake_for_room`), so no waiting pod is left behind room nobody took.
+    room_woken: crate::FastMap<Arc<str>, u32>,
 }
 
 /// Wake-ups remembered for stale unschedulable decisions.
@@ -263,6 +267,7 @@ impl Core {
             shard: None,
             max_binds_in_flight: usize::MAX,
             lane_busy: None,
+            room_woken: Default::default(),
         }
     }
 
@@ -564,6 +569,7 @@ impl Core {
     }
 
     fn delete_pod(&mut self, uid: &str) {
+        self.room_attempt_done(uid, None);
         self.queue.remove(uid);
         self.pending_events |= self.cache.remove_pod(uid);
         if let Some(c) = &mut self.shard {
@@ -618,6 +624,9 @@ impl Core {
 
     fn worker_result(&mut self, r: WorkerResult, now: Nanos) {
         let uid = r.task.pod.uid.clone();
+        if matches!(r.outcome, Outcome::Unschedulable(_)) {
+            self.room_attempt_done(&uid, None);
+        }
         let live = self.queue.get(&uid).is_some_and(|e| {
             (e.generation() == r.task.generation || mutation::no_generation_check())
                 && e.state() == PodState::InFlight
@@ -658,7 +667,9 @@ impl Core {
                 self.cache.count_anti_bump();
             }
             let pod = live.then_some(&*r.task.pod);
-            match self.cache.apply_claim(*candidate, pod) {
+            let assumed = self.cache.apply_claim(*candidate, pod);
+            self.room_attempt_done(&uid, assumed.is_some().then_some(candidate.slot));
+            match assumed {
                 Some(node) => {
                     self.pending_events |= event::POD_ADDED;
                     self.queue.mark_binding(&uid);
@@ -743,7 +754,7 @@ impl Core {
             );
         }
         if self.pending_events != 0 {
-            self.queue.on_cluster_event(self.pending_events, now);
+            self.wake_for(self.pending_events, now);
             let seq = self.shared.latest_seq();
             self.wake_no += 1;
             self.wakes
@@ -766,6 +777,43 @@ impl Core {
             .into_iter()
             .flatten()
             .min()
+    }
+
+    /// Move back the pool's pods `events` can help. A pod only room can help (every node lacked
+    /// resources, a pod slot or host ports: `event::ROOM_FREED`) moves back only if it passes
+    /// every filter on a node whose room was freed, with the room given to the pods before it in
+    /// queue order already taken off (kube-scheduler's queueing hints): a deletion that frees
+    /// one pod's room wakes one pod, not the pool.
+    fn wake_for(&mut self, events: Events, now: Nanos) {
+        let freed = self.cache.take_freed();
+        if events & event::ROOM_FREED == 0 {
+            self.queue.on_cluster_event(events, now);
+            return;
+        }
+        let snap = self.shared.snapshot();
+        let mut taken: crate::FastMap<u32, crate::model::ResourceList> = Default::default();
+        let woken = &mut self.room_woken;
+        self.queue.on_cluster_event_with(events, now, |pod| {
+            match room_for(&snap, pod, &freed, &mut taken) {
+                Room::Fits(slot) => {
+                    woken.insert(pod.uid.clone(), slot);
+                    true
+                }
+                Room::Unknown => true,
+                Room::None => false,
+            }
+        });
+    }
+
+    /// A pod moved back for a node's freed room had its attempt (`taken`: claimed there): if
+    /// it did not take that room, judge the node's room again at the next flush.
+    fn room_attempt_done(&mut self, uid: &str, taken: Option<u32>) {
+        if let Some(slot) = self.room_woken.remove(uid)
+            && taken != Some(slot)
+        {
+            self.cache.refree(slot);
+            self.pending_events |= event::ROOM_FREED;
+        }
     }
 
     /// A node got or lost a slot: the shard view's slot set must be rebuilt.
@@ -918,4 +966,68 @@ impl Core {
             .get(uid)
             .map(|e| now.saturating_since(e.arrived()))
     }
+}
+
+/// What a node's freed room does for a waiting pod (`Core::wake_for`).
+enum Room {
+    /// It passes every filter on this freed node, with room left for it: moved back.
+    Fits(u32),
+    /// It cannot be judged on the snapshot alone (its volumes and claims are resolved at
+    /// hand-off): moved back.
+    Unknown,
+    /// No freed node takes it.
+    None,
+}
+
+/// Judge `pod` against the nodes whose room was freed (`freed`, slots), on `snap` (which holds
+/// the removals), less the room already given to pods before it (`taken`); on a fit, that room
+/// is given to it.
+fn room_for(
+    snap: &Snapshot,
+    pod: &CompiledPod,
+    freed: &[u32],
+    taken: &mut crate::FastMap<u32, crate::model::ResourceList>,
+) -> Room {
+    use crate::plugins::{Cycle, Filters, Node};
+    use crate::snapshot::CHUNK;
+    if !pod.claims.is_empty() || !pod.resource_claims.is_empty() {
+        return Room::Unknown;
+    }
+    let mut filters = Filters::new(Cycle {
+        pod,
+        snap,
+        volumes: None,
+        claims: None,
+    });
+    for &slot in freed {
+        let (ci, i) = (slot as usize / CHUNK, slot as usize % CHUNK);
+        if ci >= snap.arena.num_chunks() || snap.view.admits(ci) & (1 << i) == 0 {
+            continue;
+        }
+        let chunk = snap.arena.chunk(ci);
+        filters.enter_chunk(chunk);
+        if !filters.fits(Node::new(chunk, i)) {
+            continue;
+        }
+        let given = taken.entry(slot).or_default();
+        let got = |s| {
+            given
+                .binary_search_by_key(&s, |&(x, _)| x)
+                .map_or(0, |j| given[j].1)
+        };
+        if pod
+            .requests
+            .iter()
+            .all(|&(s, a)| chunk.free(s, i) - got(s) >= a)
+        {
+            for &(s, a) in &pod.requests {
+                match given.binary_search_by_key(&s, |&(x, _)| x) {
+                    Ok(j) => given[j].1 += a,
+                    Err(j) => given.insert(j, (s, a)),
+                }
+            }
+            return Room::Fits(slot);
+        }
+    }
+    Room::None
 }

@@ -37,5 +37,10 @@ pub const STORAGE_CHANGED: Events = 1 << 8;
 /// A ResourceClaim (DRA) appeared, changed or went away.
 pub const CLAIM_CHANGED: Events = 1 << 9;
 
+/// A pod left a node, freeing room on it (resources, a pod slot, host ports): sent with
+/// [`POD_REMOVED`], and woken on only by pods whose missing room it can give, judged on the node
+/// it freed (`queue::SchedulingQueue::on_cluster_event_with`, kube-scheduler's queueing hints).
+pub const ROOM_FREED: Events = 1 << 10;
+
 /// Every event (for a pod whose decision predates the wake-up history).
 pub const ALL: Events = u32::MAX;

@@ -524,19 +524,46 @@ impl SchedulingQueue {
 
     /// Cluster `events` happened: move back every pod one of them may help.
     pub fn on_cluster_event(&mut self, events: Events, now: Nanos) -> usize {
+        self.on_cluster_event_with(events, now, |_| true)
+    }
+
+    /// [`SchedulingQueue::on_cluster_event`], where a pod that only `event::ROOM_FREED` can help
+    /// moves back only if `room(pod)` says the room freed fits it. `room` is asked in queue
+    /// order (priority, then the longest waiting first), so it can give each freed room to the
+    /// first pods it fits and keep the others where they are.
+    pub fn on_cluster_event_with(
+        &mut self,
+        events: Events,
+        now: Nanos,
+        mut room: impl FnMut(&CompiledPod) -> bool,
+    ) -> usize {
         if events == 0 || self.depths.unschedulable == 0 || !self.pool_waits_for(events) {
             return 0;
         }
-        let movable: Vec<Arc<str>> = self
+        // (judged, scheduling priority, priority, in the pool since, queue order, uid)
+        type Waiting = (bool, i32, i32, Nanos, u64, Arc<str>);
+        let mut movable: Vec<Waiting> = self
             .entries
             .iter()
-            .filter(|(_, e)| matches!(e.state, PodState::Unschedulable { wake, .. } if wake & events != 0))
-            .map(|(u, _)| u.clone())
+            .filter_map(|(u, e)| match e.state {
+                PodState::Unschedulable { wake, since } if wake & events != 0 => {
+                    let judged = wake & events == crate::event::ROOM_FREED;
+                    let (sp, p) = (e.pod.scheduling_priority, e.pod.priority);
+                    Some((judged, sp, p, since, e.seq, u.clone()))
+                }
+                _ => None,
+            })
             .collect();
-        for uid in &movable {
-            self.requeue_after_backoff(uid, now);
+        movable.sort_by(|a, b| (b.1, b.2, a.3, a.4).cmp(&(a.1, a.2, b.3, b.4)));
+        let mut moved = 0;
+        for (judged, _, _, _, _, uid) in movable {
+            if judged && !room(&self.entries[&uid].pod) {
+                continue;
+            }
+            self.requeue_after_backoff(&uid, now);
+            moved += 1;
         }
-        movable.len()
+        moved
     }
 
     /// The worker found no fitting node; `wake`: the events that can make the pod fit.

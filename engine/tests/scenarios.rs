@@ -6,6 +6,7 @@
 
 use magma_engine::Profile;
 use magma_engine::core::{BindResult, Input, StatusReason};
+use magma_engine::queue::PodState;
 use magma_engine::testing::{Sim, mk_node, mk_pod, with_labels, with_taint};
 use std::sync::Arc;
 use std::time::Duration;
@@ -373,4 +374,105 @@ fn a_stale_pending_update_after_the_bind_answer_does_not_schedule_the_pod_again(
     assert_eq!(c.bound_count(), 2);
     assert!(c.double_binds.is_empty(), "{:?}", c.double_binds);
     assert!(c.overcommitted().is_empty(), "{:?}", c.overcommitted());
+}
+
+/// A deletion wakes only the pods its freed room can take, in queue order, and as many as it
+/// fits: twenty pods wait for one full node, each deletion frees one pod's room, and each
+/// deletion costs one attempt (kube-scheduler's queueing hints; issue 30's goal: at most two
+/// attempts per pod bound, the failed one and the bound one).
+#[test]
+fn a_deletion_wakes_only_the_pods_its_room_can_take() {
+    const WAITING: usize = 20;
+    let mut c = Sim::workers(2);
+    c.add_node(mk_node("n0", "4", "64Gi", 110));
+    for i in 0..4 {
+        c.add_pod(mk_pod(&format!("blocker-{i}"), "1", "1Gi"));
+    }
+    c.settle();
+    assert_eq!(c.bound_count(), 4);
+    for i in 0..WAITING {
+        c.add_pod(mk_pod(&format!("w-{i:02}"), "1", "1Gi"));
+    }
+    c.settle();
+    let before = c.h.stats().snapshot().attempts;
+    assert!(c.statuses.len() >= WAITING, "every waiting pod reported");
+    for i in 0..4 {
+        c.delete_pod(&format!("uid-blocker-{i}"));
+        c.settle();
+        let attempts = c.h.stats().snapshot().attempts - before;
+        assert_eq!(attempts as usize, i + 1, "deletion {i}: one pod woken, one attempt");
+        assert_eq!(c.bound_count(), 4);
+    }
+    // The oldest waiting pods got the room, in order.
+    for i in 0..4 {
+        assert_eq!(c.node_of(&format!("uid-w-{i:02}")), Some("n0"));
+    }
+    c.h.stop();
+}
+
+/// A pod woken for a node's room that does not take it (deleted before its attempt) leaves the
+/// room to the next waiting pod: no pod is left waiting behind room nobody took.
+#[test]
+fn room_a_woken_pod_did_not_take_goes_to_the_next() {
+    let mut c = Sim::workers(1);
+    c.add_node(mk_node("n0", "1", "64Gi", 110));
+    c.add_pod(mk_pod("blocker", "1", "1Gi"));
+    c.settle();
+    c.add_pod(mk_pod("first", "1", "1Gi"));
+    c.add_pod(mk_pod("second", "1", "1Gi"));
+    c.settle();
+    assert_eq!(c.bound_count(), 1);
+    // The deletion wakes `first` only (handed off at the flush); `first` is deleted before its
+    // result is applied.
+    let waited_since = c.h.now();
+    c.delete_pod("uid-blocker");
+    c.h.flush();
+    let pooled = |c: &Sim, uid: &str| {
+        c.h.core()
+            .queue()
+            .get(uid)
+            .is_some_and(|e| matches!(e.state(), PodState::Unschedulable { .. }))
+    };
+    assert!(pooled(&c, "uid-second") && !pooled(&c, "uid-first"));
+    c.delete_pod("uid-first");
+    c.settle();
+    assert_eq!(c.node_of("uid-second"), Some("n0"));
+    assert!(
+        c.h.now().saturating_since(waited_since) < Duration::from_secs(60),
+        "bound at once, not by the pool's periodic flush"
+    );
+    c.h.stop();
+}
+
+/// The freed room is judged with the waiting pod's other filters on that node: a pod whose
+/// selector the freed node does not match stays in the pool.
+#[test]
+fn a_pod_the_freed_node_cannot_take_stays_put() {
+    let mut c = Sim::workers(1);
+    c.add_node(with_labels(mk_node("n0", "1", "64Gi", 110), &[("gpu", "no")]));
+    c.add_node(with_labels(mk_node("n1", "1", "64Gi", 110), &[("gpu", "yes")]));
+    let mut b0 = mk_pod("b0", "1", "1Gi");
+    b0.node_selector = vec![("gpu".into(), "no".into())];
+    c.add_pod(b0);
+    let mut b1 = mk_pod("b1", "1", "1Gi");
+    b1.node_selector = vec![("gpu".into(), "yes".into())];
+    c.add_pod(b1);
+    c.settle();
+    assert_eq!(c.bound_count(), 2);
+    let mut picky = mk_pod("picky", "1", "1Gi");
+    picky.node_selector = vec![("gpu".into(), "yes".into())];
+    c.add_pod(picky);
+    c.settle();
+    let before = c.h.stats().snapshot().attempts;
+    c.delete_pod("uid-b0");
+    c.settle();
+    assert_eq!(
+        c.h.stats().snapshot().attempts,
+        before,
+        "room on n0 does nothing for a pod that needs gpu=yes"
+    );
+    c.delete_pod("uid-b1");
+    c.settle();
+    assert_eq!(c.node_of("uid-picky"), Some("n1"));
+    c.h.stop();
 }

@@ -145,7 +145,7 @@ fn capacity_increases_do_not_invalidate_decisions() {
     c.apply_bound_pod(&p, "n0", false);
     let s = c.publish().unwrap();
     let mask = c.remove_pod(&p.uid);
-    assert_eq!(mask, event::POD_REMOVED);
+    assert_eq!(mask, event::POD_REMOVED | event::ROOM_FREED);
     let mut bigger = mk_node("n0", "8");
     bigger.labels.clear();
     let mask = c.apply_node(&bigger, 0).unwrap();
@@ -192,7 +192,7 @@ fn completed_pods_stop_counting_immediately() {
     c.apply_bound_pod(&p, "n0", false);
     assert_eq!(free_cpu(&c.publish().unwrap(), 0), 1000);
     let mask = c.apply_bound_pod(&p, "n0", true);
-    assert_eq!(mask, event::POD_REMOVED);
+    assert_eq!(mask, event::POD_REMOVED | event::ROOM_FREED);
     assert_eq!(free_cpu(&c.publish().unwrap(), 0), 4000);
     assert!(c.placement(&p.uid).is_none());
 }
@@ -240,7 +240,7 @@ fn forgetting_a_failed_bind_frees_capacity_without_phantoms() {
         Some(&p),
     );
     assert_eq!(free_cpu(&c.publish().unwrap(), 0), 0);
-    assert_eq!(c.forget(&p.uid), event::POD_REMOVED);
+    assert_eq!(c.forget(&p.uid), event::POD_REMOVED | event::ROOM_FREED);
     let s2 = c.publish().unwrap();
     assert_eq!(
         free_cpu(&s2, 0),

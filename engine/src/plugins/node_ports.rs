@@ -17,7 +17,7 @@ pub struct PortsTaken;
 
 impl Reason for PortsTaken {
     fn wake(self) -> Events {
-        event::NODE_ADDED | event::POD_REMOVED
+        event::NODE_ADDED | event::ROOM_FREED
     }
 
     fn message(self, _: &Names<'_>) -> String {

@@ -14,8 +14,9 @@ use crate::event::{self, Events};
 use crate::model::{CPU, CompiledPod, MEMORY, PODS, Slot};
 use crate::snapshot::{Chunk, Row, ZERO_ROW};
 
-/// What can give a node more room: a new node, a pod leaving one, a node growing.
-const ROOM: Events = event::NODE_ADDED | event::POD_REMOVED | event::NODE_ALLOCATABLE_GREW;
+/// What can give a node more room: a new node, a pod leaving one (judged on what it freed), a
+/// node growing.
+const ROOM: Events = event::NODE_ADDED | event::ROOM_FREED | event::NODE_ALLOCATABLE_GREW;
 
 /// `Insufficient <resource>`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

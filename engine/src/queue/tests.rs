@@ -117,7 +117,7 @@ fn exponential_backoff_one_to_ten_seconds() {
         assert!(q.pop(t(now), true).is_some());
         q.mark_unschedulable(&p.uid, cpu_short(), t(now));
         // A cluster event that helps moves it to backoffQ until its backoff expires.
-        q.on_cluster_event(event::POD_REMOVED, t(now));
+        q.on_cluster_event(event::POD_REMOVED | event::ROOM_FREED, t(now));
         assert_eq!(q.depths().backoff, 1);
         assert_eq!(q.next_deadline(), Some(t(now + want)));
         // Behind a ready pod, it waits out its backoff.
@@ -142,7 +142,7 @@ fn an_idle_queue_pops_the_first_backoff_early_but_never_an_error_backoff() {
     q.mark_unschedulable(&a.uid, cpu_short(), t(0.0));
     q.mark_unschedulable(&b.uid, cpu_short(), t(0.2));
     q.requeue_backoff(&e.uid, t(0.0));
-    q.on_cluster_event(event::POD_REMOVED, t(0.3));
+    q.on_cluster_event(event::POD_REMOVED | event::ROOM_FREED, t(0.3));
     assert_eq!(q.depths().backoff, 3);
     // a's backoff ends first (1.0 s), then b's (1.2 s); the failed bind waits its full second.
     assert_eq!(pop_all(&mut q, t(0.3)), ["a", "b"]);
@@ -166,7 +166,7 @@ fn pool_wakes_only_for_helpful_events() {
     q.mark_unschedulable(&b.uid, label_mismatch(), t(0.0));
     assert_eq!(q.depths().unschedulable, 2);
     assert_eq!(q.on_cluster_event(event::NODE_TAINT_REMOVED, t(5.0)), 0);
-    assert_eq!(q.on_cluster_event(event::POD_REMOVED, t(5.0)), 1);
+    assert_eq!(q.on_cluster_event(event::POD_REMOVED | event::ROOM_FREED, t(5.0)), 1);
     assert_eq!(pop_all(&mut q, t(5.0)), ["needs-cpu"]);
     assert_eq!(
         q.on_cluster_event(event::NODE_ADDED, t(5.0)),
