@@ -25,6 +25,7 @@ MUTATIONS=(
     "lane_skips_validation|cross_node_claims|both p and q placed"
     "epoch_after_validation|cross_node_claims|both p and q placed"
     "claim_ignores_epoch|cross_node_claims|both p and q placed"
+    "static_pv_outside_lane|pv_reservation|given to two pods"
 )
 
 export RUSTFLAGS="--cfg loom"

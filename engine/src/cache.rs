@@ -690,6 +690,30 @@ impl Cache {
         )
     }
 
+    /// The description of the node in `slot`, if one lives there.
+    pub fn node_meta(&self, slot: u32) -> Option<Arc<NodeMeta>> {
+        self.slots
+            .get(slot as usize)?
+            .node
+            .as_ref()
+            .map(|n| n.meta.clone())
+    }
+
+    /// Reserve PVs for a pod whose claimed decision chose them (`volumes::matching`).
+    pub fn reserve_pvs(&mut self, uid: &Arc<str>, pvs: impl IntoIterator<Item = Arc<str>>) {
+        self.storage.reserve(uid, pvs);
+    }
+
+    /// Release the PVs reserved for a pod (its bind ended or it is gone): the PVs it did not
+    /// take may go to other pods, which the storage change wakes.
+    pub fn release_pvs(&mut self, uid: &str) -> Events {
+        if self.storage.release(uid) {
+            event::STORAGE_CHANGED
+        } else {
+            0
+        }
+    }
+
     /// Apply a change to the ResourceClaims (`dra`). Returns its events.
     pub fn apply_dra(&mut self, input: crate::dra::DraInput) -> Events {
         self.claims.apply(input)

@@ -146,10 +146,21 @@ pub struct BindIntent {
     /// `volume.kubernetes.io/selected-node` on each, wait until each is bound (at most
     /// `volume_timeout`), then bind the pod (kube-scheduler's VolumeBinding PreBind).
     pub provision: Vec<(Arc<str>, Arc<str>)>,
+    /// Claims to bind to existing PVs first (static binding, `volumes::matching`): write each
+    /// PV's `claimRef`, then wait, with `provision`, until every claim is bound.
+    pub bind_pvs: Vec<StaticBinding>,
     pub volume_timeout: Duration,
     pub arrived: Nanos,
     pub popped: Nanos,
     pub claimed: Nanos,
+}
+
+/// A claim to bind to an existing PersistentVolume (`BindIntent::bind_pvs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StaticBinding {
+    pub namespace: Arc<str>,
+    pub claim: Arc<str>,
+    pub pv: Arc<str>,
 }
 
 /// Write a `PodScheduled=False` condition and a `FailedScheduling` event.
@@ -570,6 +581,7 @@ impl Core {
 
     fn delete_pod(&mut self, uid: &str) {
         self.room_attempt_done(uid, None);
+        self.pending_events |= self.cache.release_pvs(uid);
         self.queue.remove(uid);
         self.pending_events |= self.cache.remove_pod(uid);
         if let Some(c) = &mut self.shard {
@@ -578,6 +590,15 @@ impl Core {
     }
 
     fn bind_outcome(&mut self, uid: &str, result: BindResult, now: Nanos) {
+        // A bind that did not go through gives back the PVs its decision chose; a bound pod's
+        // are released once the PVs are seen bound (`volumes::Storage::apply`).
+        if result != BindResult::Bound {
+            self.pending_events |= self.cache.release_pvs(uid);
+        }
+        self.bind_outcome_inner(uid, result, now)
+    }
+
+    fn bind_outcome_inner(&mut self, uid: &str, result: BindResult, now: Nanos) {
         match result {
             BindResult::Bound => {
                 if self.queue.remove(uid).is_some() {
@@ -674,16 +695,15 @@ impl Core {
                     self.pending_events |= event::POD_ADDED;
                     self.queue.mark_binding(&uid);
                     inc(&self.stats.driver.bind_intents, 1);
-                    let provision = r.task.volumes.as_ref().map_or_else(Vec::new, |v| {
-                        v.provision
-                            .iter()
-                            .map(|p| (p.namespace.clone(), p.name.clone()))
-                            .collect()
-                    });
+                    let (provision, bind_pvs) = match r.task.volumes.as_deref() {
+                        Some(v) => self.volume_bindings(v, candidate.slot, &uid),
+                        None => (Vec::new(), Vec::new()),
+                    };
                     self.emit(Intent::Bind(BindIntent {
                         pod: r.task.pod.clone(),
                         node,
                         provision,
+                        bind_pvs,
                         volume_timeout: self.cache.profile().volume_bind_timeout,
                         arrived: r.task.arrived,
                         popped: r.popped,
@@ -816,6 +836,39 @@ impl Core {
         }
     }
 
+    /// The claims a pod claimed on `slot` binds in PreBind: those given an existing PV there
+    /// (reserved for it now, `volumes::matching`) and those to provision. The same assignment
+    /// the decision's filter made on that node.
+    fn volume_bindings(
+        &mut self,
+        v: &crate::volumes::PodVolumes,
+        slot: u32,
+        uid: &Arc<str>,
+    ) -> (Vec<(Arc<str>, Arc<str>)>, Vec<StaticBinding>) {
+        let assigned = self
+            .cache
+            .node_meta(slot)
+            .and_then(|meta| crate::volumes::assign(v, &meta))
+            .unwrap_or_default();
+        let mut provision = Vec::new();
+        let mut bind_pvs = Vec::new();
+        for (i, p) in v.provision.iter().enumerate() {
+            match assigned.iter().find(|&&(k, _)| k as usize == i) {
+                Some(&(_, m)) => bind_pvs.push(StaticBinding {
+                    namespace: p.namespace.clone(),
+                    claim: p.name.clone(),
+                    pv: p.statics[m as usize].name.clone(),
+                }),
+                None => provision.push((p.namespace.clone(), p.name.clone())),
+            }
+        }
+        if !bind_pvs.is_empty() {
+            self.cache
+                .reserve_pvs(uid, bind_pvs.iter().map(|b| b.pv.clone()));
+        }
+        (provision, bind_pvs)
+    }
+
     /// A node got or lost a slot: the shard view's slot set must be rebuilt.
     fn nodes_changed(&mut self) {
         if let Some(c) = &mut self.shard {
@@ -879,6 +932,16 @@ impl Core {
                 };
                 Arc::new(self.cache.resolve_volumes(&pod, in_flight))
             });
+            // A pod that may take an existing PV is decided in the lane: a PV reachable from
+            // several nodes must not be chosen by two decisions at once (`volumes::matching`).
+            let static_pv = volumes
+                .as_deref()
+                .is_some_and(|v| v.provision.iter().any(|p| !p.statics.is_empty()));
+            if static_pv && !lane && !mutation::static_pv_outside_lane() {
+                self.queue.move_to_lane(&uid);
+                self.queue.unpop(&uid);
+                continue;
+            }
             let claims = (!pod.resource_claims.is_empty())
                 .then(|| Arc::new(self.cache.resolve_claims(&pod)));
             if self

@@ -354,6 +354,7 @@ fn a_claim_that_appears_while_its_pod_is_in_flight_wakes_it() {
             node_affinity: Some(in_zone("zone-1")),
             labels: vec![(ZONE.into(), "zone-1".into())],
             csi: Some(("csi.example.com".into(), "vol-1".into())),
+            ..Default::default()
         }),
     );
     storage(
@@ -398,6 +399,7 @@ fn a_pod_whose_claim_does_not_exist_waits_and_is_woken_when_it_appears() {
             node_affinity: Some(in_zone("zone-1")),
             labels: vec![(ZONE.into(), "zone-1".into())],
             csi: Some(("csi.example.com".into(), "vol-1".into())),
+            ..Default::default()
         }),
     );
     storage(
@@ -503,5 +505,206 @@ fn csi_attach_limits_and_volume_zones_filter_nodes() {
     assert_eq!(
         &*s.message,
         "0/2 nodes are unavailable: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) exceed max volume count."
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Static binding (`volumes::matching`)
+
+fn local_class(c: &mut Sim) {
+    storage(
+        c,
+        StorageInput::Class(StorageClassInput {
+            name: "local".into(),
+            provisioner: "kubernetes.io/no-provisioner".into(),
+            binding_mode: "WaitForFirstConsumer".into(),
+            allowed_topologies: vec![],
+        }),
+    );
+}
+
+fn on_host(node: &str) -> Vec<SelectorTermInput> {
+    vec![SelectorTermInput {
+        match_expressions: vec![SelectorRequirementInput {
+            key: HOSTNAME.into(),
+            operator: "In".into(),
+            values: vec![node.into()],
+        }],
+        match_fields: vec![],
+    }]
+}
+
+fn local_pv(name: &str, size: &str, affinity: Vec<SelectorTermInput>) -> PvInput {
+    PvInput {
+        name: name.into(),
+        node_affinity: Some(affinity),
+        capacity: Some(size.into()),
+        access_modes: vec!["ReadWriteOnce".into()],
+        storage_class: Some("local".into()),
+        phase: "Available".into(),
+        ..Default::default()
+    }
+}
+
+fn local_claim(name: &str, size: &str) -> PvcInput {
+    PvcInput {
+        request: Some(size.into()),
+        ..pvc(name, "local", None)
+    }
+}
+
+/// A local claim takes the smallest existing PV that fits, on that PV's node; the bind intent
+/// names the PV to bind the claim to, and nothing to provision.
+#[test]
+fn a_local_claim_takes_the_smallest_existing_pv_that_fits() {
+    let mut c = Sim::workers(1);
+    zoned(&mut c, 3, 1, "8");
+    c.hold_binds = true;
+    local_class(&mut c);
+    for (name, size, node) in [
+        ("pv-big", "100Gi", "n2"),
+        ("pv-small", "10Gi", "n2"),
+        ("pv-tiny", "1Gi", "n1"),
+    ] {
+        storage(
+            &mut c,
+            StorageInput::Pv(local_pv(name, size, on_host(node))),
+        );
+    }
+    storage(&mut c, StorageInput::Pvc(local_claim("nvme", "5Gi")));
+    c.add_pod(with_claim(mk_pod("p", "100m", "128Mi"), "nvme"));
+    c.settle();
+    assert_eq!(c.held.len(), 1, "claimed, its bind waiting for PreBind");
+    let b = &c.held[0];
+    assert_eq!(&*b.node, "n2", "the only node with a PV of 5Gi or more");
+    assert_eq!(b.bind_pvs.len(), 1);
+    assert_eq!(
+        (&*b.bind_pvs[0].claim, &*b.bind_pvs[0].pv),
+        ("nvme", "pv-small")
+    );
+    assert!(b.provision.is_empty(), "nothing to provision");
+}
+
+/// What a PV must have to be chosen: the claim's class, size, access modes, volume mode and
+/// selector; none of the others is.
+#[test]
+fn a_pv_that_does_not_match_the_claim_is_never_chosen() {
+    let mismatches: Vec<(&str, Box<dyn Fn(&mut PvInput)>)> = vec![
+        ("too small", Box::new(|p| p.capacity = Some("1Gi".into()))),
+        (
+            "another class",
+            Box::new(|p| p.storage_class = Some("other".into())),
+        ),
+        (
+            "read-only",
+            Box::new(|p| p.access_modes = vec!["ReadOnlyMany".into()]),
+        ),
+        ("block", Box::new(|p| p.volume_mode = Some("Block".into()))),
+        ("not available", Box::new(|p| p.phase = "Released".into())),
+        ("being deleted", Box::new(|p| p.terminating = true)),
+        (
+            "claimed by another",
+            Box::new(|p| p.claim_ref = Some(("default".into(), "x".into()))),
+        ),
+        (
+            "labels the selector refuses",
+            Box::new(|p| p.labels = vec![("tier".into(), "slow".into())]),
+        ),
+    ];
+    for (what, change) in mismatches {
+        let mut c = Sim::workers(1);
+        zoned(&mut c, 1, 1, "8");
+        local_class(&mut c);
+        let mut pv = local_pv("pv", "10Gi", on_host("n0"));
+        pv.labels = vec![("tier".into(), "fast".into())];
+        change(&mut pv);
+        storage(&mut c, StorageInput::Pv(pv));
+        let mut claim = local_claim("nvme", "5Gi");
+        claim.selector = Some(LabelSelectorInput {
+            match_labels: vec![("tier".into(), "fast".into())],
+            match_expressions: vec![],
+        });
+        storage(&mut c, StorageInput::Pvc(claim));
+        c.add_pod(with_claim(mk_pod("p", "100m", "128Mi"), "nvme"));
+        c.settle();
+        assert_eq!(c.bound_count(), 0, "{what}");
+        let s = c
+            .statuses
+            .iter()
+            .find(|s| &*s.uid == "uid-p")
+            .unwrap_or_else(|| panic!("{what}: not reported"));
+        assert_eq!(
+            &*s.message,
+            "0/1 nodes are unavailable: 1 node(s) didn't find available persistent volumes to bind.",
+            "{what}"
+        );
+    }
+}
+
+/// Two pods, one PV reachable from two nodes, four workers: exactly one pod gets it; the other
+/// is told no PV is left. Both decisions run in the lane, and the first one's reservation is
+/// in place before the second is resolved.
+#[test]
+fn two_pods_never_get_one_pv() {
+    for round in 0..20 {
+        let mut c = Sim::workers(4);
+        zoned(&mut c, 2, 1, "8");
+        c.hold_binds = true;
+        local_class(&mut c);
+        storage(
+            &mut c,
+            StorageInput::Pv(local_pv("shared", "10Gi", in_zone("zone-0"))),
+        );
+        for i in 0..2 {
+            storage(
+                &mut c,
+                StorageInput::Pvc(local_claim(&format!("c{i}"), "5Gi")),
+            );
+            c.add_pod(with_claim(
+                mk_pod(&format!("p{i}"), "100m", "128Mi"),
+                &format!("c{i}"),
+            ));
+        }
+        c.settle();
+        let chosen: Vec<&str> = c
+            .held
+            .iter()
+            .flat_map(|b| b.bind_pvs.iter().map(|s| &*s.pv))
+            .collect();
+        assert_eq!(chosen, ["shared"], "round {round}: {chosen:?}");
+        assert!(
+            c.statuses.iter().any(|s| s
+                .message
+                .contains("didn't find available persistent volumes to bind")),
+            "round {round}: the other pod is told"
+        );
+    }
+}
+
+/// A bind that fails gives the PV back: the next attempt (the pod's own, after its backoff) can
+/// take it again.
+#[test]
+fn a_failed_bind_releases_its_pv() {
+    let mut c = Sim::workers(1);
+    zoned(&mut c, 1, 1, "8");
+    c.hold_binds = true;
+    local_class(&mut c);
+    storage(
+        &mut c,
+        StorageInput::Pv(local_pv("pv", "10Gi", on_host("n0"))),
+    );
+    storage(&mut c, StorageInput::Pvc(local_claim("nvme", "5Gi")));
+    c.add_pod(with_claim(mk_pod("p", "100m", "128Mi"), "nvme"));
+    c.settle();
+    let b = c.held.pop().expect("claimed");
+    c.answer_bind_with(
+        &b,
+        magma_engine::core::BindResult::PreBindFailed("binding volumes: test".into()),
+    );
+    c.hold_binds = true;
+    assert!(c.run_until(BACKOFFS, |c| !c.held.is_empty()));
+    assert_eq!(
+        &*c.held[0].bind_pvs[0].pv, "pv",
+        "taken again after the failure"
     );
 }

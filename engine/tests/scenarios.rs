@@ -400,7 +400,11 @@ fn a_deletion_wakes_only_the_pods_its_room_can_take() {
         c.delete_pod(&format!("uid-blocker-{i}"));
         c.settle();
         let attempts = c.h.stats().snapshot().attempts - before;
-        assert_eq!(attempts as usize, i + 1, "deletion {i}: one pod woken, one attempt");
+        assert_eq!(
+            attempts as usize,
+            i + 1,
+            "deletion {i}: one pod woken, one attempt"
+        );
         assert_eq!(c.bound_count(), 4);
     }
     // The oldest waiting pods got the room, in order.
@@ -449,8 +453,14 @@ fn room_a_woken_pod_did_not_take_goes_to_the_next() {
 #[test]
 fn a_pod_the_freed_node_cannot_take_stays_put() {
     let mut c = Sim::workers(1);
-    c.add_node(with_labels(mk_node("n0", "1", "64Gi", 110), &[("gpu", "no")]));
-    c.add_node(with_labels(mk_node("n1", "1", "64Gi", 110), &[("gpu", "yes")]));
+    c.add_node(with_labels(
+        mk_node("n0", "1", "64Gi", 110),
+        &[("gpu", "no")],
+    ));
+    c.add_node(with_labels(
+        mk_node("n1", "1", "64Gi", 110),
+        &[("gpu", "yes")],
+    ));
     let mut b0 = mk_pod("b0", "1", "1Gi");
     b0.node_selector = vec![("gpu".into(), "no".into())];
     c.add_pod(b0);

@@ -221,6 +221,7 @@ fn ephemeral_claim(name: &str, owner: Option<&str>) -> PvcInput {
         access_modes: vec!["ReadWriteOnce".into()],
         terminating: false,
         owner_uid: owner.map(str::to_owned),
+        ..Default::default()
     }
 }
 

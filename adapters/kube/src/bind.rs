@@ -181,7 +181,7 @@ impl BindExecutor {
                 });
                 continue;
             }
-            if !intent.provision.is_empty() {
+            if !intent.provision.is_empty() || !intent.bind_pvs.is_empty() {
                 self.spawn_with_volumes(intent, stop_rx.clone());
                 continue;
             }
@@ -254,8 +254,14 @@ impl BindExecutor {
                 _ = stopping.wait_for(|s| *s) => return abandon(&engine),
             };
             nominate(&ctx.client, &limiter, &intent).await;
-            let outcome =
-                prebind::bind_volumes(&ctx, &intent.node, &intent.provision, deadline).await;
+            let outcome = prebind::bind_volumes(
+                &ctx,
+                &intent.node,
+                &intent.provision,
+                &intent.bind_pvs,
+                deadline,
+            )
+            .await;
             let result = match outcome {
                 PreBind::Ready => {
                     let throttled = limiter.acquire().await;
@@ -331,6 +337,7 @@ mod tests {
             pod: Arc::new(pod),
             node: Arc::from("node-7"),
             provision: Vec::new(),
+            bind_pvs: Vec::new(),
             volume_timeout: Duration::ZERO,
             arrived: magma_engine::Nanos(0),
             popped: magma_engine::Nanos(0),

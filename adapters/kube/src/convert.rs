@@ -464,6 +464,13 @@ pub fn pvc_input(pvc: &PersistentVolumeClaim) -> Option<PvcInput> {
             .flatten()
             .find(|o| o.controller == Some(true))
             .map(|o| o.uid.clone()),
+        request: spec
+            .and_then(|s| s.resources.as_ref())
+            .and_then(|r| r.requests.as_ref())
+            .and_then(|r| r.get("storage"))
+            .map(|q| q.0.clone()),
+        volume_mode: spec.and_then(|s| s.volume_mode.clone()),
+        selector: spec.and_then(|s| s.selector.as_ref()).map(label_selector),
     })
 }
 
@@ -480,15 +487,42 @@ pub fn pv_node_affinity(pv: &PersistentVolume) -> Option<Vec<SelectorTermInput>>
 
 /// Convert a PersistentVolume.
 pub fn pv_input(pv: &PersistentVolume) -> Option<PvInput> {
+    let spec = pv.spec.as_ref();
     Some(PvInput {
         name: pv.metadata.name.clone().filter(|n| !n.is_empty())?,
         labels: labels(&pv.metadata),
         node_affinity: pv_node_affinity(pv),
-        csi: pv
-            .spec
-            .as_ref()
+        csi: spec
             .and_then(|s| s.csi.as_ref())
             .map(|c| (c.driver.clone(), c.volume_handle.clone())),
+        capacity: spec
+            .and_then(|s| s.capacity.as_ref())
+            .and_then(|c| c.get("storage"))
+            .map(|q| q.0.clone()),
+        access_modes: spec
+            .and_then(|s| s.access_modes.clone())
+            .unwrap_or_default(),
+        volume_mode: spec.and_then(|s| s.volume_mode.clone()),
+        // `storagehelpers.GetPersistentVolumeClass`: the beta annotation first.
+        storage_class: pv
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(BETA_STORAGE_CLASS_ANNOTATION))
+            .cloned()
+            .or_else(|| spec.and_then(|s| s.storage_class_name.clone())),
+        phase: pv
+            .status
+            .as_ref()
+            .and_then(|s| s.phase.clone())
+            .unwrap_or_default(),
+        claim_ref: spec.and_then(|s| s.claim_ref.as_ref()).and_then(|r| {
+            Some((
+                r.namespace.clone().unwrap_or_default(),
+                r.name.clone().filter(|n| !n.is_empty())?,
+            ))
+        }),
+        terminating: pv.metadata.deletion_timestamp.is_some(),
     })
 }
 

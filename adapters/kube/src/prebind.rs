@@ -28,6 +28,7 @@ use crate::slim::Node;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Client};
+use magma_engine::core::StaticBinding;
 use magma_engine::model::{Interner, ResourceRegistry, compile_node, compile_node_term};
 use magma_engine::volumes::SELECTED_NODE_ANNOTATION;
 use std::cmp::Ordering as CmpOrdering;
@@ -229,6 +230,8 @@ fn compare_rv(a: Option<&str>, b: Option<&str>) -> Option<CmpOrdering> {
 struct Tracked {
     namespace: String,
     name: String,
+    /// Bound statically to this PV (its `claimRef` written by us), or provisioned (`None`).
+    pv: Option<String>,
     /// As the patch answered.
     uid: String,
     patched_rv: Option<String>,
@@ -264,6 +267,19 @@ fn check(t: &mut Tracked, node: &str, what: &Observed) -> Result<(), String> {
     if s.uid != t.uid {
         // Deleted and created again since the patch: the claim we annotated is gone.
         return if fresh { Err(gone(t)) } else { Ok(()) };
+    }
+    if let Some(pv) = &t.pv {
+        // Static binding: the PV controller binds the claim to the PV whose claimRef we wrote.
+        match (fresh, s.volume_name.as_deref()) {
+            (true, Some(v)) if v != pv => {
+                return Err(format!(
+                    "binding volumes: pvc \"{}\" was bound to pv \"{v}\", not \"{pv}\"",
+                    t.name
+                ));
+            }
+            _ => t.bound = s.bound_volume().filter(|v| v == pv).map(str::to_owned),
+        }
+        return Ok(());
     }
     match s.selected_node.as_deref() {
         Some(n) if n == node => t.seen_ours = true,
@@ -312,15 +328,17 @@ async fn interrupted(mut leading: watch::Receiver<bool>, mut stop: watch::Receiv
     }
 }
 
-/// Run PreBind for `claims` (namespace, name) of a pod going to `node`, by `deadline`.
+/// Run PreBind for a pod going to `node`, by `deadline`: `claims` (namespace, name) to
+/// provision there, and `statics` to bind to existing PVs.
 pub async fn bind_volumes(
     ctx: &Context,
     node: &str,
     claims: &[(Arc<str>, Arc<str>)],
+    statics: &[StaticBinding],
     deadline: Instant,
 ) -> PreBind {
     let work = async {
-        let result = provision(ctx, node, claims, deadline).await;
+        let result = provision(ctx, node, claims, statics, deadline).await;
         match result {
             Ok(volumes) => check_volumes(ctx, node, &volumes).await,
             Err(e) => Err(e),
@@ -335,18 +353,25 @@ pub async fn bind_volumes(
     }
 }
 
-/// Annotate every claim, then wait until each is bound; returns the PVs they are bound to.
+/// Write each static binding's PV `claimRef` and annotate every claim to provision, then wait
+/// until each claim is bound; returns the PVs they are bound to.
 async fn provision(
     ctx: &Context,
     node: &str,
     claims: &[(Arc<str>, Arc<str>)],
+    statics: &[StaticBinding],
     deadline: Instant,
 ) -> Result<Vec<String>, String> {
     let keys: Vec<Key> = claims
         .iter()
         .map(|(ns, n)| (ns.to_string(), n.to_string()))
+        .chain(
+            statics
+                .iter()
+                .map(|s| (s.namespace.to_string(), s.claim.to_string())),
+        )
         .collect();
-    // Registered before the patches, so no event after them is missed.
+    // Registered before the writes, so no event after them is missed.
     let mut reg = ctx.claims.register(keys);
     let patch = serde_json::json!({"metadata": {"annotations": {SELECTED_NODE_ANNOTATION: node}}});
     let mut tracked = Vec::with_capacity(claims.len());
@@ -362,12 +387,20 @@ async fn provision(
         let mut t = Tracked {
             namespace: ns.to_string(),
             name: name.to_string(),
+            pv: None,
             uid: s.uid.clone(),
             patched_rv: s.resource_version.clone(),
             seen_ours: false,
             bound: None,
         };
         check(&mut t, node, &Observed::Present(s))?;
+        tracked.push(t);
+    }
+    for b in statics {
+        let t = tokio::select! {
+            r = bind_static(ctx, b) => r?,
+            _ = tokio::time::sleep_until(deadline) => return Err(timed_out(&tracked, claims)),
+        };
         tracked.push(t);
     }
     while tracked.iter().any(|t| t.bound.is_none()) {
@@ -387,12 +420,75 @@ async fn provision(
     Ok(tracked.into_iter().filter_map(|t| t.bound).collect())
 }
 
+/// Static binding (kube-scheduler's `bindAPIUpdate` for a chosen PV): read the claim (its UID)
+/// and the PV, then write the PV's `claimRef` to the claim, on the PV's resourceVersion, so a PV
+/// someone else took meanwhile is not taken from them. The PV controller then binds the claim.
+async fn bind_static(ctx: &Context, b: &StaticBinding) -> Result<Tracked, String> {
+    let fail = |e: String| format!("binding volumes: {e}");
+    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(ctx.client.clone(), &b.namespace);
+    let pvc = call(ctx, pvcs.get(&b.claim)).await.map_err(fail)?;
+    let s = ClaimState::of(&pvc);
+    let pvs: Api<PersistentVolume> = Api::all(ctx.client.clone());
+    let pv = call(ctx, pvs.get(&b.pv)).await.map_err(fail)?;
+    let taken = pv
+        .spec
+        .as_ref()
+        .and_then(|sp| sp.claim_ref.as_ref())
+        .is_some_and(|r| {
+            r.name.as_deref() != Some(&*b.claim) || r.namespace.as_deref() != Some(&*b.namespace)
+        });
+    if taken {
+        return Err(fail(format!(
+            "pv \"{}\" is already bound to another claim",
+            b.pv
+        )));
+    }
+    let patch = serde_json::json!({
+        "metadata": {
+            "resourceVersion": pv.metadata.resource_version,
+            "annotations": {BOUND_BY_CONTROLLER_ANNOTATION: "yes"},
+        },
+        "spec": {"claimRef": {
+            "kind": "PersistentVolumeClaim", "apiVersion": "v1",
+            "namespace": &*b.namespace, "name": &*b.claim, "uid": &s.uid,
+            "resourceVersion": &s.resource_version,
+        }},
+    });
+    call(
+        ctx,
+        pvs.patch(&b.pv, &PatchParams::default(), &Patch::Merge(&patch)),
+    )
+    .await
+    .map_err(|e| fail(format!("pv \"{}\": {e}", b.pv)))?;
+    let mut t = Tracked {
+        namespace: b.namespace.to_string(),
+        name: b.claim.to_string(),
+        pv: Some(b.pv.to_string()),
+        uid: s.uid.clone(),
+        patched_rv: s.resource_version.clone(),
+        seen_ours: true,
+        bound: None,
+    };
+    check(&mut t, "", &Observed::Present(s))?;
+    Ok(t)
+}
+
+/// The annotation the PV controller (and a scheduler binding a PV) writes on a PV it bound.
+pub const BOUND_BY_CONTROLLER_ANNOTATION: &str = "pv.kubernetes.io/bound-by-controller";
+
 fn timed_out(tracked: &[Tracked], claims: &[(Arc<str>, Arc<str>)]) -> String {
     let waiting: Vec<String> = claims
         .iter()
         .enumerate()
         .filter(|(i, _)| tracked.get(*i).is_none_or(|t| t.bound.is_none()))
         .map(|(_, (ns, n))| format!("{ns}/{n}"))
+        .chain(
+            tracked
+                .iter()
+                .skip(claims.len())
+                .filter(|t| t.bound.is_none())
+                .map(|t| format!("{}/{}", t.namespace, t.name)),
+        )
         .collect();
     format!(
         "binding volumes: context deadline exceeded (persistentvolumeclaims not bound: {})",
@@ -475,6 +571,7 @@ mod tests {
         Tracked {
             namespace: "ns".into(),
             name: "c".into(),
+            pv: None,
             uid: "u1".into(),
             patched_rv: Some(rv.into()),
             seen_ours: false,
@@ -502,6 +599,28 @@ mod tests {
         )
         .unwrap();
         assert_eq!(t.bound.as_deref(), Some("pv"));
+    }
+
+    /// A claim bound statically is ready once bound to its PV, and a claim the PV controller
+    /// bound to another PV fails the bind.
+    #[test]
+    fn a_static_claim_is_ready_when_bound_to_its_pv() {
+        let mut t = Tracked {
+            pv: Some("pv-a".into()),
+            ..tracked("10")
+        };
+        check(&mut t, "", &state("u1", "11", None, None, false)).unwrap();
+        assert_eq!(t.bound, None);
+        check(&mut t, "", &state("u1", "12", None, Some("pv-a"), true)).unwrap();
+        assert_eq!(t.bound.as_deref(), Some("pv-a"));
+        let mut t = Tracked {
+            pv: Some("pv-a".into()),
+            ..tracked("10")
+        };
+        assert_eq!(
+            check(&mut t, "", &state("u1", "11", None, Some("pv-b"), true)).unwrap_err(),
+            "binding volumes: pvc \"c\" was bound to pv \"pv-b\", not \"pv-a\""
+        );
     }
 
     #[test]

@@ -14,7 +14,12 @@
 //!   `volume.kubernetes.io/selected-node` on the claim and to wait (`volumebinding.bindTimeoutSeconds`)
 //!   until it is bound before binding the pod (kube-scheduler's Reserve and PreBind).
 //!
-//! Not done: binding claims to existing unbound PVs (static provisioning) and storage capacity.
+//! - an unbound claim of a `WaitForFirstConsumer` class may instead take an existing PV
+//!   (static binding: local PVs), the smallest that fits on the node (`volumes::matching`);
+//!   the adapter then writes the PV's `claimRef` in PreBind and waits for the PV controller to
+//!   bind the claim.
+//!
+//! Not done: storage capacity (`CSIStorageCapacity`).
 
 use super::{Cycle, Filter, Names, Node, OnFailure, Reason, Switch, Verdict};
 use crate::event::{self, Events};
@@ -92,13 +97,9 @@ impl Filter for VolumeBinding {
             out.fail(Volumes::NodeConflict);
             return false;
         }
-        // A claim only a PV made by hand can satisfy (`kubernetes.io/no-provisioner`), or whose
-        // class's allowed topologies exclude the node (kube-scheduler's `checkVolumeProvisions`).
-        if !v
-            .provision
-            .iter()
-            .all(|p| p.provisionable && fits(&p.allowed))
-        {
+        // Each claim to bind takes an existing PV that fits the node, or is provisioned there
+        // (kube-scheduler's `findMatchingVolumes` and `checkVolumeProvisions`, `volumes::assign`).
+        if !v.provision.is_empty() && crate::volumes::assign(v, meta).is_none() {
             out.fail(Volumes::BindConflict);
             return false;
         }

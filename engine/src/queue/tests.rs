@@ -166,7 +166,10 @@ fn pool_wakes_only_for_helpful_events() {
     q.mark_unschedulable(&b.uid, label_mismatch(), t(0.0));
     assert_eq!(q.depths().unschedulable, 2);
     assert_eq!(q.on_cluster_event(event::NODE_TAINT_REMOVED, t(5.0)), 0);
-    assert_eq!(q.on_cluster_event(event::POD_REMOVED | event::ROOM_FREED, t(5.0)), 1);
+    assert_eq!(
+        q.on_cluster_event(event::POD_REMOVED | event::ROOM_FREED, t(5.0)),
+        1
+    );
     assert_eq!(pop_all(&mut q, t(5.0)), ["needs-cpu"]);
     assert_eq!(
         q.on_cluster_event(event::NODE_ADDED, t(5.0)),

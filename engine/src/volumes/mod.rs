@@ -14,8 +14,15 @@
 //! Owns only this storage view; it touches nothing else. Every input is validated and a bad
 //! object is reported without changing how others are handled.
 
+mod matching;
+
+pub use matching::{Assignment, PvCandidate, assign, mode_bits};
+
 use crate::event::{self, Events};
-use crate::model::{Interner, ModelError, SelectorTermInput, Term};
+use crate::model::{
+    Interner, LabelSelector, LabelSelectorInput, ModelError, SelectorTermInput, Term,
+    compile_labels, compile_selector, parse_scaled,
+};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
@@ -69,6 +76,12 @@ pub struct PvcInput {
     pub terminating: bool,
     /// `metadata.ownerReferences` names this pod uid as its controller (ephemeral volumes).
     pub owner_uid: Option<String>,
+    /// `spec.resources.requests.storage`.
+    pub request: Option<String>,
+    /// `spec.volumeMode` (`Filesystem` when absent).
+    pub volume_mode: Option<String>,
+    /// `spec.selector`: the labels a PV must have to be bound to it statically.
+    pub selector: Option<LabelSelectorInput>,
 }
 
 /// A PersistentVolume.
@@ -80,6 +93,19 @@ pub struct PvInput {
     pub node_affinity: Option<Vec<SelectorTermInput>>,
     /// `spec.csi`: (driver, volumeHandle).
     pub csi: Option<(String, String)>,
+    /// `spec.capacity.storage`.
+    pub capacity: Option<String>,
+    pub access_modes: Vec<String>,
+    /// `spec.volumeMode` (`Filesystem` when absent).
+    pub volume_mode: Option<String>,
+    /// `spec.storageClassName` (or the beta annotation).
+    pub storage_class: Option<String>,
+    /// `status.phase`.
+    pub phase: String,
+    /// `spec.claimRef`: (namespace, name).
+    pub claim_ref: Option<(String, String)>,
+    /// `metadata.deletionTimestamp` is set.
+    pub terminating: bool,
 }
 
 /// A StorageClass.
@@ -203,6 +229,10 @@ pub struct Provision {
     /// The class can provision a new volume: its provisioner is not
     /// [`NO_PROVISIONER`] (local PVs are created by hand, never provisioned).
     pub provisionable: bool,
+    /// Its requested storage, bytes.
+    pub request: i64,
+    /// The existing PVs it could be bound to, best first (`matching`).
+    pub statics: Box<[PvCandidate]>,
 }
 
 /// The provisioner of classes whose volumes are only ever created by hand (local PVs):
@@ -226,6 +256,10 @@ struct Claim {
     rwop: bool,
     terminating: bool,
     owner: Option<Arc<str>>,
+    request: i64,
+    modes: u8,
+    block: bool,
+    selector: Option<LabelSelector>,
 }
 
 #[derive(Debug, Clone)]
@@ -233,6 +267,14 @@ struct Volume {
     node_affinity: Option<Box<[Term]>>,
     zones: Box<[(u32, Box<[u32]>)]>,
     csi: Option<(u32, u32)>,
+    class: Arc<str>,
+    capacity: i64,
+    modes: u8,
+    block: bool,
+    labels: Box<[(u32, u32)]>,
+    /// `Available` and not being deleted.
+    available: bool,
+    claim_ref: Option<(Arc<str>, Arc<str>)>,
 }
 
 #[derive(Debug, Clone)]
@@ -253,6 +295,9 @@ pub struct Storage {
     limits: HashMap<Arc<str>, BTreeMap<u32, i64>>,
     /// Nodes whose attach limits changed since the last `take_limits_changed`.
     limits_dirty: BTreeSet<Arc<str>>,
+    /// PVs chosen for a pod by a claimed decision (PV → pod uid), until its bind ends
+    /// (`matching`).
+    reserved: HashMap<Arc<str>, Arc<str>>,
 }
 
 fn key(ns: &str, name: &str) -> (Arc<str>, Arc<str>) {
@@ -278,14 +323,20 @@ impl Storage {
     ) -> (Events, Vec<ModelError>) {
         let mut errors = Vec::new();
         match input {
-            StorageInput::Pvc(c) => self.apply_pvc(c),
+            StorageInput::Pvc(c) => {
+                if let Err(e) = self.apply_pvc(c, interner) {
+                    errors.push(e);
+                }
+            }
             StorageInput::PvcDelete { namespace, name } => {
                 self.claims.remove(&key(&namespace, &name));
             }
             StorageInput::PvcReset(all) => {
                 self.claims.clear();
                 for c in all {
-                    self.apply_pvc(c);
+                    if let Err(e) = self.apply_pvc(c, interner) {
+                        errors.push(e);
+                    }
                 }
             }
             StorageInput::Pv(v) => {
@@ -338,8 +389,17 @@ impl Storage {
         (event::STORAGE_CHANGED, errors)
     }
 
-    fn apply_pvc(&mut self, c: PvcInput) {
+    fn apply_pvc(&mut self, c: PvcInput, interner: &mut Interner) -> Result<(), ModelError> {
         let rwop = c.access_modes.iter().any(|m| m == "ReadWriteOncePod");
+        let request = match &c.request {
+            Some(q) => parse_scaled("storage", q, 1)?,
+            None => 0,
+        };
+        let selector = c
+            .selector
+            .as_ref()
+            .map(|s| compile_selector(Some(s), interner))
+            .transpose()?;
         self.claims.insert(
             key(&c.namespace, &c.name),
             Claim {
@@ -348,8 +408,13 @@ impl Storage {
                 rwop,
                 terminating: c.terminating,
                 owner: c.owner_uid.map(Arc::from),
+                request,
+                modes: mode_bits(&c.access_modes),
+                block: c.volume_mode.as_deref() == Some("Block"),
+                selector,
             },
         );
+        Ok(())
     }
 
     fn apply_pv(&mut self, v: PvInput, interner: &mut Interner) -> Result<(), ModelError> {
@@ -372,12 +437,29 @@ impl Storage {
             .csi
             .as_ref()
             .map(|(d, h)| (interner.intern(d), interner.intern(h)));
+        // A PV seen taken (bound, or pre-bound by our PreBind) needs no reservation any more.
+        if v.phase != "Available" || v.claim_ref.is_some() {
+            self.reserved.remove(v.name.as_str());
+        }
+        let capacity = match &v.capacity {
+            Some(q) => parse_scaled("storage", q, 1)?,
+            None => 0,
+        };
         self.volumes.insert(
             Arc::from(v.name),
             Volume {
                 node_affinity,
                 zones,
                 csi,
+                class: Arc::from(v.storage_class.as_deref().unwrap_or("")),
+                capacity,
+                modes: mode_bits(&v.access_modes),
+                block: v.volume_mode.as_deref() == Some("Block"),
+                labels: compile_labels(&v.labels, interner),
+                available: v.phase == "Available" && !v.terminating,
+                claim_ref: v
+                    .claim_ref
+                    .map(|(ns, n)| (Arc::from(ns.as_str()), Arc::from(n.as_str()))),
             },
         );
         Ok(())
@@ -417,6 +499,69 @@ impl Storage {
         let node: Arc<str> = Arc::from(n.node);
         self.limits.insert(node.clone(), limits);
         self.limits_dirty.insert(node);
+    }
+
+    /// The existing PVs a claim could be bound to (`matching::candidates`'s rule), best first,
+    /// leaving out those reserved for another pod.
+    fn candidates(
+        &self,
+        namespace: &str,
+        name: &str,
+        class: &str,
+        c: &Claim,
+        pod_uid: &str,
+    ) -> Box<[PvCandidate]> {
+        let wanted = matching::Wanted {
+            class,
+            request: c.request,
+            modes: c.modes,
+            block: c.block,
+            selector: c.selector.as_ref(),
+            namespace,
+            name,
+        };
+        let mut out: Vec<(bool, PvCandidate)> = self
+            .volumes
+            .iter()
+            .filter(|(pv, _)| self.reserved.get(*pv).is_none_or(|u| &**u == pod_uid))
+            .filter_map(|(pv, v)| {
+                let offered = matching::Offered {
+                    class: &v.class,
+                    capacity: v.capacity,
+                    modes: v.modes,
+                    block: v.block,
+                    labels: &v.labels,
+                    available: v.available,
+                    claim_ref: v.claim_ref.as_ref().map(|(a, b)| (&**a, &**b)),
+                };
+                let prebound = matching::matches(&wanted, &offered)?;
+                Some((
+                    prebound,
+                    PvCandidate {
+                        name: pv.clone(),
+                        capacity: v.capacity,
+                        node_affinity: v.node_affinity.clone(),
+                    },
+                ))
+            })
+            .collect();
+        matching::sort(&mut out);
+        out.into_iter().map(|(_, c)| c).collect()
+    }
+
+    /// Reserve `pvs` for the pod `uid` (a claimed decision chose them).
+    pub fn reserve(&mut self, uid: &Arc<str>, pvs: impl IntoIterator<Item = Arc<str>>) {
+        for pv in pvs {
+            self.reserved.insert(pv, uid.clone());
+        }
+    }
+
+    /// Release the PVs reserved for the pod `uid` (its bind ended or it is gone). Whether any
+    /// were.
+    pub fn release(&mut self, uid: &str) -> bool {
+        let before = self.reserved.len();
+        self.reserved.retain(|_, u| &**u != uid);
+        self.reserved.len() != before
     }
 
     /// Nodes whose attach limits changed since the last call.
@@ -549,6 +694,8 @@ impl Storage {
                         allowed: class.allowed.clone(),
                         driver: class.provisioner,
                         provisionable: class.provisionable,
+                        request: c.request,
+                        statics: self.candidates(namespace, name, class_name, c, pod_uid),
                     });
                 }
             }
