@@ -1,6 +1,7 @@
-//! Simulator configuration: address, fake nodes, KWOK-like pod lifecycle, watch history and
-//! buffers, namespace policy, the volume provisioner, the resource claim controller, and the
-//! initial fault configuration.
+//! Simulator configuration: address, fake nodes, KWOK-like pod lifecycle (including how long the
+//! simulated kubelet takes to finish a terminating pod), watch history and buffers, namespace
+//! policy, the volume provisioner, the resource claim and disruption controllers, and the initial
+//! fault configuration.
 
 use crate::faults::Faults;
 use std::net::SocketAddr;
@@ -45,6 +46,25 @@ pub struct SimConfig {
     /// deallocation when consumers are gone) and the garbage collection of claims whose owning
     /// pods are gone; on by default, as in a real cluster.
     pub resource_claim_controller: bool,
+    /// How long the simulated kubelet takes to finish a pod deleted gracefully (bound, not yet
+    /// Succeeded or Failed): after `min(termination_delay, deletionGracePeriodSeconds)` it
+    /// reports the pod terminated (a terminal phase) and deletes it with grace period 0, as a
+    /// kubelet does once the containers have stopped. The real kubelet takes as long as the
+    /// containers need to stop (at most the grace period, 30 s by default); the default here,
+    /// 100 ms, keeps tests fast while a terminating pod stays observable. None: the kubelet
+    /// never finishes terminating pods (they keep their `deletionTimestamp`, as on a node that
+    /// is down).
+    pub termination_delay: Option<Duration>,
+    /// Run kube-controller-manager's disruption controller: the status of every
+    /// PodDisruptionBudget (`expectedPods`, `currentHealthy`, `desiredHealthy`,
+    /// `disruptionsAllowed`, `observedGeneration`, the `DisruptionAllowed` condition), kept up to
+    /// date as pods and budgets change, and the reset of stale `DisruptionTarget` pod conditions;
+    /// on by default, as in a real cluster.
+    pub disruption_controller: bool,
+    /// How long a pod may carry a `DisruptionTarget=True` condition (set by someone other than
+    /// the kubelet) without being deleted before the disruption controller sets it to False
+    /// (`stalePodDisruptionTimeout`, 2 minutes upstream).
+    pub stale_disruption_condition_timeout: Duration,
     /// Serve HTTPS with a self-signed CA generated at start (the handle's `ca_pem`, and its
     /// kubeconfig carries it), as a real API server; plain HTTP when false (the default).
     pub tls: bool,
@@ -88,6 +108,9 @@ impl Default for SimConfig {
             record_limit: 1_000_000,
             provisioner: Provisioner::Off,
             resource_claim_controller: true,
+            termination_delay: Some(Duration::from_millis(100)),
+            disruption_controller: true,
+            stale_disruption_condition_timeout: Duration::from_secs(120),
             tls: false,
             faults: Faults::default(),
         }

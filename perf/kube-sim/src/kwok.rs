@@ -1,7 +1,9 @@
 //! KWOK-like behaviour: the fake nodes created at start, the NodeShard CRD the simulator can
 //! preinstall, and the lifecycle of bound pods (Running after a delay, then Succeeded and deleted
-//! after their lifetime). Lifecycle steps are spawned tasks that re-check the pod's UID, so a pod
-//! deleted or replaced meanwhile is left alone.
+//! after their lifetime; a pod deleted gracefully is finished by the kubelet after the
+//! termination delay: a terminal status, then a delete with grace period 0). Lifecycle steps are
+//! spawned tasks that re-check the pod's UID, so a pod deleted or replaced meanwhile is left
+//! alone.
 
 use crate::config::SimConfig;
 use crate::meta;
@@ -265,9 +267,104 @@ pub(crate) fn resize_fits(
     Ok(())
 }
 
-/// Marks a bound Pending pod Running (false when it is gone or not in that state).
+/// Starts the simulated kubelet's termination of a pod deleted gracefully: after
+/// `min(termination_delay, deletionGracePeriodSeconds)` the kubelet reports it terminated and
+/// deletes it (`Inner::kwok_finish`). Nothing happens without a termination delay (the kubelet
+/// never finishes) or for pods that are not bound.
+pub(crate) fn pod_terminating(inner: &Arc<Inner>, pod: &Value) {
+    let Some(delay) = inner.cfg.termination_delay else {
+        return;
+    };
+    if pod
+        .pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+    {
+        return;
+    }
+    let grace = crate::deletion::grace_of(pod).unwrap_or(0).max(0);
+    let wait = delay.min(Duration::from_secs(grace.unsigned_abs()));
+    let (ns, name, uid) = (
+        meta::meta_str(pod, "namespace").to_string(),
+        meta::meta_str(pod, "name").to_string(),
+        meta::meta_str(pod, "uid").to_string(),
+    );
+    let inner = inner.clone();
+    let rt = inner.rt.clone();
+    rt.spawn(async move {
+        if !wait.is_zero() {
+            tokio::time::sleep(wait).await;
+        }
+        inner.kwok_finish(&ns, &name, &uid);
+    });
+}
+
+/// The status a kubelet reports for a terminating pod once its containers have stopped: the
+/// containers that ran terminated with exit code 0 (`Completed`: they stopped on SIGTERM), the
+/// others `ContainerStatusUnknown` (137), as the kubelet reports containers it never started;
+/// the phase `Succeeded` when every container exited 0, else `Failed`; `Ready` and
+/// `ContainersReady` False (`PodCompleted`). False when the pod is gone, not terminating or
+/// already finished.
+pub(crate) fn set_terminated(pod: &mut Value, uid: &str) -> bool {
+    if meta::meta_str(pod, "uid") != uid
+        || !crate::deletion::terminating(pod)
+        || matches!(
+            pod.pointer("/status/phase").and_then(Value::as_str),
+            Some("Succeeded" | "Failed")
+        )
+    {
+        return false;
+    }
+    let now = meta::now();
+    let specs = pod
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let old: Vec<Value> = pod
+        .pointer("/status/containerStatuses")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut all_ok = !specs.is_empty();
+    let statuses: Vec<Value> = specs
+        .iter()
+        .map(|c| {
+            let prev = old.iter().find(|s| s["name"] == c["name"]);
+            let started = prev.and_then(|s| s.pointer("/state/running/startedAt"));
+            let state = match started {
+                Some(at) => json!({"terminated": {"exitCode": 0, "reason": "Completed",
+                                   "startedAt": at, "finishedAt": now}}),
+                None => {
+                    all_ok = false;
+                    json!({"terminated": {"exitCode": 137, "reason": "ContainerStatusUnknown",
+                           "message": "The container could not be located when the pod was terminated"}})
+                }
+            };
+            let mut st = json!({"name": c["name"], "image": c["image"], "imageID": "", "ready": false,
+                                "restartCount": 0, "started": false, "state": state});
+            if let Some(r) = prev.and_then(|p| p.get("resources")) {
+                st["resources"] = r.clone();
+            }
+            st
+        })
+        .collect();
+    pod["status"]["containerStatuses"] = Value::Array(statuses);
+    pod["status"]["phase"] = json!(if all_ok { "Succeeded" } else { "Failed" });
+    for t in ["Ready", "ContainersReady"] {
+        crate::kinds::set_condition(
+            pod,
+            json!({"type": t, "status": "False", "reason": "PodCompleted", "lastProbeTime": null, "lastTransitionTime": now}),
+        );
+    }
+    true
+}
+
+/// Marks a bound Pending pod Running (false when it is gone, terminating or not in that state).
 pub(crate) fn set_running(pod: &mut Value, uid: &str, host_ip: &str) -> bool {
-    if meta::meta_str(pod, "uid") != uid || pod.pointer("/status/phase") != Some(&json!("Pending"))
+    if meta::meta_str(pod, "uid") != uid
+        || pod.pointer("/status/phase") != Some(&json!("Pending"))
+        || crate::deletion::terminating(pod)
     {
         return false;
     }
@@ -368,9 +465,11 @@ pub(crate) fn actuate_resize(
     *pod != before
 }
 
-/// Marks a Running pod Succeeded.
+/// Marks a Running pod Succeeded (not one being deleted: the kubelet is terminating it).
 pub(crate) fn set_succeeded(pod: &mut Value, uid: &str) -> bool {
-    if meta::meta_str(pod, "uid") != uid || pod.pointer("/status/phase") != Some(&json!("Running"))
+    if meta::meta_str(pod, "uid") != uid
+        || pod.pointer("/status/phase") != Some(&json!("Running"))
+        || crate::deletion::terminating(pod)
     {
         return false;
     }

@@ -414,6 +414,8 @@
 mod cel;
 mod claims;
 mod config;
+mod deletion;
+mod disruption;
 mod dra;
 mod error;
 mod faults;
@@ -424,6 +426,7 @@ mod managed;
 mod meta;
 mod patch;
 mod podres;
+mod policy;
 mod provisioner;
 mod resize;
 mod resources;

@@ -73,6 +73,15 @@ struct Args {
     /// runs it): no claims from templates, reservations, releases or claim garbage collection.
     #[arg(long)]
     no_resource_claim_controller: bool,
+    /// How long the simulated kubelet takes to finish a pod deleted gracefully (Go duration,
+    /// capped by the pod's grace period): it then reports the pod terminated and deletes it
+    /// with grace period 0. "never" leaves deleted pods terminating.
+    #[arg(long, default_value = "100ms")]
+    termination_delay: String,
+    /// Do not run the disruption controller (on by default, as kube-controller-manager runs
+    /// it): PodDisruptionBudget statuses stay as created.
+    #[arg(long)]
+    no_disruption_controller: bool,
     /// Serve HTTPS with a self-signed CA generated at start (the kubeconfig embeds it), as a real
     /// API server; plain HTTP otherwise.
     #[arg(long)]
@@ -104,6 +113,14 @@ fn config(a: &Args) -> anyhow::Result<SimConfig> {
         .transpose()
         .map_err(anyhow::Error::msg)
         .context("--pod-lifetime")?;
+    let termination_delay = match a.termination_delay.as_str() {
+        "never" => None,
+        s => Some(
+            parse_duration(s)
+                .map_err(anyhow::Error::msg)
+                .context("--termination-delay")?,
+        ),
+    };
     let provisioner = match (&a.provisioner_delay, a.provisioner_never) {
         (_, true) => Provisioner::Never,
         (Some(d), false) => Provisioner::After(
@@ -126,6 +143,8 @@ fn config(a: &Args) -> anyhow::Result<SimConfig> {
         install_nodeshard_crd: a.install_nodeshard_crd,
         provisioner,
         resource_claim_controller: !a.no_resource_claim_controller,
+        termination_delay,
+        disruption_controller: !a.no_disruption_controller,
         tls: a.tls,
         faults: Faults {
             errors,

@@ -176,6 +176,15 @@ const ATOMIC_LISTS: &[&str] = &[
     "results",
 ];
 
+/// `metav1.LabelSelector` is `+structType=atomic`: a field holding one (a PVC's or a budget's
+/// `selector`, the `labelSelector` / `namespaceSelector` of affinity terms and spread
+/// constraints) is owned as a whole.
+fn atomic_selector(name: &str, v: &Map<String, Value>) -> bool {
+    matches!(name, "selector" | "labelSelector" | "namespaceSelector")
+        && v.keys()
+            .all(|k| k == "matchLabels" || k == "matchExpressions")
+}
+
 /// The `k:{...}` member of a list item, or None when the list is kept whole.
 fn item_key(list: &str, item: &Value) -> Option<String> {
     let o = item.as_object()?;
@@ -211,6 +220,9 @@ fn leaves_of<'a>(v: &'a Value, name: &str, prefix: &mut Path, out: &mut BTreeMap
         // An empty embedded ObjectMeta (a template's `spec.metadata`) is dropped by the
         // converter the field manager uses: not a field.
         Value::Object(m) if m.is_empty() && name == "metadata" => {}
+        Value::Object(m) if !m.is_empty() && atomic_selector(name, m) => {
+            out.insert(prefix.clone(), v);
+        }
         Value::Object(m) if !m.is_empty() => {
             if MAP_FIELDS.contains(&name) {
                 prefix.push(".".into());

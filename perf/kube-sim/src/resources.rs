@@ -33,6 +33,9 @@ pub struct ResourceDef {
     pub key: Arc<str>,
     /// Defined by a CRD (deleted with it).
     pub custom: bool,
+    /// The `specReplicasPath` of a CRD version with a `scale` subresource (`.spec.replicas`):
+    /// the disruption controller reads an owner's scale from it.
+    pub scale_replicas_path: Option<String>,
 }
 
 impl ResourceDef {
@@ -57,6 +60,7 @@ impl ResourceDef {
             short_names: short.iter().map(|s| s.to_string()).collect(),
             key: format!("{group}/{plural}").into(),
             custom: false,
+            scale_replicas_path: None,
         }
     }
 
@@ -122,6 +126,10 @@ impl ResourceDef {
                 .and_then(Value::as_str)
                 .ok_or("spec.versions[].name: Required value")?;
             let status = v.pointer("/subresources/status").is_some();
+            let scale_replicas_path = v
+                .pointer("/subresources/scale/specReplicasPath")
+                .and_then(Value::as_str)
+                .map(str::to_string);
             out.push(Self {
                 group: group.into(),
                 version: version.into(),
@@ -135,6 +143,7 @@ impl ResourceDef {
                 short_names: short_names.clone(),
                 key: format!("{group}/{plural}").into(),
                 custom: true,
+                scale_replicas_path,
             });
         }
         Ok(out)
@@ -224,6 +233,19 @@ impl Default for Registry {
             &[],
         );
         slices.generation = true;
+        // policy/v1: budgets have a status and track generations (`PrepareForCreate` sets 1,
+        // spec changes bump it).
+        let mut pdbs = ResourceDef::builtin(
+            "policy",
+            "v1",
+            "poddisruptionbudgets",
+            "PodDisruptionBudget",
+            true,
+            &["pdb"],
+        );
+        pdbs.status = true;
+        pdbs.drop_status_on_create = true;
+        pdbs.generation = true;
         for d in [
             pods,
             nodes,
@@ -255,6 +277,7 @@ impl Default for Registry {
                 &[],
             ),
             slices,
+            pdbs,
         ] {
             r.add(d);
         }

@@ -629,13 +629,25 @@ fn serve_verb(
             ok(200, s)
         }
         "delete" => {
-            let opts = if body.is_empty() {
-                None
+            let opts = crate::deletion::DeleteOptions::parse(body, q)?;
+            let d = inner.state().delete_request(def, ns, name, &opts)?;
+            if def.key.as_ref() == "/pods" && !d.gone {
+                inner.after_graceful_delete(&d.obj);
+            }
+            // 202 when dependents were asked not to be orphaned and the object is still there.
+            let code = if !d.gone && opts.orphan_dependents == Some(false) {
+                202
             } else {
-                Some(parse_body(body)?)
+                200
             };
-            let pre = opts.as_ref().and_then(|o| o.get("preconditions"));
-            ok(200, inner.state().delete(def, ns, name, pre)?)
+            if d.gone && def.key.as_ref() == crate::policy::PDB_KEY {
+                // Stores without `ReturnDeletedObject` answer a Status naming what went.
+                let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                    "status": "Success", "details": {"name": name, "group": def.group,
+                    "kind": def.plural, "uid": crate::meta::meta_str(&d.obj.value, "uid")}});
+                return Ok(Served::Response(code, json_value(code, &status), None));
+            }
+            ok(code, d.obj)
         }
         _ => Err(ApiError::method_not_allowed()),
     }

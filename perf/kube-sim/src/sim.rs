@@ -1,6 +1,6 @@
 //! The running simulator: shared state (`Inner`: store, config, faults, records), start-up
 //! (namespaces, fake nodes, optional CRD, the storage controllers when configured, the resource
-//! claim controller unless switched off), the
+//! claim and disruption controllers unless switched off), the
 //! [`SimHandle`] tests and the binary use (address, kubeconfig, direct object access, binding and
 //! write records, faults, shutdown).
 
@@ -347,6 +347,34 @@ impl Inner {
         .is_some()
     }
 
+    /// A DELETE left a pod terminating: the simulated kubelet finishes it (`kwok::pod_terminating`).
+    pub(crate) fn after_graceful_delete(self: &Arc<Self>, pod: &Stored) {
+        kwok::pod_terminating(self, &pod.value);
+    }
+
+    /// The simulated kubelet finishes a terminating pod: its terminal status (its own write),
+    /// then a delete with grace period 0 and the pod's UID as precondition, as a kubelet's
+    /// status manager sends once the pod's phase is terminal. A pod with finalizers stays
+    /// (marked with grace period 0) until they are removed.
+    pub(crate) fn kwok_finish(&self, ns: &str, name: &str, uid: &str) {
+        let mut st = self.state();
+        let pods = st.registry.get("", "v1", "pods").expect("built in");
+        let Ok(pod) = st.get(&pods, ns, name) else {
+            return;
+        };
+        if meta::meta_str(&pod.value, "uid") != uid || !crate::deletion::terminating(&pod.value) {
+            return;
+        }
+        let _ = st.modify_status(&pods, ns, name, &kwok_manager(), |p| {
+            kwok::set_terminated(p, uid)
+        });
+        if let Err(e) =
+            st.delete_request(&pods, ns, name, &crate::deletion::DeleteOptions::force(uid))
+        {
+            tracing::debug!(pod = %format!("{ns}/{name}"), "the kubelet's delete failed: {e}");
+        }
+    }
+
     pub(crate) fn kwok_delete(&self, ns: &str, name: &str, uid: &str) {
         let mut st = self.state();
         let pods = st.registry.get("", "v1", "pods").expect("built in");
@@ -427,6 +455,7 @@ impl Sim {
         let mut controllers: Vec<JoinHandle<()>> =
             crate::provisioner::spawn(&inner).into_iter().collect();
         controllers.extend(crate::claims::spawn(&inner));
+        controllers.extend(crate::disruption::spawn(&inner));
         let app = crate::server::router(inner.clone());
         let (tx, rx) = oneshot::channel::<()>();
         let shutdown = async move {

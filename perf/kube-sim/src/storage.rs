@@ -432,7 +432,7 @@ fn access_modes(errs: &mut Vec<FieldError>, modes: Option<&Value>, path: &str, d
     }
 }
 
-fn label_selector(errs: &mut Vec<FieldError>, sel: &Value, path: &str) {
+pub(crate) fn label_selector(errs: &mut Vec<FieldError>, sel: &Value, path: &str) {
     if let Some(labels) = sel.get("matchLabels").and_then(Value::as_object) {
         let p = format!("{path}.matchLabels");
         for (k, val) in labels {

@@ -5,6 +5,7 @@
 //! next `resourceVersion`, appends the event to the history and broadcasts it, so a watcher that
 //! subscribes and copies the history under the same lock sees every event exactly once.
 
+use crate::deletion;
 use crate::error::ApiError;
 use crate::kinds;
 use crate::managed::{self, Manager, Scope};
@@ -114,6 +115,19 @@ pub struct State {
     /// The commits the resource claim controller follows (pods with claims, claims,
     /// templates), when it runs.
     claim_events: Option<mpsc::UnboundedSender<Arc<Event>>>,
+    /// The commits the disruption controller follows (budgets; pods while budgets exist or
+    /// when they carry a `DisruptionTarget` condition), when it runs.
+    disruption_events: Option<mpsc::UnboundedSender<crate::disruption::Msg>>,
+}
+
+/// What a DELETE request did.
+#[derive(Debug)]
+pub struct Deleted {
+    /// The object: as deleted, or as updated when its deletion is graceful or waits for
+    /// finalizers.
+    pub obj: Arc<Stored>,
+    /// Whether the object is gone.
+    pub gone: bool,
 }
 
 fn name_of(obj: &Value) -> &str {
@@ -156,12 +170,21 @@ impl State {
             tx,
             auto_create_namespaces,
             claim_events: None,
+            disruption_events: None,
         }
     }
 
     /// Hands the resource claim controller the commits it follows from now on.
     pub(crate) fn set_claim_events(&mut self, tx: mpsc::UnboundedSender<Arc<Event>>) {
         self.claim_events = Some(tx);
+    }
+
+    /// Hands the disruption controller the commits it follows from now on.
+    pub(crate) fn set_disruption_events(
+        &mut self,
+        tx: mpsc::UnboundedSender<crate::disruption::Msg>,
+    ) {
+        self.disruption_events = Some(tx);
     }
 
     /// The current global resourceVersion.
@@ -202,6 +225,11 @@ impl State {
             && crate::claims::relevant(&ev)
         {
             let _ = tx.send(ev.clone());
+        }
+        if let Some(tx) = &self.disruption_events
+            && crate::disruption::relevant(&ev, self.count(crate::policy::PDB_KEY))
+        {
+            let _ = tx.send(crate::disruption::Msg::Event(ev.clone()));
         }
         // No receivers is fine.
         let _ = self.tx.send(ev);
@@ -384,6 +412,7 @@ impl State {
                 kinds::validate_pod_create(&obj, &name)?;
             }
             "/namespaces" => kinds::default_namespace(&mut obj),
+            crate::policy::PDB_KEY => crate::policy::admit_create(&mut obj, &name)?,
             k if crate::dra::handles(k) => crate::dra::admit_create(def, &mut obj, &name)?,
             k if storage::handles(k) => {
                 let default_class = if k == storage::PVC_KEY {
@@ -485,6 +514,9 @@ impl State {
                 if crate::dra::handles(&def.key) {
                     crate::dra::admit_status_update(def, &old.value, &mut n, name)?;
                 }
+                if def.key.as_ref() == crate::policy::PDB_KEY {
+                    crate::policy::admit_status_update(&mut n, name)?;
+                }
                 n
             }
             Part::Resize => {
@@ -501,6 +533,7 @@ impl State {
                     "uid",
                     "creationTimestamp",
                     "deletionTimestamp",
+                    "deletionGracePeriodSeconds",
                     "generation",
                     "managedFields",
                 ] {
@@ -525,6 +558,9 @@ impl State {
                 }
                 if crate::dra::handles(&def.key) {
                     crate::dra::admit_update(def, &old.value, &mut obj, name)?;
+                }
+                if def.key.as_ref() == crate::policy::PDB_KEY {
+                    crate::policy::admit_update(&old.value, &mut obj, name)?;
                 }
                 if storage::handles(&def.key) {
                     storage::admit_update(def, &old.value, &mut obj, name)?;
@@ -562,6 +598,14 @@ impl State {
         if new == old.value {
             // The real server does not write (nor bump the version) for a no-op update.
             return Ok(old);
+        }
+        if part == Part::Main && finalizes(def) && deletion::delete_during_update(&old.value, &new)
+        {
+            // `shouldDeleteDuringUpdate`: the last finalizer of an object whose deletion waited
+            // for it is gone; the object is deleted (the event carries its stored state) and the
+            // request gets the object it sent.
+            self.commit(def, old.value.clone(), EventType::Deleted);
+            return Ok(Stored::new(new));
         }
         if def.key.as_ref() == "apiextensions.k8s.io/customresourcedefinitions"
             && part == Part::Main
@@ -607,7 +651,10 @@ impl State {
                         "application/strategic-merge-patch+json",
                     ));
                 }
-                patch::strategic_merge(&mut new, body)
+                patch::strategic_merge(&mut new, body);
+                if def.key.as_ref() == crate::policy::PDB_KEY {
+                    crate::policy::strategic_selector_replace(&mut new, body);
+                }
             }
             PatchKind::Json => patch::json_patch(&mut new, body).map_err(|e| {
                 ApiError::invalid(&def.group, &def.kind, name, &format!("json patch: {e}"))
@@ -675,6 +722,71 @@ impl State {
             _ => {}
         }
         Ok(self.commit(def, old.value.clone(), EventType::Deleted))
+    }
+
+    /// A DELETE request as the generic registry store serves it: the options validated, the
+    /// preconditions checked (`BeforeDelete`'s messages), then for pods graceful deletion
+    /// (`deletionTimestamp` and `deletionGracePeriodSeconds` set, or shortened, in an update;
+    /// the object deleted in the same request when the grace period is 0) and for pods and
+    /// PodDisruptionBudgets finalizers (the object stays, marked, until they are removed).
+    /// Other resources are deleted at once.
+    pub fn delete_request(
+        &mut self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        opts: &deletion::DeleteOptions,
+    ) -> Result<Deleted, ApiError> {
+        let old = self.get(def, ns, name)?;
+        opts.validate()?;
+        opts.check_preconditions(&def.group, &def.kind, &old.value)?;
+        if !finalizes(def) {
+            let obj = self.delete(def, ns, name, None)?;
+            return Ok(Deleted { obj, gone: true });
+        }
+        let now = std::time::SystemTime::now();
+        let mut obj = old.value.clone();
+        let mut grace = opts.grace_period_seconds;
+        let before = if def.key.as_ref() == "/pods" {
+            deletion::before_delete_pod(&mut obj, &mut grace, now)
+        } else {
+            deletion::BeforeDelete {
+                graceful: false,
+                pending: false,
+            }
+        };
+        if before.pending {
+            return Ok(Deleted {
+                obj: old,
+                gone: false,
+            });
+        }
+        let finalizers = deletion::has_finalizers(&obj);
+        if !before.graceful && !finalizers {
+            let obj = self.commit(def, old.value.clone(), EventType::Deleted);
+            return Ok(Deleted { obj, gone: true });
+        }
+        if !before.graceful {
+            // Waiting for finalizers: marked, not deleted (no write when already marked).
+            deletion::mark_as_deleting(&mut obj, now);
+            if obj == old.value {
+                return Ok(Deleted {
+                    obj: old,
+                    gone: false,
+                });
+            }
+            let obj = self.commit(def, obj, EventType::Modified);
+            return Ok(Deleted { obj, gone: false });
+        }
+        let updated = self.commit(def, obj, EventType::Modified);
+        if finalizers || grace.unwrap_or(0) > 0 {
+            return Ok(Deleted {
+                obj: updated,
+                gone: false,
+            });
+        }
+        let obj = self.commit(def, updated.value.clone(), EventType::Deleted);
+        Ok(Deleted { obj, gone: true })
     }
 
     fn delete_namespace_contents(&mut self, ns: &str) {
@@ -816,6 +928,12 @@ impl State {
         };
         WatchStart::Ok(initial, rx, self.rv)
     }
+}
+
+/// Whether deletions of `def` honour finalizers (pods and PodDisruptionBudgets; pods also
+/// delete gracefully).
+fn finalizes(def: &ResourceDef) -> bool {
+    matches!(def.key.as_ref(), "/pods" | crate::policy::PDB_KEY)
 }
 
 /// The fields a write to `part` of `def` can own.

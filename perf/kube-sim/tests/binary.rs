@@ -24,6 +24,7 @@ async fn binary_serves_and_exits_on_sigterm() {
             "1m30s",
         ])
         .args(["--error-rate", "delete=0.5:429", "--latency-ms", "1"])
+        .args(["--termination-delay", "50ms", "--no-disruption-controller"])
         .arg("--kubeconfig-out")
         .arg(&kc_path)
         .stdout(Stdio::null())
