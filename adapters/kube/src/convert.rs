@@ -996,7 +996,9 @@ mod tests {
                             {"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "uid": "other"},
                             {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "pod-uid", "controller": true}]},
             "spec": {"storageClassName": "fast", "volumeName": "pv-1",
-                     "accessModes": ["ReadWriteOncePod"]},
+                     "accessModes": ["ReadWriteOncePod"], "volumeMode": "Block",
+                     "resources": {"requests": {"storage": "5Gi"}},
+                     "selector": {"matchLabels": {"tier": "fast"}}},
             "status": {"phase": "Bound"}
         }))
         .unwrap();
@@ -1012,6 +1014,12 @@ mod tests {
                 access_modes: vec!["ReadWriteOncePod".into()],
                 terminating: true,
                 owner_uid: Some("pod-uid".into()),
+                request: Some("5Gi".into()),
+                volume_mode: Some("Block".into()),
+                selector: Some(LabelSelectorInput {
+                    match_labels: vec![("tier".into(), "fast".into())],
+                    match_expressions: vec![],
+                }),
             }
         );
         let c: PersistentVolumeClaim = serde_json::from_value(json!({
@@ -1034,8 +1042,12 @@ mod tests {
         let pv: PersistentVolume = serde_json::from_value(json!({
             "metadata": {"name": "pv-1", "labels": {"topology.kubernetes.io/zone": "a"}},
             "spec": {"csi": {"driver": "ebs.csi.aws.com", "volumeHandle": "vol-1"},
+                     "capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"],
+                     "volumeMode": "Filesystem", "storageClassName": "local",
+                     "claimRef": {"namespace": "ns", "name": "data"},
                      "nodeAffinity": {"required": {"nodeSelectorTerms": [
-                        {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["a"]}]}]}}}
+                        {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["a"]}]}]}}},
+            "status": {"phase": "Bound"}
         }))
         .unwrap();
         let i = pv_input(&pv).unwrap();
@@ -1045,6 +1057,12 @@ mod tests {
             i.csi,
             Some(("ebs.csi.aws.com".to_string(), "vol-1".to_string()))
         );
+        assert_eq!(
+            (i.capacity.as_deref(), i.storage_class.as_deref(), i.phase.as_str()),
+            (Some("10Gi"), Some("local"), "Bound")
+        );
+        assert_eq!(i.access_modes, ["ReadWriteOnce"]);
+        assert_eq!(i.claim_ref, Some(("ns".to_string(), "data".to_string())));
         assert_eq!(
             i.node_affinity.unwrap()[0].match_expressions,
             [sel("topology.kubernetes.io/zone", "In", &["a"])]
