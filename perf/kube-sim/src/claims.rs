@@ -112,9 +112,11 @@ fn arr<'a>(v: &'a Value, ptr: &str) -> &'a [Value] {
         .map_or(&[], Vec::as_slice)
 }
 
-/// `isPodDone`: a terminal phase (kube-sim has no graceful deletion).
+/// `isPodDone`: a terminal phase, or deleted and not scheduled (such a pod only lingers while
+/// finalizers hold it).
 fn pod_done(pod: &Value) -> bool {
     matches!(s(pod, "/status/phase"), "Succeeded" | "Failed")
+        || (crate::deletion::terminating(pod) && s(pod, "/spec/nodeName").is_empty())
 }
 
 /// The pod controlling a claim (`owningPod`): name and UID.

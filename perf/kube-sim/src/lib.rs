@@ -7,8 +7,10 @@
 //! strict where that matters to a scheduler: the status codes, `Status` reasons and messages of
 //! the real server, optimistic concurrency, `410 Expired` watches, binding conflicts, and the
 //! validation, defaults and status subresources of the storage objects, pod-level resources and
-//! the `resource.k8s.io/v1` (DRA) objects, with an optional simulated PV controller and CSI
-//! provisioner and kube-controller-manager's resource claim controller.
+//! the `resource.k8s.io/v1` (DRA) objects and `policy/v1` PodDisruptionBudgets, graceful deletion
+//! of pods (a simulated kubelet finishing terminating pods) and finalizers, with an optional
+//! simulated PV controller and CSI provisioner and kube-controller-manager's resource claim and
+//! disruption controllers.
 //!
 //! Start it with [`Sim::start`] (tests use port 0) or the `kube-sim` binary, then point a client at
 //! [`SimHandle::kubeconfig_yaml`].
@@ -47,7 +49,7 @@
 //! | `/api/v1/[namespaces/<ns>/]<plural>` | GET | list (`labelSelector`, `fieldSelector`) or watch (`watch=true\|1`) |
 //! | same | POST | create (201); `generateName` supported |
 //! | `…/<plural>/<name>` | GET, PUT, PATCH, DELETE | get, update (optimistic concurrency), patch, delete |
-//! | `…/<plural>/<name>/status` | GET, PUT, PATCH | status subresource (pods, nodes, namespaces, persistentvolumeclaims, persistentvolumes, resourceclaims, CRDs, CRs with `subresources.status`) |
+//! | `…/<plural>/<name>/status` | GET, PUT, PATCH | status subresource (pods, nodes, namespaces, persistentvolumeclaims, persistentvolumes, resourceclaims, poddisruptionbudgets, CRDs, CRs with `subresources.status`) |
 //! | `/api/v1/namespaces/<ns>/pods/<name>/binding` | POST | bind a pod (201 `Status` Success) |
 //! | `/api/v1/namespaces/<ns>/pods/<name>/resize` | GET, PUT, PATCH | in-place resize of the containers' and the pod-level cpu and memory (the whole Pod in and out; other verbs 405) |
 //! | `/api/v1/watch/…` | GET | legacy watch paths |
@@ -64,7 +66,8 @@
 //! `coordination.k8s.io/v1` leases; `events.k8s.io/v1` events; `resource.k8s.io/v1`
 //! deviceclasses and resourceslices (cluster-scoped, with `metadata.generation`),
 //! resourceclaims (`/status`) and resourceclaimtemplates (no short names, as the real
-//! discovery); `apiextensions.k8s.io/v1`
+//! discovery); `policy/v1` poddisruptionbudgets (`pdb`, `/status`, with `metadata.generation`);
+//! `apiextensions.k8s.io/v1`
 //! customresourcedefinitions; and every resource a CRD defines (e.g. `shard.volcano.sh/v1alpha1`
 //! nodeshards, cluster-scoped, with `/status`). Namespaces `default`, `kube-system`,
 //! `kube-public`, `kube-node-lease` and `volcano-system` exist at start.
@@ -72,8 +75,10 @@
 //! ## Semantics
 //!
 //! - **Metadata** is server-managed: `uid`, `creationTimestamp`, `resourceVersion` (one global
-//!   counter), `generation` (pods, CRDs, custom resources, DeviceClasses and ResourceSlices; set to 1 on create and bumped when anything
-//!   outside metadata and status changes, a resize included; a binding does not bump it). A no-op update does not bump the version.
+//!   counter), `generation` (pods, CRDs, custom resources, DeviceClasses, ResourceSlices and
+//!   PodDisruptionBudgets; set to 1 on create and bumped when anything outside metadata and
+//!   status changes, a resize included, and when a deletion starts; a binding does not bump
+//!   it). A no-op update does not bump the version.
 //! - **Create**: 409 `AlreadyExists`; 422 `Invalid` without name/generateName; 400 when the body's
 //!   namespace, kind or apiVersion disagree with the URL; 404 `namespaces "x" not found` for a
 //!   missing namespace unless [`SimConfig::auto_create_namespaces`]. Pods are defaulted
@@ -117,9 +122,36 @@
 //!   writes keep the entries unchanged. `fieldManager` is validated as `ValidateFieldManager`
 //!   (at most 128 bytes, printable characters; 422 on `CreateOptions`/`UpdateOptions`/
 //!   `PatchOptions.meta.k8s.io ""`).
-//! - **Delete** returns the object (200), honours `preconditions.uid/resourceVersion`; there is no
-//!   graceful deletion or finalizer handling (objects go at once). Deleting a namespace deletes its
-//!   objects; deleting a CRD deletes its resources and unregisters them.
+//! - **Delete** (`DeleteOptions` from the body, else the `gracePeriodSeconds`,
+//!   `propagationPolicy` and `orphanDependents` query parameters; a bad `propagationPolicy` is
+//!   a 422 on `DeleteOptions.meta.k8s.io ""`): `preconditions.uid/resourceVersion` are checked
+//!   as `BeforeDelete` does (409 `Operation cannot be fulfilled on Pod "p": the UID in the
+//!   precondition (…) does not match the UID in record (…). The object might have been deleted
+//!   and then recreated`). Pods are deleted **gracefully** as the pod strategy and the generic
+//!   store do it: the grace period is the request's `gracePeriodSeconds`, else
+//!   `spec.terminationGracePeriodSeconds` (defaulted to 30), 0 for a pod without `spec.nodeName`
+//!   or already Succeeded/Failed, 1 for a negative one; the DELETE writes
+//!   `metadata.deletionTimestamp` (now + the grace period, whole seconds),
+//!   `deletionGracePeriodSeconds` and `generation + 1` (a `MODIFIED` event) and answers 200
+//!   with that pod; with grace 0 the same request then deletes it (`DELETED`), so an unbound
+//!   or finished pod goes at once, after the update that marks it. A later DELETE with a
+//!   shorter grace period moves the timestamp back (never before now; a non-zero grace that
+//!   would is 1) and, with 0, deletes; an equal or longer one, or none, changes nothing (200,
+//!   the pod as stored). A terminating pod stays until the simulated kubelet finishes it (see
+//!   KWOK). **Finalizers** (pods and PodDisruptionBudgets): a DELETE of an object with
+//!   `metadata.finalizers` marks it (`markAsDeleting`: grace 0, the timestamp now; for a pod
+//!   its graceful update) and leaves it; an update or patch that removes the last finalizer of
+//!   an object marked with grace 0 deletes it (`shouldDeleteDuringUpdate`; the request gets the
+//!   object it sent, the `DELETED` event the stored one). Updates never change
+//!   `deletionTimestamp` nor `deletionGracePeriodSeconds`; status writes (a `DisruptionTarget`
+//!   condition…) work on terminating pods; a binding of a pod being deleted is a 409. A DELETE
+//!   that leaves the object answers 202 when it asked `orphanDependents: false`, else 200.
+//!   Pods answer with the object, PodDisruptionBudgets (whose storage does not return deleted
+//!   objects) with a `Status` `Success` whose `details` name it (`name`, `group`,
+//!   `kind: poddisruptionbudgets`, `uid`); other resources are deleted at once (no finalizers)
+//!   and answer with the object. Deleting a namespace deletes its objects at once; deleting a
+//!   CRD deletes its resources and unregisters them. [`SimHandle::delete`] removes an object
+//!   directly (one `DELETED` event, no grace period, no finalizers).
 //! - **List**: `resourceVersion` in list metadata; label selectors `=`, `==`, `!=`, `in`, `notin`,
 //!   `key`, `!key`; field selectors `=`, `==`, `!=` over the fields the real server supports per
 //!   resource (pods: `metadata.name/namespace`, `spec.nodeName`, `spec.schedulerName`,
@@ -235,7 +267,23 @@
 //!   report the new `resources`, the pod-level `status.resources` / `status.allocatedResources`
 //!   the new pod-level ones, a pending condition goes; no `PodResizeInProgress`). With
 //!   [`SimConfig::pod_lifetime`] (or the `kube-sim.magma.io/lifetime-ms` annotation) a pod then
-//!   becomes Succeeded and is deleted.
+//!   becomes Succeeded and is deleted (removed at once, one `DELETED` event, as a garbage
+//!   collector's force delete without its grace-0 update). A pod deleted gracefully is not
+//!   started and does not complete: the kubelet **finishes** it after
+//!   `min(`[`SimConfig::termination_delay`]`, deletionGracePeriodSeconds)` (default 100 ms,
+//!   binary `--termination-delay`; `None` / `never`: terminating pods stay, as on a node that
+//!   is down), as a kubelet's status manager does once the containers have stopped: first a
+//!   status write of its own (`kubelet`, subresource `status`) with the containers that ran
+//!   terminated (exit code 0, `Completed`, they stop on SIGTERM) and those that never ran
+//!   `ContainerStatusUnknown` (137), the phase `Succeeded` when all exited 0 and else `Failed`,
+//!   `Ready`/`ContainersReady` False (`PodCompleted`); then a DELETE with grace period 0 and the
+//!   pod's UID as precondition, which updates the pod (`deletionGracePeriodSeconds: 0`) and
+//!   deletes it. A watch of the pod therefore sees `MODIFIED` (marked), `MODIFIED` (terminal
+//!   status), `MODIFIED` (grace 0), `DELETED`, as against a real cluster; a watch that selects
+//!   non-terminal pods (`status.phase!=Succeeded,status.phase!=Failed`) sees the pod leave at
+//!   the terminal status. A pod with finalizers stays marked until they are removed. The real
+//!   kubelet takes as long as the containers need to stop (at most the grace period); the
+//!   short default keeps tests fast while the terminating state stays observable.
 //! - **Storage objects** (the defaults of `pkg/apis/{core,storage}/v1`, the validation of
 //!   `pkg/apis/core/validation` and `pkg/apis/storage/validation` with the real field paths and
 //!   messages, aggregated as `[e1, e2]` with one `details.causes` entry each; a malformed quantity
@@ -319,6 +367,60 @@
 //!   finalizer removed in the next; an unreserved claim made for a pod that is done is
 //!   deleted, and claims whose owning pods are all gone are garbage-collected. Each step is its
 //!   own write (these writes, like the storage controllers', are not in the request records).
+//!   A pod is done when its phase is terminal or it is being deleted without a node
+//!   (`isPodDone`).
+//! - **`policy/v1` PodDisruptionBudgets** (`pkg/registry/policy/poddisruptionbudget`,
+//!   `pkg/apis/policy/validation`): no defaults (`unhealthyPodEvictionPolicy` only when set,
+//!   no `minAvailable` when neither bound is set); on create the status is reset to the zero
+//!   status, which carries `disruptionsAllowed`, `currentHealthy`, `desiredHealthy` and
+//!   `expectedPods` (0), and `generation: 1`. Validation with the real messages, aggregated as
+//!   `[e1, e2]`: both bounds set (`spec: Invalid value: {"MinAvailable":1,"Selector":{…},
+//!   "MaxUnavailable":1,"UnhealthyPodEvictionPolicy":null}: minAvailable and maxUnavailable
+//!   cannot be both set`, the internal spec rendered as Go's `encoding/json` does), negative
+//!   integers (`must be greater than or equal to 0`), strings that are not `[0-9]+%` and
+//!   percentages over 100% (`must not be greater than 100%`), the label selector
+//!   (`ValidateLabelSelector`; invalid `matchExpressions` values the stored budget already had
+//!   are tolerated on update), `unhealthyPodEvictionPolicy` (`IfHealthyBudget`/`AlwaysAllow`);
+//!   a bound that is neither a string nor an int32 is a 400 as in decoding (`json: cannot
+//!   unmarshal number 1.5 into Go value of type int32`). The spec may be updated (since v1.15;
+//!   `generation` bumped); a strategic merge patch replaces `spec.selector`
+//!   (`patchStrategy=replace`). `/status` writes fill in the four counters and are validated
+//!   as `ValidatePodDisruptionBudgetStatusUpdate` (conditions as `metav1.Condition`s: type,
+//!   status `True`/`False`/`Unknown`, `lastTransitionTime` and a well-formed `reason`
+//!   required, unique types; counters non-negative).
+//! - **Disruption controller** ([`SimConfig::disruption_controller`], on by default as in
+//!   kube-controller-manager; binary `--no-disruption-controller`), following the store's
+//!   commits of budgets and of pods (while budgets exist, or when they carry a
+//!   `DisruptionTarget` condition); every budget's status is written by
+//!   `kube-controller-manager` (`UpdateStatus`, subresource `status`) as `trySync` computes it,
+//!   when it changed: the budget's pods are those of its namespace its selector selects (no
+//!   selector: none, `{}`: all), whatever their phase; `expectedPods` is their number for an
+//!   integer `minAvailable` (`desiredHealthy = minAvailable`) and otherwise the summed scale
+//!   of their controllers, with `desiredHealthy` the percentage of it rounded up
+//!   (`minAvailable: "50%"`) or `expectedPods - maxUnavailable` (percentages rounded up, at
+//!   least 0); `currentHealthy` counts the pods without `deletionTimestamp` (nor a live
+//!   `disruptedPods` entry) whose `Ready` condition is True (the simulated kubelet sets it when
+//!   a pod becomes Running and clears it when it finishes); `disruptionsAllowed =
+//!   currentHealthy - desiredHealthy`, 0 when negative or when `expectedPods` is 0;
+//!   `observedGeneration`; `disruptedPods` kept as `buildDisruptedPodMap` does (nothing adds
+//!   entries: no eviction API) and the `DisruptionAllowed` condition: `True`/`SufficientPods`
+//!   or `False`/`InsufficientPods`, message `""`, `observedGeneration`, `lastTransitionTime`
+//!   renewed when it flips. Controllers are found as `getExpectedScale`'s finders find them:
+//!   pods without a controller owner reference are unmanaged and count 0 (upstream warns that
+//!   the status is then undefined and asks for an integer `minAvailable`); kube-sim serves no
+//!   ReplicationControllers, ReplicaSets, Deployments or StatefulSets, so owners of those kinds
+//!   are never found and fail the sync (`found no controllers for pod "p"`); a custom resource
+//!   whose CRD version declares a `scale` subresource counts its `specReplicasPath` when its UID
+//!   matches; owners without a scale subresource (`jobs.batch does not implement the scale
+//!   subresource`) and of unknown kinds (`no matches for kind "X" in version "g/v"`) fail too.
+//!   A failed sync writes `failSafe`'s status: `disruptionsAllowed: 0` and
+//!   `DisruptionAllowed=False`, reason `SyncFailed`, the error as message. So percentages
+//!   and `maxUnavailable` work with owners that are scalable custom resources; for other pods
+//!   use an integer `minAvailable`, as upstream recommends. The controller also sets a pod's
+//!   `DisruptionTarget=True` condition to False (no reason) once it is older than
+//!   [`SimConfig::stale_disruption_condition_timeout`] (2 minutes) on a pod that is neither
+//!   terminating nor finished and when the kubelet did not set it (`TerminationByKubelet`).
+//!   Commits that arrive together are handled once per budget.
 //! - **Storage controllers** ([`SimConfig::provisioner`], off by default): with
 //!   [`Provisioner::After`]`(delay)` a PV controller and a CSI external provisioner. A pending
 //!   claim of an existing class (not `kubernetes.io/no-provisioner`) is handed over at once
@@ -359,6 +461,7 @@
 //! [--watch-delay-ms MS]
 //! [--history 100000] [--auto-create-namespaces] [--install-nodeshard-crd]
 //! [--provisioner-delay 300ms | --provisioner-never] [--no-resource-claim-controller]
+//! [--termination-delay 100ms|never] [--no-disruption-controller]
 //! [--tls [--ca-out FILE]]` serves on
 //! `127.0.0.1:P` (HTTPS with `--tls`), writes the CA (PEM) to `--ca-out` and then, atomically, a
 //! kubeconfig usable by `kubectl --kubeconfig FILE` and `kube::Config::from_custom_kubeconfig`
@@ -378,13 +481,18 @@
 //! No authentication/authorization (any token is accepted; no client certificates), no admission plugins beyond the pod
 //! defaults above, no OpenAPI schemas (v2 is 404, v3 carries no schemas), no unknown-field
 //! detection for `fieldValidation`, no protobuf/CBOR (JSON only), no Table output (kubectl prints from
-//! the plain objects), no `dryRun` (400), no `deletecollection`, no graceful deletion,
+//! the plain objects), no `dryRun` (400), no `deletecollection`, graceful deletion only for pods
+//! and finalizers only on pods and PodDisruptionBudgets (other objects go at once; the garbage
+//! collector's `orphan`/`foregroundDeletion` finalizers are not added, `propagationPolicy` is
+//! only validated), no eviction API (`pods/eviction`) and so no `disruptedPods` entries,
 //! no inconsistent-continue token in a 410 list answer,
 //! no CRD schema validation or conversion, server-side apply without conflict detection (an
 //! apply takes the fields it changes as if `force=true`), managedFields sets computed without
 //! schemas (every leaf present in the written object; lists of items with a `name` keyed
 //! `k:{"name":…}` with a `.` member, `conditions` by `type`, `podIPs`/`hostIPs` by `ip`,
-//! `volumeMounts` by `mountPath`, container `ports` by `containerPort`+`protocol`; other lists
+//! `volumeMounts` by `mountPath`, container `ports` by `containerPort`+`protocol`; label
+//! selectors (`selector`, `labelSelector`, `namespaceSelector` holding only `matchLabels` /
+//! `matchExpressions`) as a whole, being `structType=atomic`; other lists
 //! and the known atomic ones (`tolerations`, `containerStatuses`, `args`, …) as a whole
 //! `f:x: {}`; `.` members only on keyed items, `resources` and the known string maps (labels,
 //! annotations, requests, limits, `data`, …); an empty embedded `metadata` (a template's) is no
@@ -410,6 +518,21 @@
 //! no function signatures and no cost limit (see `cel.rs`); no DeviceTaintRules,
 //! `deletionTimestamp` handling of claims, or events of the claim controller
 //! (`FailedResourceClaimCreation`), and claims of pods that are done are not made again.
+//! Deletion: an update that changes `deletionGracePeriodSeconds` is silently given the stored
+//! value back rather than refused (`field is immutable`). The simulated kubelet finishes a
+//! terminating pod after the termination delay instead of the containers' real stop time, in
+//! one status write (no intermediate container states), and assumes containers that ran exit
+//! 0 on SIGTERM. PodDisruptionBudgets: the `/scale` subresource of custom resources is neither
+//! served nor listed (the disruption controller reads `specReplicasPath` itself); the
+//! disruption controller writes no Events (`NoPods`, `UnmanagedPods`,
+//! `CalculateExpectedPodCountFailed`, `NotDeleted`, `MultiplePodDisruptionBudgets`),
+//! recomputes every budget that selects a changed pod by its old or new labels (upstream: the
+//! first budget its new labels match), and, as no workload controllers exist here, fails
+//! percentage and `maxUnavailable` budgets over pods owned by ReplicaSets, Deployments,
+//! StatefulSets or ReplicationControllers (`found no controllers for pod`, which a real
+//! cluster answers only when the owner is missing); owners of other kinds kube-sim does not
+//! serve (but Jobs, CronJobs and DaemonSets, which have no scale subresource) fail with `no
+//! matches for kind` where a real cluster would try their scale subresource.
 
 mod cel;
 mod claims;
