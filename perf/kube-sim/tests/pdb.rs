@@ -353,6 +353,24 @@ async fn absolute_budgets_follow_pods_as_they_come_and_go() {
     assert_eq!(code, 200);
     let p = wait_status(&sim, "web", (4, 3, 1, 2, "True", "SufficientPods")).await;
     assert_eq!(p["status"]["observedGeneration"], 2);
+    // `disruptedPods` written through /status (there is no eviction API here): a recent entry
+    // for a live pod is kept and that pod not counted healthy; an entry older than the
+    // 2-minute DeletionTimeout, or for a pod that is not there, is dropped.
+    let (code, got) = curl(
+        &sim,
+        "PATCH",
+        &format!("{PDBS}/web/status"),
+        Some("application/merge-patch+json"),
+        Some(
+            &json!({"status": {"disruptedPods": {"web-1": kube_sim_now(),
+            "web-2": "2020-01-01T00:00:00Z", "gone": kube_sim_now()}}}),
+        ),
+    )
+    .await;
+    assert_eq!(code, 200, "{got}");
+    let p = wait_status(&sim, "web", (4, 2, 1, 1, "True", "SufficientPods")).await;
+    let disrupted = p["status"]["disruptedPods"].as_object().unwrap();
+    assert_eq!(disrupted.keys().collect::<Vec<_>>(), ["web-1"]);
     // An empty selector selects every pod of the namespace; none selects nothing.
     create_pdb(&sim, "all", json!({"minAvailable": 0, "selector": {}})).await;
     wait_status(&sim, "all", (5, 4, 0, 4, "True", "SufficientPods")).await;
