@@ -17,8 +17,8 @@
 //!   creators go. With `unschedulable_every` = k, every k-th of them asks for more CPU than any
 //!   node has: the run ends when the others are bound and each of those has its
 //!   `PodScheduled=False` condition, and the report gives the scheduler's decision → condition
-//!   written latency (`magma_condition_write_seconds`, from its buckets) and the harness's
-//!   created → condition seen.
+//!   written latency (`magma_condition_write_seconds`, from its buckets) and created →
+//!   condition committed (the simulator's write record).
 //! - **backlog**: `pods` pods are created while no scheduler runs; then it starts. Time from
 //!   its start to the last bind, and from its readiness (lists done, leading) to the last
 //!   bind: the drain rate against the ceiling.
@@ -170,7 +170,7 @@ pub struct ProcReport {
     /// The scheduler's decision → condition written (`magma_condition_write_seconds`: the upper
     /// bound of the bucket each quantile falls in), ms.
     pub condition_write_ms: Option<BucketQuantiles>,
-    /// Created → condition seen by the harness's watch, ms.
+    /// Created → condition committed by the simulator (its write record), ms.
     pub condition_seen_ms: Option<Latency>,
     /// The scheduler's Scheduled events written / dropped (its metric).
     pub events_dropped: u64,
@@ -304,7 +304,7 @@ impl ProcReport {
         );
         if self.unschedulable > 0 {
             println!(
-                "  unschedulable pods {}: conditions seen {}; decision→written ms (bucket bounds) {}; created→seen ms {}",
+                "  unschedulable pods {}: conditions seen {}; decision→written ms (bucket bounds) {}; created→committed ms {}",
                 self.unschedulable,
                 self.conditions_seen,
                 self.condition_write_ms
@@ -562,7 +562,8 @@ async fn sim_records(client: &kube::Client, what: &str) -> anyhow::Result<Vec<se
     Ok(serde_json::from_str(&text)?)
 }
 
-/// When each pod the harness's watch saw bound had its first binding committed (module doc):
+/// When each pod the harness's watch saw bound had its first binding committed (module doc),
+/// or, given the simulator's write records, its first write of that kind:
 /// the simulator's records of namespace `ns`, their wall-clock `at` turned into this process's
 /// `Instant`s (one machine, one clock). A pod without a record keeps the time the watch saw it.
 fn committed_bindings(
@@ -1067,6 +1068,16 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
     let connections_after = sim_connections(&client).await;
     let forced_closed = sim_stat(&client, "watchesForcedClosed").await.unwrap_or(0);
     let bindings = sim_records(&client, "bindings").await?;
+    // The unschedulable pods' condition patches, committed (their only status writes).
+    let condition_writes: Vec<serde_json::Value> = if unschedulable > 0 {
+        sim_records(&client, "writes")
+            .await?
+            .into_iter()
+            .filter(|w| w["verb"] == "patch" && w["resource"] == "pods/status" && w["code"] == 200)
+            .collect()
+    } else {
+        Vec::new()
+    };
     sched.stop();
     watch_task.abort();
 
@@ -1076,7 +1087,10 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
     let condition_seen_ms = (unschedulable > 0)
         .then(|| -> anyhow::Result<Latency> {
             let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3)?;
-            for (name, t) in conditioned.iter() {
+            // When each condition was committed (not when the harness's watch, the slowest of
+            // a burst, saw it), as for the bindings.
+            let committed = committed_bindings(&condition_writes, "default", &conditioned);
+            for (name, t) in committed.iter() {
                 if let Some(at) = created.get(name) {
                     h.record(t.saturating_duration_since(*at).as_nanos().max(1) as u64)?;
                 }
