@@ -124,6 +124,13 @@ pub struct FailureSummary {
     pub wake: Events,
     /// Hard sharding mode and this NodeShard does not exist (its name, for the message).
     pub missing_shard: Option<Arc<str>>,
+    /// Nodes no pod's removal can make fit (upstream's `UnschedulableAndUnresolvable`): one of
+    /// their reasons wakes on neither a pod's removal nor freed room, the pod asks for more
+    /// than their allocatable, or they are outside this scheduler's shard. Preemption skips
+    /// them and counts them as `Preemption is not helpful for scheduling`.
+    pub unresolvable: u32,
+    /// The other nodes' slots, where preemption may help (`preemption`).
+    pub resolvable: Vec<u32>,
 }
 
 impl FailureSummary {
@@ -144,12 +151,16 @@ pub enum Decision {
     Unschedulable(FailureSummary),
 }
 
-/// Run the allocate action for `pod` on `snap`.
+/// Run the allocate action for `pod` on `snap`. A pod nominated to a node by preemption
+/// (`nominated`) is tried there first and, when it fits, offered that node alone (upstream's
+/// `evaluateNominatedNode`: the node its victims were evicted for).
+#[allow(clippy::too_many_arguments)]
 pub fn allocate(
     snap: &Snapshot,
     pod: &CompiledPod,
     volumes: Option<&PodVolumes>,
     claims: Option<&PodClaims>,
+    nominated: Option<u32>,
     versions: &BindVersions,
     backlog: Backlog,
     s: &mut Scratch,
@@ -173,6 +184,21 @@ pub fn allocate(
         claims,
     };
     let mut filters = Filters::new(cx);
+    if let Some(slot) = nominated
+        && (slot as usize) < snap.arena.slots()
+        && snap.view.admits(slot as usize / CHUNK) & (1 << (slot as usize % CHUNK)) != 0
+    {
+        let chunk = snap.arena.chunk(slot as usize / CHUNK);
+        filters.enter_chunk(chunk);
+        if filters.fits(Node::new(chunk, slot as usize % CHUNK)) {
+            s.candidates.push(Candidate {
+                slot,
+                version: snap.version(slot as usize),
+                incarnation: snap.incarnation(slot as usize),
+            });
+            return Decision::Candidates;
+        }
+    }
     let mut scores = Scores::new(cx);
     let mut ranges = Ranges::default();
     let sample = |n: usize| profile.sampling.nodes_to_find(n);
@@ -441,6 +467,7 @@ pub fn explain_all(
             summary
                 .reasons
                 .push((Failure::NotInShard, snap.nodes as u32));
+            summary.unresolvable = snap.nodes as u32;
             return summary;
         }
     }
@@ -461,9 +488,19 @@ pub fn explain_all(
             summary.nodes += 1;
             if admitted & (1 << i) == 0 {
                 summary.add(Failure::NotInShard);
+                summary.unresolvable += 1;
                 continue;
             }
-            filters.explain(Node::new(chunk, i), &mut |f| summary.add(f));
+            let mut unresolvable = pod.requests.iter().any(|&(s, r)| r > chunk.alloc(s, i));
+            filters.explain(Node::new(chunk, i), &mut |f| {
+                unresolvable |= f.wake() & (event::POD_REMOVED | event::ROOM_FREED) == 0;
+                summary.add(f)
+            });
+            if unresolvable {
+                summary.unresolvable += 1;
+            } else {
+                summary.resolvable.push((ci * CHUNK + i) as u32);
+            }
         }
     }
     if summary.nodes == 0 {

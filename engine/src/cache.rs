@@ -21,13 +21,13 @@ use crate::model::{
 use crate::mutation;
 use crate::plugins::{self, Names, NodeFacts};
 use crate::shard::{NodeBook, View};
-use crate::snapshot::{Arena, CHUNK, Snapshot};
+use crate::snapshot::{Arena, CHUNK, Nominee, Snapshot};
 use crate::volumes::{CsiLimits, CsiVolumes, PodVolumes, Storage, StorageInput};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 /// What the cache knows about one node slot.
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct SlotState {
     /// Version increments of this slot the cache has accounted for (claims + bumps).
     applied: u64,
@@ -43,11 +43,23 @@ struct SlotState {
     /// The pods counted here, as the cross-node plugins see them (published only once the pod
     /// index is on, see [`Cache::enable_pod_index`]).
     pods: Vec<Arc<PodInfo>>,
+    /// The uids and priorities of the pods counted here (preemption looks for victims among
+    /// them).
+    uids: Vec<(Arc<str>, i32)>,
+    /// Pods nominated to this node (`preemption`): their room is kept for them.
+    nominees: Vec<Nominee>,
 }
 
 /// A pod counted on a node.
 #[derive(Debug, Clone)]
 struct Placement {
+    uid: Arc<str>,
+    namespace: Arc<str>,
+    name: Arc<str>,
+    priority: i32,
+    started_unix_ms: Option<i64>,
+    /// Being evicted by a scheduler's preemption.
+    preempted: bool,
     node: Arc<str>,
     requests: ResourceList,
     nonzero: [i64; 2],
@@ -60,6 +72,12 @@ struct Placement {
 impl Placement {
     fn of(pod: &CompiledPod, info: Arc<PodInfo>, node: Arc<str>, assumed: bool) -> Placement {
         Placement {
+            uid: pod.uid.clone(),
+            namespace: pod.namespace.clone(),
+            name: pod.name.clone(),
+            priority: pod.priority,
+            started_unix_ms: pod.started_unix_ms,
+            preempted: pod.preempted,
             node,
             requests: pod.requests.clone(),
             nonzero: [pod.nonzero_cpu, pod.nonzero_memory],
@@ -72,10 +90,27 @@ impl Placement {
     /// The same pod, counted the same way, in the same place.
     fn same(&self, other: &Placement) -> bool {
         self.node == other.node
+            && self.priority == other.priority
+            && self.started_unix_ms == other.started_unix_ms
+            && self.preempted == other.preempted
             && self.requests == other.requests
             && self.ports == other.ports
             && (Arc::ptr_eq(&self.info, &other.info) || self.info == other.info)
     }
+}
+
+/// A pod placed on a node, as preemption sees it (`Cache::pods_on`).
+#[derive(Debug, Clone, Copy)]
+pub struct PlacedView<'a> {
+    pub uid: &'a Arc<str>,
+    pub namespace: &'a Arc<str>,
+    pub name: &'a Arc<str>,
+    pub priority: i32,
+    pub started_unix_ms: Option<i64>,
+    /// Being evicted by a scheduler's preemption.
+    pub preempted: bool,
+    pub requests: &'a ResourceList,
+    pub info: &'a Arc<PodInfo>,
 }
 
 /// Accounting entry for a pod placed on a node.
@@ -122,6 +157,10 @@ pub struct Cache {
     csi_limits: Arc<CsiLimits>,
     /// Node slots pods left since the last [`Cache::take_freed`] (`event::ROOM_FREED`).
     freed: Vec<u32>,
+    /// Pods nominated to a node (`Cache::nominate`), by uid: the node's slot.
+    nominations: crate::FastMap<Arc<str>, u32>,
+    /// PodDisruptionBudgets (`pdb`), for preemption.
+    pdbs: crate::pdb::Pdbs,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -171,6 +210,8 @@ impl Cache {
             claims: crate::dra::Claims::default(),
             csi_limits: Arc::default(),
             freed: Vec::new(),
+            nominations: Default::default(),
+            pdbs: Default::default(),
         }
     }
 
@@ -439,6 +480,7 @@ impl Cache {
 
     /// A pod is gone (deleted, completed, or its assumption forgotten): free its resources.
     pub fn remove_pod(&mut self, uid: &str) -> Events {
+        self.unnominate(uid);
         let Some(p) = self.pods.remove(uid) else {
             return 0;
         };
@@ -539,8 +581,14 @@ impl Cache {
         }
         if sign > 0 {
             st.pods.push(p.info.clone());
-        } else if let Some(i) = st.pods.iter().position(|x| Arc::ptr_eq(x, &p.info)) {
-            st.pods.swap_remove(i);
+            st.uids.push((p.uid.clone(), p.priority));
+        } else {
+            if let Some(i) = st.pods.iter().position(|x| Arc::ptr_eq(x, &p.info)) {
+                st.pods.swap_remove(i);
+            }
+            if let Some(i) = st.uids.iter().position(|(x, _)| *x == p.uid) {
+                st.uids.swap_remove(i);
+            }
         }
         if p.info.affinity.is_some() {
             let key = Arc::as_ptr(&p.info) as usize;
@@ -776,82 +824,12 @@ impl Cache {
     /// Write the slot's state into the working arena (copy-on-write of its chunk).
     fn write_slot(&mut self, slot: u32) {
         self.dirty = true;
-        let st = &self.slots[slot as usize];
-        let i = slot as usize % CHUNK;
-        let chunk = self.arena.chunk_mut(slot as usize);
-        chunk.version[i] = st.applied;
-        chunk.incarnation[i] = st.incarnation;
-        let Some(node) = &st.node else {
-            chunk.flags[i] = 0;
-            if chunk.meta[i].is_some() {
-                Arc::make_mut(&mut chunk.meta)[i] = None;
-            }
-            if chunk.ports[i].is_some() {
-                Arc::make_mut(&mut chunk.ports)[i] = None;
-            }
-            if chunk.pods[i].is_some() {
-                Arc::make_mut(&mut chunk.pods)[i] = None;
-            }
-            for r in chunk.free.iter_mut().chain(chunk.alloc.iter_mut()) {
-                r[i] = 0;
-            }
-            chunk.nonzero_used[0][i] = 0;
-            chunk.nonzero_used[1][i] = 0;
-            return;
-        };
-        // Rows up to the highest slot this node offers (`allocatable` is sorted by slot): a
-        // chunk never holds rows for names none of its nodes offer.
-        if let Some(&(top, _)) = node.allocatable.last() {
-            chunk.ensure_rows(top);
-        }
-        for r in 0..chunk.free.len() {
-            chunk.alloc[r][i] = 0;
-            chunk.free[r][i] = 0;
-        }
-        for &(s, a) in &node.allocatable {
-            chunk.alloc[s as usize][i] = a;
-            chunk.free[s as usize][i] = a;
-        }
-        let rows = chunk.free.len();
-        for &(s, u) in &st.used {
-            // No row: no node of this chunk offers the name (a pod bound by someone else asked
-            // for it); its free amount reads as 0, which no positive request fits.
-            if (s as usize) < rows {
-                chunk.free[s as usize][i] -= u;
-            }
-        }
-        chunk.nonzero_used[0][i] = st.nonzero[0];
-        chunk.nonzero_used[1][i] = st.nonzero[1];
-        let meta: &Arc<NodeMeta> = &node.meta;
-        let f = plugins::node_flags(&NodeFacts {
-            meta,
-            ports: &st.ports,
-        });
-        if !st.ports.is_empty() {
-            let same = chunk.ports[i].as_deref().is_some_and(|p| *p == *st.ports);
-            if !same {
-                Arc::make_mut(&mut chunk.ports)[i] = Some(Arc::from(st.ports.as_slice()));
-            }
-        } else if chunk.ports[i].is_some() {
-            Arc::make_mut(&mut chunk.ports)[i] = None;
-        }
-        chunk.flags[i] = f;
-        if self.pod_index {
-            let same = match &chunk.pods[i] {
-                Some(p) => {
-                    p.len() == st.pods.len()
-                        && p.iter().zip(&st.pods).all(|(a, b)| Arc::ptr_eq(a, b))
-                }
-                None => st.pods.is_empty(),
-            };
-            if !same {
-                Arc::make_mut(&mut chunk.pods)[i] =
-                    (!st.pods.is_empty()).then(|| Arc::from(st.pods.as_slice()));
-            }
-        }
-        if !chunk.meta[i].as_ref().is_some_and(|m| Arc::ptr_eq(m, meta)) {
-            Arc::make_mut(&mut chunk.meta)[i] = Some(meta.clone());
-        }
+        write_state(
+            &mut self.arena,
+            slot,
+            &self.slots[slot as usize],
+            self.pod_index,
+        );
     }
 
     /// Publish the working arena as a new snapshot if anything changed since the last one.
@@ -877,7 +855,188 @@ impl Cache {
             anti_epoch: self.anti_epoch,
             hostname_key: self.hostname_key,
             csi_limits: self.csi_limits.clone(),
+            nominated: self.nominations.len(),
         }))
+    }
+
+    /// A snapshot of the cache as it is now, but with the pods `removed` (uids) gone from the
+    /// node in `slot`: what preemption asks of the filters (`preemption`). The working arena is
+    /// shared, and only that node's chunk is copied; nothing of the cache changes.
+    pub fn without(&self, slot: u32, removed: &[Arc<str>]) -> Snapshot {
+        let mut st = self.slots[slot as usize].clone();
+        let mut gone_infos: Vec<&Arc<PodInfo>> = Vec::new();
+        for uid in removed {
+            let Some(p) = self
+                .pods
+                .get(uid)
+                .filter(|p| self.by_name.get(&*p.node) == Some(&slot))
+            else {
+                continue;
+            };
+            add(&mut st.used, &p.requests, -1);
+            st.nonzero[0] -= p.nonzero[0];
+            st.nonzero[1] -= p.nonzero[1];
+            for hp in p.ports.iter() {
+                if let Ok(i) = st.ports.binary_search(hp) {
+                    st.ports.remove(i);
+                }
+            }
+            if let Some(i) = st.pods.iter().position(|x| Arc::ptr_eq(x, &p.info)) {
+                st.pods.remove(i);
+            }
+            st.uids.retain(|(u, _)| u != uid);
+            gone_infos.push(&p.info);
+        }
+        let mut arena = self.arena.clone();
+        write_state(&mut arena, slot, &st, self.pod_index);
+        let affinity_pods: Arc<[(u32, Arc<PodInfo>)]> = {
+            let mut out: Vec<(u32, Arc<PodInfo>)> = self
+                .affinity
+                .values()
+                .filter(|(_, info)| !gone_infos.iter().any(|g| Arc::ptr_eq(g, info)))
+                .cloned()
+                .collect();
+            out.sort_unstable_by_key(|(s, _)| *s);
+            out.into()
+        };
+        Snapshot {
+            seq: self.seq,
+            arena,
+            nodes: self.live_nodes,
+            profile: self.profile.clone(),
+            gpu_slot: self.registry.lookup("nvidia.com/gpu"),
+            view: self.view.clone(),
+            pods_indexed: self.pod_index,
+            affinity_pods,
+            namespaces: self.namespaces.clone(),
+            anti_epoch: self.anti_epoch,
+            hostname_key: self.hostname_key,
+            csi_limits: self.csi_limits.clone(),
+            nominated: self.nominations.len(),
+        }
+    }
+
+    /// The pods counted on the node in `slot`, as preemption weighs them: (uid, namespace,
+    /// name, priority, start time, how others see it).
+    pub fn pods_on(&self, slot: u32) -> impl Iterator<Item = PlacedView<'_>> {
+        self.slots[slot as usize]
+            .uids
+            .iter()
+            .filter_map(|(u, _)| self.pods.get(u))
+            .map(|p| PlacedView {
+                uid: &p.uid,
+                namespace: &p.namespace,
+                name: &p.name,
+                priority: p.priority,
+                started_unix_ms: p.started_unix_ms,
+                preempted: p.preempted,
+                requests: &p.requests,
+                info: &p.info,
+            })
+    }
+
+    /// Does the node in `slot` hold a pod of priority below `priority`? (No lookups.)
+    pub fn has_lower(&self, slot: u32, priority: i32) -> bool {
+        self.slots[slot as usize]
+            .uids
+            .iter()
+            .any(|&(_, p)| p < priority)
+    }
+
+    /// Node slots (live or not).
+    pub fn slot_count(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Live nodes.
+    pub fn node_count(&self) -> usize {
+        self.live_nodes
+    }
+
+    /// A node lives in `slot` and the sharding view admits it.
+    pub fn admits(&self, slot: u32) -> bool {
+        let i = slot as usize;
+        self.slots.get(i).is_some_and(|s| s.node.is_some())
+            && self.view.admits(i / CHUNK) & (1 << (i % CHUNK)) != 0
+    }
+
+    /// Some placed pod has pod (anti-)affinity terms (their symmetric rules read other pods).
+    pub fn has_affinity_pods(&self) -> bool {
+        !self.affinity.is_empty()
+    }
+
+    /// The name of the node in `slot`.
+    pub fn node_name(&self, slot: u32) -> Option<Arc<str>> {
+        self.slots
+            .get(slot as usize)?
+            .node
+            .as_ref()
+            .map(|n| n.meta.name.clone())
+    }
+
+    /// What the pods on the node in `slot` use, and its allocatable.
+    pub fn slot_usage(&self, slot: u32) -> (ResourceList, ResourceList) {
+        let st = &self.slots[slot as usize];
+        let alloc = st
+            .node
+            .as_ref()
+            .map(|n| n.allocatable.clone())
+            .unwrap_or_default();
+        (st.used.clone(), alloc)
+    }
+
+    /// The PodDisruptionBudgets (`pdb`).
+    pub fn pdbs(&self) -> &crate::pdb::Pdbs {
+        &self.pdbs
+    }
+
+    /// Apply a change to the PodDisruptionBudgets; the ones rejected.
+    pub fn apply_pdb(&mut self, change: crate::pdb::PdbChange) -> Vec<ModelError> {
+        self.pdbs.apply(change, &mut self.interner)
+    }
+
+    /// Nominate `uid` (priority, requests) to the node in `slot` (`preemption`): its room there
+    /// is kept for it from now on against pods of no higher priority. That restricts the node
+    /// for them, so its version is bumped: a decision made without the nomination is never
+    /// claimed. A pod nominated elsewhere before moves.
+    pub fn nominate(&mut self, uid: &Arc<str>, slot: u32, priority: i32, requests: ResourceList) {
+        self.unnominate(uid);
+        let st = &mut self.slots[slot as usize];
+        if st.node.is_none() {
+            return;
+        }
+        st.nominees.push(Nominee {
+            uid: uid.clone(),
+            priority,
+            requests,
+        });
+        self.nominations.insert(uid.clone(), slot);
+        if !mutation::nomination_without_bump() {
+            self.bump(slot);
+        }
+        self.write_slot(slot);
+    }
+
+    /// Drop `uid`'s nomination, if it has one (placed, gone, or its preemption failed). Freed
+    /// room needs no version bump; the node is one whose room is to be judged
+    /// (`take_freed`). Returns the node slot it was nominated to.
+    pub fn unnominate(&mut self, uid: &str) -> Option<u32> {
+        let slot = self.nominations.remove(uid)?;
+        let st = &mut self.slots[slot as usize];
+        st.nominees.retain(|n| &*n.uid != uid);
+        self.freed.push(slot);
+        self.write_slot(slot);
+        Some(slot)
+    }
+
+    /// The node slot `uid` is nominated to.
+    pub fn nomination(&self, uid: &str) -> Option<u32> {
+        self.nominations.get(uid).copied()
+    }
+
+    /// The pods nominated to the node in `slot`.
+    pub fn nominees_on(&self, slot: u32) -> &[Nominee] {
+        &self.slots[slot as usize].nominees
     }
 
     /// Sum of requests counted on `node`, and its allocatable, for integrity checks.
@@ -949,6 +1108,97 @@ fn diff_nodes(old: &CompiledNode, new: &CompiledNode) -> (Events, bool) {
         }
     }
     (events, restricts)
+}
+
+/// Write a slot's state into an arena (copy-on-write of its chunk): the working arena, or a
+/// what-if copy of it (`Cache::without`).
+fn write_state(arena: &mut Arena, slot: u32, st: &SlotState, pod_index: bool) {
+    let i = slot as usize % CHUNK;
+    let chunk = arena.chunk_mut(slot as usize);
+    chunk.version[i] = st.applied;
+    chunk.incarnation[i] = st.incarnation;
+    let Some(node) = &st.node else {
+        chunk.flags[i] = 0;
+        if chunk.meta[i].is_some() {
+            Arc::make_mut(&mut chunk.meta)[i] = None;
+        }
+        if chunk.ports[i].is_some() {
+            Arc::make_mut(&mut chunk.ports)[i] = None;
+        }
+        if chunk.pods[i].is_some() {
+            Arc::make_mut(&mut chunk.pods)[i] = None;
+        }
+        if chunk.nominees[i].is_some() {
+            Arc::make_mut(&mut chunk.nominees)[i] = None;
+        }
+        for r in chunk.free.iter_mut().chain(chunk.alloc.iter_mut()) {
+            r[i] = 0;
+        }
+        chunk.nonzero_used[0][i] = 0;
+        chunk.nonzero_used[1][i] = 0;
+        return;
+    };
+    // Rows up to the highest slot this node offers (`allocatable` is sorted by slot): a
+    // chunk never holds rows for names none of its nodes offer.
+    if let Some(&(top, _)) = node.allocatable.last() {
+        chunk.ensure_rows(top);
+    }
+    for r in 0..chunk.free.len() {
+        chunk.alloc[r][i] = 0;
+        chunk.free[r][i] = 0;
+    }
+    for &(s, a) in &node.allocatable {
+        chunk.alloc[s as usize][i] = a;
+        chunk.free[s as usize][i] = a;
+    }
+    let rows = chunk.free.len();
+    for &(s, u) in &st.used {
+        // No row: no node of this chunk offers the name (a pod bound by someone else asked
+        // for it); its free amount reads as 0, which no positive request fits.
+        if (s as usize) < rows {
+            chunk.free[s as usize][i] -= u;
+        }
+    }
+    chunk.nonzero_used[0][i] = st.nonzero[0];
+    chunk.nonzero_used[1][i] = st.nonzero[1];
+    let meta: &Arc<NodeMeta> = &node.meta;
+    let f = plugins::node_flags(&NodeFacts {
+        meta,
+        ports: &st.ports,
+        nominated: !st.nominees.is_empty(),
+    });
+    let same = match &chunk.nominees[i] {
+        Some(n) => **n == *st.nominees,
+        None => st.nominees.is_empty(),
+    };
+    if !same {
+        Arc::make_mut(&mut chunk.nominees)[i] =
+            (!st.nominees.is_empty()).then(|| Arc::from(st.nominees.as_slice()));
+    }
+    if !st.ports.is_empty() {
+        let same = chunk.ports[i].as_deref().is_some_and(|p| *p == *st.ports);
+        if !same {
+            Arc::make_mut(&mut chunk.ports)[i] = Some(Arc::from(st.ports.as_slice()));
+        }
+    } else if chunk.ports[i].is_some() {
+        Arc::make_mut(&mut chunk.ports)[i] = None;
+    }
+    chunk.flags[i] = f;
+    if pod_index {
+        let same = match &chunk.pods[i] {
+            Some(p) => {
+                p.len() == st.pods.len() && p.iter().zip(&st.pods).all(|(a, b)| Arc::ptr_eq(a, b))
+            }
+            None => st.pods.is_empty(),
+        };
+        if !same {
+            Arc::make_mut(&mut chunk.pods)[i] =
+                (!st.pods.is_empty()).then(|| Arc::from(st.pods.as_slice()));
+        }
+    }
+    if !chunk.meta[i].as_ref().is_some_and(|m| Arc::ptr_eq(m, meta)) {
+        Arc::make_mut(&mut chunk.meta)[i] = Some(meta.clone());
+    }
 }
 
 #[cfg(test)]

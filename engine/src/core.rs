@@ -19,7 +19,7 @@
 //! placement off the node it is bound to, leaving the node under-counted until the echo came
 //! (an overcommit; found by the rebalance test of `sharding_e2e`).
 
-use crate::allocate::{Backlog, failure_message};
+use crate::allocate::{Backlog, FailureSummary, failure_message};
 use crate::cache::{Cache, CacheError};
 use crate::clock::Nanos;
 use crate::conf::Profile;
@@ -73,6 +73,14 @@ pub enum Input {
     Storage(StorageInput),
     /// A ResourceClaim changed (`dra`).
     Dra(crate::dra::DraInput),
+    /// A PodDisruptionBudget changed (`pdb`).
+    Pdb(crate::pdb::PdbChange),
+    /// The adapter finished a preemption's API calls ([`Intent::Preempt`]) for the pod `uid`:
+    /// `Ok`, or the error that stopped them (the nomination is then reverted).
+    PreemptionDone {
+        uid: String,
+        result: Result<(), String>,
+    },
     /// A namespace was added or its labels changed (pod affinity `namespaceSelector`).
     NamespaceApply(NamespaceInput),
     NamespaceDelete(String),
@@ -155,6 +163,30 @@ pub struct BindIntent {
     pub claimed: Nanos,
 }
 
+/// A claim by (namespace, name).
+type ClaimRef = (Arc<str>, Arc<str>);
+
+/// A pod, by identity.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodRef {
+    pub uid: Arc<str>,
+    pub namespace: Arc<str>,
+    pub name: Arc<str>,
+}
+
+/// What a preemption writes (`Intent::Preempt`).
+#[derive(Debug, Clone)]
+pub struct PreemptIntent {
+    pub preemptor: PodRef,
+    pub node: Arc<str>,
+    /// The pods to evict, most important first (those already terminating are left out: no
+    /// call is needed for them).
+    pub victims: Vec<PodRef>,
+    /// Pods of lower priority nominated to the node: their `status.nominatedNodeName` is
+    /// cleared.
+    pub unnominate: Vec<PodRef>,
+}
+
 /// A claim to bind to an existing PersistentVolume (`BindIntent::bind_pvs`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StaticBinding {
@@ -180,6 +212,10 @@ pub struct StatusIntent {
 pub enum Intent {
     Bind(BindIntent),
     Status(StatusIntent),
+    /// Preempt for a pod (`preemption`): write its nomination, clear the lower-priority
+    /// nominations on the node, and delete the victims gracefully; answer with
+    /// [`Input::PreemptionDone`].
+    Preempt(PreemptIntent),
     /// Write our own NodeShard's status (`shard` module: only when the worker-sync rule allows).
     ShardStatus(ShardStatusIntent),
     /// List the pods of these nodes afresh (a consistent read) and answer with
@@ -246,6 +282,10 @@ pub struct Core {
     /// The lane task in flight (uid, generation): no other is handed off until its result is
     /// applied and published (`docs/constraints.md`).
     lane_busy: Option<(Arc<str>, u64)>,
+    /// Where the next preemption search starts (upstream starts at a random offset).
+    preemption_offset: usize,
+    /// DefaultPreemption is on (the default; `Core::set_preemption`).
+    preemption: bool,
     /// Pods moved back from the pool for the room a removal freed on a node (uid → node slot):
     /// if such a pod's next attempt does not take that room, the node's room is judged again
     /// (`wake_for_room`), so no waiting pod is left behind room nobody took.
@@ -279,6 +319,8 @@ impl Core {
             max_binds_in_flight: usize::MAX,
             lane_busy: None,
             room_woken: Default::default(),
+            preemption_offset: 0,
+            preemption: true,
         }
     }
 
@@ -287,6 +329,12 @@ impl Core {
     /// never waits; see `EngineOptions::max_binds_in_flight`).
     pub fn with_max_binds_in_flight(mut self, n: usize) -> Core {
         self.max_binds_in_flight = n.max(1);
+        self
+    }
+
+    /// DefaultPreemption on or off (`EngineOptions::preemption`).
+    pub fn with_preemption(mut self, on: bool) -> Core {
+        self.preemption = on;
         self
     }
 
@@ -318,11 +366,8 @@ impl Core {
         let _ = self.intents.send(intent);
     }
 
-    fn report(&mut self, pod: &Arc<CompiledPod>, reason: StatusReason, message: String) {
-        self.report_clearing(pod, reason, message, false);
-    }
-
-    /// [`Core::report`], clearing the pod's nomination too when `clear_nominated`.
+    /// Report a pod's failed attempt (its condition and event), clearing its nomination too
+    /// when `clear_nominated`.
     fn report_clearing(
         &mut self,
         pod: &Arc<CompiledPod>,
@@ -440,6 +485,7 @@ impl Core {
                     .is_some_and(|e| e.state() != PodState::Binding)
                 {
                     self.queue.remove(&uid);
+                    self.drop_nomination(&uid);
                 }
             }
             Input::PendingPodReset(pods) => {
@@ -452,6 +498,7 @@ impl Core {
                     .collect();
                 for uid in gone {
                     self.queue.remove(&uid);
+                    self.drop_nomination(&uid);
                 }
                 for p in pods {
                     self.apply_pod(p, now);
@@ -487,6 +534,12 @@ impl Core {
                 }
             }
             Input::Dra(change) => self.pending_events |= self.cache.apply_dra(change),
+            Input::Pdb(change) => {
+                for error in self.cache.apply_pdb(change) {
+                    self.emit(Intent::Error(CoreError::Storage(error)));
+                }
+            }
+            Input::PreemptionDone { uid, result } => self.preemption_done(&uid, result, now),
             Input::NamespaceApply(n) => {
                 self.pending_events |= self.cache.set_namespace(&n.name, Some(&n.labels));
             }
@@ -576,6 +629,13 @@ impl Core {
                 }
                 self.queue.upsert(compiled, now);
             }
+        }
+    }
+
+    /// A pending pod is gone: the room kept for it (`preemption`) is free again.
+    fn drop_nomination(&mut self, uid: &str) {
+        if self.cache.unnominate(uid).is_some() {
+            self.pending_events |= event::ROOM_FREED;
         }
     }
 
@@ -752,10 +812,21 @@ impl Core {
                 } else {
                     event::ALL
                 };
+                let mut message = message;
+                let mut clear_nominated = false;
                 if missed & summary.wake != 0 || updated {
                     self.queue.retry(&uid, now);
+                } else if self.leading
+                    && self.preemption
+                    && let Some((why, cleared)) = self.preempt(&r.task, &summary)
+                {
+                    // PostFilter: preempt pods of lower priority (`preemption`); upstream
+                    // appends its answer when it did not.
+                    message.push_str(" preemption: ");
+                    message.push_str(&why);
+                    clear_nominated = cleared;
                 }
-                self.report(&pod, StatusReason::Unschedulable, message);
+                self.report_clearing(&pod, StatusReason::Unschedulable, message, clear_nominated);
             }
         }
     }
@@ -844,7 +915,7 @@ impl Core {
         v: &crate::volumes::PodVolumes,
         slot: u32,
         uid: &Arc<str>,
-    ) -> (Vec<(Arc<str>, Arc<str>)>, Vec<StaticBinding>) {
+    ) -> (Vec<ClaimRef>, Vec<StaticBinding>) {
         let assigned = self
             .cache
             .node_meta(slot)
@@ -867,6 +938,124 @@ impl Core {
                 .reserve_pvs(uid, bind_pvs.iter().map(|b| b.pv.clone()));
         }
         (provision, bind_pvs)
+    }
+
+    /// DefaultPreemption for a pod just found unschedulable (`preemption`): if it may preempt
+    /// and some node's lower-priority pods can make room, nominate it there (its room is kept
+    /// from now on) and hold it while the adapter evicts the victims. Otherwise upstream's
+    /// message saying why not, and whether the pod's nomination was cleared.
+    fn preempt(&mut self, task: &Task, summary: &FailureSummary) -> Option<(String, bool)> {
+        let pod = &task.pod;
+        inc(&self.stats.driver.preemption_attempts, 1);
+        if let Err(why) = crate::preemption::eligible(&self.cache, pod) {
+            return Some((why.message().to_owned(), false));
+        }
+        let offset = self.preemption_offset;
+        self.preemption_offset = offset.wrapping_add(1);
+        let Some(plan) = crate::preemption::plan(
+            &self.cache,
+            pod,
+            task.volumes.as_deref(),
+            task.claims.as_deref(),
+            &summary.resolvable,
+            offset,
+        ) else {
+            inc(&self.stats.driver.preemptions_unhelpful, 1);
+            // No candidate: upstream clears the nomination the pod had.
+            let cleared = self.cache.unnominate(&pod.uid).is_some();
+            if cleared {
+                self.pending_events |= event::ROOM_FREED;
+            }
+            let why = crate::preemption::no_plan_message(
+                &self.cache,
+                summary,
+                pod,
+                task.volumes.as_deref(),
+                task.claims.as_deref(),
+            );
+            return Some((why, cleared));
+        };
+        inc(&self.stats.driver.preemptions, 1);
+        inc(
+            &self.stats.driver.preemption_victims,
+            plan.victims.len() as u64,
+        );
+        let mut unnominate = Vec::new();
+        for uid in &plan.lower_nominees {
+            self.cache.unnominate(uid);
+            if let Some(e) = self.queue.get(uid) {
+                let p = e.pod();
+                unnominate.push(PodRef {
+                    uid: p.uid.clone(),
+                    namespace: p.namespace.clone(),
+                    name: p.name.clone(),
+                });
+            }
+        }
+        self.cache
+            .nominate(&pod.uid, plan.slot, pod.priority, pod.requests.clone());
+        self.queue.mark_preempting(&pod.uid);
+        self.emit(Intent::Preempt(PreemptIntent {
+            preemptor: PodRef {
+                uid: pod.uid.clone(),
+                namespace: pod.namespace.clone(),
+                name: pod.name.clone(),
+            },
+            node: plan.node,
+            victims: plan
+                .victims
+                .into_iter()
+                .filter(|v| !v.terminating)
+                .map(|v| PodRef {
+                    uid: v.uid,
+                    namespace: v.namespace,
+                    name: v.name,
+                })
+                .collect(),
+            unnominate,
+        }));
+        None
+    }
+
+    /// The adapter finished a preemption's API calls: the pod waits for its victims to leave
+    /// (it is woken by the room they free); after a failure its nomination is reverted and it
+    /// backs off.
+    fn preemption_done(&mut self, uid: &str, result: Result<(), String>, now: Nanos) {
+        let Some(e) = self.queue.get(uid) else {
+            self.cache.unnominate(uid);
+            return;
+        };
+        if e.state() != PodState::Preempting {
+            return;
+        }
+        let pod = e.pod().clone();
+        match result {
+            Ok(()) => {
+                self.queue.preemption_done(
+                    &pod.uid,
+                    event::ROOM_FREED | event::POD_REMOVED | event::NODE_ADDED,
+                    now,
+                );
+                // Victims already gone (their deletions seen before the answer): look again.
+                self.pending_events |= event::ROOM_FREED;
+                if let Some(slot) = self.cache.nomination(&pod.uid) {
+                    self.cache.refree(slot);
+                }
+            }
+            Err(msg) => {
+                self.pending_events |= self
+                    .cache
+                    .unnominate(&pod.uid)
+                    .map_or(0, |_| event::ROOM_FREED);
+                self.report_clearing(
+                    &pod,
+                    StatusReason::SchedulerError,
+                    format!("preemption failed: {msg}"),
+                    true,
+                );
+                self.queue.requeue_backoff(&pod.uid, now);
+            }
+        }
     }
 
     /// A node got or lost a slot: the shard view's slot set must be rebuilt.
@@ -954,6 +1143,7 @@ impl Core {
                     volumes,
                     claims,
                     wakes_seen: self.wake_no,
+                    nominated: self.cache.nomination(&uid),
                 })
                 .is_err()
             {
@@ -1007,6 +1197,7 @@ impl Core {
                 PodState::Unschedulable { .. } => counted.unschedulable += 1,
                 PodState::InFlight => counted.in_flight += 1,
                 PodState::Binding => counted.binding += 1,
+                PodState::Preempting => counted.preempting += 1,
             }
         }
         if counted != self.queue.depths() {

@@ -58,6 +58,9 @@ pub struct EngineOptions {
     pub sharding: crate::shard::ShardingOptions,
     /// Longest the driver waits without any input before it looks at the queue's timers.
     pub idle_tick: Duration,
+    /// DefaultPreemption (`preemption`): an unschedulable pod may evict pods of lower priority.
+    /// On by default, as kube-scheduler's.
+    pub preemption: bool,
 }
 
 impl Default for EngineOptions {
@@ -71,6 +74,7 @@ impl Default for EngineOptions {
             profile: Profile::default(),
             sharding: crate::shard::ShardingOptions::default(),
             idle_tick: Duration::from_millis(100),
+            preemption: true,
         }
     }
 }
@@ -149,7 +153,8 @@ impl Engine {
             stats.clone(),
         )
         .with_sharding(opts.sharding)
-        .with_max_binds_in_flight(opts.max_binds_in_flight.unwrap_or(usize::MAX));
+        .with_max_binds_in_flight(opts.max_binds_in_flight.unwrap_or(usize::MAX))
+        .with_preemption(opts.preemption);
 
         let cores = if opts.pin_workers {
             core_affinity::get_core_ids().unwrap_or_default()

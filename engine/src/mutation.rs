@@ -57,6 +57,8 @@ mutations! {
     lane_skips_validation,
     /// `worker`: a lane pod validates before it bumps the anti-affinity epoch.
     epoch_after_validation,
+    /// `Cache::nominate`: a nomination keeps room on the node without bumping its version.
+    nomination_without_bump,
     /// `Core::pump`: a pod that may take an existing PV is handed off outside the lane.
     static_pv_outside_lane,
     /// `worker`: a pod outside the lane does not compare the anti-affinity epoch.

@@ -72,6 +72,9 @@ pub enum PodState {
     InFlight,
     /// Claimed; the bind is in the adapter's hands.
     Binding,
+    /// Nominated by preemption; held out of the queue while the adapter deletes its victims
+    /// and writes its nomination (`preemption`, asynchronous as kube-scheduler 1.33+).
+    Preempting,
 }
 
 /// One pod the queue owns. Read-only outside the queue: every move goes through the queue's
@@ -163,6 +166,7 @@ pub struct QueueDepths {
     pub gated: usize,
     pub in_flight: usize,
     pub binding: usize,
+    pub preempting: usize,
 }
 
 #[derive(Default)]
@@ -242,6 +246,7 @@ impl SchedulingQueue {
             PodState::Unschedulable { .. } => &mut self.depths.unschedulable,
             PodState::InFlight => &mut self.depths.in_flight,
             PodState::Binding => &mut self.depths.binding,
+            PodState::Preempting => &mut self.depths.preempting,
         }
     }
 
@@ -307,7 +312,8 @@ impl SchedulingQueue {
             e.pod = pod.clone();
             match e.state {
                 // The worker's result carries the spec it decided on; the driver compares.
-                PodState::InFlight | PodState::Binding => {}
+                // A preempting pod stays held until its API calls are done.
+                PodState::InFlight | PodState::Binding | PodState::Preempting => {}
                 _ if pod.gated => {
                     if !was_gated {
                         self.set_state(&uid, PodState::Gated);
@@ -598,6 +604,26 @@ impl SchedulingQueue {
     pub fn requeue_active(&mut self, uid: &Arc<str>) {
         if self.entries.contains_key(uid) {
             self.set_state(uid, PodState::Active);
+        }
+    }
+
+    /// Preemption nominated the pod (`PodState::Preempting`): held until its API calls are
+    /// done.
+    pub fn mark_preempting(&mut self, uid: &Arc<str>) {
+        if self.entries.contains_key(uid) {
+            self.set_state(uid, PodState::Preempting);
+        }
+    }
+
+    /// Its preemption's API calls are done: it waits in the pool for its victims to leave
+    /// (`wake`), as an unschedulable pod.
+    pub fn preemption_done(&mut self, uid: &Arc<str>, wake: Events, now: Nanos) {
+        if self
+            .entries
+            .get(uid)
+            .is_some_and(|e| e.state == PodState::Preempting)
+        {
+            self.set_state(uid, PodState::Unschedulable { since: now, wake });
         }
     }
 

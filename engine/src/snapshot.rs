@@ -36,6 +36,15 @@ pub mod flags {
 /// The pods counted on one node, as the cross-node plugins read them.
 pub type NodePods = Option<Arc<[Arc<PodInfo>]>>;
 
+/// A pod nominated to a node (`preemption`): its room there is kept for it against pods of no
+/// higher priority (kube-scheduler's nominated pods in Filter).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Nominee {
+    pub uid: Arc<str>,
+    pub priority: i32,
+    pub requests: crate::model::ResourceList,
+}
+
 /// One row: a value per node slot in a chunk.
 pub type Row = [i64; CHUNK];
 
@@ -64,6 +73,8 @@ pub struct Chunk {
     /// The pods counted on the node (bound or claimed), once the pod index is on
     /// (`Snapshot::pods_indexed`); shared likewise.
     pub pods: Arc<[NodePods; CHUNK]>,
+    /// The pods nominated to the node (only where some are), shared likewise.
+    pub nominees: Arc<[Option<Arc<[Nominee]>>; CHUNK]>,
 }
 
 impl Default for Chunk {
@@ -78,6 +89,7 @@ impl Default for Chunk {
             meta: Arc::new(std::array::from_fn(|_| None)),
             ports: Arc::new(std::array::from_fn(|_| None)),
             pods: Arc::new(std::array::from_fn(|_| None)),
+            nominees: Arc::new(std::array::from_fn(|_| None)),
         }
     }
 }
@@ -198,6 +210,8 @@ pub struct Snapshot {
     pub hostname_key: u32,
     /// CSI attach limits by node name id: (driver id, count), from CSINodes.
     pub csi_limits: Arc<CsiLimits>,
+    /// Pods nominated to some node (`Chunk::nominees`): none, and no pod pays for them.
+    pub nominated: usize,
 }
 
 impl Snapshot {
@@ -215,6 +229,7 @@ impl Snapshot {
             anti_epoch: 0,
             hostname_key: u32::MAX,
             csi_limits: Arc::default(),
+            nominated: 0,
         }
     }
 

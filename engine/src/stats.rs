@@ -36,8 +36,15 @@ pub struct DriverCounters {
     /// Sharding gauges as of the last flush: desired, view, in use, draining, missing (0/1).
     pub shard: [AtomicU64; 5],
     /// Queue depths as of the last flush (gauges): active, backoff, unschedulable, gated,
-    /// in flight, binding.
-    pub depths: [AtomicU64; 6],
+    /// in flight, binding, preempting.
+    pub depths: [AtomicU64; 7],
+    /// Unschedulable pods that ran DefaultPreemption (`scheduler_preemption_attempts_total`).
+    pub preemption_attempts: AtomicU64,
+    /// Preemptions decided (a node and its victims chosen), and their victims.
+    pub preemptions: AtomicU64,
+    pub preemption_victims: AtomicU64,
+    /// Unschedulable pods that looked for a preemption and found none.
+    pub preemptions_unhelpful: AtomicU64,
 }
 
 /// All counters of one engine.
@@ -67,6 +74,10 @@ pub struct StatsSnapshot {
     pub bind_backpressure: u64,
     pub shard_status_intents: u64,
     pub shard: crate::shard::ShardGauges,
+    pub preemption_attempts: u64,
+    pub preemptions: u64,
+    pub preemption_victims: u64,
+    pub preemptions_unhelpful: u64,
 }
 
 impl Stats {
@@ -81,6 +92,7 @@ impl Stats {
             gated: r(3),
             in_flight: r(4),
             binding: r(5),
+            preempting: r(6),
         }
     }
 
@@ -109,6 +121,7 @@ impl Stats {
             q.gated,
             q.in_flight,
             q.binding,
+            q.preempting,
         ]
         .into_iter()
         .enumerate()
@@ -148,6 +161,10 @@ impl Stats {
         s.stale_results = r(&d.stale_results);
         s.unchanged_updates = r(&d.unchanged_updates);
         s.shard_status_intents = r(&d.shard_status_intents);
+        s.preemption_attempts = r(&d.preemption_attempts);
+        s.preemptions = r(&d.preemptions);
+        s.preemption_victims = r(&d.preemption_victims);
+        s.preemptions_unhelpful = r(&d.preemptions_unhelpful);
         s.bind_backpressure = r(&d.bind_backpressure);
         let g = |i: usize| r(&d.shard[i]) as usize;
         s.shard = crate::shard::ShardGauges {

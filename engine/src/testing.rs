@@ -489,6 +489,11 @@ pub struct Sim {
     own_shard: Option<String>,
     /// Bindings that broke that rule: what was wrong with each.
     pub shard_violations: Vec<String>,
+    /// Preemptions the engine asked for, in order.
+    pub preemptions: Vec<crate::core::PreemptIntent>,
+    /// Preemption victims become terminating (deleted later with [`Sim::delete_pod`]) instead
+    /// of going at once.
+    pub terminate_victims: bool,
 }
 
 impl Sim {
@@ -519,6 +524,8 @@ impl Sim {
             shard_rv: 0,
             own_shard,
             shard_violations: Vec::new(),
+            preemptions: Vec::new(),
+            terminate_victims: false,
         }
     }
 
@@ -729,6 +736,33 @@ impl Sim {
                     let written = written.filter(|_| fail.is_none());
                     self.shard_writes.push(w);
                     self.h.input(Input::ShardStatusWritten(written));
+                }
+                Intent::Preempt(p) => {
+                    // The server: the nomination written (and echoed by the watch), the victims
+                    // deleted (at once, unless held as terminating), the answer.
+                    if let Some(pod) = self.pods.get_mut(&*p.preemptor.uid) {
+                        pod.nominated_node_name = Some(p.node.to_string());
+                        let echo = pod.clone();
+                        self.h.input(Input::PodApply(echo));
+                    }
+                    for v in &p.victims {
+                        if self.terminate_victims {
+                            if let Some(pod) = self.pods.get_mut(&*v.uid) {
+                                // DisruptionTarget written, then the graceful deletion.
+                                pod.preempted = true;
+                                pod.terminating = true;
+                                let echo = pod.clone();
+                                self.h.input(Input::PodApply(echo));
+                            }
+                        } else {
+                            self.delete_pod(&v.uid);
+                        }
+                    }
+                    self.preemptions.push(p.clone());
+                    self.h.input(Input::PreemptionDone {
+                        uid: p.preemptor.uid.to_string(),
+                        result: Ok(()),
+                    });
                 }
                 Intent::Error(e) => self.errors.push(e),
             }

@@ -46,6 +46,9 @@ pub struct Task {
     /// The driver's wake-up count when it was handed off: later wake-ups may have changed what
     /// `volumes` resolved.
     pub wakes_seen: u64,
+    /// The node slot preemption nominated it to (`preemption`): tried first, and taken alone
+    /// when the pod fits there.
+    pub nominated: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -341,6 +344,7 @@ impl Worker {
                 &task.pod,
                 volumes,
                 task.claims.as_deref(),
+                task.nominated,
                 &shared.versions,
                 shared.backlog(),
                 &mut self.scratch,

@@ -120,7 +120,7 @@ fn required_anti_affinity_on_the_hostname_never_shares_a_node() {
         .unwrap();
     assert_eq!(
         &*s.message,
-        "0/4 nodes are unavailable: 4 node(s) didn't match pod anti-affinity rules."
+        "0/4 nodes are unavailable: 4 node(s) didn't match pod anti-affinity rules. preemption: 0/4 nodes are available: 4 No preemption victims found for incoming pod."
     );
     assert_eq!(c.duplicate_bindings(), 0);
 }
@@ -192,7 +192,7 @@ fn a_pod_waiting_for_its_affinity_is_woken_when_the_database_arrives() {
     assert_eq!(c.bound_count(), 0);
     assert_eq!(
         &*c.statuses[0].message,
-        "0/2 nodes are unavailable: 2 node(s) didn't match pod affinity rules."
+        "0/2 nodes are unavailable: 2 node(s) didn't match pod affinity rules. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     );
     // The database is bound by someone else, in zone-1.
     let db = bound(app(mk_pod("db", "100m", "128Mi"), "db"), "n1");
@@ -390,7 +390,7 @@ fn a_pod_whose_claim_does_not_exist_waits_and_is_woken_when_it_appears() {
     assert_eq!(c.bound_count(), 0);
     assert_eq!(
         &*c.statuses[0].message,
-        "0/2 nodes are unavailable: 2 persistentvolumeclaim \"data-p\" not found."
+        "0/2 nodes are unavailable: 2 persistentvolumeclaim \"data-p\" not found. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     );
     storage(
         &mut c,
@@ -504,7 +504,7 @@ fn csi_attach_limits_and_volume_zones_filter_nodes() {
         .expect("p1 is reported");
     assert_eq!(
         &*s.message,
-        "0/2 nodes are unavailable: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) exceed max volume count."
+        "0/2 nodes are unavailable: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) exceed max volume count. preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling."
     );
 }
 
@@ -589,7 +589,8 @@ fn a_local_claim_takes_the_smallest_existing_pv_that_fits() {
 /// selector; none of the others is.
 #[test]
 fn a_pv_that_does_not_match_the_claim_is_never_chosen() {
-    let mismatches: Vec<(&str, Box<dyn Fn(&mut PvInput)>)> = vec![
+    type Spoil = Box<dyn Fn(&mut PvInput)>;
+    let mismatches: Vec<(&str, Spoil)> = vec![
         ("too small", Box::new(|p| p.capacity = Some("1Gi".into()))),
         (
             "another class",
@@ -635,7 +636,7 @@ fn a_pv_that_does_not_match_the_claim_is_never_chosen() {
             .unwrap_or_else(|| panic!("{what}: not reported"));
         assert_eq!(
             &*s.message,
-            "0/1 nodes are unavailable: 1 node(s) didn't find available persistent volumes to bind.",
+            "0/1 nodes are unavailable: 1 node(s) didn't find available persistent volumes to bind. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.",
             "{what}"
         );
     }

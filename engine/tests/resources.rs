@@ -59,7 +59,10 @@ fn a_pod_asking_for_forty_unoffered_names_does_not_block_others() {
     let m = message_of(&c, "uid-greedy").expect("greedy is reported unschedulable");
     assert!(
         m.starts_with("0/2 nodes are unavailable: 2 Insufficient example.com/r0, ")
-            && m.ends_with("2 Insufficient example.com/r9."),
+            && m.ends_with(
+                "2 Insufficient example.com/r9. preemption: 0/2 nodes are available: 2 \
+                 Preemption is not helpful for scheduling."
+            ),
         "{m}"
     );
     assert!(
@@ -114,7 +117,9 @@ fn hundreds_of_names_across_pods_and_nodes() {
         assert_eq!(
             m,
             format!(
-                "0/{OFFERED} nodes are unavailable: {OFFERED} Insufficient example.com/none-{j}."
+                "0/{OFFERED} nodes are unavailable: {OFFERED} Insufficient example.com/none-{j}. \
+                 preemption: 0/{OFFERED} nodes are available: {OFFERED} Preemption is not helpful \
+                 for scheduling."
             )
         );
     }

@@ -64,7 +64,7 @@ fn full_cluster_never_overcommits_and_reports_the_rest() {
         .unwrap();
     assert_eq!(
         &*s.message,
-        "0/10 nodes are unavailable: 10 Insufficient cpu."
+        "0/10 nodes are unavailable: 10 Insufficient cpu. preemption: 0/10 nodes are available: 10 No preemption victims found for incoming pod."
     );
     c.h.stop();
     assert_eq!(c.h.core().queue().depths().unschedulable, 20);
@@ -125,7 +125,7 @@ fn labelling_a_node_schedules_a_pod_waiting_on_its_selector() {
     c.settle();
     assert_eq!(
         &*c.statuses[0].message,
-        "0/1 nodes are unavailable: 1 node(s) didn't match Pod's node affinity/selector."
+        "0/1 nodes are unavailable: 1 node(s) didn't match Pod's node affinity/selector. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
     );
     c.add_node(with_labels(
         mk_node("n0", "4", "4Gi", 110),

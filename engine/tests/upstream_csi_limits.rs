@@ -291,7 +291,8 @@ fn storage(drivers: &[&str], limit: Limit, extra_claims: &[PvcInput]) -> Vec<Sto
     out
 }
 
-/// The incoming pod's fate: the node it is bound to, or its last unschedulable message.
+/// The incoming pod's fate: the node it is bound to, or its last unschedulable message as the
+/// filters gave it (upstream's tables check Filter; PostFilter's `preemption: ...` is cut).
 fn outcome(c: &Sim, uid: &str) -> Result<String, String> {
     if let Some(n) = c.node_of(uid) {
         return Ok(n.to_owned());
@@ -301,7 +302,13 @@ fn outcome(c: &Sim, uid: &str) -> Result<String, String> {
         .iter()
         .rev()
         .find(|s| &*s.uid == uid && s.reason == StatusReason::Unschedulable)
-        .map_or_else(|| "<not reported>".to_owned(), |s| s.message.to_string()))
+        .map_or_else(
+            || "<not reported>".to_owned(),
+            |s| match s.message.split_once(" preemption: ") {
+                Some((filters, _)) => filters.to_owned(),
+                None => s.message.to_string(),
+            },
+        ))
 }
 
 fn world(drivers: &[&str], limit: Limit, extra_claims: &[PvcInput]) -> Sim {

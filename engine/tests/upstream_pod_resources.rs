@@ -657,7 +657,14 @@ fn outcome(c: &Sim, uid: &str) -> Result<(), String> {
         .iter()
         .rev()
         .find(|s| &*s.uid == uid && s.reason == StatusReason::Unschedulable)
-        .map_or_else(|| "<not reported>".to_owned(), |s| s.message.to_string()))
+        .map_or_else(
+            || "<not reported>".to_owned(),
+            // Upstream's tables check Filter: PostFilter's `preemption: ...` is cut.
+            |s| match s.message.split_once(" preemption: ") {
+                Some((filters, _)) => filters.to_owned(),
+                None => s.message.to_string(),
+            },
+        ))
 }
 
 fn insufficient(resource: &str) -> Result<(), String> {

@@ -552,6 +552,13 @@ pub struct PodInput {
     pub resources: Option<PodResourcesInput>,
     /// `spec.resourceClaims` (DRA), resolved against `status.resourceClaimStatuses`.
     pub resource_claims: Vec<crate::dra::PodClaimInput>,
+    /// `spec.preemptionPolicy: Never`: it never preempts other pods.
+    pub preemption_never: bool,
+    /// `status.startTime` in Unix milliseconds (preemption spares the pods that started first).
+    pub started_unix_ms: Option<i64>,
+    /// Its `DisruptionTarget` condition is `True` with reason `PreemptionByScheduler`: a
+    /// scheduler's preemption is evicting it.
+    pub preempted: bool,
 }
 
 /// Pod-level resources (`spec.resources`, KEP-2837) and the pod-level in-place resize status
@@ -806,6 +813,13 @@ pub struct CompiledPod {
     /// `spec.resourceClaims` (DRA), resolved against the ResourceClaims when it is handed off
     /// (`dra`).
     pub resource_claims: Box<[crate::dra::PodClaim]>,
+    /// `spec.preemptionPolicy: Never`.
+    pub preemption_never: bool,
+    /// When it started (`status.startTime`, else its creation), Unix milliseconds: among
+    /// preemption victims of equal priority the one that started last goes first.
+    pub started_unix_ms: Option<i64>,
+    /// Being evicted by a scheduler's preemption (`PodInput::preempted`).
+    pub preempted: bool,
 }
 
 impl CompiledPod {
@@ -1387,6 +1401,9 @@ pub fn compile_pod(
         claims: claims.clone().into(),
         requests_unoffered,
         resource_claims,
+        preemption_never: input.preemption_never,
+        started_unix_ms: input.started_unix_ms.or(input.created_unix_ms),
+        preempted: input.preempted,
     }
     .with_lane(Interner::HOSTNAME))
 }

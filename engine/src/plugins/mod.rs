@@ -114,6 +114,7 @@ pub mod node_ports;
 pub mod node_unschedulable;
 pub mod node_volume_limits;
 pub mod noderesources;
+pub mod nominated_room;
 pub mod pod_topology_spread;
 pub mod taint_toleration;
 pub mod volume_binding;
@@ -177,6 +178,8 @@ pub struct NodeFacts<'a> {
     pub meta: &'a NodeMeta,
     /// Host ports in use on the node, sorted.
     pub ports: &'a [HostPort],
+    /// Some pod is nominated to the node (`preemption`).
+    pub nominated: bool,
 }
 
 /// Names to render reasons with (the cache's registry and interner).
@@ -743,6 +746,7 @@ macro_rules! plugins {
 plugins! {
     filters {
         fit: Fit(noderesources::Fit),
+        nominated_room: NominatedRoom(nominated_room::NominatedRoom),
         pod_count: PodCount(noderesources::PodCount),
         node_unschedulable: NodeUnschedulable(node_unschedulable::NodeUnschedulable),
         node_name: NodeName(node_name::NodeName),

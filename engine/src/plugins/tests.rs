@@ -109,6 +109,7 @@ impl World {
             &cp,
             None,
             None,
+            None,
             self.cache.versions(),
             backlog,
             &mut scratch,
@@ -623,6 +624,7 @@ fn sampling_stops_at_the_upstream_count() {
             &p,
             None,
             None,
+            None,
             w.cache.versions(),
             Backlog::default(),
             &mut scratch
@@ -635,6 +637,7 @@ fn sampling_stops_at_the_upstream_count() {
     allocate(
         &s,
         &p,
+        None,
         None,
         None,
         w.cache.versions(),
@@ -818,7 +821,7 @@ mod chain_agreement {
                 }
                 // And allocate agrees: a node that fits is found (every node is scanned).
                 let mut scratch = Scratch::new(3);
-                let d = allocate(&s, &cp, None, None, w.cache.versions(), Backlog::default(), &mut scratch);
+                let d = allocate(&s, &cp, None, None, None, w.cache.versions(), Backlog::default(), &mut scratch);
                 prop_assert_eq!(d == Decision::Candidates, any_fits);
             }
         }
