@@ -81,6 +81,7 @@ fn bench_allocate(c: &mut Criterion) {
                     black_box(&p),
                     None,
                     None,
+                    None,
                     &versions,
                     Backlog::default(),
                     &mut scratch,

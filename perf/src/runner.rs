@@ -258,6 +258,21 @@ pub fn run(plan: &Plan, opts: &RunOptions, mut profile: Profile) -> anyhow::Resu
                     reported.insert(s.uid.clone());
                 }
                 Intent::Error(e) => eprintln!("engine rejected input: {e}"),
+                // The server's side of a preemption: the victims go at once.
+                Intent::Preempt(p) => {
+                    for v in &p.victims {
+                        if let Some(&i) = index.get(&*v.uid) {
+                            ledger.release(&v.uid, &requests[i]);
+                        }
+                        h.send(Input::PodDelete {
+                            uid: v.uid.to_string(),
+                        });
+                    }
+                    h.send(Input::PreemptionDone {
+                        uid: p.preemptor.uid.to_string(),
+                        result: Ok(()),
+                    });
+                }
                 // The in-process cluster runs unsharded engines.
                 Intent::ShardStatus(_) | Intent::ListNodePods(_) => {}
             }

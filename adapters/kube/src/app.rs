@@ -14,6 +14,7 @@
 //! | `watches` | the pod informer, node, namespace and storage watches ([`watch`]), the NodeShard watch | on shutdown |
 //! | `intents` | the engine's intent channel: routes each intent to its kind's queue | when the engine closes it |
 //! | `binder` | the bind queue and executor ([`crate::bind`]) | when the bind queue closes and its calls are done |
+//! | `preemptor` | the preemption queue and executor: nominations, victims' `DisruptionTarget` and deletion ([`crate::preempt`]) | when the preemption queue closes and its calls are done |
 //! | `status` | the conditions and events lanes and their writer ([`crate::status`]) | on shutdown |
 //! | `nodeshard-writer`, `nodeshard-lister` | our NodeShard's status writes, the acquired nodes' pod lists ([`crate::shard`]) | on shutdown |
 //! | `elector` | the Lease ([`crate::leader`]) | on shutdown, after releasing it |
@@ -25,7 +26,9 @@
 //! **Engine → adapter.** The engine emits intents on one channel (flume: the driver thread
 //! sends synchronously, `intents` receives asynchronously, so an intent wakes the runtime and
 //! no thread of its own), and `intents` hands each kind to its own bounded queue: binds,
-//! NodeShard status writes, node pod lists; status messages go to the lossy status lanes. No kind waits behind another: the engine holds at most
+//! NodeShard status writes, node pod lists, preemptions (unbounded: each holds its preemptor
+//! out of the queue, so there are never more than pending pods); status messages go to the
+//! status lanes. No kind waits behind another: the engine holds at most
 //! `BindConfig::queue` pods handed off or binding (`EngineOptions::max_binds_in_flight`), so
 //! the bind queue cannot fill, and when binds are the bottleneck the backpressure stops the
 //! engine's hand-off (`magma_bind_backpressure_total`), not the router; the engine keeps at
@@ -36,7 +39,8 @@
 //! 1. Connect: API discovery must succeed (as upstream).
 //! 2. Start the engine, not claiming (not leading until step 7 says so).
 //! 3. Start `watches`: a standby keeps warm caches too.
-//! 4. Start `intents`, `binder`, `status` and, when sharded, the NodeShard writer and lister.
+//! 4. Start `intents`, `binder`, `preemptor`, `status` and, when sharded, the NodeShard writer
+//!    and lister.
 //! 5. Start `elector` (or lead at once without leader election).
 //! 6. Bind the admin HTTP ports (a port in use fails start-up) and start `admin-http`,
 //!    `readiness` and `config-reload`.
@@ -52,7 +56,8 @@
 //! 3. Shut the engine down: its workers finish, every in-flight result is accounted for, and
 //!    its intent channel closes.
 //! 4. `intents` forwards the last intents and ends, closing the kinds' queues.
-//! 5. `binder` finishes the binds it holds (each bounded by the bind timeout) and ends.
+//! 5. `binder` finishes the binds it holds (each bounded by the bind timeout) and ends;
+//!    `preemptor` finishes the preemptions it started (each call bounded likewise).
 //! 6. `elector` releases the Lease, only now, so a successor never binds while ours are in
 //!    flight.
 //! 7. `status`, the NodeShard writer and lister, and `config-reload` stop.
@@ -66,7 +71,7 @@ use crate::status::{StatusLanes, StatusMsg, StatusSink};
 use crate::watch::{self, SyncState, WatchConfig};
 use anyhow::Context;
 use kube::Client;
-use magma_engine::core::{BindIntent, BindResult, Input, Intent};
+use magma_engine::core::{BindIntent, BindResult, Input, Intent, PreemptIntent};
 use magma_engine::{
     Clock, Engine, EngineHandle, EngineOptions, Nanos, Profile, ShardStatusIntent, ShardingMode,
     ShardingOptions,
@@ -112,6 +117,9 @@ pub struct Settings {
     pub node_selector: Vec<(String, String)>,
     pub profile: Profile,
     pub bind: BindConfig,
+    /// DefaultPreemption (`--preemption`, on by default) and how its calls are made.
+    pub preemption: bool,
+    pub preempt: crate::preempt::PreemptConfig,
     /// The events client's budget (`--event-qps`/`--event-burst`; by default the main
     /// client's, `bind.qps`/`bind.burst`).
     pub event_qps: f64,
@@ -143,6 +151,8 @@ impl Settings {
             node_selector: vec![],
             profile: Profile::default(),
             bind: BindConfig::default(),
+            preemption: true,
+            preempt: crate::preempt::PreemptConfig::default(),
             event_qps: BindConfig::default().qps,
             event_burst: BindConfig::default().burst,
             leader: None,
@@ -286,6 +296,7 @@ pub async fn spawn(settings: Settings) -> anyhow::Result<SchedulerHandle> {
             profile: settings.profile.clone(),
             sharding: settings.sharding.clone(),
             max_binds_in_flight: Some(settings.bind.queue.max(1)),
+            preemption: settings.preemption,
             ..Default::default()
         },
         clock,
@@ -319,6 +330,9 @@ pub async fn spawn(settings: Settings) -> anyhow::Result<SchedulerHandle> {
     let (bind_tx, bind_rx) = flume::bounded(settings.bind.queue.max(1));
     let (shard_tx, shard_rx) = flume::bounded(16);
     let (list_tx, list_rx) = flume::bounded(64);
+    // Preemptions: as many as the engine decides (each holds its preemptor out of the queue).
+    let (preempt_tx, preempt_rx) = flume::unbounded();
+    let decided = Arc::new(crate::preempt::Decided::default());
     let drops = metrics.event_drops();
     let (sink, status_lanes) = StatusSink::new(
         crate::status::CONDITIONS_CAPACITY,
@@ -330,6 +344,8 @@ pub async fn spawn(settings: Settings) -> anyhow::Result<SchedulerHandle> {
         binds: bind_tx,
         shard_status: shard_tx,
         node_pod_lists: list_tx,
+        preempts: preempt_tx,
+        decided: decided.clone(),
         status: sink.clone(),
         metrics: metrics.clone(),
     });
@@ -347,6 +363,7 @@ pub async fn spawn(settings: Settings) -> anyhow::Result<SchedulerHandle> {
     });
     let (binds_tx, binds_rx) = tokio_watch::channel(0u64);
     let binds_sent = Arc::new(AtomicU64::new(0));
+    let (preempt_client, preempt_limiter) = (bind_client.clone(), main_limiter.clone());
     let binder = sup.start(Binder {
         executor: BindExecutor::new(
             bind_client,
@@ -361,9 +378,25 @@ pub async fn spawn(settings: Settings) -> anyhow::Result<SchedulerHandle> {
             sink.clone(),
             binds_sent.clone(),
             binds_tx,
+            decided,
         )),
         queue: bind_rx,
     });
+    let preemptor = {
+        let m = metrics.clone();
+        sup.start(PreemptExecutor {
+            executor: crate::preempt::Preemptor {
+                client: preempt_client,
+                events: status_client.clone(),
+                limiter: preempt_limiter,
+                engine: engine.handle(),
+                component: settings.scheduler_name.clone(),
+                cfg: settings.preempt.clone(),
+                on_failure: Arc::new(move || m.observe_preemption_failure()),
+            },
+            queue: preempt_rx,
+        })
+    };
     let mut shard_parts = Vec::new();
     if sharded {
         let (client, engine_h, m) = (status_client.clone(), engine.handle(), metrics.clone());
@@ -487,6 +520,7 @@ pub async fn spawn(settings: Settings) -> anyhow::Result<SchedulerHandle> {
         readiness: readiness_task,
         intents,
         binder,
+        preemptor,
         elector,
         status,
         shard_parts,
@@ -523,6 +557,7 @@ struct Parts {
     readiness: ComponentId,
     intents: ComponentId,
     binder: ComponentId,
+    preemptor: ComponentId,
     elector: Option<ComponentId>,
     status: ComponentId,
     shard_parts: Vec<ComponentId>,
@@ -552,6 +587,7 @@ async fn shut_down(
     // 4. and 5.: each ends when its input closes (the binds by the bind timeout).
     let _ = sup.join(p.intents, QUICK).await;
     let _ = sup.join(p.binder, Duration::from_secs(60)).await;
+    let _ = sup.join(p.preemptor, Duration::from_secs(60)).await;
     // 6.
     if let Some(e) = p.elector {
         let _ = sup.stop(e, Duration::from_secs(5)).await;
@@ -621,6 +657,8 @@ struct IntentRouter {
     binds: flume::Sender<BindIntent>,
     shard_status: flume::Sender<ShardStatusIntent>,
     node_pod_lists: flume::Sender<Vec<String>>,
+    preempts: flume::Sender<PreemptIntent>,
+    decided: Arc<crate::preempt::Decided>,
     status: StatusSink,
     metrics: Metrics,
 }
@@ -664,6 +702,12 @@ impl IntentRouter {
                         tracing::warn!("NodeShard status writer stopped");
                     }
                 }
+                Intent::Preempt(p) => {
+                    self.decided.decided(p.preemptor.uid.clone());
+                    if !Self::forward(&self.preempts, p, "preemption").await {
+                        tracing::warn!("preemption executor stopped");
+                    }
+                }
                 Intent::ListNodePods(nodes) => {
                     if !Self::forward(&self.node_pod_lists, nodes, "node pod list").await {
                         tracing::warn!("acquired-node pod lister stopped");
@@ -682,6 +726,23 @@ impl Component for IntentRouter {
 
     async fn run(self, _shutdown: Shutdown) -> anyhow::Result<()> {
         self.route().await;
+        Ok(())
+    }
+}
+
+/// The preemption executor over its queue; ends when the queue closes and its calls are done.
+struct PreemptExecutor {
+    executor: crate::preempt::Preemptor,
+    queue: flume::Receiver<PreemptIntent>,
+}
+
+impl Component for PreemptExecutor {
+    fn name(&self) -> &'static str {
+        "preemptor"
+    }
+
+    async fn run(self, _shutdown: Shutdown) -> anyhow::Result<()> {
+        self.executor.run(self.queue).await;
         Ok(())
     }
 }
@@ -709,6 +770,7 @@ fn outcome_hook(
     sink: StatusSink,
     sent: Arc<AtomicU64>,
     done: tokio_watch::Sender<u64>,
+    decided: Arc<crate::preempt::Decided>,
 ) -> OutcomeHook {
     Arc::new(move |intent, result, took, throttled| {
         let n = sent.fetch_add(1, Ordering::Relaxed) + 1;
@@ -732,6 +794,9 @@ fn outcome_hook(
         if *result == BindResult::Bound {
             if let Some(age) = since_creation(intent.pod.created_unix_ms) {
                 metrics.observe_task_latency("Bound", age);
+            }
+            if let Some(since) = decided.bound(&intent.pod.uid) {
+                metrics.observe_preemption_to_bound(since);
             }
             sink.offer(StatusMsg::Scheduled {
                 namespace: intent.pod.namespace.clone(),
@@ -833,6 +898,11 @@ pub async fn settings_from_options(o: &crate::flags::Options) -> anyhow::Result<
         pin_workers: o.pin_workers,
         node_selector: o.node_selector.clone(),
         profile: Profile::default(),
+        preemption: o.preemption,
+        preempt: crate::preempt::PreemptConfig {
+            timeout: bind_timeout,
+            ..Default::default()
+        },
         bind: BindConfig {
             qps: f64::from(o.kube_api_qps),
             burst: o.kube_api_burst,

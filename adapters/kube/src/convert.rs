@@ -25,6 +25,7 @@ use magma_engine::model::{
     NodeInput, PodAffinityInput, PodAffinityTermInput, PodInput, PodPhase, PortInput,
     SelectorRequirementInput, SelectorTermInput, TaintInput, TolerationInput, TopologySpreadInput,
 };
+use magma_engine::pdb::PdbInput;
 use magma_engine::volumes::{CsiNodeInput, PodVolumeInput, PvInput, PvcInput, StorageClassInput};
 use std::collections::BTreeMap;
 
@@ -84,6 +85,18 @@ fn resize_infeasible(status: Option<&PodStatus>) -> bool {
         .is_some_and(|c| c.reason.as_deref() == Some("Infeasible"))
 }
 
+/// A scheduler's preemption is evicting the pod: its `DisruptionTarget` condition is `True` with
+/// reason `PreemptionByScheduler` (upstream's `podTerminatingByPreemption` reads the same).
+fn preempted(status: Option<&PodStatus>) -> bool {
+    status
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.type_ == "DisruptionTarget"))
+        .is_some_and(|c| {
+            c.status.as_deref() == Some("True")
+                && c.reason.as_deref() == Some("PreemptionByScheduler")
+        })
+}
+
 fn requirement(r: &NodeSelectorRequirement) -> SelectorRequirementInput {
     SelectorRequirementInput {
         key: r.key.clone(),
@@ -116,6 +129,26 @@ fn pairs_owned(map: Option<BTreeMap<String, String>>) -> Vec<(String, String)> {
 
 fn labels(meta: &ObjectMeta) -> Vec<(String, String)> {
     pairs(meta.labels.as_ref())
+}
+
+/// A PodDisruptionBudget as preemption reads it (`pdb`): its selector, how many disruptions
+/// its status allows, and the pods already being disrupted. `None` without namespace or name.
+pub fn pdb_input(p: &k8s_openapi::api::policy::v1::PodDisruptionBudget) -> Option<PdbInput> {
+    let status = p.status.as_ref();
+    Some(PdbInput {
+        namespace: p.metadata.namespace.clone()?,
+        name: p.metadata.name.clone()?,
+        selector: p
+            .spec
+            .as_ref()
+            .and_then(|s| s.selector.as_ref())
+            .map(label_selector),
+        disruptions_allowed: status.map_or(0, |s| s.disruptions_allowed),
+        disrupted: status
+            .and_then(|s| s.disrupted_pods.as_ref())
+            .map(|d| d.keys().cloned().collect())
+            .unwrap_or_default(),
+    })
 }
 
 fn label_selector(s: &LabelSelector) -> LabelSelectorInput {
@@ -325,6 +358,11 @@ pub fn pod_input(pod: Pod) -> Option<PodInput> {
         resize_infeasible: resize_infeasible(status),
         resources,
         resource_claims,
+        preemption_never: spec.preemption_policy.as_deref() == Some("Never"),
+        started_unix_ms: status
+            .and_then(|s| s.start_time.as_ref())
+            .map(|t| t.0.as_millisecond()),
+        preempted: preempted(status),
     })
 }
 
@@ -1058,7 +1096,11 @@ mod tests {
             Some(("ebs.csi.aws.com".to_string(), "vol-1".to_string()))
         );
         assert_eq!(
-            (i.capacity.as_deref(), i.storage_class.as_deref(), i.phase.as_str()),
+            (
+                i.capacity.as_deref(),
+                i.storage_class.as_deref(),
+                i.phase.as_str()
+            ),
             (Some("10Gi"), Some("local"), "Bound")
         );
         assert_eq!(i.access_modes, ["ReadWriteOnce"]);

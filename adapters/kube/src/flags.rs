@@ -289,6 +289,10 @@ pub struct Options {
     /// Magma: burst of the events client (> 0). Default: --kube-api-burst
     #[arg(long, value_parser = parse_go_u32, help_heading = "Magma extras")]
     pub event_burst: Option<u32>,
+    /// Magma: DefaultPreemption, as kube-scheduler's: a pod that fits nowhere evicts pods of
+    /// lower priority to make room (false: it waits, as under Volcano's agent-scheduler)
+    #[arg(long, action = ArgAction::Set, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "true", value_parser = parse_go_bool, help_heading = "Magma extras")]
+    pub preemption: bool,
     /// Magma: check the flags and the --scheduler-conf file, print the result and exit
     /// (0 when valid) without contacting the API server
     #[arg(long, action = ArgAction::Set, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = parse_go_bool, help_heading = "Magma extras")]

@@ -24,6 +24,7 @@ pub mod leader;
 pub mod metrics;
 pub mod nodeshard;
 pub mod prebind;
+pub mod preempt;
 pub mod process;
 pub mod ratelimit;
 pub mod reload;

@@ -206,6 +206,16 @@ impl Metrics {
         self.inner.m.condition_write.observe(waited);
     }
 
+    /// A preemptor was bound `since` after its preemption was decided.
+    pub fn observe_preemption_to_bound(&self, since: Duration) {
+        self.inner.m.preemption_to_bound.observe(since);
+    }
+
+    /// A preemption's API calls failed.
+    pub fn observe_preemption_failure(&self) {
+        self.inner.m.preemption_failures.fetch_add(1, Relaxed);
+    }
+
     /// The counters the status lanes add their dropped writes to.
     pub fn event_drops(&self) -> Arc<crate::status::EventDrops> {
         self.inner.m.event_drops.clone()
@@ -244,6 +254,10 @@ struct Shared {
     binds: [AtomicU64; 4],
     bind_duration: Histogram,
     condition_write: Histogram,
+    /// Preemption decided → its preemptor bound.
+    preemption_to_bound: Histogram,
+    /// Preemptions whose API calls failed (the nomination reverted).
+    preemption_failures: AtomicU64,
     throttle: Labeled<Histogram>,
     leader: AtomicBool,
     /// NodeShard status writes: ok, conflict (409, retried), error.
@@ -290,6 +304,12 @@ impl Shared {
             event_drops: Default::default(),
             bind_duration: Histogram::new(bind_buckets.clone(), SECONDS),
             condition_write: Histogram::new(bind_buckets, SECONDS),
+            // 10 ms .. ~160 s: victims terminate within their grace period.
+            preemption_to_bound: Histogram::new(
+                exponential_buckets(0.01, 2.0, 15).collect(),
+                SECONDS,
+            ),
+            preemption_failures: AtomicU64::new(0),
             throttle: Labeled::histograms(&["bind", "events"], throttle_buckets, SECONDS),
             leader: AtomicBool::new(false),
             engine: RwLock::new(None),
@@ -358,7 +378,7 @@ impl Collector for Shared {
             .unwrap_or_else(|p| p.into_inner())
             .clone();
         let (s, q) = source.map(|f| f()).unwrap_or_default();
-        let counters: [(&str, &str, u64); 13] = [
+        let counters: [(&str, &str, u64); 16] = [
             (
                 "magma_scheduling_attempts",
                 "Pods taken by a worker for a scheduling attempt",
@@ -420,6 +440,21 @@ impl Collector for Shared {
                 "Times the engine held pods back because the bind queue's worth of pods were handed off or binding",
                 s.bind_backpressure,
             ),
+            (
+                "magma_preemption_attempts",
+                "Unschedulable pods that ran DefaultPreemption (kube-scheduler's scheduler_preemption_attempts_total)",
+                s.preemption_attempts,
+            ),
+            (
+                "magma_preemptions",
+                "Preemptions decided: a node and its victims chosen, the preemptor nominated there",
+                s.preemptions,
+            ),
+            (
+                "magma_preemption_victims",
+                "Pods chosen as victims by the preemptions decided",
+                s.preemption_victims,
+            ),
         ];
         for (name, help, v) in counters {
             enc.encode_descriptor(name, help, None, MetricType::Counter)?
@@ -462,6 +497,7 @@ impl Collector for Shared {
                 ("gated", q.gated),
                 ("in_flight", q.in_flight),
                 ("binding", q.binding),
+                ("preempting", q.preempting),
             ] {
                 m.encode_family(&[("queue", queue)])?
                     .encode_gauge(&(v as u64))?;
@@ -614,6 +650,19 @@ impl Collector for Shared {
             "Time from a pod's unschedulable decision to its PodScheduled=False condition written",
             &self.condition_write,
         )?;
+        histogram(
+            &mut enc,
+            "magma_preemption_to_bound_seconds",
+            "Time from a preemption decision to its preemptor bound",
+            &self.preemption_to_bound,
+        )?;
+        enc.encode_descriptor(
+            "magma_preemption_failures",
+            "Preemptions whose API calls failed (the preemptor's nomination is reverted and it backs off)",
+            None,
+            MetricType::Counter,
+        )?
+        .encode_counter::<NoLabelSet, _, u64>(&self.preemption_failures.load(Relaxed), None)?;
         histogram_family(
             &mut enc,
             "magma_api_throttle_wait_seconds",

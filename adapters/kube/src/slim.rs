@@ -200,6 +200,8 @@ pub struct PodSpec {
     pub resources: Option<ResourceRequirements>,
     /// The ResourceClaims (DRA) the pod uses.
     pub resource_claims: Option<Vec<PodResourceClaim>>,
+    /// `Never`: it does not preempt others (`PreemptLowerPriority` otherwise).
+    pub preemption_policy: Option<String>,
 }
 
 /// `spec.resourceClaims[]`: a claim by name, or one made for the pod from a template.
@@ -253,7 +255,8 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<()>, D::Error> {
 
 /// `status` of a [`Pod`]: its phase, the nominated node, what in-place resize reads (the
 /// containers' and the pod's actuated and allocated resources, the `PodResizePending` reason),
-/// and the claims made for its templates. Of the conditions only type and reason are read;
+/// the claims made for its templates, and when it started. Of the conditions only type, status
+/// and reason are read;
 /// container states, images and probes are skipped.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -268,13 +271,16 @@ pub struct PodStatus {
     pub resources: Option<StatusResources>,
     pub allocated_resources: Option<BTreeMap<String, Quantity>>,
     pub resource_claim_statuses: Option<Vec<PodResourceClaimStatus>>,
+    /// When the kubelet started it (preemption spares the pods that started first).
+    pub start_time: Option<Time>,
 }
 
-/// One pod condition: type and reason.
+/// One pod condition: type, status and reason.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 pub struct PodCondition {
     #[serde(rename = "type", default)]
     pub type_: String,
+    pub status: Option<String>,
     pub reason: Option<String>,
 }
 

@@ -670,7 +670,7 @@ pub async fn patch_status(
 }
 
 /// `POST events`; the answer (the event) is skipped, not decoded.
-async fn create_event(client: &Client, ns: &str, ev: Event) -> kube::Result<()> {
+pub(crate) async fn create_event(client: &Client, ns: &str, ev: Event) -> kube::Result<()> {
     let body = serde_json::to_vec(&ev).map_err(kube::Error::SerdeError)?;
     let req = kube::core::Request::new(<Event as kube::Resource>::url_path(&(), Some(ns)))
         .create(&PostParams::default(), body)

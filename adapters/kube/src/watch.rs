@@ -1,8 +1,9 @@
 //! Watches: one pod informer (every pod not yet finished, as kube-scheduler's), nodes (with
 //! `--node-selector`), and what the cross-node plugins read: namespaces (pod affinity
 //! `namespaceSelector`), PersistentVolumeClaims (all namespaces), PersistentVolumes,
-//! StorageClasses and CSINodes (`storage.k8s.io/v1`), and ResourceClaims (`resource.k8s.io/v1`,
-//! when served), turned into engine inputs as they arrive.
+//! StorageClasses and CSINodes (`storage.k8s.io/v1`), ResourceClaims (`resource.k8s.io/v1`,
+//! when served), and PodDisruptionBudgets (`policy/v1`, preemption), turned into engine inputs
+//! as they arrive.
 //! The claim watch also feeds the binds waiting for their claims to be provisioned
 //! (`prebind::Claims`). Scheduling starts once every one of them has delivered its first list
 //! ([`SyncState`]).
@@ -23,13 +24,14 @@
 
 use crate::convert::{
     claim_key, csi_node_input, is_pending_for, namespace_input, node_input, node_selected,
-    pod_input, pv_input, pvc_input, resource_claim_input, storage_class_input,
+    pdb_input, pod_input, pv_input, pvc_input, resource_claim_input, storage_class_input,
 };
 use crate::feed::{self, Change};
 use crate::prebind::Claims;
 use crate::slim::{Node, Pod};
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use kube::runtime::watcher;
@@ -38,6 +40,7 @@ use magma_engine::EngineHandle;
 use magma_engine::core::Input;
 use magma_engine::dra::DraInput;
 use magma_engine::model::PodInput;
+use magma_engine::pdb::PdbChange;
 use magma_engine::volumes::StorageInput;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -56,6 +59,7 @@ pub struct SyncState {
     classes: AtomicBool,
     csi_nodes: AtomicBool,
     resource_claims: AtomicBool,
+    pdbs: AtomicBool,
     notify: Notify,
 }
 
@@ -72,11 +76,12 @@ impl SyncState {
             classes: AtomicBool::new(false),
             csi_nodes: AtomicBool::new(false),
             resource_claims: AtomicBool::new(false),
+            pdbs: AtomicBool::new(false),
             notify: Notify::new(),
         }
     }
 
-    fn flags(&self) -> [&AtomicBool; 9] {
+    fn flags(&self) -> [&AtomicBool; 10] {
         [
             &self.pods,
             &self.nodes,
@@ -87,6 +92,7 @@ impl SyncState {
             &self.classes,
             &self.csi_nodes,
             &self.resource_claims,
+            &self.pdbs,
         ]
     }
 
@@ -96,7 +102,7 @@ impl SyncState {
 
     /// The watches that have not delivered their first list yet (for the log).
     pub fn unsynced(&self) -> Vec<&'static str> {
-        const NAMES: [&str; 9] = [
+        const NAMES: [&str; 10] = [
             "pods",
             "nodes",
             "nodeshards",
@@ -106,6 +112,7 @@ impl SyncState {
             "storageclasses",
             "csinodes",
             "resourceclaims",
+            "poddisruptionbudgets",
         ];
         self.flags()
             .iter()
@@ -232,6 +239,7 @@ pub fn spawn(
             engine.clone(),
             mark(|s| &s.resource_claims),
         )),
+        tokio::spawn(feed_pdbs(client.clone(), engine.clone(), mark(|s| &s.pdbs))),
         tokio::spawn(feed_kind(
             feed::watch(
                 Api::<CSINode>::all(client),
@@ -426,6 +434,37 @@ async fn feed_resource_claims(client: Client, engine: EngineHandle, synced: impl
     )
     .await
 }
+
+/// PodDisruptionBudgets (`policy/v1`), for preemption's choice of victims. A server without
+/// the group has none: the watch is not started and counts as synced.
+async fn feed_pdbs(client: Client, engine: EngineHandle, synced: impl Fn()) {
+    if !serves(&client, POLICY_API).await {
+        tracing::info!("{POLICY_API} is not served: preemption sees no disruption budgets");
+        engine.send(Input::Pdb(PdbChange::Reset(Vec::new())));
+        synced();
+        return;
+    }
+    feed_kind(
+        feed::watch(
+            Api::<PodDisruptionBudget>::all(client),
+            watcher::Config::default(),
+            "poddisruptionbudgets",
+            |p: PodDisruptionBudget| pdb_input(&p),
+        ),
+        engine,
+        |p| Input::Pdb(PdbChange::Apply(p)),
+        |p: PodDisruptionBudget| {
+            let (namespace, name) = (p.metadata.namespace?, p.metadata.name?);
+            Some(Input::Pdb(PdbChange::Delete { namespace, name }))
+        },
+        |all| Input::Pdb(PdbChange::Reset(all)),
+        synced,
+    )
+    .await
+}
+
+/// The PodDisruptionBudget API group and version the scheduler reads.
+pub const POLICY_API: &str = "policy/v1";
 
 /// The DRA API group and version the scheduler reads.
 pub const RESOURCE_API: &str = "resource.k8s.io/v1";

@@ -76,6 +76,7 @@ fn defaults_match_upstream() {
         bind_concurrency: 256,
         event_qps: None,
         event_burst: None,
+        preemption: true,
         dry_run: false,
         klog: KlogFlags {
             logtostderr: true,

@@ -365,6 +365,7 @@ async fn magma_metrics_and_engine_counters_at_scrape_time() {
                 gated: 6,
                 in_flight: 1,
                 binding: 2,
+                preempting: 1,
             },
         )
     });
