@@ -26,6 +26,7 @@ MUTATIONS=(
     "epoch_after_validation|cross_node_claims|both p and q placed"
     "claim_ignores_epoch|cross_node_claims|both p and q placed"
     "static_pv_outside_lane|pv_reservation|given to two pods"
+    "nomination_without_bump|nominated_room|claimed after the cache applied it"
 )
 
 export RUSTFLAGS="--cfg loom"

@@ -32,6 +32,24 @@
 //!
 //! Owns the decision only; the cache keeps the nominations (`Cache::nominate`), the driver
 //! holds the pod until the adapter reports its API calls done.
+//!
+//! ## The kept room, under concurrency (loom model `nominated_room`)
+//!
+//! 1. The driver (single writer) decides the preemption on the cache and nominates the pod:
+//!    `Cache::nominate` records (uid, priority, requests) on the node's slot, **bumps the
+//!    node's bind version**, and writes the slot, so the next published snapshot carries the
+//!    nominee (node flag `NOMINATED`).
+//! 2. A decision on a snapshot with the nomination: the NominatedRoom filter counts the
+//!    nominees of no lower priority than the pod (other than the pod itself) as already on the
+//!    node, so a pod of lower or equal priority does not fit in the kept room; a pod of higher
+//!    priority may take it (the nominee is then decided again).
+//! 3. A decision made on an older snapshot carries that snapshot's version of the node, which
+//!    the bump of step 1 made stale: its claim fails and the pod is decided again on a newer
+//!    snapshot (an urgent retry, `binder`).
+//! 4. The nomination ends when its pod is claimed anywhere (`Cache::apply_claim`), bound, or
+//!    deleted, when its preemption's calls failed or a later attempt found no candidate, or
+//!    when a preemptor of higher priority takes the node (`Plan::lower_nominees`). Freeing room
+//!    needs no bump; the node is judged again for the waiting pods (`event::ROOM_FREED`).
 
 use crate::allocate::FailureSummary;
 use crate::cache::{Cache, PlacedView};

@@ -65,7 +65,10 @@ async fn too_much_cpu_is_unschedulable_with_condition_and_event() {
         (status.as_str(), reason.as_str()),
         ("False", "Unschedulable")
     );
-    assert_eq!(message, "0/3 nodes are unavailable: 3 Insufficient cpu.");
+    assert_eq!(
+        message,
+        "0/3 nodes are unavailable: 3 Insufficient cpu. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+    );
     let client = kube::Client::try_from(client_config(&sim).await).unwrap();
     let events: Api<Event> = Api::namespaced(client, "default");
     let list = events.list(&Default::default()).await.unwrap();
@@ -95,7 +98,8 @@ async fn unmatched_selector_waits_until_a_node_is_labelled() {
     .await;
     assert_eq!(
         condition(&sim, "picky").unwrap().2,
-        "0/2 nodes are unavailable: 2 node(s) didn't match Pod's node affinity/selector."
+        "0/2 nodes are unavailable: 2 node(s) didn't match Pod's node affinity/selector. \
+         preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     );
     let nodes: Api<Node> = Api::all(client);
     let name = kube_sim::node_name(1);

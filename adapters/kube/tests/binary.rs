@@ -106,7 +106,7 @@ fn binary_schedules_and_reports_like_upstream() {
             cs.iter().any(|c| {
                 c["type"] == "PodScheduled"
                     && c["reason"] == "Unschedulable"
-                    && c["message"] == "0/4 nodes are unavailable: 4 node(s) didn't match Pod's node affinity/selector."
+                    && c["message"] == "0/4 nodes are unavailable: 4 node(s) didn't match Pod's node affinity/selector. preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling."
             })
         })
     });

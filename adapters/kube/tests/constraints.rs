@@ -244,7 +244,7 @@ async fn required_affinity_lands_beside_the_db_pod() {
     assert_eq!(reason, "Unschedulable");
     assert_eq!(
         message,
-        "0/4 nodes are unavailable: 4 node(s) didn't match pod affinity rules."
+        "0/4 nodes are unavailable: 4 node(s) didn't match pod affinity rules. preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling."
     );
     s.stop().await;
     sim.shutdown().await;

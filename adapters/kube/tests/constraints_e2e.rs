@@ -116,7 +116,7 @@ fn the_four_cases_a_new_user_hit_behave_as_kube_scheduler() {
     let left = ps.iter().find(|p| node_of(p).is_none()).unwrap();
     assert_eq!(
         unschedulable_message(&sim, name_of(left)).unwrap(),
-        "0/4 nodes are unavailable: 4 node(s) didn't match pod anti-affinity rules."
+        "0/4 nodes are unavailable: 4 node(s) didn't match pod anti-affinity rules. preemption: 0/4 nodes are available: 4 No preemption victims found for incoming pod."
     );
 
     // 2. Four pods spread over the zone with maxSkew 1: two and two.

@@ -162,7 +162,8 @@ async fn hard_mode_full_shard_leaves_the_pod_unschedulable_with_the_reason() {
     );
     assert_eq!(
         message,
-        "0/3 nodes are unavailable: 1 Insufficient cpu, 2 node isn't in scheduler node shard."
+        "0/3 nodes are unavailable: 1 Insufficient cpu, 2 node isn't in scheduler node shard. \
+         preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling."
     );
     assert!(node_of(&sim, "more").is_none());
     s.stop().await;

@@ -462,7 +462,8 @@ async fn hard_mode_schedules_in_the_shard_and_leaves_a_pod_unschedulable_when_it
     );
     assert_eq!(
         message,
-        "0/4 nodes are unavailable: 1 Insufficient cpu, 3 node isn't in scheduler node shard."
+        "0/4 nodes are unavailable: 1 Insufficient cpu, 3 node isn't in scheduler node shard. \
+         preemption: 0/4 nodes are available: 1 No preemption victims found for incoming pod, 3 Preemption is not helpful for scheduling."
     );
     // Three nodes have room, but not in the shard: the pod stays pending (upstream checks a
     // minute). Room appears outside the shard (a pod there goes): the scheduler decides the

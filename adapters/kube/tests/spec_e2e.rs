@@ -98,10 +98,20 @@ fn pod_level_requests_are_never_overcommitted() {
         &sim,
         &pod_yaml("big-mem", &pod_level("100m", "5Gi"), "", ""),
     );
+    // More than the node's allocatable: no eviction could help (upstream's
+    // UnschedulableAndUnresolvable).
     let (_, m) = wait_message(&sim, "big-cpu", |r, _| r == "Unschedulable");
-    assert_eq!(m, "0/1 nodes are unavailable: 1 Insufficient cpu.");
+    assert_eq!(
+        m,
+        "0/1 nodes are unavailable: 1 Insufficient cpu. \
+         preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+    );
     let (_, m) = wait_message(&sim, "big-mem", |r, _| r == "Unschedulable");
-    assert_eq!(m, "0/1 nodes are unavailable: 1 Insufficient memory.");
+    assert_eq!(
+        m,
+        "0/1 nodes are unavailable: 1 Insufficient memory. \
+         preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+    );
     // A pod-level 1500m pod, then a 600m pod beside it: 2100m on 2 CPUs.
     create(&sim, &pod_yaml("plr", &pod_level("1500m", "1Gi"), "", ""));
     wait_bound(&sim, "plr");
@@ -110,7 +120,11 @@ fn pod_level_requests_are_never_overcommitted() {
         &pod_yaml("beside", "", &container_requests("600m"), ""),
     );
     let (_, m) = wait_message(&sim, "beside", |r, _| r == "Unschedulable");
-    assert_eq!(m, "0/1 nodes are unavailable: 1 Insufficient cpu.");
+    assert_eq!(
+        m,
+        "0/1 nodes are unavailable: 1 Insufficient cpu. \
+         preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+    );
     // Pod-level 1500m plus 600m of overhead on a fresh node.
     let sim2_dir = dir.join("second");
     std::fs::create_dir_all(&sim2_dir).unwrap();
@@ -126,7 +140,11 @@ fn pod_level_requests_are_never_overcommitted() {
         ),
     );
     let (_, m) = wait_message(&sim2, "overhead", |r, _| r == "Unschedulable");
-    assert_eq!(m, "0/1 nodes are unavailable: 1 Insufficient cpu.");
+    assert_eq!(
+        m,
+        "0/1 nodes are unavailable: 1 Insufficient cpu. \
+         preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+    );
 }
 
 /// Four workers racing for one 2-CPU node with 500m pod-level pods: exactly four bound, never a
@@ -201,7 +219,8 @@ fn pods_with_resource_claims_wait_with_a_condition_naming_the_claim() {
     assert_eq!(reason, "Unschedulable");
     assert_eq!(
         m,
-        "0/2 nodes are unavailable: 2 resourceclaim.resource.k8s.io \"gpu-claim\" not found."
+        "0/2 nodes are unavailable: 2 resourceclaim.resource.k8s.io \"gpu-claim\" not found. \
+         preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     );
     let (_, m) = wait_message(&sim, "templated", |_, m| m.contains("ResourceClaim"));
     assert!(
@@ -245,7 +264,7 @@ fn with_dra_switched_off_a_pod_with_claims_says_so() {
         m,
         "0/1 nodes are unavailable: 1 pod resource claim \"gpu\": dynamic resource allocation is \
          switched off in this scheduler profile (predicate.DynamicResourceAllocationEnable: \
-         false)."
+         false). preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
     );
 }
 
@@ -286,7 +305,8 @@ fn volume_pod(name: &str, claims: &[&str]) -> String {
 /// does not, a claim two pods share counts once.
 #[test]
 fn csi_attach_limits_at_their_boundaries() {
-    const TOO_MANY: &str = "0/1 nodes are unavailable: 1 node(s) exceed max volume count.";
+    const TOO_MANY: &str = "0/1 nodes are unavailable: 1 node(s) exceed max volume count. \
+                            preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.";
     for (limit, label) in [(0u32, "zero"), (1, "one"), (2, "two")] {
         let dir = procs::tmpdir(&format!("spec-e2e-csi-{label}"));
         let sim = SimProc::start(&dir, 1, &["--provisioner-delay", "50ms"]);
@@ -350,7 +370,8 @@ fn a_claim_no_provisioner_can_satisfy_is_reported() {
     assert_eq!(reason, "Unschedulable");
     assert_eq!(
         m,
-        "0/2 nodes are unavailable: 2 node(s) didn't find available persistent volumes to bind."
+        "0/2 nodes are unavailable: 2 node(s) didn't find available persistent volumes to bind. \
+         preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     );
 }
 
