@@ -851,6 +851,29 @@ fn volume_scenario(sim: &SimProc, scheduler: &str) {
     assert_eq!(pvc["status"]["phase"], "Bound", "{pvc}");
 }
 
+/// A pod of higher priority that fits nowhere until a lower one on `nodes` goes: each node gets a
+/// 30-CPU pod placed directly (another scheduler's), then a 3-CPU pod of a PriorityClass of
+/// value 1000 preempts one of them (the scheduler lists the PodDisruptionBudgets, patches the
+/// victim's status and deletes it). Waits until the preemptor is bound.
+fn preemption_scenario(sim: &SimProc, scheduler: &str, nodes: &[&str]) {
+    let mut yaml = "---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: magma-test-high\nvalue: 1000\n".to_owned();
+    for (i, n) in nodes.iter().enumerate() {
+        yaml.push_str(&format!(
+            "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: hog-{i}\n  namespace: default\nspec:\n  nodeName: {n}\n  containers:\n  - name: c\n    image: sandbox\n    resources:\n      requests:\n        cpu: \"30\"\n"
+        ));
+    }
+    yaml.push_str(&format!(
+        "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: preemptor-0\n  namespace: default\nspec:\n  schedulerName: {scheduler}\n  priorityClassName: magma-test-high\n  containers:\n  - name: c\n    image: sandbox\n    resources:\n      requests:\n        cpu: \"3\"\n"
+    ));
+    let (ok, out) = sim.kubectl(&["create", "-f", "-"], Some(&yaml));
+    assert!(ok, "{out}");
+    wait_until(
+        "the preemptor bound in its victim's room",
+        Duration::from_secs(60),
+        || bound(sim, "preemptor-") == 1,
+    );
+}
+
 fn bound(sim: &SimProc, prefix: &str) -> usize {
     sim.records_blocking("bindings")
         .as_array()
@@ -898,6 +921,11 @@ fn rbac_and_dashboard_match_what_the_binaries_do() {
         bound(&sim, "ok-") == 20
     });
     volume_scenario(&sim, "agent-scheduler");
+    preemption_scenario(
+        &sim,
+        "agent-scheduler",
+        &["node-00000", "node-00001", "node-00002", "node-00003"],
+    );
     wait_until(
         "the unschedulable pod's condition",
         Duration::from_secs(30),
@@ -987,6 +1015,7 @@ fn rbac_and_dashboard_match_what_the_binaries_do() {
                 bound(&sim, "a-") == 6
             });
             volume_scenario(&sim, "agent-scheduler-a");
+            preemption_scenario(&sim, "agent-scheduler-a", &["node-00000", "node-00001"]);
             let (ok, out) = sim.kubectl(
                 &["create", "-f", "-"],
                 Some(&pods_yaml("huge", "agent-scheduler-a", 1, "1000")),

@@ -466,24 +466,26 @@ async fn hard_mode_schedules_in_the_shard_and_leaves_a_pod_unschedulable_when_it
          preemption: 0/4 nodes are available: 1 No preemption victims found for incoming pod, 3 Preemption is not helpful for scheduling."
     );
     // Three nodes have room, but not in the shard: the pod stays pending (upstream checks a
-    // minute). Room appears outside the shard (a pod there goes): the scheduler decides the
-    // pod again (its unschedulable count grows, and it is the only pending pod) and still
-    // leaves it pending.
+    // minute). Room appears outside the shard (a pod there goes, at once): the freed room is
+    // judged with the shard's view, so the pod is not even tried again. A small pod created
+    // after the deletion and bound in the shard shows the deletion was seen.
     const UNSCHEDULABLE: &str = "magma_unschedulable_total";
     let decided = metric(t.metrics_port, UNSCHEDULABLE)
         .await
         .expect("unschedulable count");
     Api::<Pod>::namespaced(t.client.clone(), "default")
-        .delete("elsewhere", &DeleteParams::default())
+        .delete("elsewhere", &DeleteParams::default().grace_period(0))
         .await
         .expect("delete elsewhere");
-    eventually("too-big decided again", WAIT, || async {
-        match metric(t.metrics_port, UNSCHEDULABLE).await? {
-            n if n > decided => Ok(()),
-            n => Err(format!("{UNSCHEDULABLE} {n}")),
-        }
-    })
-    .await;
+    // One pod watch carries both: the deletion comes before the probe.
+    create_pod(&t.client, "probe", "agent-scheduler", "100m").await;
+    let n = bound(&t.client, &["probe".to_owned()]).await;
+    assert_eq!(n, [t.shard_node.clone()]);
+    assert_eq!(
+        metric(t.metrics_port, UNSCHEDULABLE).await,
+        Ok(decided),
+        "room outside the shard woke a pod it cannot help"
+    );
     let p = get_pod(&t.client, "too-big").await;
     assert_eq!(
         node_of(&p),
