@@ -382,6 +382,10 @@ impl Cache {
         };
         self.bump(slot);
         let st = &mut self.slots[slot as usize];
+        // Pods nominated here lose their nomination (the slot may go to another node).
+        for n in st.nominees.drain(..) {
+            self.nominations.remove(&n.uid);
+        }
         let node_name = st.node.take().map(|n| n.meta.name.clone());
         st.used = ResourceList::new();
         st.nonzero = [0; 2];

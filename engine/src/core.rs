@@ -613,6 +613,9 @@ impl Core {
                     // second claim would move its placement off the node it is bound to.
                     return;
                 }
+                if let Some(node) = p.nominated_node_name.as_deref() {
+                    self.restore_nomination(&compiled, node);
+                }
                 if self
                     .queue
                     .get(&compiled.uid)
@@ -629,6 +632,30 @@ impl Core {
                 }
                 self.queue.upsert(compiled, now);
             }
+        }
+    }
+
+    /// A pending pod of ours whose `status.nominatedNodeName` names a node has its room kept
+    /// there, as upstream's nominator reads it from the API: a nomination made before a restart
+    /// or by a previous leader is honoured as one of ours. Left alone while the pod's own
+    /// preemption or binding is in flight (their writes echo back), and when the cache already
+    /// nominates it there. A nomination cleared in the API is not dropped here: the engine
+    /// clears its own (`Core::preempt`, `Core::preemption_done`), and the pod's next attempt
+    /// re-decides a stale one.
+    fn restore_nomination(&mut self, pod: &CompiledPod, node: &str) {
+        if self
+            .queue
+            .get(&pod.uid)
+            .is_some_and(|e| matches!(e.state(), PodState::Preempting | PodState::Binding))
+        {
+            return;
+        }
+        let Some(slot) = self.cache.node_slot(node) else {
+            return;
+        };
+        if self.cache.nomination(&pod.uid) != Some(slot) {
+            self.cache
+                .nominate(&pod.uid, slot, pod.priority, pod.requests.clone());
         }
     }
 
@@ -947,7 +974,7 @@ impl Core {
     fn preempt(&mut self, task: &Task, summary: &FailureSummary) -> Option<(String, bool)> {
         let pod = &task.pod;
         inc(&self.stats.driver.preemption_attempts, 1);
-        if let Err(why) = crate::preemption::eligible(&self.cache, pod) {
+        if let Err(why) = crate::preemption::eligible(&self.cache, pod, summary) {
             return Some((why.message().to_owned(), false));
         }
         let offset = self.preemption_offset;

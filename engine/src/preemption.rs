@@ -7,8 +7,9 @@
 //! The steps, as upstream's `preemption.Evaluator`:
 //!
 //! 1. **Eligibility** ([`eligible`]): not with `preemptionPolicy: Never`, and not while the pod
-//!    is nominated to a node where a pod of lower priority is still terminating (its victims
-//!    are on their way out: it waits for them instead of preempting more).
+//!    is nominated to a node where a pod of lower priority is still terminating by a
+//!    preemption (its victims are on their way out: it waits for them instead of preempting
+//!    more), unless removing pods can no longer make it fit there.
 //! 2. **Candidates**: from a rotating offset, nodes the sharding view admits that hold pods of
 //!    lower priority; a node is a candidate when the pod passes every filter there with all of
 //!    them removed (a snapshot of the cache without them, `Cache::without`: resources, ports,
@@ -112,12 +113,18 @@ impl NotEligible {
     }
 }
 
-/// Step 1.
-pub fn eligible(cache: &Cache, pod: &CompiledPod) -> Result<(), NotEligible> {
+/// Step 1. A nominated node that no pod's removal can make fit (not among the attempt's
+/// `resolvable` nodes: tainted since, gone) does not hold the pod back.
+pub fn eligible(
+    cache: &Cache,
+    pod: &CompiledPod,
+    summary: &FailureSummary,
+) -> Result<(), NotEligible> {
     if pod.preemption_never {
         return Err(NotEligible::Never);
     }
     if let Some(slot) = cache.nomination(&pod.uid)
+        && summary.resolvable.contains(&slot)
         && cache
             .pods_on(slot)
             .any(|p| p.priority < pod.priority && p.info.terminating && p.preempted)

@@ -791,7 +791,6 @@ pub struct CompiledPod {
     pub gated: bool,
     /// Target of the NodeName filter (`spec.nodeName` on a pod handed to the scheduler).
     pub node_name: Option<u32>,
-    pub nominated_node: Option<u32>,
     /// Precomputed: tolerates `node.kubernetes.io/unschedulable:NoSchedule`.
     pub tolerates_unschedulable: bool,
     /// Precomputed: has any node-label constraint (selector or required affinity).
@@ -1377,11 +1376,6 @@ pub fn compile_pod(
         gated: !input.scheduling_gates.is_empty(),
         node_name: input
             .node_name
-            .as_deref()
-            .filter(|n| !n.is_empty())
-            .map(|n| interner.intern(n)),
-        nominated_node: input
-            .nominated_node_name
             .as_deref()
             .filter(|n| !n.is_empty())
             .map(|n| interner.intern(n)),
