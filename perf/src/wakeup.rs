@@ -184,7 +184,10 @@ pub async fn run(opts: &WakeupOptions) -> anyhow::Result<WakeupReport> {
     let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3)?;
     for (k, blocker) in blockers.iter().take(opts.waiting).enumerate() {
         let t = Instant::now();
-        pods.delete(blocker, &DeleteParams::default()).await?;
+        // Grace period 0: the room appears at the delete, as when the kubelet has finished the
+        // pod; the figure is the scheduler's, not the simulated kubelet's termination delay.
+        pods.delete(blocker, &DeleteParams::default().grace_period(0))
+            .await?;
         let end = t + opts.timeout;
         loop {
             let notified = changed.notified();
