@@ -330,7 +330,7 @@ pub async fn run(opts: &Options) -> anyhow::Result<Report> {
                 wr.error = Some(format!("{e:#}"));
             }
             Ok((ops, unsupported)) => {
-                let f = support::check(&file, tc, w, &ops, opts.kubeconfig.is_none());
+                let f = support::check(tc, w, &ops, opts.kubeconfig.is_none());
                 wr.unsupported = unsupported;
                 wr.unsupported.extend(f.unsupported);
                 wr.partial = f.partial;

@@ -1,13 +1,13 @@
 //! What of a workload Magma (and this harness) can replay faithfully, decided before it runs:
-//! feature gates, preemption, and objects the target does not serve. Each finding is
+//! feature gates, priority classes, and objects the target does not serve. Each finding is
 //! - **unsupported**: the workload is not run (the part could change what is measured);
 //! - **partial**: run, with the part left out, only where it cannot change which pods get
 //!   scheduled where (e.g. Service churn: Magma has no Service-dependent plugin);
 //! - a **note**: a kube-scheduler setting that has no Magma counterpart and does not change
 //!   the workload (its internal feature gates).
 
-use super::config::{ConfigFile, Op, TestCase, Unsupported, Workload};
-use super::objects::{self, Template};
+use super::config::{Op, TestCase, Unsupported, Workload};
+use super::objects::Template;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -57,15 +57,15 @@ const SIM_KINDS: &[&str] = &[
     "StorageClass",
     "CSINode",
     "Lease",
+    "PodDisruptionBudget",
+    "PriorityClass",
+    "DeviceClass",
+    "ResourceClaim",
+    "ResourceClaimTemplate",
+    "ResourceSlice",
 ];
 
-pub fn check(
-    file: &ConfigFile,
-    tc: &TestCase,
-    w: &Workload,
-    ops: &[Op],
-    embedded: bool,
-) -> Findings {
+pub fn check(tc: &TestCase, w: &Workload, ops: &[Op], embedded: bool) -> Findings {
     let mut f = Findings::default();
     let mut gates = tc.feature_gates.clone();
     gates.extend(w.feature_gates.clone());
@@ -124,21 +124,8 @@ pub fn check(
             ));
         }
     }
-    preemption(file, ops, &mut f);
+    priority_classes(ops, &mut f);
     if embedded {
-        for op in ops {
-            if let Op::CreatePods {
-                template: Some(t), ..
-            } = op
-                && let Ok(p) = Template::from_ref(t).and_then(|t| t.render(0, 1))
-                && p["metadata"]["finalizers"].is_array()
-            {
-                f.unsupported.push(Unsupported {
-                    what: format!("pods with finalizers ({})", t.path.display()),
-                    reason: "kube-sim has no graceful deletion or finalizers: a deleted pod goes at once instead of staying with a deletionTimestamp".into(),
-                });
-            }
-        }
         for op in ops {
             if let Op::Churn { templates, .. } = op {
                 for t in templates {
@@ -166,82 +153,25 @@ pub fn check(
     f
 }
 
-/// kube-scheduler preempts lower-priority pods for a pending higher-priority one; Magma does
-/// not. That changes a workload only if some higher-priority pod could fit on some node after
-/// evicting lower-priority pods, i.e. its requests fit a node's allocatable. If it fits none,
-/// kube-scheduler's preemption attempts fail and both schedulers leave it pending.
-fn preemption(file: &ConfigFile, ops: &[Op], f: &mut Findings) {
-    let _ = file;
-    let mut pods: Vec<(String, Value)> = Vec::new();
-    let mut nodes: Vec<Value> = Vec::new();
-    let mut add = |path: String, obj: Value| match obj["kind"].as_str() {
-        Some("Pod") => pods.push((path, obj)),
-        Some("Node") => nodes.push(obj),
-        _ => {}
-    };
+/// Pods naming a PriorityClass: this harness creates none (upstream's templates set
+/// `spec.priority` directly, which the embedded simulator admits as scheduler_perf's API
+/// server does, its Priority admission plugin off). Preemption itself is Magma's as
+/// kube-scheduler's, so workloads that preempt are run.
+fn priority_classes(ops: &[Op], f: &mut Findings) {
     for op in ops {
-        match op {
-            Op::CreatePods { template, .. } => match template {
-                Some(t) => match Template::from_ref(t).and_then(|t| t.render(0, 1)) {
-                    Ok(o) => add(t.path.display().to_string(), o),
-                    Err(e) => f
-                        .notes
-                        .push(format!("preemption check skipped a template: {e:#}")),
-                },
-                None => add("upstream base pod".into(), objects::base_pod()),
-            },
-            Op::CreateNodes { template, .. } => match template {
-                Some(t) => {
-                    if let Ok(mut o) = Template::from_ref(t).and_then(|t| t.render(0, 1)) {
-                        objects::default_allocatable(&mut o);
-                        add(t.path.display().to_string(), o);
-                    }
-                }
-                None => add("base node".into(), objects::base_node("node-")),
-            },
-            Op::Churn { templates, .. } => {
-                for t in templates {
-                    if let Ok(mut o) =
-                        Template::load(t, &BTreeMap::new()).and_then(|t| t.render(0, 1))
-                    {
-                        objects::default_allocatable(&mut o);
-                        add(t.display().to_string(), o);
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    for (path, p) in &pods {
-        if p["spec"]["priorityClassName"].is_string() {
+        let Op::CreatePods {
+            template: Some(t), ..
+        } = op
+        else {
+            continue;
+        };
+        if let Ok(p) = Template::from_ref(t).and_then(|t| t.render(0, 1))
+            && p["spec"]["priorityClassName"].is_string()
+        {
             f.unsupported.push(Unsupported {
-                what: format!("priorityClassName in {path}"),
+                what: format!("priorityClassName in {}", t.path.display()),
                 reason: "PriorityClass objects are not created by this harness".into(),
             });
-        }
-    }
-    let prio = |p: &Value| p["spec"]["priority"].as_i64().unwrap_or(0);
-    let Some(lowest) = pods.iter().map(|(_, p)| prio(p)).min() else {
-        return;
-    };
-    let fits_some_node = |p: &Value| {
-        let (cpu, mem) = objects::pod_requests(p);
-        nodes.iter().any(|n| {
-            let (ncpu, nmem) = objects::node_allocatable(n);
-            cpu <= ncpu && mem <= nmem
-        })
-    };
-    for (path, p) in pods.iter().filter(|(_, p)| prio(p) > lowest) {
-        if fits_some_node(p) {
-            f.unsupported.push(Unsupported {
-                what: format!("preemption ({path}, priority {})", prio(p)),
-                reason: "these pods fit a node once lower-priority pods are evicted; kube-scheduler preempts for them, Magma does not preempt".into(),
-            });
-        } else {
-            f.notes.push(format!(
-                "{path} (priority {}) requests more than any node's allocatable: kube-scheduler tries preemption for each and fails, Magma (no preemption) leaves them pending too",
-                prio(p)
-            ));
         }
     }
 }
