@@ -1,7 +1,7 @@
 //! Simulator configuration: address, fake nodes, KWOK-like pod lifecycle (including how long the
 //! simulated kubelet takes to finish a terminating pod), watch history and buffers, namespace
-//! policy, the volume provisioner, the resource claim and disruption controllers, and the initial
-//! fault configuration.
+//! policy, the volume provisioner, the resource claim and disruption controllers, the admission
+//! plugins switched off, and the initial fault configuration.
 
 use crate::faults::Faults;
 use std::net::SocketAddr;
@@ -68,6 +68,16 @@ pub struct SimConfig {
     /// Serve HTTPS with a self-signed CA generated at start (the handle's `ca_pem`, and its
     /// kubeconfig carries it), as a real API server; plain HTTP when false (the default).
     pub tls: bool,
+    /// Admission plugins switched off, by their kube-apiserver names, as
+    /// `--disable-admission-plugins` takes them. `Priority` (priority classes resolved into
+    /// pods' `spec.priority` and `spec.preemptionPolicy`), `DefaultStorageClass` and
+    /// `PersistentVolumeClaimResize` change what kube-sim does; the other names kube-apiserver
+    /// registers are accepted and change nothing (kube-sim does not run those plugins); an
+    /// unknown name fails [`crate::Sim::start`] as it fails kube-apiserver's start
+    /// (`disable-admission-plugins plugin "X" is unknown`). kube-scheduler's integration
+    /// harness (scheduler_perf) runs without `Priority`, so its pods keep the `spec.priority`
+    /// their templates set.
+    pub disable_admission_plugins: Vec<String>,
     /// Initial faults (changeable at runtime).
     pub faults: Faults,
 }
@@ -112,6 +122,7 @@ impl Default for SimConfig {
             disruption_controller: true,
             stale_disruption_condition_timeout: Duration::from_secs(120),
             tls: false,
+            disable_admission_plugins: Vec::new(),
             faults: Faults::default(),
         }
     }

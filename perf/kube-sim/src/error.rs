@@ -190,6 +190,18 @@ impl ApiError {
         )
     }
 
+    /// 415 UnsupportedMediaType for a request body (not a patch) in a media type the server
+    /// cannot decode for the resource; `accepted` lists those it can.
+    pub(crate) fn unsupported_body_media_type(ct: &str, accepted: &str) -> Self {
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: {accepted} (got {ct:?})"
+            ),
+        )
+    }
+
     /// 410 Expired, as sent inside a watch `ERROR` event.
     pub fn expired(requested: u64, oldest: u64) -> Self {
         Self::new(

@@ -22,28 +22,22 @@ pub fn default_pod(pod: &mut Value) {
     }
 }
 
-/// What the Priority admission plugin adds to a new pod (after the field manager has recorded
-/// the request's fields, so `priority` is owned by nobody): priority 0 when the pod names no
-/// priority class.
-pub fn admit_pod(pod: &mut Value) {
-    if let Some(s) = pod.get_mut("spec").and_then(Value::as_object_mut)
-        && !s.contains_key("priorityClassName")
-    {
-        s.entry("priority").or_insert_with(|| json!(0));
-    }
-}
-
 /// What the real server does to the pod of an update (main resource) before validating it: the
-/// same spec defaults as on create (every request body is defaulted as it is decoded), and the
-/// Priority admission plugin keeps the stored `priority` and `preemptionPolicy` when the update
-/// leaves them out. Without this a replace with a partial spec (as scheduler_perf's `updateAny`
-/// sends) is refused for fields it never meant to change.
-pub fn default_pod_update(old: &Value, pod: &mut Value) {
-    for f in ["priority", "preemptionPolicy"] {
-        if pod.pointer(&format!("/spec/{f}")).is_none()
-            && let Some(v) = old["spec"].get(f)
-        {
-            pod["spec"][f] = v.clone();
+/// same spec defaults as on create (every request body is defaulted as it is decoded), and, with
+/// `priority_admission` (the Priority admission plugin on), the stored `priority` and
+/// `preemptionPolicy` kept when the update leaves them out. Without this a replace with a
+/// partial spec (as scheduler_perf's `updateAny` sends) is refused for fields it never meant to
+/// change.
+pub fn default_pod_update(old: &Value, pod: &mut Value, priority_admission: bool) {
+    if priority_admission {
+        for f in ["priority", "preemptionPolicy"] {
+            if pod
+                .pointer(&format!("/spec/{f}"))
+                .is_none_or(Value::is_null)
+                && let Some(v) = old["spec"].get(f)
+            {
+                pod["spec"][f] = v.clone();
+            }
         }
     }
     default_pod_spec(pod);
@@ -57,6 +51,12 @@ fn default_pod_spec(pod: &mut Value) {
         .entry("spec")
         .or_insert_with(|| json!({}));
     if let Some(s) = spec.as_object_mut() {
+        // `omitempty`: an empty class name is no class name.
+        if s.get("priorityClassName")
+            .is_some_and(|c| c.is_null() || c == "")
+        {
+            s.remove("priorityClassName");
+        }
         s.entry("schedulerName")
             .or_insert_with(|| json!("default-scheduler"));
         s.entry("restartPolicy").or_insert_with(|| json!("Always"));
@@ -153,7 +153,8 @@ pub(crate) fn qos_class(spec: &Value) -> &'static str {
 }
 
 /// Validation of a new pod (the checks a client is likely to trip over): containers with a name
-/// and an image, and the pod-level resources (`validatePodResources`), in the real order.
+/// and an image, the pod-level resources (`validatePodResources`), the priority class name and
+/// the preemption policy, in the real order.
 pub fn validate_pod_create(pod: &Value, name: &str) -> Result<(), ApiError> {
     use crate::validation::FieldError;
     let mut errs = Vec::new();
@@ -174,6 +175,7 @@ pub fn validate_pod_create(pod: &Value, name: &str) -> Result<(), ApiError> {
         }
     }
     errs.extend(crate::podres::validate(&pod["spec"]));
+    errs.extend(crate::scheduling::validate_pod_spec(&pod["spec"]));
     crate::validation::check("", "Pod", name, errs)
 }
 
@@ -499,16 +501,16 @@ mod tests {
         let mut old = json!({"metadata": {"name": "p"}, "spec": {
             "schedulerName": "s", "containers": [{"name": "c", "image": "i"}]}});
         default_pod(&mut old);
-        admit_pod(&mut old);
+        old["spec"]["priority"] = json!(0);
         let mut new = json!({"metadata": {"name": "p"}, "spec": {
             "schedulerName": "s", "containers": [{"name": "c", "image": "i"}],
             "tolerations": [{"key": "k", "operator": "Exists"}]}});
-        default_pod_update(&old, &mut new);
+        default_pod_update(&old, &mut new, true);
         validate_pod_update(&old, &new, "p").unwrap();
         assert_eq!(new["spec"]["priority"], 0);
         let mut other = json!({"metadata": {"name": "p"}, "spec": {
             "containers": [{"name": "c", "image": "i"}]}});
-        default_pod_update(&old, &mut other);
+        default_pod_update(&old, &mut other, true);
         assert_eq!(other["spec"]["schedulerName"], "default-scheduler");
         assert_eq!(
             validate_pod_update(&old, &other, "p").unwrap_err().code,

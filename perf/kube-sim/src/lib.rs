@@ -534,6 +534,7 @@
 //! serve (but Jobs, CronJobs and DaemonSets, which have no scale subresource) fail with `no
 //! matches for kind` where a real cluster would try their scale subresource.
 
+mod admission;
 mod cel;
 mod claims;
 mod config;
@@ -550,9 +551,11 @@ mod meta;
 mod patch;
 mod podres;
 mod policy;
+mod protobuf;
 mod provisioner;
 mod resize;
 mod resources;
+mod scheduling;
 mod selector;
 mod server;
 mod sim;

@@ -89,6 +89,13 @@ struct Args {
     /// Also write the CA certificate (PEM) here (with --tls).
     #[arg(long, requires = "tls")]
     ca_out: Option<PathBuf>,
+    /// Admission plugins to switch off (comma-separated kube-apiserver names, as
+    /// kube-apiserver's flag): `Priority` (pods keep the `spec.priority` they carry, as in
+    /// kube-scheduler's integration harness), `DefaultStorageClass`,
+    /// `PersistentVolumeClaimResize`; other registered names change nothing, unknown ones are
+    /// refused.
+    #[arg(long, value_delimiter = ',')]
+    disable_admission_plugins: Vec<String>,
 }
 
 fn config(a: &Args) -> anyhow::Result<SimConfig> {
@@ -146,6 +153,7 @@ fn config(a: &Args) -> anyhow::Result<SimConfig> {
         termination_delay,
         disruption_controller: !a.no_disruption_controller,
         tls: a.tls,
+        disable_admission_plugins: a.disable_admission_plugins.clone(),
         faults: Faults {
             errors,
             latency_ms: a.latency_ms,

@@ -278,6 +278,16 @@ impl Default for Registry {
             ),
             slices,
             pdbs,
+            // scheduling.k8s.io/v1: `PrepareForCreate` sets `generation: 1` and nothing bumps it,
+            // so the store does not track it (see `scheduling.rs`).
+            ResourceDef::builtin(
+                "scheduling.k8s.io",
+                "v1",
+                "priorityclasses",
+                "PriorityClass",
+                false,
+                &["pc"],
+            ),
         ] {
             r.add(d);
         }

@@ -259,6 +259,18 @@ fn parse_target(
     Ok(Target { def, ns, name, sub })
 }
 
+/// The object of a create or update: JSON, or protobuf for the kinds `protobuf.rs` decodes.
+fn parse_object(def: &ResourceDef, headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {
+    let ct = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if ct.split(';').next().map(str::trim) == Some(crate::protobuf::CONTENT_TYPE) {
+        return crate::protobuf::decode(body, &def.group, &def.kind);
+    }
+    parse_body(body)
+}
+
 fn parse_body(body: &[u8]) -> Result<Value, ApiError> {
     serde_json::from_slice(body).map_err(|e| {
         ApiError::bad_request(format!("the body of the request could not be decoded: {e}"))
@@ -571,7 +583,7 @@ fn serve_verb(
         }
         "create" => {
             let mgr = manager(Operation::Update, "CreateOptions")?;
-            let obj = parse_body(body)?;
+            let obj = parse_object(def, headers, body)?;
             let created = inner
                 .state()
                 .create_by(def, t.ns.as_deref(), obj, Some(&mgr), None)?;
@@ -593,7 +605,7 @@ fn serve_verb(
         }
         "update" => {
             let mgr = manager(Operation::Update, "UpdateOptions")?;
-            let obj = parse_body(body)?;
+            let obj = parse_object(def, headers, body)?;
             let s = inner
                 .state()
                 .update_by(def, ns, name, obj, part, Some(&mgr), None)?;

@@ -400,6 +400,10 @@ pub enum SimError {
     /// Generating the self-signed certificates or the TLS configuration failed.
     #[error("TLS: {0}")]
     Tls(String),
+    /// The configuration is refused (as kube-apiserver refuses its flags), e.g. an unknown
+    /// admission plugin in [`SimConfig::disable_admission_plugins`].
+    #[error("{0}")]
+    Config(String),
 }
 
 /// Entry point.
@@ -409,9 +413,12 @@ pub struct Sim;
 impl Sim {
     /// Seeds the store and starts serving on `cfg.addr`.
     pub async fn start(cfg: SimConfig) -> Result<SimHandle, SimError> {
+        let admission = crate::admission::Admission::without(&cfg.disable_admission_plugins)
+            .map_err(SimError::Config)?;
         let inner = Inner::new(cfg.clone());
         {
             let mut st = inner.state();
+            st.set_admission(admission);
             let ns = st.registry.get("", "v1", "namespaces").expect("built in");
             for name in [
                 "default",
@@ -421,6 +428,20 @@ impl Sim {
                 "volcano-system",
             ] {
                 st.create(&ns, None, serde_json::json!({"metadata": {"name": name}}))?;
+            }
+            // The `scheduling/bootstrap-system-priority-classes` post-start hook's classes.
+            let pcs = st
+                .registry
+                .get("scheduling.k8s.io", "v1", "priorityclasses")
+                .expect("built in");
+            for pc in crate::scheduling::system_classes() {
+                st.create_by(
+                    &pcs,
+                    None,
+                    pc,
+                    Some(&Manager::update(crate::scheduling::BOOTSTRAP_MANAGER)),
+                    None,
+                )?;
             }
             let nodes = st.registry.get("", "v1", "nodes").expect("built in");
             for i in 0..cfg.nodes {

@@ -5,6 +5,7 @@
 //! next `resourceVersion`, appends the event to the history and broadcasts it, so a watcher that
 //! subscribes and copies the history under the same lock sees every event exactly once.
 
+use crate::admission::Admission;
 use crate::deletion;
 use crate::error::ApiError;
 use crate::kinds;
@@ -118,6 +119,8 @@ pub struct State {
     /// The commits the disruption controller follows (budgets; pods while budgets exist or
     /// when they carry a `DisruptionTarget` condition), when it runs.
     disruption_events: Option<mpsc::UnboundedSender<crate::disruption::Msg>>,
+    /// The admission plugins that run.
+    admission: Admission,
 }
 
 /// What a DELETE request did.
@@ -171,7 +174,21 @@ impl State {
             auto_create_namespaces,
             claim_events: None,
             disruption_events: None,
+            admission: Admission::default(),
         }
+    }
+
+    /// Sets the admission plugins that run (all by default).
+    pub(crate) fn set_admission(&mut self, admission: Admission) {
+        self.admission = admission;
+    }
+
+    /// The stored PriorityClasses (for the Priority admission plugin).
+    fn priority_classes(&self) -> Vec<Arc<Stored>> {
+        self.tables
+            .get(crate::scheduling::PC_KEY)
+            .map(|t| t.values().cloned().collect())
+            .unwrap_or_default()
     }
 
     /// Hands the resource claim controller the commits it follows from now on.
@@ -368,6 +385,26 @@ impl State {
             (false, _) => String::new(),
         };
         let mut name = name_of(&obj).to_string();
+        // Mutating admission runs before anything is stored or validated: the Priority
+        // plugin's 403s come first, naming the pod by its `generateName` when it has no name
+        // yet. What it computed is written after the field manager has run.
+        let mut pod_priority = None;
+        if def.key.as_ref() == "/pods" {
+            crate::scheduling::decode_pod(&obj)?;
+            if self.admission.priority {
+                let shown = if name.is_empty() {
+                    meta::meta_str(&obj, "generateName")
+                } else {
+                    &name
+                };
+                let classes = self.priority_classes();
+                pod_priority = Some(crate::scheduling::resolve_pod(
+                    &obj,
+                    shown,
+                    classes.iter().map(|c| &c.value),
+                )?);
+            }
+        }
         if name.is_empty() {
             let gen_name = meta::meta_str(&obj, "generateName").to_string();
             if gen_name.is_empty() {
@@ -413,9 +450,22 @@ impl State {
             }
             "/namespaces" => kinds::default_namespace(&mut obj),
             crate::policy::PDB_KEY => crate::policy::admit_create(&mut obj, &name)?,
+            crate::scheduling::PC_KEY => {
+                crate::scheduling::admit_create(&mut obj, &name)?;
+                if self.admission.priority {
+                    let classes = self.priority_classes();
+                    crate::scheduling::check_global_default(
+                        &obj,
+                        &name,
+                        classes.iter().map(|c| &c.value),
+                        false,
+                    )?;
+                }
+            }
             k if crate::dra::handles(k) => crate::dra::admit_create(def, &mut obj, &name)?,
             k if storage::handles(k) => {
-                let default_class = if k == storage::PVC_KEY {
+                let default_class = if k == storage::PVC_KEY && self.admission.default_storage_class
+                {
                     self.storage_class_def().and_then(|sc| {
                         storage::default_class(self.list(&sc, None).1.iter().map(|s| &s.value))
                     })
@@ -438,8 +488,8 @@ impl State {
             managed::record(None, &mut obj, mgr, "", scope(def, Part::Main), applied);
         }
         // What admission and the serializer add after the field manager has run.
-        if def.key.as_ref() == "/pods" {
-            kinds::admit_pod(&mut obj);
+        if let Some(p) = pod_priority {
+            crate::scheduling::apply_pod(&mut obj, p);
         }
         if crate::dra::handles(&def.key) {
             crate::dra::after_record(def, &mut obj);
@@ -553,8 +603,21 @@ impl State {
                     }
                 }
                 if def.key.as_ref() == "/pods" {
-                    kinds::default_pod_update(&old.value, &mut obj);
+                    crate::scheduling::decode_pod(&obj)?;
+                    kinds::default_pod_update(&old.value, &mut obj, self.admission.priority);
                     kinds::validate_pod_update(&old.value, &obj, name)?;
+                }
+                if def.key.as_ref() == crate::scheduling::PC_KEY {
+                    crate::scheduling::admit_update(&old.value, &mut obj, name)?;
+                    if self.admission.priority {
+                        let classes = self.priority_classes();
+                        crate::scheduling::check_global_default(
+                            &obj,
+                            name,
+                            classes.iter().map(|c| &c.value),
+                            true,
+                        )?;
+                    }
                 }
                 if crate::dra::handles(&def.key) {
                     crate::dra::admit_update(def, &old.value, &mut obj, name)?;
@@ -564,7 +627,7 @@ impl State {
                 }
                 if storage::handles(&def.key) {
                     storage::admit_update(def, &old.value, &mut obj, name)?;
-                    if def.key.as_ref() == storage::PVC_KEY {
+                    if def.key.as_ref() == storage::PVC_KEY && self.admission.pvc_resize {
                         let sc = self.storage_class_def();
                         storage::resize_admission(&old.value, &obj, name, |class| {
                             let sc = sc.as_ref()?;
@@ -739,6 +802,9 @@ impl State {
     ) -> Result<Deleted, ApiError> {
         let old = self.get(def, ns, name)?;
         opts.validate()?;
+        if def.key.as_ref() == crate::scheduling::PC_KEY {
+            crate::scheduling::check_delete(name)?;
+        }
         opts.check_preconditions(&def.group, &def.kind, &old.value)?;
         if !finalizes(def) {
             let obj = self.delete(def, ns, name, None)?;

@@ -31,15 +31,15 @@ fn the_copies_match_the_shared_recordings() {
 }
 
 /// The general pod defaults of the real server that kube-sim does not apply (container
-/// `imagePullPolicy` and `terminationMessage*`, `enableServiceLinks`, and the admission plugins'
-/// `tolerations` and `preemptionPolicy`), with their managedFields entries.
+/// `imagePullPolicy` and `terminationMessage*`, `enableServiceLinks`, and the
+/// DefaultTolerationSeconds admission plugin's `tolerations`), with their managedFields
+/// entries. (`priority` and `preemptionPolicy`, the Priority plugin's, are compared.)
 const GENERAL_POD_DEFAULTS: &[&str] = &[
     "/spec/containers/0/imagePullPolicy",
     "/spec/containers/0/terminationMessagePath",
     "/spec/containers/0/terminationMessagePolicy",
     "/spec/enableServiceLinks",
     "/spec/tolerations",
-    "/spec/preemptionPolicy",
     "/metadata/managedFields/0/fieldsV1/f:spec/f:containers/k:{\"name\":\"c\"}/f:imagePullPolicy",
     "/metadata/managedFields/0/fieldsV1/f:spec/f:containers/k:{\"name\":\"c\"}/f:terminationMessagePath",
     "/metadata/managedFields/0/fieldsV1/f:spec/f:containers/k:{\"name\":\"c\"}/f:terminationMessagePolicy",
@@ -47,6 +47,26 @@ const GENERAL_POD_DEFAULTS: &[&str] = &[
 ];
 
 const PODS: &str = "/api/v1/namespaces/default/pods";
+
+/// A plain pending pod: the Priority plugin's `priority: 0` and `preemptionPolicy:
+/// PreemptLowerPriority` (no class, no global default), owned by nobody.
+#[tokio::test]
+async fn a_pending_pod_is_created_as_recorded() {
+    let (sim, _) = start(small()).await;
+    let pod = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p1", "labels": {"app": "agent"}},
+        "spec": {"schedulerName": "agent-scheduler",
+                 "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+                                 "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}]}});
+    let (code, got) = curl(&sim, "POST", PODS, None, Some(&pod)).await;
+    assert_eq!(code, 201, "{got}");
+    let want = without(
+        comparable(recording("pod-create-response.json")),
+        GENERAL_POD_DEFAULTS,
+    );
+    assert_eq!(comparable(got), want);
+    sim.shutdown().await;
+}
 
 #[tokio::test]
 async fn a_pod_with_pod_level_resources_is_created_as_recorded() {
