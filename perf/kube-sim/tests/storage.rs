@@ -1,7 +1,7 @@
 //! Storage objects through the `kube` client: PersistentVolumeClaims, PersistentVolumes,
 //! StorageClasses and CSINodes (discovery, defaults, validation with the real field paths, status
 //! subresources, immutability, the DefaultStorageClass and PersistentVolumeClaimResize admission
-//! rules), and the simulated PV controller and CSI provisioner (WaitForFirstConsumer and
+//! rules, and both switched off), and the simulated PV controller and CSI provisioner (WaitForFirstConsumer and
 //! Immediate provisioning, the delay, "never", static pre-binding, Lost and Released), kubectl
 //! and the binary's flags. Waits are on watch events and reads, never on fixed sleeps.
 
@@ -1020,6 +1020,50 @@ async fn default_class_and_resize_admission() {
         "{m}"
     );
     pvcs.patch("grow", &ppatch, &size("1536Mi")).await.unwrap();
+    sim.shutdown().await;
+}
+
+/// `--disable-admission-plugins DefaultStorageClass,PersistentVolumeClaimResize`: a claim
+/// without a class keeps none, and a bound claim grows whatever its class allows.
+#[tokio::test]
+async fn default_class_and_resize_admission_switched_off() {
+    let (sim, client) = start(SimConfig {
+        disable_admission_plugins: vec![
+            "DefaultStorageClass".into(),
+            "PersistentVolumeClaimResize".into(),
+        ],
+        ..provisioning(Duration::ZERO)
+    })
+    .await;
+    let scs: Api<StorageClass> = Api::all(client.clone());
+    let pp = PostParams::default();
+    let mut default = sc("default", None);
+    default.metadata.annotations =
+        Some([(DEFAULT_CLASS_ANNOTATION.to_string(), "true".to_string())].into());
+    scs.create(&pp, &default).await.unwrap();
+    scs.create(&pp, &sc("fixed", None)).await.unwrap();
+    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), "default");
+    let c = pvcs
+        .create(&pp, &pvc("classless", None, "1Gi"))
+        .await
+        .unwrap();
+    assert_eq!(c.spec.as_ref().unwrap().storage_class_name, None);
+    pvcs.create(&pp, &pvc("stuck", Some("fixed"), "1Gi"))
+        .await
+        .unwrap();
+    wait_for(&pvcs, "stuck", bound).await;
+    let grown = pvcs
+        .patch(
+            "stuck",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"resources": {"requests": {"storage": "2Gi"}}}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        grown.spec.unwrap().resources.unwrap().requests.unwrap()["storage"].0,
+        "2Gi"
+    );
     sim.shutdown().await;
 }
 
