@@ -442,6 +442,13 @@ async fn run_workload_inner(
             let sim = Sim::start(SimConfig {
                 nodes: 0,
                 history: 1_000_000,
+                // As scheduler_perf's own API server (`mustSetupCluster`): without the Priority
+                // admission plugin its pod templates' `spec.priority` (pod-high-priority.yaml:
+                // `priority: 10`, no class) is kept rather than refused with a 403. The other
+                // two change nothing in kube-sim.
+                disable_admission_plugins: ["ServiceAccount", "TaintNodesByCondition", "Priority"]
+                    .map(String::from)
+                    .to_vec(),
                 ..SimConfig::default()
             })
             .await?;
