@@ -5,7 +5,7 @@
 //! kube-apiserver registers are accepted and change nothing, kube-sim not running those plugins;
 //! any other name is refused with kube-apiserver's own message (`AdmissionOptions.Validate`).
 
-/// The admission plugins kube-apiserver registers (`kube-apiserver --help`,
+/// The admission plugins kube-apiserver v1.35 registers (`kube-apiserver --help`,
 /// `--admission-control`), in its alphabetical order.
 const REGISTERED: &[&str] = &[
     "AlwaysAdmit",

@@ -7,10 +7,11 @@
 //! strict where that matters to a scheduler: the status codes, `Status` reasons and messages of
 //! the real server, optimistic concurrency, `410 Expired` watches, binding conflicts, and the
 //! validation, defaults and status subresources of the storage objects, pod-level resources and
-//! the `resource.k8s.io/v1` (DRA) objects and `policy/v1` PodDisruptionBudgets, graceful deletion
-//! of pods (a simulated kubelet finishing terminating pods) and finalizers, with an optional
-//! simulated PV controller and CSI provisioner and kube-controller-manager's resource claim and
-//! disruption controllers.
+//! the `resource.k8s.io/v1` (DRA) objects and `policy/v1` PodDisruptionBudgets, PriorityClasses
+//! and the Priority admission plugin (switchable as kube-apiserver's
+//! `--disable-admission-plugins`), graceful deletion of pods (a simulated kubelet finishing
+//! terminating pods) and finalizers, with an optional simulated PV controller and CSI
+//! provisioner and kube-controller-manager's resource claim and disruption controllers.
 //!
 //! Start it with [`Sim::start`] (tests use port 0) or the `kube-sim` binary, then point a client at
 //! [`SimHandle::kubeconfig_yaml`].
@@ -67,7 +68,8 @@
 //! deviceclasses and resourceslices (cluster-scoped, with `metadata.generation`),
 //! resourceclaims (`/status`) and resourceclaimtemplates (no short names, as the real
 //! discovery); `policy/v1` poddisruptionbudgets (`pdb`, `/status`, with `metadata.generation`);
-//! `apiextensions.k8s.io/v1`
+//! `scheduling.k8s.io/v1` priorityclasses (`pc`, cluster-scoped; `system-node-critical` and
+//! `system-cluster-critical` exist at start); `apiextensions.k8s.io/v1`
 //! customresourcedefinitions; and every resource a CRD defines (e.g. `shard.volcano.sh/v1alpha1`
 //! nodeshards, cluster-scoped, with `/status`). Namespaces `default`, `kube-system`,
 //! `kube-public`, `kube-node-lease` and `volcano-system` exist at start.
@@ -83,8 +85,9 @@
 //!   namespace, kind or apiVersion disagree with the URL; 404 `namespaces "x" not found` for a
 //!   missing namespace unless [`SimConfig::auto_create_namespaces`]. Pods are defaulted
 //!   (`schedulerName: default-scheduler`, requests from limits, `status.phase: Pending`,
-//!   `qosClass`; `priority: 0` is added after the field manager has run, as Priority admission
-//!   does, so nobody owns it) and must have containers with name and image. Creating a pod with `spec.nodeName`
+//!   `qosClass`; `priority` and `preemptionPolicy` are set by the Priority admission plugin,
+//!   see below) and must have containers with name and image, a valid `priorityClassName` and
+//!   `preemptionPolicy`. Creating a pod with `spec.nodeName`
 //!   starts its KWOK lifecycle. Resources with a status subresource (pods, PVs, PVCs, CRs) drop
 //!   `.status` on create.
 //! - **Update** (PUT): a set, stale `metadata.resourceVersion` is a 409 `Conflict` ("the object has
@@ -93,8 +96,8 @@
 //!   (only images, activeDeadlineSeconds, tolerations, gate removal), so `spec.nodeName` can only
 //!   be set by a binding. The submitted pod is first defaulted as on create (the real server
 //!   defaults every request body it decodes), and a left-out `priority` / `preemptionPolicy`
-//!   is kept from the stored pod (Priority admission), so a replace with a partial spec is judged
-//!   on what it changes. A pod created with `schedulingGates` gets `PodScheduled=False`,
+//!   is kept from the stored pod (Priority admission, when it is on), so a replace with a
+//!   partial spec is judged on what it changes. A pod created with `schedulingGates` gets `PodScheduled=False`,
 //!   reason `SchedulingGated` (`applySchedulingGatedCondition`).
 //! - **Patch**: `application/merge-patch+json`; `application/strategic-merge-patch+json` (merge
 //!   patch plus keyed list merge: conditions by `type`, containers/volumes/env by `name`, ports,
@@ -440,6 +443,56 @@
 //!   deleting a claim makes its PV `Released`, and a provisioned `Delete` PV is deleted after
 //!   `delay`. [`Provisioner::Never`] runs the PV controller but never provisions nor deletes.
 //!   These writes are not in the write/request records.
+//! - **PriorityClasses** (`scheduling.k8s.io/v1`, as `pkg/registry/scheduling/priorityclass`
+//!   serves them; see `scheduling.rs`): the built-in `system-node-critical` (2000001000) and
+//!   `system-cluster-critical` (2000000000) are created at start as the
+//!   `scheduling/bootstrap-system-priority-classes` hook creates them (manager
+//!   `kube-apiserver`, owning `description`, `preemptionPolicy`, `value`); deleting them is a
+//!   403 (`this is a system priority class and cannot be deleted`), their description and
+//!   labels may change. Decoding: `value` an int32, `globalDefault` a bool, `description` and
+//!   `preemptionPolicy` strings (400 `PriorityClass in version "v1" cannot be handled as a
+//!   PriorityClass: json: cannot unmarshal string into Go struct field PriorityClass.value of
+//!   type int32`); a left-out `value` is 0 (it is `+k8s:optional` and not a pointer), a false
+//!   `globalDefault` and an empty `description` are not shown, `preemptionPolicy` defaults to
+//!   `PreemptLowerPriority`; `metadata.generation` is 1 and never bumped. `ValidatePriorityClass`
+//!   (422): a DNS-subdomain name; a name prefixed `system-` only for a built-in class with its
+//!   value and `globalDefault` (`metadata.name: Forbidden: priority class names with 'system-'
+//!   prefix are reserved for system use only. error: system-x is not a known system priority
+//!   class`, `… value of system-node-critical PriorityClass must be 2000001000`); otherwise a
+//!   value at most 1000000000 (`value: Forbidden: maximum allowed value of a user defined
+//!   priority is 1000000000`); `preemptionPolicy` `PreemptLowerPriority` or `Never`
+//!   (`Unsupported value`, `""` a `Required value`). Updates: `value: Forbidden: may not be
+//!   changed in an update.`, `preemptionPolicy: Invalid value: "Never": field is immutable`.
+//!   Field selectors `metadata.name` (and `metadata.namespace`).
+//! - **Priority admission** ([`SimConfig::disable_admission_plugins`] without `Priority`, the
+//!   default; `plugin/pkg/admission/priority`), before anything else of a pod create (its 403s
+//!   come before the 404 of a missing namespace and the 422s of validation): a pod naming
+//!   `priorityClassName` gets the class's `value` as `spec.priority` and its `preemptionPolicy`
+//!   (403 `pods "p" is forbidden: no PriorityClass with name gold was found`, the pod named by
+//!   its `generateName` before a name is generated); a pod naming none gets the `globalDefault`
+//!   class's (the lowest value if several), whose name it then carries, or 0 and
+//!   `PreemptLowerPriority`. A pod that carries a different `spec.priority` is refused (403 `the
+//!   integer value of priority (10) must not be provided in pod spec; priority admission
+//!   controller computed 0 from the given PriorityClass name`), likewise a different
+//!   `preemptionPolicy` (`the string value of PreemptionPolicy (PreemptLowerPriority) must not
+//!   be provided in pod spec; priority admission controller computed Never from the given
+//!   PriorityClass name`). What it writes comes after the field manager, so nobody owns it.
+//!   Updates keep the stored `priority` and `preemptionPolicy` when the body leaves them out.
+//!   A PriorityClass created or updated with `globalDefault: true` while another class is the
+//!   default is a 403 (`priorityclasses.scheduling.k8s.io "b" is forbidden: PriorityClass a is
+//!   already marked as default. Only one default can exist`), after the registry's validation.
+//!   With `Priority` disabled (as kube-scheduler's integration harness, scheduler_perf, runs its
+//!   API server) none of this happens: pods keep the `spec.priority` they carry and get none
+//!   when they carry none, classes are not looked up, several defaults may exist.
+//! - **Admission plugins switched off** ([`SimConfig::disable_admission_plugins`], binary
+//!   `--disable-admission-plugins A,B`): `Priority`, `DefaultStorageClass` and
+//!   `PersistentVolumeClaimResize` turn off what is described above; the other names
+//!   kube-apiserver registers (`ServiceAccount`, `TaintNodesByCondition`, …) are accepted and
+//!   change nothing, kube-sim not running those plugins; an unknown name fails the start with
+//!   kube-apiserver's message (`disable-admission-plugins plugin "X" is unknown`).
+//! - **Protobuf** request bodies (`application/vnd.kubernetes.protobuf`, what client-go's typed
+//!   clients send, e.g. `kubectl create priorityclass`) are decoded for PriorityClasses (see
+//!   `protobuf.rs`); answers are JSON, which those clients accept too.
 //! - **Faults** ([`FaultHandle`], `/sim/faults`): per-verb/resource error rates answering 500
 //!   `InternalError` or 429 `TooManyRequests` with `Retry-After`, latency with jitter, watches
 //!   dropped after a fixed/random time, forced `410` on the next watches, drop-all-watches, and
@@ -462,7 +515,7 @@
 //! [--history 100000] [--auto-create-namespaces] [--install-nodeshard-crd]
 //! [--provisioner-delay 300ms | --provisioner-never] [--no-resource-claim-controller]
 //! [--termination-delay 100ms|never] [--no-disruption-controller]
-//! [--tls [--ca-out FILE]]` serves on
+//! [--disable-admission-plugins Priority,…] [--tls [--ca-out FILE]]` serves on
 //! `127.0.0.1:P` (HTTPS with `--tls`), writes the CA (PEM) to `--ca-out` and then, atomically, a
 //! kubeconfig usable by `kubectl --kubeconfig FILE` and `kube::Config::from_custom_kubeconfig`
 //! (with the CA embedded in TLS mode), and exits 0 on SIGTERM/SIGINT.
@@ -478,9 +531,11 @@
 //!
 //! ## Deviations from the real API server
 //!
-//! No authentication/authorization (any token is accepted; no client certificates), no admission plugins beyond the pod
-//! defaults above, no OpenAPI schemas (v2 is 404, v3 carries no schemas), no unknown-field
-//! detection for `fieldValidation`, no protobuf/CBOR (JSON only), no Table output (kubectl prints from
+//! No authentication/authorization (any token is accepted; no client certificates), no admission
+//! plugins beyond the pod defaults, Priority, DefaultStorageClass and PersistentVolumeClaimResize
+//! above, no OpenAPI schemas (v2 is 404, v3 carries no schemas), no unknown-field
+//! detection for `fieldValidation`, no CBOR and protobuf only in requests of PriorityClasses
+//! (another kind's protobuf body is a 415; answers are JSON), no Table output (kubectl prints from
 //! the plain objects), no `dryRun` (400), no `deletecollection`, graceful deletion only for pods
 //! and finalizers only on pods and PodDisruptionBudgets (other objects go at once; the garbage
 //! collector's `orphan`/`foregroundDeletion` finalizers are not added, `propagationPolicy` is
@@ -504,8 +559,8 @@
 //! error messages omit the Go diff the real server appends to "spec is immutable" errors and
 //! render structured bad values as JSON; the storage controllers emit no Events, and kubelets
 //! create no CSINodes. Pods: the general defaults `imagePullPolicy`, `terminationMessagePath`,
-//! `terminationMessagePolicy`, `enableServiceLinks` and the admission plugins' `tolerations`
-//! (DefaultTolerationSeconds) and `preemptionPolicy` are not applied; container resources are
+//! `terminationMessagePolicy`, `enableServiceLinks` and the DefaultTolerationSeconds admission
+//! plugin's `tolerations` are not applied; container resources are
 //! not validated on create (only pod-level ones), nor `spec.resourceClaims`. Resize: the
 //! simulated kubelet actuates at once (no `PodResizeInProgress`, no container
 //! `allocatedResources`), counts only cpu and memory, and reports pod-level
@@ -518,6 +573,12 @@
 //! no function signatures and no cost limit (see `cel.rs`); no DeviceTaintRules,
 //! `deletionTimestamp` handling of claims, or events of the claim controller
 //! (`FailedResourceClaimCreation`), and claims of pods that are done are not made again.
+//! PriorityClasses: the built-in classes are created once at start (the real hook re-creates
+//! them at every API server start; [`SimHandle::delete`] can remove them for good); `kubectl get
+//! pc` prints NAME and AGE only (no VALUE, GLOBAL-DEFAULT, PREEMPTIONPOLICY columns: no Table);
+//! as for every kind, a create of an existing name is a 409 before the body is validated (the
+//! real server validates first). The names `--disable-admission-plugins` accepts are those
+//! kube-apiserver v1.35 registers (a plugin v1.36 adds is refused as unknown).
 //! Deletion: an update that changes `deletionGracePeriodSeconds` is silently given the stored
 //! value back rather than refused (`field is immutable`). The simulated kubelet finishes a
 //! terminating pod after the termination delay instead of the containers' real stop time, in
