@@ -97,15 +97,10 @@ async fn small_workload_file_replays_end_to_end_with_unsupported_parts_reported(
         "{r:#}"
     );
 
+    // Preemption: the high-priority pod evicts three of the four low ones and is bound.
     let p = workload(&json, "Preemption/one");
-    assert_eq!(p["status"], "not-run");
-    assert!(
-        p["unsupported"][0]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("Magma does not preempt"),
-        "{p:#}"
-    );
+    assert_eq!(p["status"], "ran", "{p:#}");
+    assert_eq!(p["measurements"][0]["podsMeasured"], 1, "{p:#}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
