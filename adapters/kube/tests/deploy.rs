@@ -851,6 +851,25 @@ fn volume_scenario(sim: &SimProc, scheduler: &str) {
     assert_eq!(pvc["status"]["phase"], "Bound", "{pvc}");
 }
 
+/// A claim of a `kubernetes.io/no-provisioner` class and the PV made for it by hand: the
+/// scheduler reads the claim (get) and writes the PV's claimRef (patch); the simulator's PV
+/// controller binds them. Waits until the pod is bound.
+fn static_volume_scenario(sim: &SimProc, scheduler: &str, node: &str) {
+    let yaml = format!(
+        "---\napiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata:\n  name: local\nprovisioner: kubernetes.io/no-provisioner\nvolumeBindingMode: WaitForFirstConsumer\n\
+         ---\napiVersion: v1\nkind: PersistentVolume\nmetadata:\n  name: nvme\nspec:\n  capacity:\n    storage: 10Gi\n  accessModes: [ReadWriteOnce]\n  storageClassName: local\n  local:\n    path: /mnt/nvme\n  nodeAffinity:\n    required:\n      nodeSelectorTerms:\n      - matchExpressions:\n        - key: kubernetes.io/hostname\n          operator: In\n          values: [{node}]\n\
+         ---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: local-data\n  namespace: default\nspec:\n  accessModes: [ReadWriteOnce]\n  storageClassName: local\n  resources:\n    requests:\n      storage: 1Gi\n\
+         ---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: local-0\n  namespace: default\nspec:\n  schedulerName: {scheduler}\n  containers:\n  - name: c\n    image: sandbox\n    resources:\n      requests:\n        cpu: 100m\n  volumes:\n  - name: data\n    persistentVolumeClaim:\n      claimName: local-data\n"
+    );
+    let (ok, out) = sim.kubectl(&["create", "-f", "-"], Some(&yaml));
+    assert!(ok, "{out}");
+    wait_until(
+        "the pod with an existing local volume bound",
+        Duration::from_secs(60),
+        || bound(sim, "local-") == 1,
+    );
+}
+
 /// A pod of higher priority that fits nowhere until a lower one on `nodes` goes: each node gets a
 /// 30-CPU pod placed directly (another scheduler's), then a 3-CPU pod of a PriorityClass of
 /// value 1000 preempts one of them (the scheduler lists the PodDisruptionBudgets, patches the
@@ -921,6 +940,7 @@ fn rbac_and_dashboard_match_what_the_binaries_do() {
         bound(&sim, "ok-") == 20
     });
     volume_scenario(&sim, "agent-scheduler");
+    static_volume_scenario(&sim, "agent-scheduler", "node-00001");
     preemption_scenario(
         &sim,
         "agent-scheduler",
@@ -1015,6 +1035,7 @@ fn rbac_and_dashboard_match_what_the_binaries_do() {
                 bound(&sim, "a-") == 6
             });
             volume_scenario(&sim, "agent-scheduler-a");
+            static_volume_scenario(&sim, "agent-scheduler-a", "node-00001");
             preemption_scenario(&sim, "agent-scheduler-a", &["node-00000", "node-00001"]);
             let (ok, out) = sim.kubectl(
                 &["create", "-f", "-"],
