@@ -139,8 +139,47 @@ pub struct WorkloadReport {
     pub conditions_dropped: Option<u64>,
     /// Condition writes replaced by a newer one for the same pod or cancelled by its binding.
     pub condition_writes_coalesced: Option<u64>,
+    /// The in-process scheduler's preemptions, when it tried any.
+    pub preemption: Option<PreemptionStats>,
     pub error: Option<String>,
     pub duration_s: f64,
+}
+
+/// What the in-process scheduler's preemption did over a workload (its metrics).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PreemptionStats {
+    /// Unschedulable pods that ran DefaultPreemption (`magma_preemption_attempts_total`).
+    pub attempts: u64,
+    /// Preemptions decided, and their victims.
+    pub decided: u64,
+    pub victims: u64,
+    /// Decision → preemptor bound, ms (`magma_preemption_to_bound_seconds`: each quantile the
+    /// upper bound of its bucket).
+    pub to_bound_ms: Option<crate::procs::BucketQuantiles>,
+}
+
+impl PreemptionStats {
+    /// From the scheduler's metrics exposition; `None` when it never tried to preempt.
+    pub fn from_metrics(text: &str) -> Option<PreemptionStats> {
+        let counter = |name: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(name).and_then(|v| v.strip_prefix(' ')))
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .map_or(0, |v| v as u64)
+        };
+        let attempts = counter("magma_preemption_attempts_total");
+        (attempts > 0).then(|| PreemptionStats {
+            attempts,
+            decided: counter("magma_preemptions_total"),
+            victims: counter("magma_preemption_victims_total"),
+            to_bound_ms: crate::procs::BucketQuantiles::from_metrics(
+                text,
+                "magma_preemption_to_bound_seconds",
+                1e3,
+            ),
+        })
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -192,6 +231,18 @@ impl Report {
                         m.name, m.pods_measured, m.duration_s
                     ),
                 }
+            }
+            if let Some(p) = &w.preemption {
+                println!(
+                    "    preemption: {} attempts, {} decided, {} victims; decision→bound ms (bucket bounds) {}",
+                    p.attempts,
+                    p.decided,
+                    p.victims,
+                    p.to_bound_ms.as_ref().map_or("-".to_owned(), |q| format!(
+                        "P50 ≤{} P99 ≤{} ({} bound)",
+                        q.p50, q.p99, q.count
+                    ))
+                );
             }
             for u in &w.unsupported {
                 println!("    unsupported: {}: {}", u.what, u.reason);
@@ -319,6 +370,7 @@ pub async fn run(opts: &Options) -> anyhow::Result<Report> {
             measurements: Vec::new(),
             churn: Vec::new(),
             status_writes_shed: None,
+            preemption: None,
             conditions_dropped: None,
             condition_writes_coalesced: None,
             error: None,
@@ -342,9 +394,11 @@ pub async fn run(opts: &Options) -> anyhow::Result<Report> {
                 } else {
                     eprintln!("scheduler-perf: running {}", wr.name);
                     let (outcome, summary) = run_workload(opts, &wr.name, &ops).await;
-                    wr.status_writes_shed = summary.as_ref().map(|s| s.status_dropped);
-                    wr.conditions_dropped = summary.as_ref().map(|s| s.conditions_dropped);
-                    wr.condition_writes_coalesced = summary.map(|s| s.conditions_coalesced);
+                    wr.status_writes_shed = summary.as_ref().map(|s| s.0.status_dropped);
+                    wr.conditions_dropped = summary.as_ref().map(|s| s.0.conditions_dropped);
+                    wr.condition_writes_coalesced =
+                        summary.as_ref().map(|s| s.0.conditions_coalesced);
+                    wr.preemption = summary.and_then(|s| PreemptionStats::from_metrics(&s.1));
                     match outcome {
                         Ok((measurements, churn)) => {
                             wr.measurements = measurements;
@@ -416,12 +470,13 @@ async fn start_scheduler(
 
 type Outcome = anyhow::Result<(Vec<Measurement>, Vec<ChurnStat>)>;
 
-/// Runs the ops; also returns the in-process scheduler's run summary (its status writes).
+/// Runs the ops; also returns the in-process scheduler's run summary (its status writes) and
+/// its last metrics.
 async fn run_workload(
     opts: &Options,
     name: &str,
     ops: &[config::Op],
-) -> (Outcome, Option<RunSummary>) {
+) -> (Outcome, Option<(RunSummary, String)>) {
     let mut summary = None;
     let r = run_workload_inner(opts, name, ops, &mut summary).await;
     (r, summary)
@@ -431,7 +486,7 @@ async fn run_workload_inner(
     opts: &Options,
     name: &str,
     ops: &[config::Op],
-    summary: &mut Option<RunSummary>,
+    summary: &mut Option<(RunSummary, String)>,
 ) -> Outcome {
     let (sim, kubeconfig) = match &opts.kubeconfig {
         Some(p) => (
@@ -483,10 +538,11 @@ async fn run_workload_inner(
         ex.cleanup().await;
     }
     watch.abort();
-    if let Some(sched) = scheduler
-        && let Ok(s) = sched.stop().await
-    {
-        *summary = Some(s);
+    if let Some(sched) = scheduler {
+        let metrics = sched.observer().metrics_text();
+        if let Ok(s) = sched.stop().await {
+            *summary = Some((s, metrics));
+        }
     }
     if let Some(sim) = sim {
         sim.shutdown().await;
