@@ -9,15 +9,18 @@
 //!   conflict`;
 //! - an unbound claim of a `WaitForFirstConsumer` class is provisioned on the chosen node: the
 //!   class's `allowedTopologies` must match it, `node(s) didn't find available persistent volumes
-//!   to bind`, as for a class that cannot provision at all (`kubernetes.io/no-provisioner`:
-//!   local PVs are made by hand); once claimed, the bind intent asks the adapter to write
-//!   `volume.kubernetes.io/selected-node` on the claim and to wait (`volumebinding.bindTimeoutSeconds`)
-//!   until it is bound before binding the pod (kube-scheduler's Reserve and PreBind).
+//!   to bind`, as for a class that cannot provision at all (an empty provisioner or
+//!   `kubernetes.io/no-provisioner`: local PVs are made by hand); once claimed, the bind intent
+//!   asks the adapter to write `volume.kubernetes.io/selected-node` on the claim and to wait
+//!   (`volumebinding.bindTimeoutSeconds`) until it is bound before binding the pod
+//!   (kube-scheduler's Reserve and PreBind).
 //!
 //! - an unbound claim of a `WaitForFirstConsumer` class may instead take an existing PV
 //!   (static binding: local PVs), the smallest that fits on the node (`volumes::matching`);
 //!   the adapter then writes the PV's `claimRef` in PreBind and waits for the PV controller to
 //!   bind the claim.
+//!
+//! A node can fail both ways at once; both reasons are reported, as upstream's `FindPodVolumes`.
 //!
 //! Not done: storage capacity (`CSIStorageCapacity`).
 
@@ -93,16 +96,21 @@ impl Filter for VolumeBinding {
                 .as_ref()
                 .is_none_or(|t| t.iter().any(|t| t.matches(meta)))
         };
+        // Both checks run and each reports its reason (`FindPodVolumes`).
+        let mut ok = true;
         if !v.bound.iter().all(|b| fits(&b.node_affinity)) {
             out.fail(Volumes::NodeConflict);
-            return false;
+            if !V::EXPLAIN {
+                return false;
+            }
+            ok = false;
         }
         // Each claim to bind takes an existing PV that fits the node, or is provisioned there
         // (kube-scheduler's `findMatchingVolumes` and `checkVolumeProvisions`, `volumes::assign`).
         if !v.provision.is_empty() && crate::volumes::assign(v, meta).is_none() {
             out.fail(Volumes::BindConflict);
-            return false;
+            ok = false;
         }
-        true
+        ok
     }
 }

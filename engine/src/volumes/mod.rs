@@ -226,8 +226,9 @@ pub struct Provision {
     pub allowed: Option<Box<[Term]>>,
     /// The class's provisioner (a CSI driver: one new volume for attach limits).
     pub driver: u32,
-    /// The class can provision a new volume: its provisioner is not
-    /// [`NO_PROVISIONER`] (local PVs are created by hand, never provisioned).
+    /// The class can provision a new volume: its provisioner is neither empty nor
+    /// [`NO_PROVISIONER`] (local PVs are created by hand, never provisioned;
+    /// `checkVolumeProvisions`).
     pub provisionable: bool,
     /// Its requested storage, bytes.
     pub request: i64,
@@ -484,7 +485,8 @@ impl Storage {
                 wffc,
                 allowed,
                 provisioner: interner.intern(&c.provisioner),
-                provisionable: c.provisioner != NO_PROVISIONER,
+                // `checkVolumeProvisions`: an empty provisioner cannot provision either.
+                provisionable: !c.provisioner.is_empty() && c.provisioner != NO_PROVISIONER,
             },
         );
         Ok(())
