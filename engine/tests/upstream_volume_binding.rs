@@ -30,10 +30,11 @@
 //!   compared by the reason's text only: upstream's `FitError` prints a PreFilter message
 //!   without a node count, Magma prints one per node.
 //! - `binder_test.go` rows run on one node, `node1` (label `nodeKey=node1`), the pod
-//!   `testns/test-pod`, upstream's classes, claims and PVs. Magma's claim input carries no
-//!   annotations: a claim upstream marks `pv.kubernetes.io/bind-completed` (`pvcBound`) is
-//!   given `spec.volumeName` and phase `Bound`; a pre-bound claim (`pvcPrebound`,
-//!   `spec.volumeName` without the annotation) is given `spec.volumeName` and phase `Pending`;
+//!   `testns/test-pod`, upstream's classes, claims and PVs. Magma's claim input carries
+//!   `pv.kubernetes.io/bind-completed` as `prebound` (set when a claim with `spec.volumeName`
+//!   lacks it): a claim upstream marks bind-completed (`pvcBound`) is given `spec.volumeName`
+//!   and phase `Bound`; a pre-bound claim (`pvcPrebound`, `spec.volumeName` without the
+//!   annotation) is given `spec.volumeName`, `prebound` and phase `Pending`;
 //!   `volume.kubernetes.io/selected-node` (`pvcSelectedNode`) is not carried. Upstream runs the
 //!   provisioning-free rows with three CSIDriver settings that give the same expectation;
 //!   they are ported once. The generic ephemeral pod gets the uid `uid-test-pod`, which the
@@ -80,6 +81,15 @@
 //! - `TestStorageObjectInUseProtectionFiltering` "feature disabled" rows: the
 //!   `StorageObjectInUseProtection` gate (GA, removed); its `checkVolumeSatisfyClaim` rows: the
 //!   PV controller's check of an existing claim-PV binding, not a choice of PV.
+//! - `TestMatchVolume` "successful-match-very-large" (a 1E claim given the 200E PV),
+//!   "successful-match-exact-extremely-large" (800E claim and PV), "successful-no-match-way-too-
+//!   large" (a 950E claim): a deliberate, documented limit. Magma keeps quantities as `i64` and
+//!   refuses any above 2^62 (about 4.6E) at input, so the 200E and 800E PVs of
+//!   `createTestVolumes` are left out (they are kept in `test_volumes` as upstream has them) and
+//!   a 800E or 950E claim is refused: its pod is told so (`magma_refused_claim_is_reported`).
+//!
+//! After the upstream rows, a few of Magma's own cases check the same rules where the tables
+//! are silent (pre-bound claims and PVs, refused claims, missing classes).
 
 use magma_engine::core::{BindResult, Input, StatusReason};
 use magma_engine::model::{
@@ -315,6 +325,7 @@ fn test_pvc(name: &str, size: &str, state: State, pv: &str, class: &str) -> PvcI
         uid: "pvc-uid".into(),
         storage_class: Some(class.into()),
         volume_name: (state != State::Unbound).then(|| pv.to_owned()),
+        prebound: state == State::Prebound,
         phase: if state == State::Bound {
             "Bound"
         } else {
@@ -1385,7 +1396,8 @@ fn key1(p: PvInput, value: &str) -> PvInput {
     }
 }
 
-/// `createTestVolumes`, named by upstream's UIDs.
+/// `createTestVolumes`, named by upstream's UIDs. Magma refuses the 200E and 800E PVs at input
+/// (above 2^62 bytes, module doc): they are absent from every row.
 fn test_volumes() -> Vec<PvInput> {
     let two = &[RWO, ROX];
     let three = &[RWO, ROX, RWX];
@@ -1586,48 +1598,6 @@ fn index_match_successful_match_with_class_and_labels() {
             })
         ),
         "gce-pd-silver2"
-    );
-}
-
-#[test]
-fn index_match_successful_match_very_large() {
-    assert_eq!(
-        best_match(
-            test_volumes(),
-            index_claim("1E", |c| {
-                c.access_modes = strings(&[RWO]);
-                c.storage_class = Some(LARGE.into());
-            })
-        ),
-        "local-pd-very-large"
-    );
-}
-
-#[test]
-fn index_match_successful_match_exact_extremely_large() {
-    assert_eq!(
-        best_match(
-            test_volumes(),
-            index_claim("800E", |c| {
-                c.access_modes = strings(&[RWO]);
-                c.storage_class = Some(LARGE.into());
-            })
-        ),
-        "local-pd-extremely-large"
-    );
-}
-
-#[test]
-fn index_match_successful_no_match_way_too_large() {
-    assert_eq!(
-        best_match(
-            test_volumes(),
-            index_claim("950E", |c| {
-                c.access_modes = strings(&[RWO]);
-                c.storage_class = Some(LARGE.into());
-            })
-        ),
-        NO_MATCH
     );
 }
 
@@ -2071,4 +2041,199 @@ fn index_check_access_modes_fail_single_mode() {
 #[test]
 fn index_check_access_modes_fail_many_modes() {
     assert_eq!(access_match(&[RWX, ROX]), NO_MATCH);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Magma's own cases (module doc)
+
+/// A claim Magma refuses at input (a request above 2^62 bytes) blocks its pod with the reason;
+/// so does an update that makes a valid claim so, rather than the older version being used.
+#[test]
+fn magma_refused_claim_is_reported() {
+    let huge = |size: &str| {
+        index_claim(size, |c| {
+            c.access_modes = strings(&[RWO]);
+            c.storage_class = Some(LARGE.into());
+        })
+    };
+    let why = |size: &str| {
+        format!(
+            r#"invalid persistentvolumeclaim "claim01": invalid quantity "{size}" for resource "storage": quantity too large"#
+        )
+    };
+    for size in ["800E", "950E"] {
+        let got = index_run(test_volumes(), vec![huge(size)], &[]);
+        assert_eq!(refused(&got), [why(size)], "{size}");
+    }
+    let world = World {
+        nodes: vec![mk_node("node1", "64", "256Gi", 110)],
+        classes: index_classes(),
+        pvs: vec![index_pv("pv", "1G", &[RWO], LARGE)],
+        pvcs: vec![huge("1G")],
+    };
+    assert_eq!(
+        chosen(&world.run(pod(MYNS, "pod", &["claim01"])), "claim01"),
+        "pv"
+    );
+    let mut c = world.sim();
+    c.h.input(Input::Storage(StorageInput::Pvc(huge("950E"))));
+    let p = pod(MYNS, "pod", &["claim01"]);
+    let uid = p.uid.clone();
+    c.add_pod(p);
+    c.settle();
+    assert_eq!(refused(&got(&c, &uid)), [why("950E")]);
+}
+
+/// A PV Magma refuses at input is left out, an older version of it too.
+#[test]
+fn magma_refused_pv_is_left_out() {
+    let claim = || index_claim("1G", |c| c.access_modes = strings(&[RWO]));
+    let world = World {
+        nodes: vec![mk_node("node1", "64", "256Gi", 110)],
+        classes: index_classes(),
+        pvs: vec![index_pv("pv", "1G", &[RWO], UNCLASSED)],
+        pvcs: vec![claim()],
+    };
+    let mut c = world.sim();
+    c.h.input(Input::Storage(StorageInput::Pv(index_pv(
+        "pv",
+        "950E",
+        &[RWO],
+        UNCLASSED,
+    ))));
+    let p = pod(MYNS, "pod", &["claim01"]);
+    let uid = p.uid.clone();
+    c.add_pod(p);
+    c.settle();
+    assert_eq!(chosen(&got(&c, &uid), "claim01"), NO_MATCH);
+}
+
+/// A claim its user pre-bound (`spec.volumeName`, not bind-completed) keeps the PV it names:
+/// no other claim is given it, even while the PV is still `Available` without `claimRef`.
+/// (Upstream's scheduler could give it away, and the PV controller would then leave the
+/// pre-bound claim unbound.) Once the pre-bound claim is gone, the PV is free again.
+#[test]
+fn magma_pv_named_by_a_prebound_claim_is_not_given_away() {
+    let prebound = PvcInput {
+        volume_name: Some("pv1".into()),
+        prebound: true,
+        ..index_claim("1G", |c| {
+            c.name = "owner".into();
+            c.access_modes = strings(&[RWO]);
+        })
+    };
+    let other = index_claim("1G", |c| c.access_modes = strings(&[RWO]));
+    let world = World {
+        nodes: vec![mk_node("node1", "64", "256Gi", 110)],
+        classes: index_classes(),
+        pvs: vec![index_pv("pv1", "1G", &[RWO], UNCLASSED)],
+        pvcs: vec![prebound, other],
+    };
+    assert_eq!(
+        chosen(&world.run(pod(MYNS, "pod", &["claim01"])), "claim01"),
+        NO_MATCH
+    );
+    // The pre-bound claim itself is not bound yet: upstream's unbound immediate claim.
+    assert_eq!(
+        refused(&world.run(pod(MYNS, "pod", &["owner"]))),
+        [UNBOUND_IMMEDIATE]
+    );
+    let mut c = world.sim();
+    c.h.input(Input::Storage(StorageInput::PvcDelete {
+        namespace: MYNS.into(),
+        name: "owner".into(),
+    }));
+    let p = pod(MYNS, "pod", &["claim01"]);
+    let uid = p.uid.clone();
+    c.add_pod(p);
+    c.settle();
+    assert_eq!(chosen(&got(&c, &uid), "claim01"), "pv1");
+}
+
+/// A PV pre-bound to the claim but being deleted is skipped like any PV being deleted
+/// (`FindMatchingVolume` checks `deletionTimestamp` before `claimRef`): the claim gets the
+/// smallest other match.
+#[test]
+fn magma_prebound_pv_being_deleted_is_skipped() {
+    let pvs = prebound_volumes(|p| {
+        if p.name == "pv8" {
+            p.claim_ref = Some((MYNS.into(), "claim01".into()));
+            p.terminating = true;
+        }
+    });
+    assert_eq!(best_match(pvs, prebound_claim()), "pv1");
+}
+
+/// A `claimRef` with a uid names only the claim of that uid (`IsVolumeBoundToClaim`): a PV
+/// still naming a deleted claim of the same name is not the new claim's, whatever its phase.
+#[test]
+fn magma_claim_ref_uid_must_match() {
+    let pv = |uid: &str| {
+        vec![PvInput {
+            claim_ref: Some((MYNS.into(), "claim01".into())),
+            claim_ref_uid: Some(uid.into()),
+            phase: "Released".into(),
+            ..index_pv("pv1", "1Gi", &[RWO], UNCLASSED)
+        }]
+    };
+    assert_eq!(best_match(pv("uid-old"), prebound_claim()), NO_MATCH);
+    assert_eq!(best_match(pv("uid-claim01"), prebound_claim()), "pv1");
+}
+
+/// A claim whose pre-bound PV does not fit the node takes no other PV there, but it may still
+/// be provisioned there (`findMatchingVolumes` leaves it to `checkVolumeProvisions`).
+#[test]
+fn magma_prebound_pv_off_node_leaves_the_claim_to_provisioning() {
+    let got = World {
+        nodes: vec![with_labels(
+            mk_node("node1", "64", "256Gi", 110),
+            &[("key1", "value3")],
+        )],
+        classes: vec![class("provisioned", "test-provisioner", WFFC, vec![])],
+        pvs: vec![
+            PvInput {
+                claim_ref: Some((MYNS.into(), "claim01".into())),
+                ..key1(index_pv("prebound", "1G", &[RWO], "provisioned"), "value1")
+            },
+            key1(index_pv("other", "1G", &[RWO], "provisioned"), "value3"),
+        ],
+        pvcs: vec![index_claim("1G", |c| {
+            c.access_modes = strings(&[RWO]);
+            c.storage_class = Some("provisioned".into());
+        })],
+    }
+    .run(pod(MYNS, "pod", &["claim01"]));
+    assert_eq!(got, fit("node1", &[], &["claim01"]));
+}
+
+/// A claim of a class that does not exist is not left to the scheduler (`IsDelayBindingMode`
+/// is false for it): upstream's unbound immediate claim.
+#[test]
+fn magma_missing_class_is_unbound_immediate() {
+    let w = vb_world(
+        vec![vb_node("node-a", &[])],
+        vec![],
+        vec![vb_pvc("pvc-a", "no-such-class")],
+    );
+    assert_eq!(refused(&w.run(pod_a(&["pvc-a"]))), [UNBOUND_IMMEDIATE]);
+}
+
+/// `podHasPVCs` checks a `Lost` claim before a deleted one, every claim before the binding
+/// mode: the first claim's problem is reported, here the `Lost` one's.
+#[test]
+fn magma_claim_checks_in_upstream_order() {
+    let lost = PvcInput {
+        phase: "Lost".into(),
+        terminating: true,
+        ..bound_to(vb_pvc("pvc-b", WAIT_SC), "pv-b")
+    };
+    let w = vb_world(
+        vec![vb_node("node-a", &[])],
+        vec![],
+        vec![vb_pvc("pvc-a", IMMEDIATE_SC), lost],
+    );
+    assert_eq!(
+        refused(&w.run(pod_a(&["pvc-a", "pvc-b"]))),
+        [r#"persistentvolumeclaim "pvc-b" bound to non-existent persistentvolume "pv-b""#]
+    );
 }

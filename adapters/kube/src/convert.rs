@@ -487,6 +487,11 @@ pub fn pvc_input(pvc: &PersistentVolumeClaim) -> Option<PvcInput> {
         volume_name: spec
             .and_then(|s| s.volume_name.clone())
             .filter(|v| !v.is_empty()),
+        // Not converted yet: a claim naming a volume without `pv.kubernetes.io/bind-completed`
+        // is pre-bound, not bound (`isPVCFullyBound`), but kube-sim's PV controller never
+        // completes such claims (it leaves claims with `spec.volumeName` alone), so the kube-sim
+        // tests that pre-bind a claim would wait forever.
+        prebound: false,
         phase: pvc
             .status
             .as_ref()
@@ -554,12 +559,18 @@ pub fn pv_input(pv: &PersistentVolume) -> Option<PvInput> {
             .as_ref()
             .and_then(|s| s.phase.clone())
             .unwrap_or_default(),
-        claim_ref: spec.and_then(|s| s.claim_ref.as_ref()).and_then(|r| {
-            Some((
+        // Any `claimRef` takes the PV, even one naming no claim by name (upstream skips a PV
+        // whose `claimRef` is not the claim's, `IsVolumeBoundToClaim`).
+        claim_ref: spec.and_then(|s| s.claim_ref.as_ref()).map(|r| {
+            (
                 r.namespace.clone().unwrap_or_default(),
-                r.name.clone().filter(|n| !n.is_empty())?,
-            ))
+                r.name.clone().unwrap_or_default(),
+            )
         }),
+        claim_ref_uid: spec
+            .and_then(|s| s.claim_ref.as_ref())
+            .and_then(|r| r.uid.clone())
+            .filter(|u| !u.is_empty()),
         terminating: pv.metadata.deletion_timestamp.is_some(),
     })
 }
@@ -1048,6 +1059,7 @@ mod tests {
                 uid: "c1".into(),
                 storage_class: Some("beta".into()),
                 volume_name: Some("pv-1".into()),
+                prebound: false,
                 phase: "Bound".into(),
                 access_modes: vec!["ReadWriteOncePod".into()],
                 terminating: true,
@@ -1068,6 +1080,7 @@ mod tests {
         let i = pvc_input(&c).unwrap();
         assert_eq!(i.storage_class.as_deref(), Some("fast"));
         assert_eq!(i.volume_name, None, "an empty volumeName is unbound");
+        assert!(!i.prebound, "nothing named: nothing pre-bound");
         assert_eq!((i.phase.as_str(), i.owner_uid), ("", None));
         assert!(!i.terminating);
         let nameless: PersistentVolumeClaim =
@@ -1082,7 +1095,7 @@ mod tests {
             "spec": {"csi": {"driver": "ebs.csi.aws.com", "volumeHandle": "vol-1"},
                      "capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"],
                      "volumeMode": "Filesystem", "storageClassName": "local",
-                     "claimRef": {"namespace": "ns", "name": "data"},
+                     "claimRef": {"namespace": "ns", "name": "data", "uid": "c1"},
                      "nodeAffinity": {"required": {"nodeSelectorTerms": [
                         {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["a"]}]}]}}},
             "status": {"phase": "Bound"}
@@ -1105,6 +1118,7 @@ mod tests {
         );
         assert_eq!(i.access_modes, ["ReadWriteOnce"]);
         assert_eq!(i.claim_ref, Some(("ns".to_string(), "data".to_string())));
+        assert_eq!(i.claim_ref_uid.as_deref(), Some("c1"));
         assert_eq!(
             i.node_affinity.unwrap()[0].match_expressions,
             [sel("topology.kubernetes.io/zone", "In", &["a"])]
@@ -1115,6 +1129,15 @@ mod tests {
         .unwrap();
         let i = pv_input(&bare).unwrap();
         assert!(i.node_affinity.is_none() && i.csi.is_none());
+        assert!(i.claim_ref.is_none() && i.claim_ref_uid.is_none());
+        // A claimRef naming no claim by name still takes the PV.
+        let by_uid: PersistentVolume = serde_json::from_value(
+            json!({"metadata": {"name": "pv-3"}, "spec": {"claimRef": {"uid": "c9"}}}),
+        )
+        .unwrap();
+        let i = pv_input(&by_uid).unwrap();
+        assert_eq!(i.claim_ref, Some((String::new(), String::new())));
+        assert_eq!(i.claim_ref_uid.as_deref(), Some("c9"));
 
         let sc: StorageClass = serde_json::from_value(json!({
             "metadata": {"name": "wffc"}, "provisioner": "kube-sim.magma.io/provisioner",

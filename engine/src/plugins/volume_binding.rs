@@ -1,24 +1,25 @@
 //! VolumeBinding (with VolumeRestrictions' ReadWriteOncePod rule): a pod's PersistentVolumeClaims
 //! as kube-scheduler's `volumebinding` checks them. The claims are resolved when the pod is
-//! handed off (`volumes`):
+//! handed off (`volumes`, which gives the order of the checks):
 //!
-//! - a missing or deleted claim, an ephemeral claim not created yet, an unbound claim of an
-//!   `Immediate` class, a missing class or PV, or a ReadWriteOncePod claim another pod uses fail
-//!   every node with kube-scheduler's PreFilter text (`persistentvolumeclaim "X" not found`, ...);
+//! - a missing, refused, `Lost` or deleted claim, an ephemeral claim not created yet or not the
+//!   pod's, an unbound claim not left to the scheduler (no class, a missing or `Immediate` class,
+//!   or pre-bound by its user: `spec.volumeName` without `pv.kubernetes.io/bind-completed`), a
+//!   missing PV, or a ReadWriteOncePod claim another pod uses fail every node with
+//!   kube-scheduler's text (`persistentvolumeclaim "X" not found`, ...);
 //! - a bound claim's PV node affinity must match the node, `node(s) had volume node affinity
 //!   conflict`;
-//! - an unbound claim of a `WaitForFirstConsumer` class is provisioned on the chosen node: the
-//!   class's `allowedTopologies` must match it, `node(s) didn't find available persistent volumes
-//!   to bind`, as for a class that cannot provision at all (an empty provisioner or
-//!   `kubernetes.io/no-provisioner`: local PVs are made by hand); once claimed, the bind intent
-//!   asks the adapter to write `volume.kubernetes.io/selected-node` on the claim and to wait
+//! - an unbound claim of a `WaitForFirstConsumer` class may take an existing PV (static binding:
+//!   local PVs), the smallest that fits on the node, or the one pre-bound to it by `claimRef`
+//!   (`volumes::matching`); the adapter then writes the PV's `claimRef` in PreBind and waits for
+//!   the PV controller to bind the claim;
+//! - otherwise it is provisioned on the chosen node: its class needs a provisioner (neither
+//!   empty nor `kubernetes.io/no-provisioner`: local PVs are made by hand) and its
+//!   `allowedTopologies` must match the node, or `node(s) didn't find available persistent
+//!   volumes to bind`; once claimed, the bind intent asks the adapter to write
+//!   `volume.kubernetes.io/selected-node` on the claim and to wait
 //!   (`volumebinding.bindTimeoutSeconds`) until it is bound before binding the pod
 //!   (kube-scheduler's Reserve and PreBind).
-//!
-//! - an unbound claim of a `WaitForFirstConsumer` class may instead take an existing PV
-//!   (static binding: local PVs), the smallest that fits on the node (`volumes::matching`);
-//!   the adapter then writes the PV's `claimRef` in PreBind and waits for the PV controller to
-//!   bind the claim.
 //!
 //! A node can fail both ways at once; both reasons are reported, as upstream's `FindPodVolumes`.
 //!

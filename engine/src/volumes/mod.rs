@@ -2,14 +2,27 @@
 //! volume plugins need, kept by the driver (single writer), and the resolution of a pod's
 //! volumes into what the workers check ([`PodVolumes`], carried by the task).
 //!
-//! A pod's claims are resolved when it is handed off: missing or deleted claims, unbound claims
-//! of an `Immediate` class, and `ReadWriteOncePod` claims another pod uses block it on every
-//! node (kube-scheduler's VolumeBinding and VolumeRestrictions PreFilter); bound claims give
-//! their PV's node affinity and zone labels (VolumeBinding, VolumeZone) and CSI volume
-//! (NodeVolumeLimits); unbound claims of a `WaitForFirstConsumer` class give the class's allowed
-//! topologies and are provisioned after the claim: the bind intent asks the adapter to write
-//! `volume.kubernetes.io/selected-node` on them and wait until they are bound before binding the
-//! pod (kube-scheduler's Reserve/PreBind).
+//! A pod's claims are resolved when it is handed off. What blocks it on every node, checked in
+//! kube-scheduler's order (the first found is reported):
+//!
+//! 1. a missing claim of a `persistentVolumeClaim` volume (VolumeRestrictions PreFilter);
+//! 2. per claim in the pod's order (VolumeBinding PreFilter, `podHasPVCs`): missing (an
+//!    ephemeral volume's claim: not created yet), refused at input (Magma only, see
+//!    [`Blocked::Invalid`]), in phase `Lost`, being deleted, an ephemeral volume's claim the pod
+//!    does not own;
+//! 3. an unbound claim that is not left to the scheduler (`GetPodVolumeClaims`): a claim is
+//!    bound only when it names a volume and the PV controller completed the bind
+//!    (`pv.kubernetes.io/bind-completed`, `isPVCFullyBound`); one that names a volume without it
+//!    (pre-bound by its user), one without a class, of a missing class or of an `Immediate`
+//!    class is `pod has unbound immediate PersistentVolumeClaims`;
+//! 4. a bound claim whose PV does not exist;
+//! 5. a `ReadWriteOncePod` claim another pod uses (VolumeRestrictions Filter, every node).
+//!
+//! Bound claims give their PV's node affinity and zone labels (VolumeBinding, VolumeZone) and
+//! CSI volume (NodeVolumeLimits); unbound claims of a `WaitForFirstConsumer` class take an
+//! existing PV (`matching`) or are provisioned after the claim: the bind intent asks the adapter
+//! to write `volume.kubernetes.io/selected-node` on them and wait until they are bound before
+//! binding the pod (kube-scheduler's Reserve/PreBind).
 //!
 //! Owns only this storage view; it touches nothing else. Every input is validated and a bad
 //! object is reported without changing how others are handled.
@@ -69,7 +82,12 @@ pub struct PvcInput {
     pub storage_class: Option<String>,
     /// `spec.volumeName`.
     pub volume_name: Option<String>,
-    /// `status.phase`.
+    /// `spec.volumeName` is set but the PV controller has not completed the bind (no
+    /// `pv.kubernetes.io/bind-completed` annotation): a claim pre-bound by its user, not bound
+    /// yet (kube-scheduler's `isPVCFullyBound`). False by default: a claim naming a volume is
+    /// bound unless the adapter says otherwise.
+    pub prebound: bool,
+    /// `status.phase` (`Lost`: its PV is gone).
     pub phase: String,
     pub access_modes: Vec<String>,
     /// `metadata.deletionTimestamp` is set.
@@ -104,6 +122,8 @@ pub struct PvInput {
     pub phase: String,
     /// `spec.claimRef`: (namespace, name).
     pub claim_ref: Option<(String, String)>,
+    /// `spec.claimRef.uid`: when set, the PV is bound to the claim of that uid only.
+    pub claim_ref_uid: Option<String>,
     /// `metadata.deletionTimestamp` is set.
     pub terminating: bool,
 }
@@ -153,14 +173,20 @@ pub enum Blocked {
     EphemeralPending(u32),
     /// `persistentvolumeclaim "X" is being deleted`.
     ClaimDeleted(u32),
+    /// `persistentvolumeclaim "X" bound to non-existent persistentvolume "Y"`: the claim is in
+    /// phase `Lost` (claim, `spec.volumeName`).
+    ClaimLost(u32, u32),
+    /// `invalid persistentvolumeclaim "X": <why>`: Magma refused the claim at input (a request
+    /// above 2^62 bytes, a selector it cannot compile), so it cannot decide for it (claim,
+    /// why). Magma only: kube-scheduler would take the claim.
+    Invalid(u32, u32),
     /// `PVC <ns>/<claim> was not created for pod <ns>/<pod> (pod is not owner)`: an ephemeral
     /// volume's claim whose controller is not the pod (`<ns>/<claim>`, `<ns>/<pod>`).
     NotOwner(u32, u32),
     /// `pod has unbound immediate PersistentVolumeClaims`.
     UnboundImmediate,
-    /// `storageclass.storage.k8s.io "X" not found`.
-    MissingClass(u32),
-    /// `node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)`.
+    /// `node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)`: VolumeBinding
+    /// Filter's reason, the same on every node.
     MissingVolume,
     /// `node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access
     /// mode`.
@@ -179,15 +205,20 @@ impl Blocked {
             Blocked::ClaimDeleted(c) => {
                 format!("persistentvolumeclaim \"{}\" is being deleted", n(c))
             }
+            Blocked::ClaimLost(c, v) => format!(
+                "persistentvolumeclaim \"{}\" bound to non-existent persistentvolume \"{}\"",
+                n(c),
+                n(v)
+            ),
+            Blocked::Invalid(c, why) => {
+                format!("invalid persistentvolumeclaim \"{}\": {}", n(c), n(why))
+            }
             Blocked::NotOwner(c, p) => format!(
                 "PVC {} was not created for pod {} (pod is not owner)",
                 n(c),
                 n(p)
             ),
             Blocked::UnboundImmediate => "pod has unbound immediate PersistentVolumeClaims".into(),
-            Blocked::MissingClass(c) => {
-                format!("storageclass.storage.k8s.io \"{}\" not found", n(c))
-            }
             Blocked::MissingVolume => {
                 "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)".into()
             }
@@ -252,8 +283,16 @@ pub struct PodVolumes {
 
 #[derive(Debug, Clone)]
 struct Claim {
+    uid: Arc<str>,
     class: Option<Arc<str>>,
+    /// `spec.volumeName`.
     volume: Option<Arc<str>>,
+    /// Bound: names a volume and the bind is completed (`isPVCFullyBound`).
+    bound: bool,
+    /// Phase `Lost`.
+    lost: bool,
+    /// Why the input was refused ([`Blocked::Invalid`]).
+    invalid: Option<Arc<str>>,
     rwop: bool,
     terminating: bool,
     owner: Option<Arc<str>>,
@@ -273,9 +312,11 @@ struct Volume {
     modes: u8,
     block: bool,
     labels: Box<[(u32, u32)]>,
-    /// `Available` and not being deleted.
+    /// Phase `Available`.
     available: bool,
-    claim_ref: Option<(Arc<str>, Arc<str>)>,
+    terminating: bool,
+    /// `spec.claimRef`: (namespace, name, uid or empty).
+    claim_ref: Option<(Arc<str>, Arc<str>, Arc<str>)>,
 }
 
 #[derive(Debug, Clone)]
@@ -299,6 +340,9 @@ pub struct Storage {
     /// PVs chosen for a pod by a claimed decision (PV → pod uid), until its bind ends
     /// (`matching`).
     reserved: HashMap<Arc<str>, Arc<str>>,
+    /// PVs that claims name in `spec.volumeName` (PV → how many claims): never given to
+    /// another claim (`matching`).
+    named: HashMap<Arc<str>, u32>,
 }
 
 fn key(ns: &str, name: &str) -> (Arc<str>, Arc<str>) {
@@ -330,10 +374,11 @@ impl Storage {
                 }
             }
             StorageInput::PvcDelete { namespace, name } => {
-                self.claims.remove(&key(&namespace, &name));
+                self.remove_claim(&key(&namespace, &name));
             }
             StorageInput::PvcReset(all) => {
                 self.claims.clear();
+                self.named.clear();
                 for c in all {
                     if let Err(e) = self.apply_pvc(c, interner) {
                         errors.push(e);
@@ -390,35 +435,80 @@ impl Storage {
         (event::STORAGE_CHANGED, errors)
     }
 
+    /// Keep a claim. One Magma cannot take (a request above 2^62 bytes, a selector it cannot
+    /// compile) is kept as refused, so its pods are told why ([`Blocked::Invalid`]), and the
+    /// error is returned.
     fn apply_pvc(&mut self, c: PvcInput, interner: &mut Interner) -> Result<(), ModelError> {
         let rwop = c.access_modes.iter().any(|m| m == "ReadWriteOncePod");
         let request = match &c.request {
-            Some(q) => parse_scaled("storage", q, 1)?,
-            None => 0,
+            Some(q) => parse_scaled("storage", q, 1),
+            None => Ok(0),
         };
         let selector = c
             .selector
             .as_ref()
             .map(|s| compile_selector(Some(s), interner))
-            .transpose()?;
-        self.claims.insert(
-            key(&c.namespace, &c.name),
-            Claim {
-                class: c.storage_class.filter(|s| !s.is_empty()).map(Arc::from),
-                volume: c.volume_name.filter(|s| !s.is_empty()).map(Arc::from),
-                rwop,
-                terminating: c.terminating,
-                owner: c.owner_uid.map(Arc::from),
-                request,
-                modes: mode_bits(&c.access_modes),
-                block: c.volume_mode.as_deref() == Some("Block"),
-                selector,
-            },
-        );
-        Ok(())
+            .transpose();
+        let error = request.as_ref().err().or(selector.as_ref().err()).cloned();
+        let volume: Option<Arc<str>> = c.volume_name.filter(|s| !s.is_empty()).map(Arc::from);
+        let claim = Claim {
+            uid: Arc::from(c.uid),
+            class: c.storage_class.filter(|s| !s.is_empty()).map(Arc::from),
+            bound: volume.is_some() && !c.prebound,
+            volume,
+            lost: c.phase == "Lost",
+            invalid: error.as_ref().map(|e| Arc::from(e.to_string())),
+            rwop,
+            terminating: c.terminating,
+            owner: c.owner_uid.map(Arc::from),
+            request: request.unwrap_or(0),
+            modes: mode_bits(&c.access_modes),
+            block: c.volume_mode.as_deref() == Some("Block"),
+            selector: selector.unwrap_or(None),
+        };
+        self.put_claim(key(&c.namespace, &c.name), claim);
+        error.map_or(Ok(()), Err)
     }
 
+    fn put_claim(&mut self, key: (Arc<str>, Arc<str>), claim: Claim) {
+        if let Some(v) = &claim.volume {
+            *self.named.entry(v.clone()).or_default() += 1;
+        }
+        if let Some(old) = self.claims.insert(key, claim) {
+            self.unname(&old);
+        }
+    }
+
+    fn remove_claim(&mut self, key: &(Arc<str>, Arc<str>)) {
+        if let Some(old) = self.claims.remove(key) {
+            self.unname(&old);
+        }
+    }
+
+    fn unname(&mut self, old: &Claim) {
+        if let Some(v) = &old.volume
+            && let Some(n) = self.named.get_mut(v)
+        {
+            *n -= 1;
+            if *n == 0 {
+                self.named.remove(v);
+            }
+        }
+    }
+
+    /// Keep a PV. One Magma cannot take (a capacity above 2^62 bytes, a node affinity it cannot
+    /// compile) is left out, as if it did not exist (an older version of it too), and the error
+    /// is returned.
     fn apply_pv(&mut self, v: PvInput, interner: &mut Interner) -> Result<(), ModelError> {
+        let name = v.name.clone();
+        let kept = self.compile_pv(v, interner);
+        if kept.is_err() {
+            self.volumes.remove(name.as_str());
+        }
+        kept
+    }
+
+    fn compile_pv(&mut self, v: PvInput, interner: &mut Interner) -> Result<(), ModelError> {
         let node_affinity = v
             .node_affinity
             .as_deref()
@@ -457,10 +547,15 @@ impl Storage {
                 modes: mode_bits(&v.access_modes),
                 block: v.volume_mode.as_deref() == Some("Block"),
                 labels: compile_labels(&v.labels, interner),
-                available: v.phase == "Available" && !v.terminating,
-                claim_ref: v
-                    .claim_ref
-                    .map(|(ns, n)| (Arc::from(ns.as_str()), Arc::from(n.as_str()))),
+                available: v.phase == "Available",
+                terminating: v.terminating,
+                claim_ref: v.claim_ref.map(|(ns, n)| {
+                    (
+                        Arc::from(ns),
+                        Arc::from(n),
+                        Arc::from(v.claim_ref_uid.unwrap_or_default()),
+                    )
+                }),
             },
         );
         Ok(())
@@ -503,7 +598,7 @@ impl Storage {
         self.limits_dirty.insert(node);
     }
 
-    /// The existing PVs a claim could be bound to (`matching::candidates`'s rule), best first,
+    /// The existing PVs a claim could be bound to (`matching::matches`'s rule), best first,
     /// leaving out those reserved for another pod.
     fn candidates(
         &self,
@@ -521,8 +616,9 @@ impl Storage {
             selector: c.selector.as_ref(),
             namespace,
             name,
+            uid: &c.uid,
         };
-        let mut out: Vec<(bool, PvCandidate)> = self
+        let mut out: Vec<PvCandidate> = self
             .volumes
             .iter()
             .filter(|(pv, _)| self.reserved.get(*pv).is_none_or(|u| &**u == pod_uid))
@@ -534,21 +630,21 @@ impl Storage {
                     block: v.block,
                     labels: &v.labels,
                     available: v.available,
-                    claim_ref: v.claim_ref.as_ref().map(|(a, b)| (&**a, &**b)),
+                    terminating: v.terminating,
+                    claim_ref: v.claim_ref.as_ref().map(|(a, b, u)| (&**a, &**b, &**u)),
+                    named: self.named.contains_key(pv),
                 };
                 let prebound = matching::matches(&wanted, &offered)?;
-                Some((
+                Some(PvCandidate {
+                    name: pv.clone(),
+                    capacity: v.capacity,
+                    node_affinity: v.node_affinity.clone(),
                     prebound,
-                    PvCandidate {
-                        name: pv.clone(),
-                        capacity: v.capacity,
-                        node_affinity: v.node_affinity.clone(),
-                    },
-                ))
+                })
             })
             .collect();
         matching::sort(&mut out);
-        out.into_iter().map(|(_, c)| c).collect()
+        out.into()
     }
 
     /// Reserve `pvs` for the pod `uid` (a claimed decision chose them).
@@ -635,76 +731,125 @@ impl Storage {
         interner: &mut Interner,
         rwop_in_use: impl Fn(&str) -> bool,
     ) -> PodVolumes {
-        let mut out = PodVolumes::default();
-        let (mut bound, mut provision) = (Vec::new(), Vec::new());
-        for (name, ephemeral) in claims {
-            let id = interner.intern(name);
-            let Some(c) = self.claims.get(&key(namespace, name)) else {
-                out.blocked = Some(if *ephemeral {
+        match self.claims_of(namespace, pod_uid, pod_name, claims, interner, rwop_in_use) {
+            Ok((bound, provision)) => PodVolumes {
+                blocked: None,
+                bound: bound.into(),
+                provision: provision.into(),
+                csi: self.csi_of(namespace, claims, interner),
+            },
+            Err(blocked) => PodVolumes {
+                blocked: Some(blocked),
+                ..PodVolumes::default()
+            },
+        }
+    }
+
+    /// The pod's bound claims and claims to bind, or what blocks it (the module doc's order).
+    fn claims_of(
+        &self,
+        namespace: &str,
+        pod_uid: &str,
+        pod_name: &str,
+        claims: &[(Arc<str>, bool)],
+        interner: &mut Interner,
+        rwop_in_use: impl Fn(&str) -> bool,
+    ) -> Result<(Vec<BoundVolume>, Vec<Provision>), Blocked> {
+        // Each volume's claim, looked up once: (name, ephemeral, claim).
+        let found: Vec<(&Arc<str>, bool, Option<&Claim>)> = claims
+            .iter()
+            .map(|(name, eph)| (name, *eph, self.claims.get(&key(namespace, name))))
+            .collect();
+        // 1. VolumeRestrictions PreFilter: the claims of `persistentVolumeClaim` volumes exist.
+        if let Some((name, ..)) = found.iter().find(|(_, eph, c)| !eph && c.is_none()) {
+            return Err(Blocked::MissingClaim(interner.intern(name)));
+        }
+        // 2. VolumeBinding PreFilter, `podHasPVCs`: claim by claim.
+        for &(name, ephemeral, c) in &found {
+            let Some(c) = c else {
+                let id = interner.intern(name);
+                return Err(if ephemeral {
                     Blocked::EphemeralPending(id)
                 } else {
                     Blocked::MissingClaim(id)
                 });
-                return out;
             };
-            if *ephemeral && c.owner.as_deref() != Some(pod_uid) {
+            if let Some(why) = &c.invalid {
+                return Err(Blocked::Invalid(
+                    interner.intern(name),
+                    interner.intern(why),
+                ));
+            }
+            if c.lost {
+                let volume = c.volume.as_deref().unwrap_or("");
+                return Err(Blocked::ClaimLost(
+                    interner.intern(name),
+                    interner.intern(volume),
+                ));
+            }
+            if c.terminating {
+                return Err(Blocked::ClaimDeleted(interner.intern(name)));
+            }
+            if ephemeral && c.owner.as_deref() != Some(pod_uid) {
                 // An ephemeral volume's claim the pod does not control (made for another pod,
                 // or by hand): `ephemeral.VolumeIsForPod` refuses it.
-                out.blocked = Some(Blocked::NotOwner(
+                return Err(Blocked::NotOwner(
                     interner.intern(&format!("{namespace}/{name}")),
                     interner.intern(&format!("{namespace}/{pod_name}")),
                 ));
-                return out;
-            }
-            if c.terminating {
-                out.blocked = Some(Blocked::ClaimDeleted(id));
-                return out;
-            }
-            if c.rwop && rwop_in_use(name) {
-                out.blocked = Some(Blocked::ReadWriteOncePod);
-                return out;
-            }
-            match &c.volume {
-                Some(v) => match self.volumes.get(v) {
-                    Some(pv) => bound.push(BoundVolume {
-                        node_affinity: pv.node_affinity.clone(),
-                        zones: pv.zones.clone(),
-                        csi: pv.csi,
-                    }),
-                    None => {
-                        out.blocked = Some(Blocked::MissingVolume);
-                        return out;
-                    }
-                },
-                None => {
-                    let Some(class_name) = &c.class else {
-                        // No class and no volume: nothing will ever bind it here.
-                        out.blocked = Some(Blocked::UnboundImmediate);
-                        return out;
-                    };
-                    let Some(class) = self.classes.get(class_name) else {
-                        out.blocked = Some(Blocked::MissingClass(interner.intern(class_name)));
-                        return out;
-                    };
-                    if !class.wffc {
-                        out.blocked = Some(Blocked::UnboundImmediate);
-                        return out;
-                    }
-                    provision.push(Provision {
-                        namespace: Arc::from(namespace),
-                        name: name.clone(),
-                        allowed: class.allowed.clone(),
-                        driver: class.provisioner,
-                        provisionable: class.provisionable,
-                        request: c.request,
-                        statics: self.candidates(namespace, name, class_name, c, pod_uid),
-                    });
-                }
             }
         }
-        out.bound = bound.into();
-        out.provision = provision.into();
-        out.csi = self.csi_of(namespace, claims, interner);
-        out
+        // 3. `GetPodVolumeClaims`: bound, to bind (a `WaitForFirstConsumer` class, no
+        // `spec.volumeName`), or unbound immediate (anything else, pre-bound claims included).
+        let (mut bound, mut to_bind) = (Vec::new(), Vec::new());
+        for &(name, _, c) in &found {
+            let Some(c) = c else { continue };
+            if c.bound {
+                bound.push(c);
+                continue;
+            }
+            let class = c
+                .class
+                .as_ref()
+                .and_then(|n| Some((n, self.classes.get(n)?)))
+                .filter(|(_, class)| class.wffc && c.volume.is_none());
+            match class {
+                Some((class_name, class)) => to_bind.push((name, c, class_name, class)),
+                None => return Err(Blocked::UnboundImmediate),
+            }
+        }
+        // 4. The bound claims' PVs exist.
+        let bound = bound
+            .into_iter()
+            .map(|c| {
+                let pv = c.volume.as_ref().and_then(|v| self.volumes.get(v));
+                let pv = pv.ok_or(Blocked::MissingVolume)?;
+                Ok(BoundVolume {
+                    node_affinity: pv.node_affinity.clone(),
+                    zones: pv.zones.clone(),
+                    csi: pv.csi,
+                })
+            })
+            .collect::<Result<Vec<_>, Blocked>>()?;
+        // 5. VolumeRestrictions Filter: a ReadWriteOncePod claim another pod uses.
+        let rwop = found
+            .iter()
+            .any(|(name, _, c)| c.is_some_and(|c| c.rwop) && rwop_in_use(name));
+        if rwop {
+            return Err(Blocked::ReadWriteOncePod);
+        }
+        let provision = to_bind
+            .into_iter()
+            .map(|(name, c, class_name, class)| Provision {
+                namespace: Arc::from(namespace),
+                name: name.clone(),
+                allowed: class.allowed.clone(),
+                driver: class.provisioner,
+                provisionable: class.provisionable,
+                request: c.request,
+                statics: self.candidates(namespace, name, class_name, c, pod_uid),
+            })
+            .collect();
+        Ok((bound, provision))
     }
 }
