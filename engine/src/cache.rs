@@ -58,8 +58,11 @@ struct Placement {
     name: Arc<str>,
     priority: i32,
     started_unix_ms: Option<i64>,
-    /// Being evicted by a scheduler's preemption.
+    /// Being evicted by a scheduler's preemption (its `DisruptionTarget` condition).
     preempted: bool,
+    /// Chosen as a victim by one of our preemptions (`Cache::mark_evicting`): its deletion is
+    /// in flight. Kept across updates of the pod until it is gone.
+    evicting: bool,
     node: Arc<str>,
     requests: ResourceList,
     nonzero: [i64; 2],
@@ -78,6 +81,7 @@ impl Placement {
             priority: pod.priority,
             started_unix_ms: pod.started_unix_ms,
             preempted: pod.preempted,
+            evicting: false,
             node,
             requests: pod.requests.clone(),
             nonzero: [pod.nonzero_cpu, pod.nonzero_memory],
@@ -109,6 +113,8 @@ pub struct PlacedView<'a> {
     pub started_unix_ms: Option<i64>,
     /// Being evicted by a scheduler's preemption.
     pub preempted: bool,
+    /// Chosen as a victim by one of our preemptions, its deletion in flight.
+    pub evicting: bool,
     pub requests: &'a ResourceList,
     pub info: &'a Arc<PodInfo>,
 }
@@ -450,7 +456,8 @@ impl Cache {
             return self.remove_pod(&pod.uid);
         }
         let info = self.placed_info(pod);
-        let placement = Placement::of(pod, info, self.intern_name(node), false);
+        let mut placement = Placement::of(pod, info, self.intern_name(node), false);
+        placement.evicting = self.pods.get(&pod.uid).is_some_and(|old| old.evicting);
         if let Some(old) = self.pods.get_mut(&pod.uid)
             && old.same(&placement)
         {
@@ -934,9 +941,18 @@ impl Cache {
                 priority: p.priority,
                 started_unix_ms: p.started_unix_ms,
                 preempted: p.preempted,
+                evicting: p.evicting,
                 requests: &p.requests,
                 info: &p.info,
             })
+    }
+
+    /// Our preemption chose `uid` as a victim: until it is gone it counts as terminating by
+    /// preemption (`preemption::eligible`), whatever its updates say meanwhile.
+    pub fn mark_evicting(&mut self, uid: &str) {
+        if let Some(p) = self.pods.get_mut(uid) {
+            p.evicting = true;
+        }
     }
 
     /// Does the node in `slot` hold a pod of priority below `priority`? (No lookups.)

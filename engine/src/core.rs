@@ -1007,6 +1007,9 @@ impl Core {
             &self.stats.driver.preemption_victims,
             plan.victims.len() as u64,
         );
+        for v in &plan.victims {
+            self.cache.mark_evicting(&v.uid);
+        }
         let mut unnominate = Vec::new();
         for uid in &plan.lower_nominees {
             self.cache.unnominate(uid);

@@ -8,8 +8,9 @@
 //!
 //! 1. **Eligibility** ([`eligible`]): not with `preemptionPolicy: Never`, and not while the pod
 //!    is nominated to a node where a pod of lower priority is still terminating by a
-//!    preemption (its victims are on their way out: it waits for them instead of preempting
-//!    more), unless removing pods can no longer make it fit there.
+//!    preemption, or is a victim of ours whose deletion the cache has not seen yet (its victims
+//!    are on their way out: it waits for them instead of preempting more), unless removing
+//!    pods can no longer make it fit there.
 //! 2. **Candidates**: from a rotating offset, nodes the sharding view admits that hold pods of
 //!    lower priority; a node is a candidate when the pod passes every filter there with all of
 //!    them removed (a snapshot of the cache without them, `Cache::without`: resources, ports,
@@ -127,7 +128,7 @@ pub fn eligible(
         && summary.resolvable.contains(&slot)
         && cache
             .pods_on(slot)
-            .any(|p| p.priority < pod.priority && p.info.terminating && p.preempted)
+            .any(|p| p.priority < pod.priority && (p.info.terminating && p.preempted || p.evicting))
     {
         return Err(NotEligible::VictimsTerminating);
     }

@@ -494,6 +494,9 @@ pub struct Sim {
     /// Preemption victims become terminating (deleted later with [`Sim::delete_pod`]) instead
     /// of going at once.
     pub terminate_victims: bool,
+    /// Preemption victims are left as they are (their deletion not seen yet: deleted later with
+    /// [`Sim::delete_pod`]).
+    pub hold_victims: bool,
 }
 
 impl Sim {
@@ -526,6 +529,7 @@ impl Sim {
             shard_violations: Vec::new(),
             preemptions: Vec::new(),
             terminate_victims: false,
+            hold_victims: false,
         }
     }
 
@@ -746,6 +750,9 @@ impl Sim {
                         self.h.input(Input::PodApply(echo));
                     }
                     for v in &p.victims {
+                        if self.hold_victims {
+                            continue;
+                        }
                         if self.terminate_victims {
                             if let Some(pod) = self.pods.get_mut(&*v.uid) {
                                 // DisruptionTarget written, then the graceful deletion.

@@ -201,3 +201,36 @@ fn two_preemptors_racing_for_one_room_get_it_once() {
         c.h.check_settled();
     }
 }
+
+/// A preemptor woken by an unrelated deletion before its own victims' deletion is seen (their
+/// grace period is 0: they are never seen terminating) waits for them: it does not preempt
+/// again elsewhere.
+#[test]
+fn a_preemptor_does_not_preempt_again_before_its_victims_are_seen_gone() {
+    let mut c = Sim::workers(1);
+    c.hold_victims = true;
+    for n in ["n0", "n1"] {
+        c.add_node(mk_node(n, "2", "8Gi", 110));
+    }
+    c.add_node(mk_node("small", "500m", "8Gi", 110));
+    c.add_pod(bound(prio(mk_pod("a", "1500m", "1Gi"), 0), "n0"));
+    c.add_pod(bound(prio(mk_pod("b", "1500m", "1Gi"), 0), "n1"));
+    c.add_pod(bound(prio(mk_pod("tiny", "100m", "1Gi"), 0), "small"));
+    c.add_pod(prio(mk_pod("high", "1", "1Gi"), 1000));
+    c.settle();
+    assert_eq!(c.preemptions.len(), 1);
+    let victim = c.preemptions[0].victims[0].uid.to_string();
+    // Room freed elsewhere wakes the preemptor; its victim is still there.
+    c.delete_pod("uid-tiny");
+    c.settle();
+    assert_eq!(c.preemptions.len(), 1, "{:?}", victims(&c));
+    assert_eq!(c.node_of("uid-high"), None);
+    c.delete_pod(&victim);
+    c.settle();
+    assert_eq!(
+        c.node_of("uid-high"),
+        Some(&*c.preemptions[0].node),
+        "bound where its victim was"
+    );
+    assert_eq!(victims(&c).len(), 1);
+}
