@@ -8,6 +8,11 @@
 //!   spread over different chunks) and publish the next snapshot while the previous one is still
 //!   held, as workers hold it (DESIGN.md §6: ≤ 50 µs per publication at 10k nodes).
 //! - `claim/*`: `BindVersions::try_claim`, succeeding and conflicting.
+//! - `preemption/*`: one DefaultPreemption attempt in the driver on 5k nodes laid out as
+//!   upstream's PreemptionAsync (4-CPU nodes, each with four 900m pods of priority 0): a
+//!   3-CPU pod of priority 10 finding its node and victims (`preemption::plan`, every node a
+//!   potential one, 500 candidates sought), and a 3-CPU pod of priority 0 finding none and
+//!   writing upstream's message (`plan` then `no_plan_message`).
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use magma_engine::allocate::{Backlog, Decision, Scratch, allocate};
@@ -155,5 +160,82 @@ fn bench_claim(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench_allocate, bench_publish, bench_claim);
+fn bench_preemption(c: &mut Criterion) {
+    use magma_engine::allocate::FailureSummary;
+    use magma_engine::preemption::{no_plan_message, plan};
+    const NODES: usize = 5_000;
+    let mut g = c.benchmark_group("preemption");
+    let versions = Arc::new(BindVersions::default());
+    let mut cache = Cache::new(versions, Arc::new(Profile::default()));
+    let shape = NodeShape {
+        cpu_milli: 4_000,
+        ..NodeShape::default()
+    };
+    for i in 0..NODES {
+        let name = format!("node-{i:05}");
+        cache
+            .apply_node(&node(name.clone(), shape), 0)
+            .expect("valid node");
+        for j in 0..4 {
+            let p = cache
+                .compile_pod(&pod(format!("low-{i}-{j}"), 900, 500 << 20))
+                .expect("valid pod");
+            cache.apply_bound_pod(&p, &name, false);
+        }
+    }
+    cache.publish();
+    // What the worker's failed attempt reports: every node one where removing pods may help.
+    let summary = FailureSummary {
+        nodes: NODES,
+        resolvable: (0..NODES)
+            .filter_map(|i| cache.node_slot(&format!("node-{i:05}")))
+            .collect(),
+        ..FailureSummary::default()
+    };
+    let mut high = pod("high".into(), 3_000, 500 << 20);
+    high.priority = 10;
+    let high = cache.compile_pod(&high).expect("valid pod");
+    let equal = cache
+        .compile_pod(&pod("equal".into(), 3_000, 500 << 20))
+        .expect("valid pod");
+    g.bench_function("5k-nodes-victims-found", |b| {
+        let mut offset = 0;
+        b.iter(|| {
+            offset += 1;
+            let p = plan(
+                &cache,
+                black_box(&high),
+                None,
+                None,
+                &summary.resolvable,
+                offset,
+            );
+            debug_assert_eq!(p.as_ref().map(|p| p.victims.len()), Some(3));
+            black_box(p)
+        })
+    });
+    g.bench_function("5k-nodes-none-with-message", |b| {
+        b.iter(|| {
+            let p = plan(
+                &cache,
+                black_box(&equal),
+                None,
+                None,
+                &summary.resolvable,
+                0,
+            );
+            debug_assert!(p.is_none());
+            black_box(no_plan_message(&cache, &summary, &equal, None, None))
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(
+    benches,
+    bench_allocate,
+    bench_publish,
+    bench_claim,
+    bench_preemption
+);
 criterion_main!(benches);
