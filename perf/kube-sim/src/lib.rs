@@ -438,8 +438,12 @@
 //!   [`BOUND_BY_CONTROLLER_ANNOTATION`] `"yes"`, and `status` `Bound` with the volume's access
 //!   modes and capacity; each step is its own write (own resourceVersion and watch event). A PV
 //!   whose `claimRef` names a pending claim (static pre-binding) is bound to it the same way; a
-//!   PV bound to no claim becomes `Available`; claims naming a `volumeName` or a missing class
-//!   are left alone (until the class appears); deleting a bound PV makes its claim `Lost`;
+//!   claim naming a `volumeName` (pre-bound by its user) is never provisioned but bound to that
+//!   PV as the PV controller does (`syncUnboundClaim`) when the PV exists and is unclaimed (and
+//!   satisfies the claim) or its `claimRef` names the claim, and stays `Pending` otherwise;
+//!   `bound-by-controller` goes only on what the controller set. A PV bound to no claim becomes
+//!   `Available`; claims of a missing class are left alone (until the class appears); deleting
+//!   a bound PV (or binding it to another claim) makes its claim `Lost`;
 //!   deleting a claim makes its PV `Released`, and a provisioned `Delete` PV is deleted after
 //!   `delay`. [`Provisioner::Never`] runs the PV controller but never provisions nor deletes.
 //!   These writes are not in the write/request records.

@@ -17,17 +17,32 @@
 //!    `kubernetes.io/hostname`) to the selected node's label value; for Immediate the class's
 //!    first allowed topology term, if any. A selected node that is missing, lacks a key or lies
 //!    outside `allowedTopologies` gets no volume (a failing provisioner).
-//! 3. The PV controller binds: PV `status.phase: Bound`; the claim's `spec.volumeName` and the
+//! 3. The PV controller binds (`bind`, each step written only when it changes something): PV
+//!    `status.phase: Bound`; the claim's `spec.volumeName` and the
 //!    `pv.kubernetes.io/bind-completed` / `pv.kubernetes.io/bound-by-controller` annotations;
 //!    the claim's `status` (`Bound`, access modes and capacity of the volume). A PV created with
 //!    a `claimRef` to a pending claim (static pre-binding, as a scheduler does) is bound the same
 //!    way at once, its `claimRef` completed first when it has no UID.
 //!
-//! A volume not bound to a claim becomes `Available`. Claims that already name a `volumeName`,
-//! or whose class does not exist (until it is created), are left alone. A deleted volume makes its bound claim `Lost`; a deleted claim makes its volume
-//! `Released`, and a released dynamically provisioned volume with reclaim policy `Delete` is
-//! deleted after the delay. With [`Provisioner::Never`] step 1 and the binding of pre-bound
-//! volumes happen, steps 2 and the deletion never do.
+//! A claim that names its volume (`spec.volumeName` without `bind-completed`: pre-bound by its
+//! user) is never provisioned (`syncUnboundClaim`): when the volume exists and has no
+//! `claimRef` (and satisfies the claim: not being deleted, big enough, same class, volume mode
+//! and access modes) or its `claimRef` names the claim (without a UID or with the claim's), the
+//! two are bound as in step 3; otherwise (no such volume, a volume that does not satisfy it, or
+//! one claimed by another claim) the claim stays `Pending`, and is synced again when the volume
+//! changes. `bound-by-controller` goes only on what the controller set: the volume when its
+//! `claimRef` did not already name the claim, the claim when it did not name the volume. A
+//! claim with `bind-completed` (`syncBoundClaim`) becomes `Lost` when its volume is missing or
+//! bound to another claim UID, and is bound again when its volume lost its `claimRef`.
+//!
+//! A volume not bound to a claim becomes `Available`. Claims whose class does not exist (until it
+//! is created) are left alone. A deleted claim makes its volume `Released`, and a released
+//! dynamically provisioned volume with reclaim policy `Delete` is deleted after the delay. With
+//! [`Provisioner::Never`] step 1 and all binding happen, step 2 and the deletion never do.
+//!
+//! Unlike upstream, which emits events (`VolumeMismatch`, `FailedBinding`, `ClaimLost`) and
+//! retries a claim whose volume was missing or claimed on its periodic resync (15 s), no events
+//! are written and the claims naming a volume are synced as soon as the volume changes.
 
 use crate::config::Provisioner;
 use crate::error::ApiError;
@@ -160,31 +175,66 @@ fn class_of(st: &State, d: &Defs, claim: &Value) -> Option<Value> {
     (str_at(&sc, "/provisioner") != NO_PROVISIONER).then_some(sc)
 }
 
-/// Whether a volume satisfies a claim (class, volume mode, size, access modes).
-fn satisfies(pv: &Value, claim: &Value) -> bool {
+/// Why a volume cannot take a claim (`checkVolumeSatisfyClaim`: being deleted, too small,
+/// another class, volume mode or access modes), or None.
+fn mismatch(pv: &Value, claim: &Value) -> Option<&'static str> {
     let size = |o: &Value, p: &str| o.pointer(p).and_then(quantity_of).unwrap_or(0);
     let pv_modes = arr_at(pv, "/spec/accessModes");
-    str_at(pv, "/spec/storageClassName") == storage::claim_class(claim)
-        && str_at(pv, "/spec/volumeMode") == str_at(claim, "/spec/volumeMode")
-        && size(pv, "/spec/capacity/storage") >= size(claim, "/spec/resources/requests/storage")
-        && arr_at(claim, "/spec/accessModes")
-            .iter()
-            .all(|m| pv_modes.contains(m))
+    if pv
+        .pointer("/metadata/deletionTimestamp")
+        .is_some_and(|t| !t.is_null())
+    {
+        Some("the volume is marked for deletion")
+    } else if size(pv, "/spec/capacity/storage") < size(claim, "/spec/resources/requests/storage") {
+        Some("requested PV is too small")
+    } else if storage::claim_class(pv) != storage::claim_class(claim) {
+        // `GetPersistentVolumeClass` reads a volume as `claim_class` reads a claim.
+        Some("storageClassName does not match")
+    } else if str_at(pv, "/spec/volumeMode") != str_at(claim, "/spec/volumeMode") {
+        Some("incompatible volumeMode")
+    } else if !arr_at(claim, "/spec/accessModes")
+        .iter()
+        .all(|m| pv_modes.contains(m))
+    {
+        Some("incompatible accessMode")
+    } else {
+        None
+    }
+}
+
+/// Whether a volume satisfies a claim (see [`mismatch`]).
+fn satisfies(pv: &Value, claim: &Value) -> bool {
+    mismatch(pv, claim).is_none()
+}
+
+/// The volume's `claimRef`, when set.
+fn claim_ref_of(pv: &Value) -> Option<&Value> {
+    pv.pointer("/spec/claimRef").filter(|r| !r.is_null())
+}
+
+/// `IsVolumeBoundToClaim`: the volume's `claimRef` names the claim, without a UID or with its UID.
+fn volume_bound_to_claim(pv: &Value, claim: &Value) -> bool {
+    let (ns, name, uid) = ids(claim);
+    claim_ref_of(pv).is_some_and(|r| {
+        let ref_uid = str_at(r, "/uid");
+        str_at(r, "/namespace") == ns
+            && str_at(r, "/name") == name
+            && (ref_uid.is_empty() || ref_uid == uid)
+    })
 }
 
 /// A volume whose `claimRef` names the claim (without a UID or with its UID) and that can be
 /// bound to it.
 fn prebound_volume(st: &State, d: &Defs, claim: &Value) -> Option<Value> {
-    let (ns, name, uid) = ids(claim);
     let (_, pvs) = st.list(&d.pv, None);
     pvs.iter()
         .map(|s| &s.value)
         .find(|pv| {
-            let r = |f: &str| str_at(pv, &format!("/spec/claimRef/{f}"));
-            r("namespace") == ns
-                && r("name") == name
-                && (r("uid").is_empty() || r("uid") == uid)
-                && matches!(r("kind"), "" | "PersistentVolumeClaim")
+            volume_bound_to_claim(pv, claim)
+                && matches!(
+                    str_at(pv, "/spec/claimRef/kind"),
+                    "" | "PersistentVolumeClaim"
+                )
                 && !matches!(str_at(pv, "/status/phase"), "Released" | "Failed")
                 && satisfies(pv, claim)
         })
@@ -197,20 +247,35 @@ fn claim_ref(claim: &Value) -> Value {
            "apiVersion": "v1", "resourceVersion": meta::meta_str(claim, "resourceVersion")})
 }
 
-/// The PV controller's `bind`: volume `claimRef` (when incomplete), volume phase, claim
-/// `volumeName` and annotations, claim status; each a separate write.
+/// The PV controller's `bind`, each step written only when it changes something and each its
+/// own write: the volume's `claimRef` (`bound-by-controller` on the volume only when its
+/// `claimRef` did not already name the claim), the volume's phase, the claim's `volumeName`
+/// (`bound-by-controller` on the claim only when the controller sets it) and `bind-completed`,
+/// the claim's status (`Bound`, the volume's access modes, and its capacity when the claim
+/// becomes Bound: a bound claim's capacity is left to resizing).
 fn bind(st: &mut State, d: &Defs, pv: &Value, claim: &Value) -> Result<(), ApiError> {
     let pv_name = meta::meta_str(pv, "name").to_string();
     let (ns, name, uid) = ids(claim);
+    // bindVolumeToClaim
     let mut pv = pv.clone();
-    if str_at(&pv, "/spec/claimRef/uid") != uid {
-        pv["spec"]["claimRef"] = claim_ref(claim);
-        set_annotation(&mut pv, BOUND_BY_CONTROLLER_ANNOTATION, "yes");
+    let by_user = volume_bound_to_claim(&pv, claim);
+    let rebind = claim_ref_of(&pv).is_none_or(|r| {
+        str_at(r, "/namespace") != ns || str_at(r, "/name") != name || str_at(r, "/uid") != uid
+    });
+    let mark = !by_user && annotation(&pv, BOUND_BY_CONTROLLER_ANNOTATION).is_none();
+    if rebind || mark {
+        if rebind {
+            pv["spec"]["claimRef"] = claim_ref(claim);
+        }
+        if mark {
+            set_annotation(&mut pv, BOUND_BY_CONTROLLER_ANNOTATION, "yes");
+        }
         pv = st
             .update(&d.pv, "", &pv_name, pv, Part::Main)?
             .value
             .clone();
     }
+    // updateVolumePhase
     if str_at(&pv, "/status/phase") != "Bound" {
         let mut n = pv.clone();
         n["status"]["phase"] = json!("Bound");
@@ -219,22 +284,135 @@ fn bind(st: &mut State, d: &Defs, pv: &Value, claim: &Value) -> Result<(), ApiEr
             .value
             .clone();
     }
+    // bindClaimToVolume
     let mut c = claim.clone();
-    c["spec"]["volumeName"] = json!(pv_name);
-    set_annotation(&mut c, BIND_COMPLETED_ANNOTATION, "yes");
-    set_annotation(&mut c, BOUND_BY_CONTROLLER_ANNOTATION, "yes");
-    let mut c = st.update(&d.pvc, &ns, &name, c, Part::Main)?.value.clone();
-    c["status"]["phase"] = json!("Bound");
-    c["status"]["accessModes"] = pv
-        .pointer("/spec/accessModes")
-        .cloned()
-        .unwrap_or_else(|| json!([]));
-    c["status"]["capacity"] = pv
-        .pointer("/spec/capacity")
-        .cloned()
-        .unwrap_or_else(|| json!({}));
-    st.update(&d.pvc, &ns, &name, c, Part::Status)?;
+    let mut dirty = false;
+    if str_at(claim, "/spec/volumeName") != pv_name {
+        c["spec"]["volumeName"] = json!(pv_name);
+        if annotation(&c, BOUND_BY_CONTROLLER_ANNOTATION).is_none() {
+            set_annotation(&mut c, BOUND_BY_CONTROLLER_ANNOTATION, "yes");
+        }
+        dirty = true;
+    }
+    if annotation(&c, BIND_COMPLETED_ANNOTATION).is_none() {
+        set_annotation(&mut c, BIND_COMPLETED_ANNOTATION, "yes");
+        dirty = true;
+    }
+    if dirty {
+        c = st.update(&d.pvc, &ns, &name, c, Part::Main)?.value.clone();
+    }
+    // updateClaimStatus(Bound, volume)
+    update_claim_status(st, d, &c, "Bound", Some(&pv))
+}
+
+/// The PV controller's `updateClaimStatus`: the phase; with a volume its access modes (and its
+/// capacity when the phase changes), without one no access modes nor capacity. Written only
+/// when something changes.
+fn update_claim_status(
+    st: &mut State,
+    d: &Defs,
+    claim: &Value,
+    phase: &str,
+    pv: Option<&Value>,
+) -> Result<(), ApiError> {
+    let (ns, name, _) = ids(claim);
+    let mut c = claim.clone();
+    let becoming = str_at(claim, "/status/phase") != phase;
+    let mut dirty = becoming;
+    if !c.get("status").is_some_and(Value::is_object) {
+        c["status"] = json!({});
+    }
+    let s = c["status"].as_object_mut().expect("object");
+    s.insert("phase".into(), json!(phase));
+    match pv {
+        None => {
+            dirty |= s.remove("accessModes").is_some();
+            dirty |= s.remove("capacity").is_some();
+        }
+        Some(pv) => {
+            let modes = pv.pointer("/spec/accessModes").cloned();
+            if s.get("accessModes") != modes.as_ref() {
+                match modes {
+                    Some(m) => s.insert("accessModes".into(), m),
+                    None => s.remove("accessModes"),
+                };
+                dirty = true;
+            }
+            let storage =
+                |o: Option<&Value>| o.and_then(|v| v.get("storage")).and_then(quantity_of);
+            let pv_capacity = pv.pointer("/spec/capacity");
+            if becoming && storage(s.get("capacity")) != storage(pv_capacity) {
+                s.insert(
+                    "capacity".into(),
+                    pv_capacity.cloned().unwrap_or_else(|| json!({})),
+                );
+                dirty = true;
+            }
+        }
+    }
+    if dirty {
+        st.update(&d.pvc, &ns, &name, c, Part::Status)?;
+    }
     Ok(())
+}
+
+/// `syncUnboundClaim` for a claim that names its volume (`spec.volumeName`, no
+/// `bind-completed`): bound to it when the volume is unclaimed and satisfies the claim, or when
+/// its `claimRef` already names the claim; otherwise (no such volume, a volume that does not
+/// satisfy the claim or is claimed by another claim) the claim stays `Pending`.
+fn sync_requested_volume(st: &mut State, d: &Defs, claim: &Value) -> Result<(), ApiError> {
+    let volume = str_at(claim, "/spec/volumeName");
+    let Ok(pv) = st.get(&d.pv, "", volume) else {
+        // Retried when the volume appears.
+        return update_claim_status(st, d, claim, "Pending", None);
+    };
+    let pv = pv.value.clone();
+    if claim_ref_of(&pv).is_none() {
+        if let Some(why) = mismatch(&pv, claim) {
+            tracing::debug!(claim = %claim_key(claim), "cannot bind to requested volume {volume:?}: {why}");
+            return update_claim_status(st, d, claim, "Pending", None);
+        }
+        bind(st, d, &pv, claim)
+    } else if volume_bound_to_claim(&pv, claim) {
+        bind(st, d, &pv, claim)
+    } else if annotation(claim, BOUND_BY_CONTROLLER_ANNOTATION).is_none() {
+        // Bound to another claim: retried when the volume changes.
+        update_claim_status(st, d, claim, "Pending", None)
+    } else {
+        // Upstream: "THIS SHOULD NEVER HAPPEN" (someone removed `bind-completed`); an error,
+        // nothing written.
+        tracing::warn!(claim = %claim_key(claim), "volume {volume:?} already claimed by another claim");
+        Ok(())
+    }
+}
+
+/// `syncBoundClaim` for a claim with `bind-completed`: `Lost` when it names no volume, a missing
+/// one or one bound to another claim (UID); bound again (each step only when it changes
+/// something) when its volume has no `claimRef` or names it.
+fn sync_bound_claim(st: &mut State, d: &Defs, claim: &Value) -> Result<(), ApiError> {
+    let lost = |st: &mut State| {
+        if str_at(claim, "/status/phase") == "Lost" {
+            return Ok(());
+        }
+        update_claim_status(st, d, claim, "Lost", None)
+    };
+    let volume = str_at(claim, "/spec/volumeName");
+    if volume.is_empty() {
+        return lost(st);
+    }
+    let Ok(pv) = st.get(&d.pv, "", volume) else {
+        return lost(st);
+    };
+    let pv = pv.value.clone();
+    match claim_ref_of(&pv) {
+        Some(r) if str_at(r, "/uid") != meta::meta_str(claim, "uid") => lost(st),
+        _ => bind(st, d, &pv, claim),
+    }
+}
+
+fn claim_key(claim: &Value) -> String {
+    let (ns, name, _) = ids(claim);
+    format!("{ns}/{name}")
 }
 
 fn in_expr(key: &str, values: Value) -> Value {
@@ -420,16 +598,26 @@ impl Controller {
                 let (ns, name, _) = ids(obj);
                 self.sync_claim(&ns, &name);
             }
-            (storage::PV_KEY, EventType::Deleted) => self.volume_deleted(obj),
-            (storage::PV_KEY, _) => {
-                let (ns, name) = (
+            (storage::PV_KEY, etype) => {
+                // The claim the volume names (upstream also syncs it when the volume is deleted,
+                // so that it becomes Lost at once), the volume, then the claims naming the
+                // volume (upstream: their next periodic sync).
+                let key = (
                     str_at(obj, "/spec/claimRef/namespace").to_string(),
                     str_at(obj, "/spec/claimRef/name").to_string(),
                 );
-                if !name.is_empty() {
-                    self.sync_claim(&ns, &name);
+                if !key.1.is_empty() {
+                    self.sync_claim(&key.0, &key.1);
                 }
-                self.sync_volume(meta::meta_str(obj, "name"));
+                let volume = meta::meta_str(obj, "name");
+                if etype != EventType::Deleted {
+                    self.sync_volume(volume);
+                }
+                for (ns, name) in self.claims_naming(volume) {
+                    if (&ns, &name) != (&key.0, &key.1) {
+                        self.sync_claim(&ns, &name);
+                    }
+                }
             }
             (storage::SC_KEY, EventType::Added | EventType::Modified) => {
                 let class = meta::meta_str(obj, "name");
@@ -455,8 +643,10 @@ impl Controller {
         }
     }
 
-    /// The PV controller's claim sync: bind to a pre-bound volume, or hand the claim to the
-    /// provisioner and schedule the provisioning.
+    /// The PV controller's claim sync (`syncClaim`): a claim with `bind-completed` is checked
+    /// against its volume ([`sync_bound_claim`]), one naming a volume is bound to it when it can
+    /// be ([`sync_requested_volume`]); a pending claim is bound to a volume pre-bound to it, or
+    /// handed to the provisioner and its provisioning scheduled.
     fn sync_claim(&mut self, ns: &str, name: &str) {
         let uid = {
             let mut st = self.inner.state();
@@ -465,6 +655,19 @@ impl Controller {
                 return;
             };
             let claim = claim.value.clone();
+            let named = if annotation(&claim, BIND_COMPLETED_ANNOTATION).is_some() {
+                Some(sync_bound_claim(&mut st, &d, &claim))
+            } else if !str_at(&claim, "/spec/volumeName").is_empty() {
+                Some(sync_requested_volume(&mut st, &d, &claim))
+            } else {
+                None
+            };
+            if let Some(r) = named {
+                if let Err(e) = r {
+                    tracing::warn!(claim = %format!("{ns}/{name}"), "binding failed: {e}");
+                }
+                return;
+            }
             if !pending(&claim) {
                 return;
             }
@@ -606,42 +809,20 @@ impl Controller {
         }
     }
 
-    /// A volume is gone: a claim whose binding to it was complete becomes `Lost`.
-    fn volume_deleted(&self, pv: &Value) {
-        let r = |f: &str| str_at(pv, &format!("/spec/claimRef/{f}")).to_string();
-        self.claim_lost(
-            &r("namespace"),
-            &r("name"),
-            &r("uid"),
-            meta::meta_str(pv, "name"),
-        );
-    }
-
-    fn claim_lost(&self, ns: &str, name: &str, uid: &str, pv_name: &str) {
-        if name.is_empty() {
-            return;
-        }
-        let mut st = self.inner.state();
+    /// The claims whose `spec.volumeName` is `volume`.
+    fn claims_naming(&self, volume: &str) -> Vec<(String, String)> {
+        let st = self.inner.state();
         let d = defs(&st);
-        let Ok(claim) = st.get(&d.pvc, ns, name) else {
-            return;
-        };
-        let mut c = claim.value.clone();
-        if (!uid.is_empty() && meta::meta_str(&c, "uid") != uid)
-            || str_at(&c, "/spec/volumeName") != pv_name
-            || annotation(&c, BIND_COMPLETED_ANNOTATION).is_none()
-            || str_at(&c, "/status/phase") == "Lost"
-        {
-            return;
-        }
-        if let Some(s) = c.get_mut("status").and_then(Value::as_object_mut) {
-            s.insert("phase".into(), json!("Lost"));
-            s.remove("accessModes");
-            s.remove("capacity");
-        }
-        if let Err(e) = st.update(&d.pvc, ns, name, c, Part::Status) {
-            tracing::warn!(claim = %format!("{ns}/{name}"), "marking Lost failed: {e}");
-        }
+        st.list(&d.pvc, None)
+            .1
+            .iter()
+            .map(|s| &s.value)
+            .filter(|c| str_at(c, "/spec/volumeName") == volume)
+            .map(|c| {
+                let (ns, name, _) = ids(c);
+                (ns, name)
+            })
+            .collect()
     }
 
     /// Brings everything up to date (at start and after missing events).
@@ -659,14 +840,8 @@ impl Controller {
             (values(&d.pvc), values(&d.pv))
         };
         for c in &claims {
-            let (ns, name, uid) = ids(c);
-            if pending(c) {
-                self.sync_claim(&ns, &name);
-            }
-            let vol = str_at(c, "/spec/volumeName");
-            if !vol.is_empty() && !pvs.iter().any(|pv| meta::meta_str(pv, "name") == vol) {
-                self.claim_lost(&ns, &name, &uid, vol);
-            }
+            let (ns, name, _) = ids(c);
+            self.sync_claim(&ns, &name);
         }
         let orphans: Vec<Value> = pvs
             .into_iter()

@@ -2,7 +2,8 @@
 //! StorageClasses and CSINodes (discovery, defaults, validation with the real field paths, status
 //! subresources, immutability, the DefaultStorageClass and PersistentVolumeClaimResize admission
 //! rules, and both switched off), and the simulated PV controller and CSI provisioner (WaitForFirstConsumer and
-//! Immediate provisioning, the delay, "never", static pre-binding, Lost and Released), kubectl
+//! Immediate provisioning, the delay, "never", static pre-binding, claims naming their volume,
+//! Lost and Released), kubectl
 //! and the binary's flags. Waits are on watch events and reads, never on fixed sleeps.
 
 mod common;
@@ -1417,9 +1418,13 @@ async fn never_provisions_but_binds_pre_bound_volumes() {
         c.status.as_ref().unwrap().capacity.as_ref().unwrap()["storage"].0,
         "2Gi"
     );
+    // The controller set the claim's volumeName, not the volume's claimRef (its user did): the
+    // claim is marked bound by the controller, the volume is not (`IsVolumeBoundToClaim`).
+    assert_eq!(annotation(&c, BOUND_BY_CONTROLLER_ANNOTATION), Some("yes"));
+    assert_eq!(annotation(&c, BIND_COMPLETED_ANNOTATION), Some("yes"));
     let v = pvs.get("static-pv").await.unwrap();
     assert_eq!(pv_phase(&v), "Bound");
-    assert_eq!(annotation(&v, BOUND_BY_CONTROLLER_ANNOTATION), Some("yes"));
+    assert_eq!(annotation(&v, BOUND_BY_CONTROLLER_ANNOTATION), None);
     assert_eq!(v.spec.unwrap().claim_ref.unwrap().uid, claim.metadata.uid);
     let w = pvcs.get("waits").await.unwrap();
     assert_eq!(phase_of(&w), "Pending");
@@ -1428,6 +1433,246 @@ async fn never_provisions_but_binds_pre_bound_volumes() {
         pvs.list(&ListParams::default()).await.unwrap().items.len(),
         1
     );
+    sim.shutdown().await;
+}
+
+/// A claim named `name` of no class asking for `size` and naming the volume `volume`.
+fn naming(name: &str, volume: &str, size: &str) -> PersistentVolumeClaim {
+    let mut c = pvc(name, Some(""), size);
+    c.spec.as_mut().unwrap().volume_name = Some(volume.into());
+    c
+}
+
+fn volume_name(c: &PersistentVolumeClaim) -> Option<&str> {
+    c.spec.as_ref().and_then(|s| s.volume_name.as_deref())
+}
+
+fn claim_ref_name(v: &PersistentVolume) -> Option<String> {
+    v.spec
+        .as_ref()
+        .and_then(|s| s.claim_ref.as_ref())
+        .and_then(|r| r.name.clone())
+}
+
+#[tokio::test]
+async fn claims_naming_a_volume_are_bound_to_it_as_the_pv_controller_does() {
+    let (sim, client) = start(SimConfig {
+        provisioner: Provisioner::Never,
+        ..small()
+    })
+    .await;
+    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), "default");
+    let pvs: Api<PersistentVolume> = Api::all(client.clone());
+    let pp = PostParams::default();
+
+    // An unclaimed volume and a claim naming it: the controller sets the volume's claimRef (and
+    // marks the volume), completes the claim's binding (without marking it: its user named the
+    // volume), each step its own write.
+    pvs.create(&pp, &pv("free", json!({"capacity": {"storage": "2Gi"}})))
+        .await
+        .unwrap();
+    wait_for(&pvs, "free", |v| pv_phase(v) == "Available").await;
+    let created = pvcs
+        .create(&pp, &naming("wants-free", "free", "1Gi"))
+        .await
+        .unwrap();
+    let mut changes = pvcs
+        .watch(
+            &WatchParams::default().fields("metadata.name=wants-free"),
+            &created.metadata.resource_version.clone().unwrap(),
+        )
+        .await
+        .unwrap()
+        .boxed();
+    let completed = match next_event(&mut changes).await {
+        WatchEvent::Modified(c) => c,
+        other => panic!("unexpected {other:?}"),
+    };
+    assert_eq!(
+        annotation(&completed, BIND_COMPLETED_ANNOTATION),
+        Some("yes")
+    );
+    assert_eq!(annotation(&completed, BOUND_BY_CONTROLLER_ANNOTATION), None);
+    assert_eq!(phase_of(&completed), "Pending");
+    let c = match next_event(&mut changes).await {
+        WatchEvent::Modified(c) => c,
+        other => panic!("unexpected {other:?}"),
+    };
+    assert!(bound(&c), "{c:?}");
+    assert_eq!(volume_name(&c), Some("free"));
+    let st = c.status.as_ref().unwrap();
+    assert_eq!(st.capacity.as_ref().unwrap()["storage"].0, "2Gi");
+    assert_eq!(st.access_modes, Some(vec!["ReadWriteOnce".to_string()]));
+    let v = pvs.get("free").await.unwrap();
+    assert_eq!(pv_phase(&v), "Bound");
+    assert_eq!(annotation(&v, BOUND_BY_CONTROLLER_ANNOTATION), Some("yes"));
+    let r = v.spec.unwrap().claim_ref.unwrap();
+    assert_eq!(
+        (r.namespace.as_deref(), r.name.as_deref(), r.uid),
+        (
+            Some("default"),
+            Some("wants-free"),
+            created.metadata.uid.clone()
+        )
+    );
+
+    // Pre-bound both ways (the volume's claimRef without UID, the claim's volumeName): bound,
+    // neither marked as bound by the controller.
+    pvs.create(
+        &pp,
+        &pv(
+            "mutual",
+            json!({"claimRef": {"namespace": "default", "name": "mutual"}}),
+        ),
+    )
+    .await
+    .unwrap();
+    let mutual = pvcs
+        .create(&pp, &naming("mutual", "mutual", "1Gi"))
+        .await
+        .unwrap();
+    let c = wait_for(&pvcs, "mutual", bound).await;
+    assert_eq!(annotation(&c, BIND_COMPLETED_ANNOTATION), Some("yes"));
+    assert_eq!(annotation(&c, BOUND_BY_CONTROLLER_ANNOTATION), None);
+    let v = pvs.get("mutual").await.unwrap();
+    assert_eq!(pv_phase(&v), "Bound");
+    assert_eq!(annotation(&v, BOUND_BY_CONTROLLER_ANNOTATION), None);
+    assert_eq!(v.spec.unwrap().claim_ref.unwrap().uid, mutual.metadata.uid);
+
+    // Claims that cannot be bound stay Pending: their volume does not exist, is claimed by
+    // another claim, or does not satisfy them (too small, another class, another access mode).
+    pvs.create(
+        &pp,
+        &pv(
+            "taken",
+            json!({"claimRef": {"namespace": "default", "name": "owner"}}),
+        ),
+    )
+    .await
+    .unwrap();
+    pvs.create(&pp, &pv("small", json!({}))).await.unwrap();
+    pvs.create(&pp, &pv("classy", json!({"storageClassName": "gold"})))
+        .await
+        .unwrap();
+    pvs.create(&pp, &pv("single", json!({"accessModes": ["ReadOnlyMany"]})))
+        .await
+        .unwrap();
+    for (claim, volume, size) in [
+        ("early", "later", "1Gi"),
+        ("thief", "taken", "1Gi"),
+        ("big", "small", "2Gi"),
+        ("plain", "classy", "1Gi"),
+        ("writer", "single", "1Gi"),
+    ] {
+        pvcs.create(&pp, &naming(claim, volume, size))
+            .await
+            .unwrap();
+    }
+    // Barrier: a claim created afterwards is bound, so the earlier ones were synced.
+    pvs.create(&pp, &pv("barrier", json!({}))).await.unwrap();
+    pvcs.create(&pp, &naming("barrier", "barrier", "1Gi"))
+        .await
+        .unwrap();
+    wait_for(&pvcs, "barrier", bound).await;
+    for name in ["early", "thief", "big", "plain", "writer"] {
+        let c = pvcs.get(name).await.unwrap();
+        assert_eq!(phase_of(&c), "Pending", "{name}");
+        assert_eq!(annotation(&c, BIND_COMPLETED_ANNOTATION), None, "{name}");
+        assert!(c.status.as_ref().unwrap().capacity.is_none(), "{name}");
+    }
+    for name in ["small", "classy", "single"] {
+        let v = pvs.get(name).await.unwrap();
+        assert_eq!(pv_phase(&v), "Available", "{name}");
+        assert_eq!(claim_ref_name(&v), None, "{name}");
+    }
+    let taken = pvs.get("taken").await.unwrap();
+    assert_eq!(claim_ref_name(&taken).as_deref(), Some("owner"));
+    assert_eq!(
+        pv_phase(&taken),
+        "Available",
+        "pre-bound to a claim that does not exist"
+    );
+
+    // The named volume appears: the claim is bound to it.
+    pvs.create(&pp, &pv("later", json!({}))).await.unwrap();
+    let c = wait_for(&pvcs, "early", bound).await;
+    assert_eq!(volume_name(&c), Some("later"));
+    assert_eq!(
+        claim_ref_name(&pvs.get("later").await.unwrap()).as_deref(),
+        Some("early")
+    );
+
+    // The claimed volume is released by its user (claimRef cleared): the claim takes it.
+    pvs.patch(
+        "taken",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"claimRef": null}})),
+    )
+    .await
+    .unwrap();
+    wait_for(&pvcs, "thief", bound).await;
+    assert_eq!(
+        claim_ref_name(&pvs.get("taken").await.unwrap()).as_deref(),
+        Some("thief")
+    );
+    assert_eq!(
+        pvs.list(&ListParams::default()).await.unwrap().items.len(),
+        8,
+        "nothing provisioned"
+    );
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn claims_naming_a_volume_are_not_provisioned_and_lost_when_it_is_claimed_elsewhere() {
+    let (sim, client) = start(provisioning(Duration::ZERO)).await;
+    let scs: Api<StorageClass> = Api::all(client.clone());
+    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), "default");
+    let pvs: Api<PersistentVolume> = Api::all(client.clone());
+    let pp = PostParams::default();
+    scs.create(&pp, &sc("now", None)).await.unwrap();
+    // A claim of a provisioning class naming a volume of that class: bound to it, nothing
+    // handed to the provisioner.
+    pvs.create(&pp, &pv("static", json!({"storageClassName": "now"})))
+        .await
+        .unwrap();
+    let mut claim = pvc("named", Some("now"), "1Gi");
+    claim.spec.as_mut().unwrap().volume_name = Some("static".into());
+    pvcs.create(&pp, &claim).await.unwrap();
+    let c = wait_for(&pvcs, "named", bound).await;
+    assert_eq!(volume_name(&c), Some("static"));
+    assert_eq!(annotation(&c, STORAGE_PROVISIONER_ANNOTATION), None);
+    // A claim naming a missing volume of that class is not provisioned either.
+    let mut claim = pvc("waits", Some("now"), "1Gi");
+    claim.spec.as_mut().unwrap().volume_name = Some("nowhere".into());
+    pvcs.create(&pp, &claim).await.unwrap();
+    pvcs.create(&pp, &pvc("barrier", Some("now"), "1Gi"))
+        .await
+        .unwrap();
+    wait_for(&pvcs, "barrier", bound).await;
+    let w = pvcs.get("waits").await.unwrap();
+    assert_eq!(phase_of(&w), "Pending");
+    assert_eq!(annotation(&w, STORAGE_PROVISIONER_ANNOTATION), None);
+    assert_eq!(
+        pvs.list(&ListParams::default()).await.unwrap().items.len(),
+        2,
+        "the static volume and the barrier's"
+    );
+    // The bound claim's volume is given to another claim (UID): the claim is Lost
+    // (`syncBoundClaim`'s misbound claim) and the volume, its claim gone, Released.
+    pvs.patch(
+        "static",
+        &PatchParams::default(),
+        &Patch::Merge(
+            json!({"spec": {"claimRef": {"namespace": "default", "name": "other", "uid": "other-uid"}}}),
+        ),
+    )
+    .await
+    .unwrap();
+    let c = wait_for(&pvcs, "named", |c| phase_of(c) == "Lost").await;
+    assert_eq!(volume_name(&c), Some("static"));
+    assert!(c.status.unwrap().capacity.is_none());
+    wait_for(&pvs, "static", |v| pv_phase(v) == "Released").await;
     sim.shutdown().await;
 }
 
