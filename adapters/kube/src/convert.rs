@@ -455,6 +455,8 @@ pub fn resource_claim_input(
 /// The beta annotation that, when present, names a claim's class instead of
 /// `spec.storageClassName` (`storagehelpers.GetPersistentVolumeClaimClass`).
 pub const BETA_STORAGE_CLASS_ANNOTATION: &str = "volume.beta.kubernetes.io/storage-class";
+/// Set by the PV controller on a claim whose binding to its volume is complete.
+pub const BIND_COMPLETED_ANNOTATION: &str = "pv.kubernetes.io/bind-completed";
 
 /// Namespace and name of a claim (`None` without a name).
 pub fn claim_key(pvc: &PersistentVolumeClaim) -> Option<(String, String)> {
@@ -479,19 +481,23 @@ pub fn pvc_input(pvc: &PersistentVolumeClaim) -> Option<PvcInput> {
         .and_then(|a| a.get(BETA_STORAGE_CLASS_ANNOTATION))
         .cloned()
         .or_else(|| spec.and_then(|s| s.storage_class_name.clone()));
+    let volume_name = spec
+        .and_then(|s| s.volume_name.clone())
+        .filter(|v| !v.is_empty());
+    // A claim naming a volume is bound only once the PV controller completed the bind
+    // (`isPVCFullyBound`); until then it is pre-bound by its user.
+    let prebound = volume_name.is_some()
+        && !meta
+            .annotations
+            .as_ref()
+            .is_some_and(|a| a.contains_key(BIND_COMPLETED_ANNOTATION));
     Some(PvcInput {
         namespace,
         name,
         uid: meta.uid.clone().unwrap_or_default(),
         storage_class,
-        volume_name: spec
-            .and_then(|s| s.volume_name.clone())
-            .filter(|v| !v.is_empty()),
-        // Not converted yet: a claim naming a volume without `pv.kubernetes.io/bind-completed`
-        // is pre-bound, not bound (`isPVCFullyBound`), but kube-sim's PV controller never
-        // completes such claims (it leaves claims with `spec.volumeName` alone), so the kube-sim
-        // tests that pre-bind a claim would wait forever.
-        prebound: false,
+        volume_name,
+        prebound,
         phase: pvc
             .status
             .as_ref()
@@ -1039,7 +1045,8 @@ mod tests {
     fn converts_claims() {
         let c: PersistentVolumeClaim = serde_json::from_value(json!({
             "metadata": {"name": "data", "namespace": "ns", "uid": "c1",
-                         "annotations": {"volume.beta.kubernetes.io/storage-class": "beta"},
+                         "annotations": {"volume.beta.kubernetes.io/storage-class": "beta",
+                                         "pv.kubernetes.io/bind-completed": "yes"},
                          "deletionTimestamp": "2024-01-01T00:00:00Z",
                          "ownerReferences": [
                             {"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "uid": "other"},
@@ -1072,6 +1079,24 @@ mod tests {
                 }),
             }
         );
+        // Naming a volume without `bind-completed` (any value counts): pre-bound, not bound.
+        let named: PersistentVolumeClaim = serde_json::from_value(json!({
+            "metadata": {"name": "d1", "namespace": "ns", "uid": "c1",
+                         "annotations": {"pv.kubernetes.io/bound-by-controller": "yes"}},
+            "spec": {"volumeName": "pv-1"},
+            "status": {"phase": "Pending"}
+        }))
+        .unwrap();
+        let i = pvc_input(&named).unwrap();
+        assert_eq!(i.volume_name.as_deref(), Some("pv-1"));
+        assert!(i.prebound, "named without bind-completed: pre-bound");
+        let mut completed = named.clone();
+        completed
+            .metadata
+            .annotations
+            .get_or_insert_default()
+            .insert(BIND_COMPLETED_ANNOTATION.into(), String::new());
+        assert!(!pvc_input(&completed).unwrap().prebound, "bind completed");
         let c: PersistentVolumeClaim = serde_json::from_value(json!({
             "metadata": {"name": "d2", "namespace": "ns", "uid": "c2"},
             "spec": {"storageClassName": "fast", "volumeName": ""}

@@ -255,7 +255,9 @@ async fn required_affinity_lands_beside_the_db_pod() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_claim_is_unschedulable_until_it_exists_bound_to_a_pv() {
-    let sim = sim_with(&["", "", ""], Provisioner::Off).await;
+    // The PV controller (no provisioning) completes the claim's binding to the PV it names;
+    // until then the claim is only pre-bound, which the scheduler does not take as bound.
+    let sim = sim_with(&["", "", ""], Provisioner::Never).await;
     let s = Sched::start(&sim, |_| {}).await;
     create_pod(&sim, pod_with_claim("uses-x", "x"));
     eventually("reported", WAIT, || condition(&sim, "uses-x").is_some()).await;

@@ -93,7 +93,8 @@ fn scheduler(dir: &Path, sim: &SimProc, extra: &[&str]) -> Proc {
 #[test]
 fn the_four_cases_a_new_user_hit_behave_as_kube_scheduler() {
     let dir = procs::tmpdir("constraints-e2e");
-    let (sim, nodes) = sim(&dir, 4, &[]);
+    // The PV controller (no provisioning) completes the binding of case 4's pre-bound claim.
+    let (sim, nodes) = sim(&dir, 4, &["--provisioner-never"]);
     let _s = scheduler(&dir, &sim, &[]);
 
     // 1. Five replicas refusing each other on a node, on four nodes: one node each, one left.
