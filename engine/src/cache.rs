@@ -167,6 +167,9 @@ pub struct Cache {
     nominations: crate::FastMap<Arc<str>, u32>,
     /// PodDisruptionBudgets (`pdb`), for preemption.
     pdbs: crate::pdb::Pdbs,
+    /// Placed pods by the claims they use ((namespace id, claim) → uids): the pods a change to
+    /// a claim or its PV re-resolves (`Cache::refresh_csi`).
+    claim_users: crate::FastMap<(u32, Arc<str>), Vec<Arc<str>>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -216,6 +219,7 @@ impl Cache {
             claims: crate::dra::Claims::default(),
             csi_limits: Arc::default(),
             freed: Vec::new(),
+            claim_users: Default::default(),
             nominations: Default::default(),
             pdbs: Default::default(),
         }
@@ -485,8 +489,31 @@ impl Cache {
                 .or_default()
                 .push(pod.uid.clone());
         }
+        self.index_claims(&placement);
         self.pods.insert(pod.uid.clone(), placement);
         mask
+    }
+
+    /// Record a placed pod's claims in `claim_users`.
+    fn index_claims(&mut self, p: &Placement) {
+        for c in p.info.claims.iter() {
+            self.claim_users
+                .entry((p.info.namespace, c.clone()))
+                .or_default()
+                .push(p.uid.clone());
+        }
+    }
+
+    fn unindex_claims(&mut self, p: &Placement) {
+        for c in p.info.claims.iter() {
+            let k = (p.info.namespace, c.clone());
+            if let Some(users) = self.claim_users.get_mut(&k) {
+                users.retain(|u| *u != p.uid);
+                if users.is_empty() {
+                    self.claim_users.remove(&k);
+                }
+            }
+        }
     }
 
     /// A pod is gone (deleted, completed, or its assumption forgotten): free its resources.
@@ -495,6 +522,7 @@ impl Cache {
         let Some(p) = self.pods.remove(uid) else {
             return 0;
         };
+        self.unindex_claims(&p);
         if let Some(&slot) = self.by_name.get(&*p.node) {
             self.account(slot, &p, -1);
             self.write_slot(slot);
@@ -529,6 +557,7 @@ impl Cache {
                 let placement = Placement::of(pod, info, name.clone(), true);
                 self.remove_pod(&pod.uid);
                 self.account(slot, &placement, 1);
+                self.index_claims(&placement);
                 self.pods.insert(pod.uid.clone(), placement);
                 Some(name)
             }
@@ -651,13 +680,27 @@ impl Cache {
     /// Apply a change to the storage objects (`volumes`). Returns its events and the objects it
     /// rejected.
     pub fn apply_storage(&mut self, input: StorageInput) -> (Events, Vec<ModelError>) {
-        // What placed pods' CSI volumes are resolved from (`Storage::csi_of`).
-        let refresh = !matches!(
-            input,
+        // What placed pods' CSI volumes are resolved from (`Storage::csi_of`): a claim, the PV
+        // its `volumeName` names, its class. A claim or PV change concerns the pods using that
+        // claim (or the claims naming that PV); a class change or a relist, every pod.
+        let claims_of =
+            |st: &Storage, pv: &str| -> Vec<(Arc<str>, Arc<str>)> { st.claims_naming(pv).to_vec() };
+        let refresh: Option<Option<Vec<(Arc<str>, Arc<str>)>>> = match &input {
             StorageInput::CsiNode(_)
-                | StorageInput::CsiNodeDelete(_)
-                | StorageInput::CsiNodeReset(_)
-        );
+            | StorageInput::CsiNodeDelete(_)
+            | StorageInput::CsiNodeReset(_) => None,
+            StorageInput::Pvc(c) => Some(Some(vec![(
+                Arc::from(c.namespace.as_str()),
+                Arc::from(c.name.as_str()),
+            )])),
+            StorageInput::PvcDelete { namespace, name } => Some(Some(vec![(
+                Arc::from(namespace.as_str()),
+                Arc::from(name.as_str()),
+            )])),
+            StorageInput::Pv(v) => Some(Some(claims_of(&self.storage, &v.name))),
+            StorageInput::PvDelete(name) => Some(Some(claims_of(&self.storage, name))),
+            _ => Some(None),
+        };
         let (events, errors) = self.storage.apply(input, &mut self.interner);
         for node in self.storage.take_limits_changed() {
             let id = self.interner.intern(&node);
@@ -675,22 +718,41 @@ impl Cache {
             }
             self.dirty = true;
         }
-        if refresh {
-            self.refresh_csi();
+        if let Some(scope) = refresh {
+            self.refresh_csi(scope);
         }
         (events, errors)
     }
 
     /// Placed pods with claims get their CSI volumes resolved again (a claim, PV or class
-    /// changed). A node whose pods now attach a volume they did not before can take fewer:
-    /// its bind version advances, so a decision made without it is not claimed.
-    fn refresh_csi(&mut self) {
-        let with_claims: Vec<(Arc<str>, Arc<PodInfo>)> = self
-            .pods
-            .iter()
-            .filter(|(_, p)| !p.info.claims.is_empty())
-            .map(|(uid, p)| (uid.clone(), p.info.clone()))
-            .collect();
+    /// changed): those using the claims of `scope` (namespace, name), or every one (`None`). A
+    /// node whose pods now attach a volume they did not before can take fewer: its bind
+    /// version advances, so a decision made without it is not claimed.
+    fn refresh_csi(&mut self, scope: Option<Vec<(Arc<str>, Arc<str>)>>) {
+        let with_claims: Vec<(Arc<str>, Arc<PodInfo>)> = match scope {
+            None => self
+                .pods
+                .iter()
+                .filter(|(_, p)| !p.info.claims.is_empty())
+                .map(|(uid, p)| (uid.clone(), p.info.clone()))
+                .collect(),
+            Some(claims) => {
+                let mut uids: Vec<Arc<str>> = Vec::new();
+                for (ns, name) in claims {
+                    let Some(ns) = self.interner.get(&ns) else {
+                        continue;
+                    };
+                    if let Some(users) = self.claim_users.get(&(ns, name)) {
+                        uids.extend(users.iter().cloned());
+                    }
+                }
+                uids.sort_unstable();
+                uids.dedup();
+                uids.into_iter()
+                    .filter_map(|u| self.pods.get(&u).map(|p| (u, p.info.clone())))
+                    .collect()
+            }
+        };
         let mut stale: Vec<(Arc<str>, CsiVolumes)> = Vec::new();
         for (uid, info) in with_claims {
             let ns = self.interner.resolve(info.namespace).to_owned();

@@ -646,7 +646,7 @@ impl Core {
         if self
             .queue
             .get(&pod.uid)
-            .is_some_and(|e| matches!(e.state(), PodState::Preempting | PodState::Binding))
+            .is_some_and(|e| matches!(e.state(), PodState::Preempting { .. } | PodState::Binding))
         {
             return;
         }
@@ -1024,7 +1024,7 @@ impl Core {
         }
         self.cache
             .nominate(&pod.uid, plan.slot, pod.priority, pod.requests.clone());
-        self.queue.mark_preempting(&pod.uid);
+        self.queue.mark_preempting(&pod.uid, summary.wake);
         self.emit(Intent::Preempt(PreemptIntent {
             preemptor: PodRef {
                 uid: pod.uid.clone(),
@@ -1055,17 +1055,13 @@ impl Core {
             self.cache.unnominate(uid);
             return;
         };
-        if e.state() != PodState::Preempting {
+        if !matches!(e.state(), PodState::Preempting { .. }) {
             return;
         }
         let pod = e.pod().clone();
         match result {
             Ok(()) => {
-                self.queue.preemption_done(
-                    &pod.uid,
-                    event::ROOM_FREED | event::POD_REMOVED | event::NODE_ADDED,
-                    now,
-                );
+                self.queue.preemption_done(&pod.uid, now);
                 // Victims already gone (their deletions seen before the answer): look again.
                 self.pending_events |= event::ROOM_FREED;
                 if let Some(slot) = self.cache.nomination(&pod.uid) {
@@ -1227,7 +1223,7 @@ impl Core {
                 PodState::Unschedulable { .. } => counted.unschedulable += 1,
                 PodState::InFlight => counted.in_flight += 1,
                 PodState::Binding => counted.binding += 1,
-                PodState::Preempting => counted.preempting += 1,
+                PodState::Preempting { .. } => counted.preempting += 1,
             }
         }
         if counted != self.queue.depths() {

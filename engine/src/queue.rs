@@ -73,8 +73,11 @@ pub enum PodState {
     /// Claimed; the bind is in the adapter's hands.
     Binding,
     /// Nominated by preemption; held out of the queue while the adapter deletes its victims
-    /// and writes its nomination (`preemption`, asynchronous as kube-scheduler 1.33+).
-    Preempting,
+    /// and writes its nomination (`preemption`, asynchronous as kube-scheduler 1.33+). `wake`:
+    /// the events that wake it once that is done (its failed attempt's).
+    Preempting {
+        wake: Events,
+    },
 }
 
 /// One pod the queue owns. Read-only outside the queue: every move goes through the queue's
@@ -246,7 +249,7 @@ impl SchedulingQueue {
             PodState::Unschedulable { .. } => &mut self.depths.unschedulable,
             PodState::InFlight => &mut self.depths.in_flight,
             PodState::Binding => &mut self.depths.binding,
-            PodState::Preempting => &mut self.depths.preempting,
+            PodState::Preempting { .. } => &mut self.depths.preempting,
         }
     }
 
@@ -313,7 +316,7 @@ impl SchedulingQueue {
             match e.state {
                 // The worker's result carries the spec it decided on; the driver compares.
                 // A preempting pod stays held until its API calls are done.
-                PodState::InFlight | PodState::Binding | PodState::Preempting => {}
+                PodState::InFlight | PodState::Binding | PodState::Preempting { .. } => {}
                 _ if pod.gated => {
                     if !was_gated {
                         self.set_state(&uid, PodState::Gated);
@@ -608,21 +611,18 @@ impl SchedulingQueue {
     }
 
     /// Preemption nominated the pod (`PodState::Preempting`): held until its API calls are
-    /// done.
-    pub fn mark_preempting(&mut self, uid: &Arc<str>) {
+    /// done, then woken by `wake`.
+    pub fn mark_preempting(&mut self, uid: &Arc<str>, wake: Events) {
         if self.entries.contains_key(uid) {
-            self.set_state(uid, PodState::Preempting);
+            self.set_state(uid, PodState::Preempting { wake });
         }
     }
 
-    /// Its preemption's API calls are done: it waits in the pool for its victims to leave
-    /// (`wake`), as an unschedulable pod.
-    pub fn preemption_done(&mut self, uid: &Arc<str>, wake: Events, now: Nanos) {
-        if self
-            .entries
-            .get(uid)
-            .is_some_and(|e| e.state == PodState::Preempting)
-        {
+    /// Its preemption's API calls are done: it waits in the pool for its victims to leave, as
+    /// an unschedulable pod woken by the events of its failed attempt (the room they free is
+    /// judged for it, `event::ROOM_FREED`).
+    pub fn preemption_done(&mut self, uid: &Arc<str>, now: Nanos) {
+        if let Some(&PodState::Preempting { wake }) = self.entries.get(uid).map(|e| &e.state) {
             self.set_state(uid, PodState::Unschedulable { since: now, wake });
         }
     }

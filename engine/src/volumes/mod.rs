@@ -343,6 +343,8 @@ pub struct Storage {
     /// PVs that claims name in `spec.volumeName` (PV → how many claims): never given to
     /// another claim (`matching`).
     named: HashMap<Arc<str>, u32>,
+    /// The claims naming each PV (PV → claim keys): whose placed pods a PV change concerns.
+    by_volume: HashMap<Arc<str>, Vec<(Arc<str>, Arc<str>)>>,
 }
 
 fn key(ns: &str, name: &str) -> (Arc<str>, Arc<str>) {
@@ -379,6 +381,7 @@ impl Storage {
             StorageInput::PvcReset(all) => {
                 self.claims.clear();
                 self.named.clear();
+                self.by_volume.clear();
                 for c in all {
                     if let Err(e) = self.apply_pvc(c, interner) {
                         errors.push(e);
@@ -471,29 +474,46 @@ impl Storage {
     }
 
     fn put_claim(&mut self, key: (Arc<str>, Arc<str>), claim: Claim) {
+        if let Some(old) = self.claims.remove(&key) {
+            self.unname(&old, &key);
+        }
         if let Some(v) = &claim.volume {
             *self.named.entry(v.clone()).or_default() += 1;
+            self.by_volume
+                .entry(v.clone())
+                .or_default()
+                .push(key.clone());
         }
-        if let Some(old) = self.claims.insert(key, claim) {
-            self.unname(&old);
-        }
+        self.claims.insert(key, claim);
     }
 
     fn remove_claim(&mut self, key: &(Arc<str>, Arc<str>)) {
         if let Some(old) = self.claims.remove(key) {
-            self.unname(&old);
+            self.unname(&old, key);
         }
     }
 
-    fn unname(&mut self, old: &Claim) {
-        if let Some(v) = &old.volume
-            && let Some(n) = self.named.get_mut(v)
-        {
+    fn unname(&mut self, old: &Claim, key: &(Arc<str>, Arc<str>)) {
+        let Some(v) = &old.volume else {
+            return;
+        };
+        if let Some(n) = self.named.get_mut(v) {
             *n -= 1;
             if *n == 0 {
                 self.named.remove(v);
             }
         }
+        if let Some(keys) = self.by_volume.get_mut(v) {
+            keys.retain(|k| k != key);
+            if keys.is_empty() {
+                self.by_volume.remove(v);
+            }
+        }
+    }
+
+    /// The claims (namespace, name) naming the PV `pv` in `spec.volumeName`.
+    pub fn claims_naming(&self, pv: &str) -> &[(Arc<str>, Arc<str>)] {
+        self.by_volume.get(pv).map_or(&[], Vec::as_slice)
     }
 
     /// Keep a PV. One Magma cannot take (a capacity above 2^62 bytes, a node affinity it cannot
