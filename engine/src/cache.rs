@@ -103,6 +103,9 @@ impl Placement {
     }
 }
 
+/// A claim by (namespace, name).
+type ClaimKey = (Arc<str>, Arc<str>);
+
 /// A pod placed on a node, as preemption sees it (`Cache::pods_on`).
 #[derive(Debug, Clone, Copy)]
 pub struct PlacedView<'a> {
@@ -683,9 +686,9 @@ impl Cache {
         // What placed pods' CSI volumes are resolved from (`Storage::csi_of`): a claim, the PV
         // its `volumeName` names, its class. A claim or PV change concerns the pods using that
         // claim (or the claims naming that PV); a class change or a relist, every pod.
-        let claims_of =
-            |st: &Storage, pv: &str| -> Vec<(Arc<str>, Arc<str>)> { st.claims_naming(pv).to_vec() };
-        let refresh: Option<Option<Vec<(Arc<str>, Arc<str>)>>> = match &input {
+        let claims_of = |st: &Storage, pv: &str| -> Vec<ClaimKey> { st.claims_naming(pv).to_vec() };
+        // `None`: nothing to re-resolve; `Some(None)`: every pod.
+        let refresh: Option<Option<Vec<ClaimKey>>> = match &input {
             StorageInput::CsiNode(_)
             | StorageInput::CsiNodeDelete(_)
             | StorageInput::CsiNodeReset(_) => None,
@@ -728,7 +731,7 @@ impl Cache {
     /// changed): those using the claims of `scope` (namespace, name), or every one (`None`). A
     /// node whose pods now attach a volume they did not before can take fewer: its bind
     /// version advances, so a decision made without it is not claimed.
-    fn refresh_csi(&mut self, scope: Option<Vec<(Arc<str>, Arc<str>)>>) {
+    fn refresh_csi(&mut self, scope: Option<Vec<ClaimKey>>) {
         let with_claims: Vec<(Arc<str>, Arc<PodInfo>)> = match scope {
             None => self
                 .pods
