@@ -344,10 +344,13 @@ pub struct Storage {
     /// another claim (`matching`).
     named: HashMap<Arc<str>, u32>,
     /// The claims naming each PV (PV → claim keys): whose placed pods a PV change concerns.
-    by_volume: HashMap<Arc<str>, Vec<(Arc<str>, Arc<str>)>>,
+    by_volume: HashMap<Arc<str>, Vec<ClaimKey>>,
 }
 
-fn key(ns: &str, name: &str) -> (Arc<str>, Arc<str>) {
+/// A claim by (namespace, name).
+pub type ClaimKey = (Arc<str>, Arc<str>);
+
+fn key(ns: &str, name: &str) -> ClaimKey {
     (Arc::from(ns), Arc::from(name))
 }
 
