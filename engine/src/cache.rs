@@ -160,8 +160,8 @@ pub struct Cache {
     hostname_key: u32,
     /// PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes (`volumes`).
     storage: Storage,
-    /// ResourceClaims (`dra`).
-    claims: crate::dra::Claims,
+    /// ResourceClaims, ResourceSlices, DeviceClasses (`dra`).
+    dra: crate::dra::Dra,
     /// CSI attach limits by node name id, as snapshots carry them.
     csi_limits: Arc<CsiLimits>,
     /// Node slots pods left since the last [`Cache::take_freed`] (`event::ROOM_FREED`).
@@ -219,7 +219,7 @@ impl Cache {
             namespaces: Arc::default(),
             anti_epoch: 0,
             storage: Storage::default(),
-            claims: crate::dra::Claims::default(),
+            dra: crate::dra::Dra::default(),
             csi_limits: Arc::default(),
             freed: Vec::new(),
             claim_users: Default::default(),
@@ -838,23 +838,89 @@ impl Cache {
         }
     }
 
-    /// Apply a change to the ResourceClaims (`dra`). Returns its events.
-    pub fn apply_dra(&mut self, input: crate::dra::DraInput) -> Events {
-        self.claims.apply(input)
+    /// Apply a change to the ResourceClaims, ResourceSlices or DeviceClasses (`dra`). Returns
+    /// its events and the objects it rejected. A claim allocated by someone else takes devices
+    /// of the nodes it names: their versions move, so a decision made without it is not
+    /// claimed.
+    pub fn apply_dra(&mut self, input: crate::dra::DraInput) -> (Events, Vec<ModelError>) {
+        let (events, errors, taken) = self.dra.apply(input, &mut self.interner);
+        for node in taken {
+            let name = self.interner.resolve(node).to_owned();
+            if let Some(&slot) = self.by_name.get(name.as_str())
+                && !mutation::skip_external_bump()
+            {
+                self.bump(slot);
+                self.write_slot(slot);
+            }
+        }
+        self.dirty = true;
+        (events, errors)
     }
 
-    /// Resolve a pod's ResourceClaims for its hand-off (`dra::Claims::resolve`), with the
+    /// Resolve a pod's ResourceClaims for its hand-off (`dra::Dra::resolve`), with the
     /// profile's DRA switch.
     pub fn resolve_claims(&mut self, pod: &CompiledPod) -> crate::dra::PodClaims {
         let enabled = self.profile.dynamic_resources;
-        self.claims.resolve(
+        let mut claims = self.dra.resolve(
             &pod.namespace,
             &pod.uid,
             &pod.name,
             &pod.resource_claims,
             enabled,
             &mut self.interner,
+        );
+        if claims.blocked.is_none() && !claims.claims.is_empty() {
+            claims.devices = Some(self.dra.snapshot());
+        }
+        claims
+    }
+
+    /// The devices for a pod's claims on the node in `slot` with what the cache holds now (not
+    /// the hand-off's view: every decision applied since counts), assumed for the pod; what the
+    /// adapter writes for each claim. `None`: they no longer fit there (the decision is void).
+    pub fn allocate_claims(
+        &mut self,
+        pod: &CompiledPod,
+        handed: &crate::dra::PodClaims,
+        slot: u32,
+    ) -> Option<Vec<crate::dra::ClaimAllocation>> {
+        let meta = self.node_meta(slot)?;
+        let fresh;
+        let claims = if mutation::dra_trust_worker() {
+            handed
+        } else {
+            // Claims resolved at hand-off may have been allocated since (shared claims), and
+            // their devices taken by decisions applied since: resolve them again.
+            fresh = self.resolve_claims(pod);
+            if fresh.blocked.is_some() {
+                return None;
+            }
+            &fresh
+        };
+        if claims.claims.is_empty() {
+            return Some(Vec::new());
+        }
+        let snap = claims.devices.clone()?;
+        let given =
+            crate::dra::allocator::allocate(&snap.devices, &snap.in_use, &claims.claims, &meta)
+                .ok()?;
+        let term = crate::model::Term {
+            expressions: Box::new([]),
+            fields: Box::new([crate::model::Requirement::name_in(meta.name_id)]),
+        };
+        Some(
+            self.dra
+                .assume(&pod.uid, &claims.claims, &given, Arc::from([term])),
         )
+    }
+
+    /// Drop the devices the pod `uid` assumed (its bind did not go through, or it is gone).
+    pub fn release_claims(&mut self, uid: &str) -> Events {
+        if !self.dra.release(uid) {
+            return 0;
+        }
+        self.dirty = true;
+        event::CLAIM_CHANGED
     }
 
     /// A lane claim bumped the anti-affinity epoch (`binder` step 7): the next snapshot holds it.

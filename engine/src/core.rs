@@ -157,6 +157,10 @@ pub struct BindIntent {
     /// Claims to bind to existing PVs first (static binding, `volumes::matching`): write each
     /// PV's `claimRef`, then wait, with `provision`, until every claim is bound.
     pub bind_pvs: Vec<StaticBinding>,
+    /// The pod's ResourceClaims (DynamicResources PreBind): write each claim's allocation
+    /// where it has none yet (`devices`), and the pod into its `status.reservedFor`, before
+    /// the binding.
+    pub devices: Vec<crate::dra::ClaimAllocation>,
     pub volume_timeout: Duration,
     pub arrived: Nanos,
     pub popped: Nanos,
@@ -533,7 +537,13 @@ impl Core {
                     self.emit(Intent::Error(CoreError::Storage(error)));
                 }
             }
-            Input::Dra(change) => self.pending_events |= self.cache.apply_dra(change),
+            Input::Dra(change) => {
+                let (events, errors) = self.cache.apply_dra(change);
+                self.pending_events |= events;
+                for error in errors {
+                    self.emit(Intent::Error(CoreError::Storage(error)));
+                }
+            }
             Input::Pdb(change) => {
                 for error in self.cache.apply_pdb(change) {
                     self.emit(Intent::Error(CoreError::Storage(error)));
@@ -669,6 +679,7 @@ impl Core {
     fn delete_pod(&mut self, uid: &str) {
         self.room_attempt_done(uid, None);
         self.pending_events |= self.cache.release_pvs(uid);
+        self.pending_events |= self.cache.release_claims(uid);
         self.queue.remove(uid);
         self.pending_events |= self.cache.remove_pod(uid);
         if let Some(c) = &mut self.shard {
@@ -681,6 +692,7 @@ impl Core {
         // are released once the PVs are seen bound (`volumes::Storage::apply`).
         if result != BindResult::Bound {
             self.pending_events |= self.cache.release_pvs(uid);
+            self.pending_events |= self.cache.release_claims(uid);
         }
         self.bind_outcome_inner(uid, result, now)
     }
@@ -774,8 +786,24 @@ impl Core {
             if *bumped {
                 self.cache.count_anti_bump();
             }
-            let pod = live.then_some(&*r.task.pod);
+            // DynamicResources Reserve: the devices are decided again against every decision
+            // applied so far (the worker chose them on the hand-off's view); none left there
+            // voids the decision like a lost CAS.
+            let devices = match r.task.claims.as_deref() {
+                Some(c) if live && !c.claims.is_empty() => {
+                    let d = self.cache.allocate_claims(&r.task.pod, c, candidate.slot);
+                    if d.is_none() {
+                        inc(&self.stats.driver.device_conflicts, 1);
+                    }
+                    d
+                }
+                _ => Some(Vec::new()),
+            };
+            let pod = (live && devices.is_some()).then_some(&*r.task.pod);
             let assumed = self.cache.apply_claim(*candidate, pod);
+            if assumed.is_none() && devices.as_ref().is_some_and(|d| !d.is_empty()) {
+                self.pending_events |= self.cache.release_claims(&uid);
+            }
             self.room_attempt_done(&uid, assumed.is_some().then_some(candidate.slot));
             match assumed {
                 Some(node) => {
@@ -791,6 +819,7 @@ impl Core {
                         node,
                         provision,
                         bind_pvs,
+                        devices: devices.unwrap_or_default(),
                         volume_timeout: self.cache.profile().volume_bind_timeout,
                         arrived: r.task.arrived,
                         popped: r.popped,

@@ -63,6 +63,9 @@ mutations! {
     static_pv_outside_lane,
     /// `worker`: a pod outside the lane does not compare the anti-affinity epoch.
     claim_ignores_epoch,
+    /// `Cache::allocate_claims`: the worker's devices (chosen on the hand-off's view) are
+    /// assumed without checking them against the decisions the driver applied since.
+    dra_trust_worker,
 }
 
 /// The mutation named by `MAGMA_MUTATION`, if any.

@@ -27,6 +27,9 @@ pub struct DriverCounters {
     pub rejected_pods: AtomicU64,
     pub status_intents: AtomicU64,
     pub stale_results: AtomicU64,
+    /// Claimed decisions voided because their devices (DRA) were taken by a decision applied
+    /// first (`Cache::allocate_claims`).
+    pub device_conflicts: AtomicU64,
     /// Pending-pod updates that changed nothing the scheduler reads (ignored).
     pub unchanged_updates: AtomicU64,
     /// Times the hand-off stopped because `max_binds_in_flight` pods were handed off or
@@ -70,6 +73,7 @@ pub struct StatsSnapshot {
     pub rejected_pods: u64,
     pub status_intents: u64,
     pub stale_results: u64,
+    pub device_conflicts: u64,
     pub unchanged_updates: u64,
     pub bind_backpressure: u64,
     pub shard_status_intents: u64,
@@ -159,6 +163,7 @@ impl Stats {
         s.rejected_pods = r(&d.rejected_pods);
         s.status_intents = r(&d.status_intents);
         s.stale_results = r(&d.stale_results);
+        s.device_conflicts = r(&d.device_conflicts);
         s.unchanged_updates = r(&d.unchanged_updates);
         s.shard_status_intents = r(&d.shard_status_intents);
         s.preemption_attempts = r(&d.preemption_attempts);

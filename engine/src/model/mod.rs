@@ -704,6 +704,16 @@ pub struct Requirement {
 }
 
 impl Requirement {
+    /// `metadata.name In [node]` (a field requirement: `Term::fields`).
+    pub fn name_in(node_name_id: u32) -> Requirement {
+        Requirement {
+            key: 0,
+            op: SelectorOp::In,
+            values: Box::new([node_name_id]),
+            bound: 0,
+        }
+    }
+
     fn matches_label(&self, label: Option<&Label>) -> bool {
         match self.op {
             SelectorOp::In => label.is_some_and(|l| self.values.binary_search(&l.value).is_ok()),
@@ -1189,7 +1199,7 @@ fn compile_requirement(
     })
 }
 
-fn compile_toleration(
+pub(crate) fn compile_toleration(
     t: &TolerationInput,
     interner: &mut Interner,
 ) -> Result<Toleration, ModelError> {

@@ -1,14 +1,20 @@
 //! DynamicResources (DRA, `resource.k8s.io/v1`): a pod's ResourceClaims, resolved when it is
 //! handed off (`dra`). A claim that holds the pod back (not made yet, missing, being deleted,
-//! made for another pod, not allocatable, or DRA switched off in the profile) rejects every node
-//! with its reason, before any resource is counted, so the pod takes nothing from others.
+//! made for another pod, not allocatable as written, or DRA switched off in the profile) rejects
+//! every node with its reason, before any resource is counted, so the pod takes nothing from
+//! others. Otherwise each node is judged by the structured allocator (`dra::allocator`): devices
+//! for every claim not allocated yet, from the devices published at hand-off, and the nodes an
+//! allocated claim allows. The driver decides the chosen node's devices again when it applies
+//! the claim (`Cache::allocate_claims`): two pods never get one device.
 //!
 //! Always on: `predicate.DynamicResourceAllocationEnable: false` does not skip this filter (a pod
 //! with claims bound without its devices would be worse than a pending one); it makes the filter
-//! say that DRA is switched off (`Profile::dynamic_resources`).
+//! say that DRA is switched off (`Profile::dynamic_resources`). Pods without claims skip it
+//! (`RARE`).
 
 use super::{Cycle, Filter, Names, Node, OnFailure, Reason, Verdict};
-use crate::dra::{Blocked, PodClaims};
+use crate::dra::allocator::{self, NoFit};
+use crate::dra::{Blocked, DraSnapshot, PodClaims};
 use crate::event::Events;
 
 pub struct DynamicResources;
@@ -23,21 +29,56 @@ impl Reason for Blocked {
     }
 }
 
+/// What the filter holds for one pod.
+pub enum DraState<'a> {
+    Blocked(Blocked),
+    Claims(&'a PodClaims, &'a DraSnapshot),
+}
+
 impl Filter for DynamicResources {
     const NAME: &'static str = "DynamicResources";
     const RARE: bool = true;
     const SWITCH: Option<super::Switch> = None;
     const ON_FAILURE: OnFailure = OnFailure::Stop;
     type Reason = Blocked;
-    type State<'a> = Blocked;
+    type State<'a> = DraState<'a>;
 
     #[inline]
-    fn pre_filter<'a>(cx: Cycle<'a>) -> Option<Blocked> {
-        cx.claims.and_then(|c: &PodClaims| c.blocked)
+    fn pre_filter<'a>(cx: Cycle<'a>) -> Option<DraState<'a>> {
+        let c: &PodClaims = cx.claims?;
+        if let Some(b) = c.blocked {
+            return Some(DraState::Blocked(b));
+        }
+        if c.claims.is_empty() {
+            return None;
+        }
+        Some(match c.devices.as_deref() {
+            Some(d) => DraState::Claims(c, d),
+            None => DraState::Blocked(Blocked::CannotAllocate),
+        })
     }
 
-    fn filter<V: Verdict<Blocked>>(blocked: &Blocked, _: Node<'_>, v: &mut V) -> bool {
-        v.fail(*blocked);
-        false
+    fn filter<V: Verdict<Blocked>>(state: &DraState<'_>, node: Node<'_>, v: &mut V) -> bool {
+        let (claims, snap) = match state {
+            DraState::Blocked(b) => {
+                v.fail(*b);
+                return false;
+            }
+            DraState::Claims(c, s) => (c, s),
+        };
+        let Some(meta) = node.meta() else {
+            return false;
+        };
+        match allocator::allocate(&snap.devices, &snap.in_use, &claims.claims, meta) {
+            Ok(_) => true,
+            Err(NoFit::CannotAllocate) => {
+                v.fail(Blocked::CannotAllocate);
+                false
+            }
+            Err(NoFit::Unavailable) => {
+                v.fail(Blocked::Unavailable);
+                false
+            }
+        }
     }
 }

@@ -1,0 +1,415 @@
+//! The structured allocator (kube-scheduler's DynamicResources Filter, with
+//! `k8s.io/dynamic-resource-allocation/structured`): for one pod and one node, devices for every
+//! request of every claim the pod has that is not allocated yet, or the reason there are none.
+//!
+//! Per request, in claim order: the devices its class's and its own CEL selectors match
+//! (resolved when the pod is handed off, [`Alternative::candidates`]), reachable from the node,
+//! not in use (admin access excepted), not given to an earlier request of the pod, whose taints
+//! the request tolerates, and whose counters (partitionable devices) still have room.
+//! `ExactCount` takes `count` of them, `All` every one (and needs the pool complete). A request
+//! with `firstAvailable` takes the first of its subrequests that can be satisfied. `matchAttribute`
+//! constraints make every device of the requests they name agree on the attribute; they and the
+//! subrequests make it a search, done depth-first with backtracking and a step budget
+//! ([`STEP_BUDGET`]: exceeding it fails the node, as upstream's context timeout would).
+//!
+//! A claim already allocated pins the pod to the nodes its allocation allows
+//! ([`ClaimState::Allocated`]); its devices are in use already.
+//!
+//! Pure: reads the published [`DevicesView`] and [`InUse`], writes nothing.
+
+use super::cel::AttrValue;
+use super::devices::{DevId, DevicesView};
+use crate::model::{NodeMeta, TaintEffect, Term, Toleration};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Most device choices the search may try for one pod on one node.
+pub const STEP_BUDGET: usize = 10_000;
+
+/// How many devices a request takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Count {
+    Exact(u32),
+    All,
+}
+
+/// A request, or one subrequest of a `firstAvailable` request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Alternative {
+    /// `req`, or `req/sub` for a subrequest (as the allocation result names it).
+    pub name: Arc<str>,
+    /// The devices its class's and its own selectors match, ascending.
+    pub candidates: Arc<[DevId]>,
+    pub count: Count,
+    pub admin: bool,
+    pub tolerations: Arc<[Toleration]>,
+}
+
+/// A request of a claim: one alternative (`exactly`), or several in order (`firstAvailable`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    pub name: Arc<str>,
+    pub alternatives: Box<[Alternative]>,
+}
+
+/// `matchAttribute`: the devices of `requests` (every request when empty) agree on `attribute`
+/// (`domain/name`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Constraint {
+    pub requests: Box<[Arc<str>]>,
+    pub attribute: Arc<str>,
+}
+
+/// A claim of the pod, as the allocator sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ClaimState {
+    /// Needs devices.
+    Unallocated {
+        requests: Box<[Request]>,
+        constraints: Box<[Constraint]>,
+    },
+    /// Allocated already (by an earlier pod sharing it, or by someone else): the pod may only
+    /// go where the allocation allows. `None`: anywhere.
+    Allocated { nodes: Option<Arc<[Term]>> },
+}
+
+/// A claim of the pod (resolved at hand-off).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PodClaim {
+    pub namespace: Arc<str>,
+    pub name: Arc<str>,
+    pub uid: Arc<str>,
+    pub state: ClaimState,
+}
+
+/// Devices allocated or reserved, as of a snapshot.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct InUse {
+    /// One bit per device id.
+    pub devices: Vec<u64>,
+    /// Counters consumed: (driver, pool, set, counter) → milli-units.
+    pub counters: HashMap<(Arc<str>, Arc<str>, Arc<str>, Arc<str>), i128>,
+}
+
+impl InUse {
+    pub fn contains(&self, id: DevId) -> bool {
+        self.devices
+            .get(id as usize / 64)
+            .is_some_and(|w| w & (1 << (id % 64)) != 0)
+    }
+
+    pub fn insert(&mut self, id: DevId) {
+        let w = id as usize / 64;
+        if self.devices.len() <= w {
+            self.devices.resize(w + 1, 0);
+        }
+        self.devices[w] |= 1 << (id % 64);
+    }
+
+    pub fn remove(&mut self, id: DevId) {
+        if let Some(w) = self.devices.get_mut(id as usize / 64) {
+            *w &= !(1 << (id % 64));
+        }
+    }
+}
+
+/// One device given to a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Given {
+    /// `req` or `req/sub`.
+    pub request: Arc<str>,
+    pub device: DevId,
+    pub admin: bool,
+}
+
+/// Why no allocation is possible on a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NoFit {
+    /// `cannot allocate all claims`.
+    CannotAllocate,
+    /// `resourceclaim not available on the node`: an allocated claim does not allow it.
+    Unavailable,
+}
+
+impl NoFit {
+    pub fn message(self) -> &'static str {
+        match self {
+            NoFit::CannotAllocate => "cannot allocate all claims",
+            NoFit::Unavailable => "resourceclaim not available on the node",
+        }
+    }
+}
+
+/// What one pod's unallocated claims get on a node: per claim (in the pod's claim order, the
+/// allocated ones with nothing), the devices given.
+pub type Allocation = Vec<Vec<Given>>;
+
+struct Search<'a> {
+    view: &'a DevicesView,
+    in_use: &'a InUse,
+    node: &'a NodeMeta,
+    /// Devices taken by this pod so far.
+    taken: Vec<DevId>,
+    /// Counters consumed by this pod so far.
+    counters: HashMap<(Arc<str>, Arc<str>, Arc<str>, Arc<str>), i128>,
+    steps: usize,
+    /// Per (claim, request) in order: the devices given.
+    out: Vec<Vec<Given>>,
+}
+
+/// Each (claim index, request) of the pod to satisfy, flattened.
+struct Slot<'a> {
+    claim: usize,
+    request: &'a Request,
+    constraints: &'a [Constraint],
+}
+
+impl Search<'_> {
+    /// Can `id` be given to `alt` on this node now?
+    fn usable(&self, id: DevId, alt: &Alternative) -> bool {
+        let Some(Some(d)) = self.view.devices.get(id as usize) else {
+            return false;
+        };
+        if !d.reach.admits(self.node) || self.taken.contains(&id) {
+            return false;
+        }
+        if !alt.admin && self.in_use.contains(id) {
+            return false;
+        }
+        let tolerated = d.taints.iter().all(|t| {
+            t.effect == TaintEffect::PreferNoSchedule
+                || alt.tolerations.iter().any(|tol| tol.tolerates(t))
+        });
+        if !tolerated {
+            return false;
+        }
+        if alt.count == Count::All && d.incomplete_pool {
+            return false;
+        }
+        alt.admin || d.consumes.is_empty() || self.counters_fit(id)
+    }
+
+    fn counter_key(
+        &self,
+        id: DevId,
+        set: &Arc<str>,
+        c: &Arc<str>,
+    ) -> (Arc<str>, Arc<str>, Arc<str>, Arc<str>) {
+        let d = self.view.devices[id as usize]
+            .as_ref()
+            .expect("usable device");
+        (d.driver.clone(), d.pool.clone(), set.clone(), c.clone())
+    }
+
+    fn counters_fit(&self, id: DevId) -> bool {
+        let d = self.view.devices[id as usize]
+            .as_ref()
+            .expect("usable device");
+        d.consumes.iter().all(|(set, c, amount)| {
+            let k = self.counter_key(id, set, c);
+            let cap = self.view.counters.get(&k).copied().unwrap_or(0);
+            let used = self.in_use.counters.get(&k).copied().unwrap_or(0)
+                + self.counters.get(&k).copied().unwrap_or(0);
+            used + amount <= cap
+        })
+    }
+
+    fn take(&mut self, id: DevId, admin: bool) {
+        self.taken.push(id);
+        if admin {
+            return;
+        }
+        let d = self.view.devices[id as usize]
+            .as_ref()
+            .expect("usable device");
+        for (set, c, amount) in d.consumes.iter() {
+            let k = (d.driver.clone(), d.pool.clone(), set.clone(), c.clone());
+            *self.counters.entry(k).or_default() += amount;
+        }
+    }
+
+    fn untake(&mut self, id: DevId, admin: bool) {
+        self.taken.retain(|&x| x != id);
+        if admin {
+            return;
+        }
+        let d = self.view.devices[id as usize]
+            .as_ref()
+            .expect("usable device");
+        for (set, c, amount) in d.consumes.iter() {
+            let k = (d.driver.clone(), d.pool.clone(), set.clone(), c.clone());
+            if let Some(v) = self.counters.get_mut(&k) {
+                *v -= amount;
+            }
+        }
+    }
+
+    fn attribute(&self, id: DevId, name: &str) -> Option<&AttrValue> {
+        let d = self.view.devices[id as usize].as_ref()?;
+        d.attributes
+            .binary_search_by(|(k, _)| (**k).cmp(name))
+            .ok()
+            .map(|i| &d.attributes[i].1)
+    }
+
+    /// Do the devices given so far (and `id` for `request`) satisfy the constraints of the
+    /// claim?
+    fn constraints_hold(&self, slot: &Slot<'_>, request: &str, id: DevId) -> bool {
+        for c in slot.constraints {
+            let covers = |r: &str| {
+                c.requests.is_empty()
+                    || c.requests
+                        .iter()
+                        .any(|x| **x == *r || r.split('/').next() == Some(x))
+            };
+            if !covers(request) {
+                continue;
+            }
+            let Some(v) = self.attribute(id, &c.attribute) else {
+                return false;
+            };
+            for g in self.out[slot.claim].iter() {
+                if covers(&g.request) && self.attribute(g.device, &c.attribute) != Some(v) {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// Satisfy slots `i..` (depth-first). `Err(())`: the budget ran out.
+    fn solve(&mut self, slots: &[Slot<'_>], i: usize) -> Result<bool, ()> {
+        let Some(slot) = slots.get(i) else {
+            return Ok(true);
+        };
+        let local = self
+            .view
+            .by_node
+            .get(&self.node.name_id)
+            .map_or(&[][..], Vec::as_slice);
+        for alt in slot.request.alternatives.iter() {
+            // The node's own devices and those more than one node reaches, ascending within
+            // each: the candidates are looked up, not scanned (there may be one per device of
+            // the cluster).
+            let usable: Vec<DevId> = local
+                .iter()
+                .chain(self.view.shared.iter())
+                .copied()
+                .filter(|id| alt.candidates.binary_search(id).is_ok() && self.usable(*id, alt))
+                .collect();
+            let want = match alt.count {
+                Count::Exact(n) => n as usize,
+                Count::All => usable.len(),
+            };
+            if want == 0 || usable.len() < want {
+                continue;
+            }
+            let before = self.out[slot.claim].len();
+            if self.pick(slots, i, alt, &usable, 0, want)? {
+                return Ok(true);
+            }
+            debug_assert_eq!(self.out[slot.claim].len(), before);
+        }
+        Ok(false)
+    }
+
+    /// Pick `want` more devices for `alt` from `usable[from..]`, then go on with slot `i + 1`.
+    fn pick(
+        &mut self,
+        slots: &[Slot<'_>],
+        i: usize,
+        alt: &Alternative,
+        usable: &[DevId],
+        from: usize,
+        want: usize,
+    ) -> Result<bool, ()> {
+        if want == 0 {
+            return self.solve(slots, i + 1);
+        }
+        let slot = &slots[i];
+        for k in from..usable.len() {
+            if usable.len() - k < want {
+                break;
+            }
+            self.steps += 1;
+            if self.steps > STEP_BUDGET {
+                return Err(());
+            }
+            let id = usable[k];
+            if self.taken.contains(&id) || !self.constraints_hold(slot, &alt.name, id) {
+                continue;
+            }
+            // Counters may have been consumed by this pod's earlier picks.
+            if !alt.admin && !self.counters_fit(id) {
+                continue;
+            }
+            self.take(id, alt.admin);
+            self.out[slot.claim].push(Given {
+                request: alt.name.clone(),
+                device: id,
+                admin: alt.admin,
+            });
+            if self.pick(slots, i, alt, usable, k + 1, want - 1)? {
+                return Ok(true);
+            }
+            self.out[slot.claim].pop();
+            self.untake(id, alt.admin);
+            // The last request, without constraints: one device is as good as another of the
+            // same alternative, so no need to try the others in its place. (An earlier
+            // request's choice can matter to a later one whose selectors differ.)
+            if i + 1 == slots.len() && slot.constraints.is_empty() && alt.count != Count::All {
+                let d = self.view.devices[id as usize].as_ref();
+                if d.is_some_and(|d| d.consumes.is_empty()) {
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(false)
+    }
+}
+
+/// Devices for the pod's unallocated claims on `node`, or why not.
+pub fn allocate(
+    view: &DevicesView,
+    in_use: &InUse,
+    claims: &[PodClaim],
+    node: &NodeMeta,
+) -> Result<Allocation, NoFit> {
+    let mut slots = Vec::new();
+    for (ci, c) in claims.iter().enumerate() {
+        match &c.state {
+            ClaimState::Allocated { nodes } => {
+                if let Some(terms) = nodes
+                    && !terms.iter().any(|t| t.matches(node))
+                {
+                    return Err(NoFit::Unavailable);
+                }
+            }
+            ClaimState::Unallocated {
+                requests,
+                constraints,
+            } => {
+                for r in requests.iter() {
+                    slots.push(Slot {
+                        claim: ci,
+                        request: r,
+                        constraints,
+                    });
+                }
+            }
+        }
+    }
+    let mut s = Search {
+        view,
+        in_use,
+        node,
+        taken: Vec::new(),
+        counters: HashMap::new(),
+        steps: 0,
+        out: vec![Vec::new(); claims.len()],
+    };
+    match s.solve(&slots, 0) {
+        Ok(true) => Ok(s.out),
+        Ok(false) | Err(()) => Err(NoFit::CannotAllocate),
+    }
+}

@@ -1,0 +1,550 @@
+//! The devices DRA drivers publish (`ResourceSlice`s) and the classes that select them
+//! (`DeviceClass`es), as the structured allocator reads them.
+//!
+//! - Every device gets a dense id ([`DevId`]) that stays the same while a slice naming it
+//!   (driver, pool, device name) exists, so allocations recorded against it stay valid across
+//!   slice updates.
+//! - A pool's devices count only from the slices of its newest generation. A pool whose slices
+//!   of that generation are not all there yet (`resourceSliceCount`) is *incomplete*: its
+//!   devices may be allocated one by one, but not by a request for `All` devices (upstream's
+//!   rule).
+//! - Where a device can be used ([`Reach`]): one node (`nodeName`), the nodes a node selector
+//!   matches, or every node (`allNodes`); per device when the slice says
+//!   `perDeviceNodeSelection`. Devices of one node are listed per node (what a node-local scan
+//!   reads); the others are checked against each node's labels.
+//! - Selectors are compiled once per expression and evaluated once per (expression, device):
+//!   [`Inventory::matching`] memoises the results until the devices change.
+//!
+//! Owned by the driver (single writer); workers read the immutable [`DevicesView`] published
+//! with each snapshot.
+
+use super::cel::{AttrValue, DeviceView, Selector, root_context};
+use crate::model::{
+    Interner, ModelError, NodeMeta, SelectorTermInput, Taint, TaintEffect, Term, compile_node_term,
+    parse_scaled,
+};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// A device's dense id.
+pub type DevId = u32;
+
+/// `spec.nodeName` / `nodeSelector` / `allNodes` of a slice (or of one device).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NodesInput {
+    Node(String),
+    Selector(Vec<SelectorTermInput>),
+    All,
+    /// `perDeviceNodeSelection`: each device says.
+    PerDevice,
+}
+
+impl Default for NodesInput {
+    fn default() -> Self {
+        NodesInput::All
+    }
+}
+
+/// A device taint (`spec.devices[].taints[]`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeviceTaintInput {
+    pub key: String,
+    pub value: String,
+    pub effect: String,
+}
+
+/// One device of a slice.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeviceInput {
+    pub name: String,
+    /// (qualified name, value): a name without a domain belongs to the driver's.
+    pub attributes: Vec<(String, AttrValue)>,
+    /// (qualified name, quantity).
+    pub capacity: Vec<(String, String)>,
+    pub taints: Vec<DeviceTaintInput>,
+    /// With `perDeviceNodeSelection`: where this device can be used.
+    pub nodes: Option<NodesInput>,
+    /// `consumesCounters`: (counter set, [(counter, quantity)]).
+    pub consumes_counters: Vec<(String, Vec<(String, String)>)>,
+    pub allow_multiple_allocations: bool,
+}
+
+/// A ResourceSlice.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SliceInput {
+    pub name: String,
+    pub driver: String,
+    pub pool: String,
+    pub generation: i64,
+    pub slice_count: i64,
+    pub nodes: NodesInput,
+    pub devices: Vec<DeviceInput>,
+    /// `sharedCounters`: (counter set, [(counter, quantity)]).
+    pub shared_counters: Vec<(String, Vec<(String, String)>)>,
+}
+
+/// A DeviceClass.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClassInput {
+    pub name: String,
+    /// `spec.selectors[].cel.expression`.
+    pub selectors: Vec<String>,
+}
+
+/// Where a device can be used.
+#[derive(Debug, Clone)]
+pub enum Reach {
+    /// One node (its name id).
+    Node(u32),
+    /// The nodes any of these terms match.
+    Selector(Arc<[Term]>),
+    All,
+}
+
+impl Reach {
+    pub fn admits(&self, node: &NodeMeta) -> bool {
+        match self {
+            Reach::Node(n) => *n == node.name_id,
+            Reach::Selector(terms) => terms.iter().any(|t| t.matches(node)),
+            Reach::All => true,
+        }
+    }
+
+    /// A device only one node can use (its claims are exact under that node's bind version).
+    pub fn is_local(&self) -> bool {
+        matches!(self, Reach::Node(_))
+    }
+}
+
+/// One device, as the allocator reads it.
+#[derive(Debug, Clone)]
+pub struct Device {
+    pub driver: Arc<str>,
+    pub pool: Arc<str>,
+    pub name: Arc<str>,
+    pub reach: Reach,
+    /// (domain, name) → value, for `matchAttribute` constraints.
+    pub attributes: Arc<[(Arc<str>, AttrValue)]>,
+    pub taints: Box<[Taint]>,
+    /// Counters it consumes: (index into the pool's counter sets, counter name, milli-units).
+    pub consumes: Box<[(Arc<str>, Arc<str>, i128)]>,
+    /// Its pool is incomplete (not every slice of the newest generation is known).
+    pub incomplete_pool: bool,
+    /// The CEL value of `device`.
+    value: cel::Value,
+}
+
+/// The devices and classes (see the module doc).
+#[derive(Default)]
+pub struct Inventory {
+    /// By id; `None`: an id no slice names any more (kept so ids are stable).
+    devices: Vec<Option<Device>>,
+    ids: HashMap<(Arc<str>, Arc<str>, Arc<str>), DevId>,
+    free_ids: Vec<DevId>,
+    /// Slices by name: (driver, pool, generation, its device ids).
+    slices: HashMap<Arc<str>, SliceEntry>,
+    /// Pools: (driver, pool) → (newest generation, slice count).
+    pools: HashMap<(Arc<str>, Arc<str>), PoolEntry>,
+    classes: HashMap<Arc<str>, Arc<[Arc<str>]>>,
+    /// Memoised selector results: expression → (selector, result per device id: 0 unknown,
+    /// 1 match, 2 no match, 3 error).
+    selectors: HashMap<Arc<str>, (Selector, Vec<u8>)>,
+    /// Memoised answers of [`Inventory::matching`] per selector list.
+    sets: HashMap<Vec<Arc<str>>, (Arc<[DevId]>, Option<String>)>,
+    root: Option<cel::Context<'static, 'static>>,
+    /// How many slices name each device id.
+    refs: Vec<u32>,
+    /// Per device id: counted (its slice is of its pool's newest generation).
+    current: Vec<bool>,
+    /// `current` and the published view are stale.
+    dirty: bool,
+    view: Arc<DevicesView>,
+}
+
+#[derive(Debug, Clone)]
+struct SliceEntry {
+    pool: (Arc<str>, Arc<str>),
+    generation: i64,
+    devices: Vec<DevId>,
+    shared_counters: Vec<(Arc<str>, Vec<(Arc<str>, i128)>)>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct PoolEntry {
+    generation: i64,
+    slice_count: i64,
+}
+
+/// What workers read of the devices: immutable, published with the snapshot.
+#[derive(Debug, Default)]
+pub struct DevicesView {
+    pub devices: Vec<Option<Device>>,
+    /// Node-local devices by node name id.
+    pub by_node: HashMap<u32, Vec<DevId>>,
+    /// Devices usable on more than one node.
+    pub shared: Vec<DevId>,
+    /// Counter sets of partitionable devices: (driver, pool, set, counter) → milli-units.
+    pub counters: HashMap<(Arc<str>, Arc<str>, Arc<str>, Arc<str>), i128>,
+}
+
+impl std::fmt::Debug for Inventory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inventory")
+            .field("devices", &self.devices.len())
+            .field("slices", &self.slices.len())
+            .finish_non_exhaustive()
+    }
+}
+
+fn split_qualified(driver: &str, name: &str) -> (String, String) {
+    match name.split_once('/') {
+        Some((d, n)) => (d.to_owned(), n.to_owned()),
+        None => (driver.to_owned(), name.to_owned()),
+    }
+}
+
+fn milli(what: &str, q: &str) -> Result<i128, ModelError> {
+    parse_scaled(what, q, 1000).map(i128::from)
+}
+
+impl Inventory {
+    fn compile_nodes(
+        nodes: &NodesInput,
+        interner: &mut Interner,
+    ) -> Result<Option<Reach>, ModelError> {
+        Ok(Some(match nodes {
+            NodesInput::Node(n) => Reach::Node(interner.intern(n)),
+            NodesInput::Selector(terms) => Reach::Selector(
+                terms
+                    .iter()
+                    .map(|t| compile_node_term(t, interner))
+                    .collect::<Result<Vec<_>, _>>()?
+                    .into(),
+            ),
+            NodesInput::All => Reach::All,
+            NodesInput::PerDevice => return Ok(None),
+        }))
+    }
+
+    /// Add or replace a slice. A slice Magma cannot take is left out (its older version too)
+    /// and the error returned.
+    pub fn apply_slice(
+        &mut self,
+        s: SliceInput,
+        interner: &mut Interner,
+    ) -> Result<(), ModelError> {
+        let name: Arc<str> = Arc::from(s.name.as_str());
+        self.remove_slice(&name);
+        let driver: Arc<str> = Arc::from(s.driver.as_str());
+        let pool: Arc<str> = Arc::from(s.pool.as_str());
+        let slice_reach = Self::compile_nodes(&s.nodes, interner)?;
+        let mut shared_counters = Vec::new();
+        for (set, counters) in &s.shared_counters {
+            let mut cs = Vec::new();
+            for (c, q) in counters {
+                cs.push((Arc::from(c.as_str()), milli("counter", q)?));
+            }
+            shared_counters.push((Arc::from(set.as_str()), cs));
+        }
+        let mut compiled = Vec::with_capacity(s.devices.len());
+        for d in &s.devices {
+            let reach = match (&slice_reach, &d.nodes) {
+                (Some(r), _) => r.clone(),
+                (None, Some(n)) => Self::compile_nodes(n, interner)?.unwrap_or(Reach::All),
+                (None, None) => {
+                    return Err(ModelError::ResourceClaim(format!(
+                        "resourceslice {:?}: device {:?} says nowhere it can be used",
+                        s.name, d.name
+                    )));
+                }
+            };
+            let mut attributes: Vec<(Arc<str>, AttrValue)> = Vec::new();
+            let mut view_attrs = Vec::new();
+            for (q, v) in &d.attributes {
+                let (domain, id) = split_qualified(&s.driver, q);
+                attributes.push((Arc::from(format!("{domain}/{id}").as_str()), v.clone()));
+                view_attrs.push((domain, id, v.clone()));
+            }
+            attributes.sort_by(|a, b| a.0.cmp(&b.0));
+            let mut capacity = Vec::new();
+            for (q, v) in &d.capacity {
+                let (domain, id) = split_qualified(&s.driver, q);
+                capacity.push((domain, id, milli("capacity", v)?));
+            }
+            let taints = d
+                .taints
+                .iter()
+                .map(|t| {
+                    Ok(Taint {
+                        key: interner.intern(&t.key),
+                        value: interner.intern(&t.value),
+                        effect: TaintEffect::parse(&t.effect)?,
+                    })
+                })
+                .collect::<Result<Vec<_>, ModelError>>()?;
+            let mut consumes = Vec::new();
+            for (set, counters) in &d.consumes_counters {
+                for (c, q) in counters {
+                    consumes.push((
+                        Arc::from(set.as_str()),
+                        Arc::from(c.as_str()),
+                        milli("counter", q)?,
+                    ));
+                }
+            }
+            let view = DeviceView {
+                driver: s.driver.clone(),
+                attributes: view_attrs,
+                capacity,
+                allow_multiple_allocations: d.allow_multiple_allocations,
+            };
+            compiled.push(Device {
+                driver: driver.clone(),
+                pool: pool.clone(),
+                name: Arc::from(d.name.as_str()),
+                reach,
+                attributes: attributes.into(),
+                taints: taints.into(),
+                consumes: consumes.into(),
+                incomplete_pool: false,
+                value: view.to_value(),
+            });
+        }
+        let mut ids = Vec::with_capacity(compiled.len());
+        for d in compiled {
+            let key = (d.driver.clone(), d.pool.clone(), d.name.clone());
+            let id = match self.ids.get(&key) {
+                Some(&id) => id,
+                None => {
+                    let id = self.free_ids.pop().unwrap_or_else(|| {
+                        self.devices.push(None);
+                        self.refs.push(0);
+                        (self.devices.len() - 1) as DevId
+                    });
+                    self.ids.insert(key, id);
+                    id
+                }
+            };
+            self.devices[id as usize] = Some(d);
+            self.refs[id as usize] += 1;
+            ids.push(id);
+        }
+        let pool_key = (driver, pool);
+        let entry = self.pools.entry(pool_key.clone()).or_default();
+        if s.generation >= entry.generation {
+            entry.generation = s.generation;
+            entry.slice_count = s.slice_count;
+        }
+        self.slices.insert(
+            name,
+            SliceEntry {
+                pool: pool_key,
+                generation: s.generation,
+                devices: ids,
+                shared_counters,
+            },
+        );
+        self.changed();
+        Ok(())
+    }
+
+    pub fn remove_slice(&mut self, name: &str) {
+        let Some(old) = self.slices.remove(name) else {
+            return;
+        };
+        for id in old.devices {
+            // Another slice may name the same device (a newer generation): keep it then.
+            let refs = &mut self.refs[id as usize];
+            *refs -= 1;
+            if *refs == 0
+                && let Some(Some(d)) = self.devices.get_mut(id as usize).map(Option::take)
+            {
+                self.ids.remove(&(d.driver, d.pool, d.name));
+                self.free_ids.push(id);
+            }
+        }
+        if !self.slices.values().any(|s| s.pool == old.pool) {
+            self.pools.remove(&old.pool);
+        }
+        self.changed();
+    }
+
+    pub fn reset_slices(
+        &mut self,
+        all: Vec<SliceInput>,
+        interner: &mut Interner,
+    ) -> Vec<ModelError> {
+        *self = Inventory {
+            classes: std::mem::take(&mut self.classes),
+            root: self.root.take(),
+            ..Inventory::default()
+        };
+        all.into_iter()
+            .filter_map(|s| self.apply_slice(s, interner).err())
+            .collect()
+    }
+
+    pub fn apply_class(&mut self, c: ClassInput) {
+        self.classes.insert(
+            Arc::from(c.name.as_str()),
+            c.selectors.iter().map(|s| Arc::from(s.as_str())).collect(),
+        );
+    }
+
+    pub fn remove_class(&mut self, name: &str) {
+        self.classes.remove(name);
+    }
+
+    pub fn reset_classes(&mut self, all: Vec<ClassInput>) {
+        self.classes.clear();
+        for c in all {
+            self.apply_class(c);
+        }
+    }
+
+    /// A class's selectors, `None` when it does not exist.
+    pub fn class(&self, name: &str) -> Option<&Arc<[Arc<str>]>> {
+        self.classes.get(name)
+    }
+
+    fn changed(&mut self) {
+        self.dirty = true;
+        self.sets.clear();
+        for (_, results) in self.selectors.values_mut() {
+            results.clear();
+        }
+    }
+
+    /// The id of a device by (driver, pool, name).
+    pub fn id(&self, driver: &str, pool: &str, name: &str) -> Option<DevId> {
+        self.ids
+            .get(&(Arc::from(driver), Arc::from(pool), Arc::from(name)))
+            .copied()
+    }
+
+    pub fn device(&self, id: DevId) -> Option<&Device> {
+        self.devices.get(id as usize).and_then(Option::as_ref)
+    }
+
+    /// Recompute what depends on every slice (which devices count, which pools are
+    /// incomplete) and the published view, once per batch of changes.
+    fn refresh(&mut self) {
+        if !self.dirty {
+            return;
+        }
+        self.dirty = false;
+        self.current = vec![false; self.devices.len()];
+        let mut have: HashMap<(Arc<str>, Arc<str>), i64> = HashMap::new();
+        for s in self.slices.values() {
+            if self
+                .pools
+                .get(&s.pool)
+                .is_some_and(|p| p.generation == s.generation)
+            {
+                *have.entry(s.pool.clone()).or_default() += 1;
+                for &id in &s.devices {
+                    self.current[id as usize] = true;
+                }
+            }
+        }
+        let mut by_node: HashMap<u32, Vec<DevId>> = HashMap::new();
+        let mut shared = Vec::new();
+        let mut devices = self.devices.clone();
+        for (id, d) in devices.iter_mut().enumerate() {
+            let Some(dev) = d else { continue };
+            if !self.current[id] {
+                *d = None;
+                continue;
+            }
+            let key = (dev.driver.clone(), dev.pool.clone());
+            let want = self.pools.get(&key).map_or(i64::MAX, |p| p.slice_count);
+            dev.incomplete_pool = have.get(&key).copied().unwrap_or(0) < want;
+            match dev.reach {
+                Reach::Node(n) => by_node.entry(n).or_default().push(id as DevId),
+                _ => shared.push(id as DevId),
+            }
+        }
+        let mut counters = HashMap::new();
+        for s in self.slices.values() {
+            for (set, cs) in &s.shared_counters {
+                for (c, v) in cs {
+                    counters.insert(
+                        (s.pool.0.clone(), s.pool.1.clone(), set.clone(), c.clone()),
+                        *v,
+                    );
+                }
+            }
+        }
+        self.view = Arc::new(DevicesView {
+            devices,
+            by_node,
+            shared,
+            counters,
+        });
+    }
+
+    /// The devices every one of `selectors` matches (memoised), with the first error a
+    /// selector gave on some device (for the message when none matches).
+    pub fn matching(&mut self, selectors: &[Arc<str>]) -> (Arc<[DevId]>, Option<String>) {
+        self.refresh();
+        if let Some(hit) = self.sets.get(selectors) {
+            return hit.clone();
+        }
+        let (out, error) = self.evaluate(selectors);
+        let answer = (Arc::<[DevId]>::from(out), error);
+        self.sets.insert(selectors.to_vec(), answer.clone());
+        answer
+    }
+
+    fn evaluate(&mut self, selectors: &[Arc<str>]) -> (Vec<DevId>, Option<String>) {
+        let n = self.devices.len();
+        let root = self.root.get_or_insert_with(root_context);
+        let mut error = None;
+        let mut out = Vec::new();
+        for id in 0..n as DevId {
+            let Some(Some(d)) = self.devices.get(id as usize) else {
+                continue;
+            };
+            if !self.current[id as usize] {
+                continue;
+            }
+            let mut all = true;
+            for src in selectors {
+                let (sel, results) = self
+                    .selectors
+                    .entry(src.clone())
+                    .or_insert_with(|| (Selector::compile(src), Vec::new()));
+                if results.len() < n {
+                    results.resize(n, 0);
+                }
+                let r = &mut results[id as usize];
+                if *r == 0 {
+                    *r = match sel.matches(root, &d.value) {
+                        Ok(true) => 1,
+                        Ok(false) => 2,
+                        Err(e) => {
+                            error.get_or_insert_with(|| {
+                                format!("CEL selector {:?}: {e}", sel.source)
+                            });
+                            3
+                        }
+                    };
+                }
+                if *r != 1 {
+                    all = false;
+                    break;
+                }
+            }
+            if all {
+                out.push(id);
+            }
+        }
+        (out, error)
+    }
+
+    /// The view workers read, rebuilt when the devices changed.
+    pub fn view(&mut self) -> Arc<DevicesView> {
+        self.refresh();
+        self.view.clone()
+    }
+}

@@ -1,0 +1,889 @@
+//! Dynamic Resource Allocation (`resource.k8s.io/v1`): the ResourceClaims pods name, kept by the
+//! driver (single writer), and the resolution of a pod's claims when it is handed off
+//! ([`PodClaims`], carried by the task to the `DynamicResources` filter), as kube-scheduler's
+//! DynamicResources plugin sees them in PreEnqueue and PreFilter.
+//!
+//! A pod names each claim directly (`resourceClaimName`) or through a template, for which the
+//! resource-claim controller makes a claim owned by the pod and records its name in the pod's
+//! `status.resourceClaimStatuses` (`resourceclaim.Name`). A claim not made yet, missing, being
+//! deleted, or made for another pod holds the pod back with upstream's text.
+//!
+//! **Devices are not allocated yet.** Until they are, and whenever the profile switches DRA off
+//! (`predicate.DynamicResourceAllocationEnable: false`), a pod with claims is never bound: it
+//! stays pending with a `PodScheduled=False` condition that names the claim and says why, and
+//! takes nothing from other pods (the filter rejects every node before any resource is counted).
+//!
+//! Owns only this view of the claims; it touches nothing else. A bad object is reported without
+//! changing how others are handled.
+
+pub mod allocator;
+pub mod cel;
+pub mod devices;
+
+use crate::event::{self, Events};
+use crate::model::{Interner, ModelError, Term};
+use devices::DevId;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// `spec.resourceClaims[]` of a pod as the adapter sees it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PodClaimInput {
+    /// The pod's name for the claim (`spec.resourceClaims[].name`).
+    pub name: String,
+    /// `resourceClaimName`.
+    pub claim: Option<String>,
+    /// `resourceClaimTemplateName`.
+    pub template: Option<String>,
+    /// The pod's `status.resourceClaimStatuses` entry for `name`, if any: the claim made from the
+    /// template (`None` inside: no claim is needed).
+    pub made: Option<Option<String>>,
+}
+
+/// One request or subrequest of a claim (`exactly`, or an entry of `firstAvailable`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExactInput {
+    /// The subrequest's name (empty for `exactly`).
+    pub name: String,
+    pub class: String,
+    /// `selectors[].cel.expression`.
+    pub selectors: Vec<String>,
+    /// `allocationMode: All`.
+    pub all: bool,
+    /// `count` (ExactCount; 1 when not set).
+    pub count: i64,
+    pub admin_access: bool,
+    pub tolerations: Vec<crate::model::TolerationInput>,
+}
+
+/// `spec.devices.requests[]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RequestInput {
+    pub name: String,
+    pub exactly: Option<ExactInput>,
+    pub first_available: Vec<ExactInput>,
+}
+
+/// `spec.devices.constraints[]` (`matchAttribute`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ConstraintInput {
+    /// Empty: every request.
+    pub requests: Vec<String>,
+    pub match_attribute: String,
+}
+
+/// One device of `status.allocation.devices.results[]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AllocatedInput {
+    pub request: String,
+    pub driver: String,
+    pub pool: String,
+    pub device: String,
+    pub admin_access: bool,
+}
+
+/// `status.allocation`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AllocationInput {
+    pub devices: Vec<AllocatedInput>,
+    /// `nodeSelector`: where pods using the claim may run (`None`: anywhere).
+    pub nodes: Option<Vec<crate::model::SelectorTermInput>>,
+}
+
+/// A ResourceClaim as the adapter sees it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClaimInput {
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+    /// The controller owner's UID (`metadata.ownerReferences[controller=true]`).
+    pub owner_uid: Option<String>,
+    /// `metadata.deletionTimestamp` is set.
+    pub deleting: bool,
+    /// `spec.devices`.
+    pub requests: Vec<RequestInput>,
+    pub constraints: Vec<ConstraintInput>,
+    /// `status.allocation`.
+    pub allocation: Option<AllocationInput>,
+    /// `status.reservedFor[].uid`.
+    pub reserved_for: Vec<String>,
+}
+
+/// A change to the ResourceClaims, ResourceSlices or DeviceClasses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DraInput {
+    Claim(ClaimInput),
+    ClaimDelete {
+        namespace: String,
+        name: String,
+    },
+    /// A relist: the complete set.
+    ClaimReset(Vec<ClaimInput>),
+    Slice(devices::SliceInput),
+    SliceDelete(String),
+    SliceReset(Vec<devices::SliceInput>),
+    Class(devices::ClassInput),
+    ClassDelete(String),
+    ClassReset(Vec<devices::ClassInput>),
+}
+
+/// Where a pod's claim comes from (compiled).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ClaimSource {
+    /// `resourceClaimName`.
+    Named(Arc<str>),
+    /// A template: the claim the controller made (`Some(None)`: none is needed), or `None` while
+    /// the pod's status names none yet.
+    Template(Option<Option<Arc<str>>>),
+}
+
+/// One of a pod's claims (compiled).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PodClaim {
+    pub name: Arc<str>,
+    pub source: ClaimSource,
+}
+
+/// Compile `spec.resourceClaims`: names unique and not empty, exactly one source each (the API
+/// server's rules).
+pub fn compile_claims(inputs: &[PodClaimInput]) -> Result<Box<[PodClaim]>, ModelError> {
+    let mut out: Vec<PodClaim> = Vec::with_capacity(inputs.len());
+    for c in inputs {
+        if c.name.is_empty() || out.iter().any(|o| *o.name == *c.name) {
+            return Err(ModelError::ResourceClaim(format!(
+                "spec.resourceClaims: the claim name {:?} must be unique and not empty",
+                c.name
+            )));
+        }
+        let source = match (&c.claim, &c.template) {
+            (Some(n), None) if !n.is_empty() => ClaimSource::Named(Arc::from(n.as_str())),
+            (None, Some(t)) if !t.is_empty() => ClaimSource::Template(
+                c.made
+                    .as_ref()
+                    .map(|m| m.as_deref().filter(|n| !n.is_empty()).map(Arc::from)),
+            ),
+            _ => {
+                return Err(ModelError::ResourceClaim(format!(
+                    "spec.resourceClaims[{:?}]: exactly one of resourceClaimName and \
+                     resourceClaimTemplateName must be set",
+                    c.name
+                )));
+            }
+        };
+        out.push(PodClaim {
+            name: Arc::from(c.name.as_str()),
+            source,
+        });
+    }
+    Ok(out.into())
+}
+
+/// Why no node can take a pod because of its claims. Strings are interned ids (`Interner`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Blocked {
+    /// The profile switches DRA off: (the pod's claim name).
+    SwitchedOff(u32),
+    /// A template's claim is not made yet: (`<namespace>/<pod>`).
+    NotCreated(u32),
+    /// `resourceclaim.resource.k8s.io "X" not found`.
+    Missing(u32),
+    /// `resourceclaim "X" is being deleted`.
+    Deleting(u32),
+    /// A template's claim owned by someone else: (`<namespace>/<claim>`, `<namespace>/<pod>`).
+    NotOwner(u32, u32),
+    /// A claim that cannot be allocated anywhere as it is (a missing class, a request Magma
+    /// does not support): the whole message, interned.
+    Invalid(u32),
+    /// On a node: `cannot allocate all claims`.
+    CannotAllocate,
+    /// On a node: `resourceclaim not available on the node` (an allocated claim does not
+    /// allow it).
+    Unavailable,
+}
+
+impl Blocked {
+    /// Upstream's text (kube-scheduler's DynamicResources PreEnqueue, PreFilter and Filter),
+    /// and Magma's where it has no counterpart (the switch).
+    pub fn message(&self, names: &Interner) -> String {
+        let n = |id: &u32| names.resolve(*id).to_owned();
+        match self {
+            Blocked::SwitchedOff(c) => format!(
+                "pod resource claim \"{}\": dynamic resource allocation is switched off in this \
+                 scheduler profile (predicate.DynamicResourceAllocationEnable: false)",
+                n(c)
+            ),
+            Blocked::NotCreated(p) => format!("pod \"{}\": ResourceClaim not created yet", n(p)),
+            Blocked::Missing(c) => format!("resourceclaim.resource.k8s.io \"{}\" not found", n(c)),
+            Blocked::Deleting(c) => format!("resourceclaim \"{}\" is being deleted", n(c)),
+            Blocked::NotOwner(c, p) => format!(
+                "ResourceClaim {} was not created for pod {} (pod is not owner)",
+                n(c),
+                n(p)
+            ),
+            Blocked::Invalid(m) => n(m),
+            Blocked::CannotAllocate => allocator::NoFit::CannotAllocate.message().to_owned(),
+            Blocked::Unavailable => allocator::NoFit::Unavailable.message().to_owned(),
+        }
+    }
+
+    /// What can unblock it: a claim, slice or class change (made, allocated, released,
+    /// deleted, published), a node added, a pod removed (its claims released), or a new
+    /// profile (the switch), which requeues every waiting pod anyway.
+    pub fn wake(&self) -> Events {
+        match self {
+            Blocked::CannotAllocate | Blocked::Unavailable => {
+                event::CLAIM_CHANGED | event::NODE_ADDED | event::NODE_LABELS_CHANGED
+            }
+            _ => event::CLAIM_CHANGED,
+        }
+    }
+}
+
+/// A pod's claims, resolved when it is handed off: what holds it back on every node, or the
+/// claims the allocator works on (`allocator`), with the devices published at hand-off.
+#[derive(Debug, Clone, Default)]
+pub struct PodClaims {
+    pub blocked: Option<Blocked>,
+    pub claims: Vec<allocator::PodClaim>,
+    /// The devices and what was in use when the claims were resolved: what the filter
+    /// allocates from (the driver decides the chosen node again against what it holds then,
+    /// `Cache::allocate_claims`).
+    pub devices: Option<Arc<DraSnapshot>>,
+}
+
+impl PartialEq for PodClaims {
+    fn eq(&self, o: &Self) -> bool {
+        self.blocked == o.blocked && self.claims == o.claims
+    }
+}
+
+/// An allocation this scheduler decided and has not seen written yet.
+#[derive(Debug, Clone)]
+struct Assumed {
+    pod: Arc<str>,
+    devices: Vec<DevId>,
+    nodes: Option<Arc<[Term]>>,
+}
+
+#[derive(Debug, Clone)]
+struct Claim {
+    uid: Arc<str>,
+    owner: Option<Arc<str>>,
+    deleting: bool,
+    requests: Vec<RequestInput>,
+    constraints: Vec<ConstraintInput>,
+    /// The written allocation: its devices (resolved when slices name them) and nodes.
+    allocation: Option<(Vec<AllocatedInput>, Option<Arc<[Term]>>)>,
+    assumed: Option<Assumed>,
+}
+
+impl Claim {
+    fn is_allocated(&self) -> bool {
+        self.allocation.is_some() || self.assumed.is_some()
+    }
+
+    fn nodes(&self) -> Option<Arc<[Term]>> {
+        match (&self.allocation, &self.assumed) {
+            (Some((_, n)), _) => n.clone(),
+            (None, Some(a)) => a.nodes.clone(),
+            (None, None) => None,
+        }
+    }
+}
+
+/// The ResourceClaims, devices and classes (see the module doc).
+#[derive(Debug, Default)]
+pub struct Dra {
+    claims: HashMap<(Arc<str>, Arc<str>), Claim>,
+    pub inventory: devices::Inventory,
+    /// Devices allocated or reserved by some claim, as published.
+    in_use: Arc<allocator::InUse>,
+    in_use_dirty: bool,
+    /// The claims each pod's assumptions are on (by pod UID).
+    assumed_by: HashMap<Arc<str>, Vec<(Arc<str>, Arc<str>)>>,
+}
+
+/// What workers read of DRA: the devices and what is in use (immutable, with the snapshot).
+#[derive(Debug, Default)]
+pub struct DraSnapshot {
+    pub devices: Arc<devices::DevicesView>,
+    pub in_use: Arc<allocator::InUse>,
+}
+
+fn key(ns: &str, name: &str) -> (Arc<str>, Arc<str>) {
+    (Arc::from(ns), Arc::from(name))
+}
+
+/// A claim an allocation gives devices to, as the adapter writes it (`status.allocation`,
+/// `status.reservedFor`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimAllocation {
+    pub namespace: Arc<str>,
+    pub name: Arc<str>,
+    pub uid: Arc<str>,
+    /// The devices to write, `None` when the claim is allocated already (only the pod's
+    /// reservation is added).
+    pub devices: Option<Vec<AllocatedInput>>,
+}
+
+impl Dra {
+    /// Apply a change. Returns the events it amounts to, and the nodes whose devices a claim
+    /// allocated by someone else now takes (their bind versions must move).
+    pub fn apply(
+        &mut self,
+        input: DraInput,
+        interner: &mut Interner,
+    ) -> (Events, Vec<ModelError>, Vec<u32>) {
+        let mut errors = Vec::new();
+        let mut taken_nodes = Vec::new();
+        match input {
+            DraInput::Claim(c) => {
+                taken_nodes = self.insert(c, interner, &mut errors);
+            }
+            DraInput::ClaimDelete { namespace, name } => {
+                self.claims.remove(&key(&namespace, &name));
+                self.in_use_dirty = true;
+            }
+            DraInput::ClaimReset(all) => {
+                // Our assumptions survive a relist: their writes are still in flight.
+                let assumed: HashMap<_, _> = self
+                    .claims
+                    .drain()
+                    .filter_map(|(k, c)| c.assumed.map(|a| (k, a)))
+                    .collect();
+                for c in all {
+                    taken_nodes.extend(self.insert(c, interner, &mut errors));
+                }
+                for (k, a) in assumed {
+                    if let Some(c) = self.claims.get_mut(&k)
+                        && c.allocation.is_none()
+                    {
+                        c.assumed = Some(a);
+                    }
+                }
+                self.in_use_dirty = true;
+            }
+            DraInput::Slice(s) => {
+                errors.extend(self.inventory.apply_slice(s, interner).err());
+                self.in_use_dirty = true;
+            }
+            DraInput::SliceDelete(name) => {
+                self.inventory.remove_slice(&name);
+                self.in_use_dirty = true;
+            }
+            DraInput::SliceReset(all) => {
+                errors.extend(self.inventory.reset_slices(all, interner));
+                self.in_use_dirty = true;
+            }
+            DraInput::Class(c) => self.inventory.apply_class(c),
+            DraInput::ClassDelete(name) => self.inventory.remove_class(&name),
+            DraInput::ClassReset(all) => self.inventory.reset_classes(all),
+        }
+        (event::CLAIM_CHANGED, errors, taken_nodes)
+    }
+
+    fn insert(
+        &mut self,
+        c: ClaimInput,
+        interner: &mut Interner,
+        errors: &mut Vec<ModelError>,
+    ) -> Vec<u32> {
+        let k = key(&c.namespace, &c.name);
+        let old = self.claims.remove(&k);
+        let allocation = match &c.allocation {
+            None => None,
+            Some(a) => {
+                let nodes = match &a.nodes {
+                    None => None,
+                    Some(terms) => match terms
+                        .iter()
+                        .map(|t| crate::model::compile_node_term(t, interner))
+                        .collect::<Result<Vec<_>, _>>()
+                    {
+                        Ok(t) => Some(Arc::from(t)),
+                        Err(e) => {
+                            errors.push(e);
+                            None
+                        }
+                    },
+                };
+                Some((a.devices.clone(), nodes))
+            }
+        };
+        // Devices newly taken by an allocation we did not decide: the nodes they belong to
+        // restrict (a decision made before must not be claimed).
+        let ours: Vec<DevId> = old
+            .as_ref()
+            .and_then(|o| o.assumed.as_ref())
+            .map(|a| a.devices.clone())
+            .unwrap_or_default();
+        let had = old.as_ref().is_some_and(|o| o.allocation.is_some());
+        let mut taken_nodes = Vec::new();
+        if let Some((devs, _)) = &allocation
+            && !had
+        {
+            for d in devs {
+                if let Some(id) = self.inventory.id(&d.driver, &d.pool, &d.device)
+                    && !ours.contains(&id)
+                    && let Some(dev) = self.inventory.device(id)
+                    && let devices::Reach::Node(n) = dev.reach
+                {
+                    taken_nodes.push(n);
+                }
+            }
+        }
+        // The allocation written is the one assumed (our own write seen back), or the claim
+        // is unchanged in what it takes: what is in use stays as published.
+        let same_devices = |o: &Claim| match (&o.allocation, &allocation, &o.assumed) {
+            (None, None, _) => true,
+            (Some((a, _)), Some((b, _)), _) => a == b,
+            (None, Some((b, _)), Some(a)) => {
+                let mut written: Vec<DevId> = b
+                    .iter()
+                    .filter(|d| !d.admin_access)
+                    .filter_map(|d| self.inventory.id(&d.driver, &d.pool, &d.device))
+                    .collect();
+                let mut assumed = a.devices.clone();
+                written.sort_unstable();
+                assumed.sort_unstable();
+                written == assumed
+            }
+            _ => false,
+        };
+        let unchanged = old.as_ref().is_some_and(same_devices);
+        // Our assumption ends once the allocation is written (or the claim's spec changed).
+        let assumed = old.and_then(|o| o.assumed).filter(|_| allocation.is_none());
+        self.claims.insert(
+            k,
+            Claim {
+                uid: Arc::from(c.uid.as_str()),
+                owner: c.owner_uid.filter(|o| !o.is_empty()).map(Arc::from),
+                deleting: c.deleting,
+                requests: c.requests,
+                constraints: c.constraints,
+                allocation,
+                assumed,
+            },
+        );
+        self.in_use_dirty |= !unchanged;
+        taken_nodes
+    }
+
+    /// The published DRA view, rebuilt when something changed.
+    pub fn snapshot(&mut self) -> Arc<DraSnapshot> {
+        let devices = self.inventory.view();
+        if self.in_use_dirty {
+            self.in_use_dirty = false;
+            let mut in_use = allocator::InUse::default();
+            for c in self.claims.values() {
+                let add = |id: DevId, admin: bool, in_use: &mut allocator::InUse| {
+                    if admin {
+                        return;
+                    }
+                    in_use.insert(id);
+                    if let Some(Some(d)) = devices.devices.get(id as usize) {
+                        for (set, counter, amount) in d.consumes.iter() {
+                            *in_use
+                                .counters
+                                .entry((
+                                    d.driver.clone(),
+                                    d.pool.clone(),
+                                    set.clone(),
+                                    counter.clone(),
+                                ))
+                                .or_default() += amount;
+                        }
+                    }
+                };
+                if let Some((devs, _)) = &c.allocation {
+                    for d in devs {
+                        if let Some(id) = self.inventory.id(&d.driver, &d.pool, &d.device) {
+                            add(id, d.admin_access, &mut in_use);
+                        }
+                    }
+                } else if let Some(a) = &c.assumed {
+                    for &id in &a.devices {
+                        add(id, false, &mut in_use);
+                    }
+                }
+            }
+            self.in_use = Arc::new(in_use);
+        }
+        Arc::new(DraSnapshot {
+            devices,
+            in_use: self.in_use.clone(),
+        })
+    }
+
+    /// Resolve a pod's claims (`foreachPodResourceClaim`, then the requests): the first that
+    /// holds the pod back, or the claims for the allocator. `enabled`: the profile's DRA switch.
+    pub fn resolve(
+        &mut self,
+        namespace: &str,
+        pod_uid: &str,
+        pod_name: &str,
+        claims: &[PodClaim],
+        enabled: bool,
+        interner: &mut Interner,
+    ) -> PodClaims {
+        let mut out = PodClaims::default();
+        for pc in claims {
+            if !enabled {
+                out.blocked = Some(Blocked::SwitchedOff(interner.intern(&pc.name)));
+                return out;
+            }
+            let (name, must_own) = match &pc.source {
+                ClaimSource::Named(n) => (n.clone(), false),
+                ClaimSource::Template(None) => {
+                    let pod = interner.intern(&format!("{namespace}/{pod_name}"));
+                    out.blocked = Some(Blocked::NotCreated(pod));
+                    return out;
+                }
+                // The controller decided no claim is needed.
+                ClaimSource::Template(Some(None)) => continue,
+                ClaimSource::Template(Some(Some(n))) => (n.clone(), true),
+            };
+            let Some(c) = self.claims.get(&key(namespace, &name)) else {
+                out.blocked = Some(Blocked::Missing(interner.intern(&name)));
+                return out;
+            };
+            if c.deleting {
+                out.blocked = Some(Blocked::Deleting(interner.intern(&name)));
+                return out;
+            }
+            if must_own && c.owner.as_deref() != Some(pod_uid) {
+                out.blocked = Some(Blocked::NotOwner(
+                    interner.intern(&format!("{namespace}/{name}")),
+                    interner.intern(&format!("{namespace}/{pod_name}")),
+                ));
+                return out;
+            }
+            let uid = c.uid.clone();
+            if c.is_allocated() {
+                out.claims.push(allocator::PodClaim {
+                    namespace: Arc::from(namespace),
+                    name: name.clone(),
+                    uid,
+                    state: allocator::ClaimState::Allocated { nodes: c.nodes() },
+                });
+                continue;
+            }
+            let (requests, constraints) = (c.requests.clone(), c.constraints.clone());
+            match self.compile_requests(namespace, &name, &requests, &constraints) {
+                Ok((requests, constraints)) => {
+                    out.claims.push(allocator::PodClaim {
+                        namespace: Arc::from(namespace),
+                        name,
+                        uid,
+                        state: allocator::ClaimState::Unallocated {
+                            requests,
+                            constraints,
+                        },
+                    });
+                }
+                Err(message) => {
+                    out.blocked = Some(Blocked::Invalid(interner.intern(&message)));
+                    return out;
+                }
+            }
+        }
+        out
+    }
+
+    /// A claim's requests for the allocator: each alternative's candidate devices (the
+    /// class's and the request's selectors, memoised).
+    #[allow(clippy::type_complexity)]
+    fn compile_requests(
+        &mut self,
+        namespace: &str,
+        claim: &str,
+        requests: &[RequestInput],
+        constraints: &[ConstraintInput],
+    ) -> Result<(Box<[allocator::Request]>, Box<[allocator::Constraint]>), String> {
+        let mut out = Vec::with_capacity(requests.len());
+        for r in requests {
+            let subs: Vec<&ExactInput> = match (&r.exactly, r.first_available.is_empty()) {
+                (Some(e), true) => vec![e],
+                (None, false) => r.first_available.iter().collect(),
+                _ => {
+                    return Err(format!(
+                        "resource claim {namespace}/{claim}, request {}: unknown request type",
+                        r.name
+                    ));
+                }
+            };
+            let mut alternatives = Vec::with_capacity(subs.len());
+            for e in subs {
+                let name: Arc<str> = if e.name.is_empty() {
+                    Arc::from(r.name.as_str())
+                } else {
+                    Arc::from(format!("{}/{}", r.name, e.name).as_str())
+                };
+                let Some(class) = self.inventory.class(&e.class).cloned() else {
+                    return Err(format!(
+                        "claim {namespace}/{claim}, request {name}: could not retrieve device \
+                         class {}: deviceclass.resource.k8s.io \"{}\" not found",
+                        e.class, e.class
+                    ));
+                };
+                let mut selectors: Vec<Arc<str>> = class.to_vec();
+                selectors.extend(e.selectors.iter().map(|s| Arc::from(s.as_str())));
+                let candidates = self.inventory.matching(&selectors).0;
+                let count = if e.all {
+                    allocator::Count::All
+                } else {
+                    allocator::Count::Exact(u32::try_from(e.count.max(1)).unwrap_or(u32::MAX))
+                };
+                let mut interner = Interner::default();
+                let tolerations = e
+                    .tolerations
+                    .iter()
+                    .map(|t| crate::model::compile_toleration(t, &mut interner))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|err| format!("claim {namespace}/{claim}, request {name}: {err}"))?;
+                alternatives.push(allocator::Alternative {
+                    name,
+                    candidates,
+                    count,
+                    admin: e.admin_access,
+                    tolerations: tolerations.into(),
+                });
+            }
+            out.push(allocator::Request {
+                name: Arc::from(r.name.as_str()),
+                alternatives: alternatives.into(),
+            });
+        }
+        let constraints = constraints
+            .iter()
+            .map(|c| allocator::Constraint {
+                requests: c.requests.iter().map(|r| Arc::from(r.as_str())).collect(),
+                attribute: Arc::from(c.match_attribute.as_str()),
+            })
+            .collect();
+        Ok((out.into(), constraints))
+    }
+
+    /// Assume the devices `given` (the allocator's answer for the pod `pod` on `node`) for its
+    /// claims; returns what the adapter writes for each claim the pod uses.
+    pub fn assume(
+        &mut self,
+        pod: &Arc<str>,
+        claims: &[allocator::PodClaim],
+        given: &allocator::Allocation,
+        node_term: Arc<[Term]>,
+    ) -> Vec<ClaimAllocation> {
+        let view = self.inventory.view();
+        let mut out = Vec::with_capacity(claims.len());
+        for (c, g) in claims.iter().zip(given) {
+            let Some(entry) = self.claims.get_mut(&key(&c.namespace, &c.name)) else {
+                continue;
+            };
+            let devices = match c.state {
+                allocator::ClaimState::Allocated { .. } => None,
+                allocator::ClaimState::Unallocated { .. } => {
+                    let written: Vec<AllocatedInput> = g
+                        .iter()
+                        .filter_map(|x| {
+                            let d = view.devices.get(x.device as usize)?.as_ref()?;
+                            Some(AllocatedInput {
+                                request: x.request.to_string(),
+                                driver: d.driver.to_string(),
+                                pool: d.pool.to_string(),
+                                device: d.name.to_string(),
+                                admin_access: x.admin,
+                            })
+                        })
+                        .collect();
+                    // Only node-local devices pin the claim to the node; otherwise the pod's
+                    // node is where the devices reach too, so pinning it is right as well.
+                    let devices: Vec<DevId> =
+                        g.iter().filter(|x| !x.admin).map(|x| x.device).collect();
+                    // What is in use moves by these devices only: no rebuild unless something
+                    // else changed it (a burst of pods with claims costs O(devices) each).
+                    if !self.in_use_dirty {
+                        let in_use = Arc::make_mut(&mut self.in_use);
+                        for &id in &devices {
+                            in_use.insert(id);
+                            if let Some(Some(d)) = view.devices.get(id as usize) {
+                                for (set, counter, amount) in d.consumes.iter() {
+                                    *in_use
+                                        .counters
+                                        .entry((
+                                            d.driver.clone(),
+                                            d.pool.clone(),
+                                            set.clone(),
+                                            counter.clone(),
+                                        ))
+                                        .or_default() += amount;
+                                }
+                            }
+                        }
+                    }
+                    entry.assumed = Some(Assumed {
+                        pod: pod.clone(),
+                        devices,
+                        nodes: Some(node_term.clone()),
+                    });
+                    self.assumed_by
+                        .entry(pod.clone())
+                        .or_default()
+                        .push(key(&c.namespace, &c.name));
+                    Some(written)
+                }
+            };
+            out.push(ClaimAllocation {
+                namespace: c.namespace.clone(),
+                name: c.name.clone(),
+                uid: c.uid.clone(),
+                devices,
+            });
+        }
+        out
+    }
+
+    /// Drop what the pod `pod` assumed (its bind did not go through, or it is gone). Whether
+    /// it held anything.
+    pub fn release(&mut self, pod: &str) -> bool {
+        let Some(keys) = self.assumed_by.remove(pod) else {
+            return false;
+        };
+        for k in keys {
+            if let Some(c) = self.claims.get_mut(&k)
+                && c.assumed.as_ref().is_some_and(|a| &*a.pod == pod)
+            {
+                c.assumed = None;
+                self.in_use_dirty = true;
+            }
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn named(name: &str, claim: &str) -> PodClaimInput {
+        PodClaimInput {
+            name: name.into(),
+            claim: Some(claim.into()),
+            ..Default::default()
+        }
+    }
+
+    fn templated(name: &str, made: Option<Option<&str>>) -> PodClaimInput {
+        PodClaimInput {
+            name: name.into(),
+            template: Some("tpl".into()),
+            made: made.map(|m| m.map(str::to_owned)),
+            ..Default::default()
+        }
+    }
+
+    fn claim(name: &str, owner: Option<&str>) -> ClaimInput {
+        ClaimInput {
+            namespace: "ns".into(),
+            name: name.into(),
+            uid: format!("uid-{name}"),
+            owner_uid: owner.map(str::to_owned),
+            ..Default::default()
+        }
+    }
+
+    fn message(claims: &mut Dra, inputs: &[PodClaimInput], enabled: bool) -> Option<String> {
+        let mut interner = Interner::default();
+        let compiled = compile_claims(inputs).unwrap();
+        let r = claims.resolve("ns", "pod-uid", "p", &compiled, enabled, &mut interner);
+        r.blocked.map(|b| b.message(&interner))
+    }
+
+    fn apply(claims: &mut Dra, input: DraInput) {
+        let (_, errors, _) = claims.apply(input, &mut Interner::default());
+        assert!(errors.is_empty(), "{errors:?}");
+    }
+
+    #[test]
+    fn every_way_a_claim_holds_a_pod_back() {
+        let mut claims = Dra::default();
+        assert_eq!(
+            message(&mut claims, &[named("gpu", "c1")], true).as_deref(),
+            Some("resourceclaim.resource.k8s.io \"c1\" not found")
+        );
+        assert_eq!(
+            message(&mut claims, &[templated("gpu", None)], true).as_deref(),
+            Some("pod \"ns/p\": ResourceClaim not created yet")
+        );
+        assert_eq!(
+            message(&mut claims, &[templated("gpu", Some(None))], true),
+            None
+        );
+        let mut c1 = claim("c1", None);
+        c1.requests = vec![RequestInput {
+            name: "gpu".into(),
+            exactly: Some(ExactInput {
+                class: "missing".into(),
+                count: 1,
+                ..Default::default()
+            }),
+            ..Default::default()
+        }];
+        apply(&mut claims, DraInput::Claim(c1.clone()));
+        apply(
+            &mut claims,
+            DraInput::Claim(claim("p-gpu-x", Some("other"))),
+        );
+        assert_eq!(
+            message(
+                &mut claims,
+                &[templated("gpu", Some(Some("p-gpu-x")))],
+                true
+            )
+            .as_deref(),
+            Some("ResourceClaim ns/p-gpu-x was not created for pod ns/p (pod is not owner)")
+        );
+        assert!(
+            message(&mut claims, &[named("gpu", "c1")], true)
+                .unwrap()
+                .ends_with(
+                    "could not retrieve device class missing: deviceclass.resource.k8s.io \"missing\" not found"
+                )
+        );
+        assert!(
+            message(&mut claims, &[named("gpu", "c1")], false)
+                .unwrap()
+                .contains("\"gpu\": dynamic resource allocation is switched off")
+        );
+        let mut deleting = c1;
+        deleting.deleting = true;
+        apply(&mut claims, DraInput::Claim(deleting));
+        assert_eq!(
+            message(&mut claims, &[named("gpu", "c1")], true).as_deref(),
+            Some("resourceclaim \"c1\" is being deleted")
+        );
+        apply(&mut claims, DraInput::ClaimReset(vec![]));
+        assert!(message(&mut claims, &[named("gpu", "c1")], true).is_some());
+    }
+
+    #[test]
+    fn the_api_servers_rules_for_pod_claims() {
+        assert!(compile_claims(&[named("a", "x"), named("a", "y")]).is_err());
+        assert!(
+            compile_claims(&[PodClaimInput {
+                name: "a".into(),
+                ..Default::default()
+            }])
+            .is_err()
+        );
+        assert!(
+            compile_claims(&[PodClaimInput {
+                name: "a".into(),
+                claim: Some("x".into()),
+                template: Some("t".into()),
+                made: None,
+            }])
+            .is_err()
+        );
+        assert_eq!(compile_claims(&[]).unwrap().len(), 0);
+    }
+}
