@@ -27,6 +27,7 @@ MUTATIONS=(
     "claim_ignores_epoch|cross_node_claims|both p and q placed"
     "static_pv_outside_lane|pv_reservation|given to two pods"
     "nomination_without_bump|nominated_room|claimed after the cache applied it"
+    "dra_trust_worker|device_claims|given to two pods"
 )
 
 export RUSTFLAGS="--cfg loom"

@@ -497,6 +497,11 @@ pub struct Sim {
     /// Preemption victims are left as they are (their deletion not seen yet: deleted later with
     /// [`Sim::delete_pod`]).
     pub hold_victims: bool,
+    /// ResourceClaims as the server holds them (`add_claim`): the allocations bind intents
+    /// write are stored here and echoed to the engine, as the claim watch would.
+    pub claims: BTreeMap<(String, String), crate::dra::ClaimInput>,
+    /// Allocations written for claims that had one already (a double allocation).
+    pub double_allocations: Vec<String>,
 }
 
 impl Sim {
@@ -530,6 +535,8 @@ impl Sim {
             preemptions: Vec::new(),
             terminate_victims: false,
             hold_victims: false,
+            claims: BTreeMap::new(),
+            double_allocations: Vec::new(),
         }
     }
 
@@ -651,8 +658,64 @@ impl Sim {
         });
     }
 
+    /// Create or replace a ResourceClaim (as its owner would) and show the engine.
+    pub fn add_claim(&mut self, c: crate::dra::ClaimInput) {
+        self.claims
+            .insert((c.namespace.clone(), c.name.clone()), c.clone());
+        self.h
+            .input(Input::Dra(crate::dra::DraInput::Claim(c)));
+    }
+
+    /// A DRA change other than a claim (slices, classes) shown to the engine.
+    pub fn dra(&mut self, change: crate::dra::DraInput) {
+        self.h.input(Input::Dra(change));
+    }
+
+    /// DynamicResources PreBind, as the adapter does it against the server: each claim's
+    /// allocation written (refused when it has one already), the pod added to `reservedFor`,
+    /// each change echoed by the claim watch.
+    fn write_claims(&mut self, b: &BindIntent) -> Result<(), String> {
+        for a in &b.devices {
+            let k = (a.namespace.to_string(), a.name.to_string());
+            let Some(c) = self.claims.get_mut(&k) else {
+                return Err(format!("resourceclaim {}/{} not found", k.0, k.1));
+            };
+            if let Some(devices) = &a.devices {
+                if c.allocation.is_some() {
+                    self.double_allocations.push(format!("{}/{}", k.0, k.1));
+                    return Err("allocated already".into());
+                }
+                c.allocation = Some(crate::dra::AllocationInput {
+                    devices: devices.clone(),
+                    nodes: Some(vec![crate::model::SelectorTermInput {
+                        match_fields: vec![crate::model::SelectorRequirementInput {
+                            key: "metadata.name".into(),
+                            operator: "In".into(),
+                            values: vec![b.node.to_string()],
+                        }],
+                        ..Default::default()
+                    }]),
+                });
+            }
+            if !c.reserved_for.iter().any(|u| **u == *b.pod.uid) {
+                c.reserved_for.push(b.pod.uid.to_string());
+            }
+            let echo = c.clone();
+            self.h
+                .input(Input::Dra(crate::dra::DraInput::Claim(echo)));
+        }
+        Ok(())
+    }
+
     fn answer_bind(&mut self, b: BindIntent) {
         let uid = b.pod.uid.to_string();
+        if let Err(e) = self.write_claims(&b) {
+            self.h.input(Input::BindOutcome {
+                uid,
+                result: BindResult::PreBindFailed(e),
+            });
+            return;
+        }
         let result = match self.pods.get_mut(&uid) {
             None => BindResult::PodGone,
             Some(p) if p.node_name.is_some() => {

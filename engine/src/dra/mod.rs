@@ -569,7 +569,7 @@ impl Dra {
                 continue;
             }
             let (requests, constraints) = (c.requests.clone(), c.constraints.clone());
-            match self.compile_requests(namespace, &name, &requests, &constraints) {
+            match self.compile_requests(namespace, &name, &requests, &constraints, interner) {
                 Ok((requests, constraints)) => {
                     out.claims.push(allocator::PodClaim {
                         namespace: Arc::from(namespace),
@@ -599,6 +599,7 @@ impl Dra {
         claim: &str,
         requests: &[RequestInput],
         constraints: &[ConstraintInput],
+        interner: &mut Interner,
     ) -> Result<(Box<[allocator::Request]>, Box<[allocator::Constraint]>), String> {
         let mut out = Vec::with_capacity(requests.len());
         for r in requests {
@@ -634,11 +635,10 @@ impl Dra {
                 } else {
                     allocator::Count::Exact(u32::try_from(e.count.max(1)).unwrap_or(u32::MAX))
                 };
-                let mut interner = Interner::default();
                 let tolerations = e
                     .tolerations
                     .iter()
-                    .map(|t| crate::model::compile_toleration(t, &mut interner))
+                    .map(|t| crate::model::compile_toleration(t, interner))
                     .collect::<Result<Vec<_>, _>>()
                     .map_err(|err| format!("claim {namespace}/{claim}, request {name}: {err}"))?;
                 alternatives.push(allocator::Alternative {

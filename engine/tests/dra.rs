@@ -1,0 +1,443 @@
+//! Dynamic Resource Allocation (`dra`, kube-scheduler's DynamicResources) on the engine's
+//! deterministic harness: devices allocated per pod on its node, never one device to two
+//! claims (with several workers deciding on one view), shared claims pinning their pods,
+//! selectors, `firstAvailable`, device taints, `matchAttribute`, partitionable devices, and
+//! pods whose claims are not there yet.
+
+use magma_engine::PodInput;
+use magma_engine::core::StatusReason;
+use magma_engine::dra::cel::AttrValue;
+use magma_engine::dra::devices::{ClassInput, DeviceInput, DeviceTaintInput, NodesInput, SliceInput};
+use magma_engine::dra::{
+    ClaimInput, ConstraintInput, DraInput, ExactInput, PodClaimInput, RequestInput,
+};
+use magma_engine::model::TolerationInput;
+use magma_engine::testing::{Sim, mk_node, mk_pod};
+use std::collections::BTreeSet;
+
+const DRIVER: &str = "gpu.example.com";
+
+fn class(sim: &mut Sim, name: &str, selector: &str) {
+    sim.dra(DraInput::Class(ClassInput {
+        name: name.into(),
+        selectors: vec![selector.into()],
+    }));
+}
+
+fn gpu(name: &str, model: &str, mem_gi: i64) -> DeviceInput {
+    DeviceInput {
+        name: name.into(),
+        attributes: vec![
+            ("model".into(), AttrValue::String(model.into())),
+            ("index".into(), AttrValue::Int(name.len() as i64)),
+        ],
+        capacity: vec![("memory".into(), format!("{mem_gi}Gi"))],
+        ..Default::default()
+    }
+}
+
+/// A slice of `devices` local to `node` (pool = node).
+fn node_slice(sim: &mut Sim, node: &str, devices: Vec<DeviceInput>) {
+    sim.dra(DraInput::Slice(SliceInput {
+        name: format!("{node}-{DRIVER}"),
+        driver: DRIVER.into(),
+        pool: node.into(),
+        generation: 1,
+        slice_count: 1,
+        nodes: NodesInput::Node(node.into()),
+        devices,
+        shared_counters: Vec::new(),
+    }));
+}
+
+fn exactly(class: &str, selectors: &[&str], count: i64) -> ExactInput {
+    ExactInput {
+        class: class.into(),
+        selectors: selectors.iter().map(|s| s.to_string()).collect(),
+        count,
+        ..Default::default()
+    }
+}
+
+fn claim(name: &str, requests: Vec<RequestInput>) -> ClaimInput {
+    ClaimInput {
+        namespace: "default".into(),
+        name: name.into(),
+        uid: format!("claim-uid-{name}"),
+        requests,
+        ..Default::default()
+    }
+}
+
+fn one_gpu(name: &str) -> ClaimInput {
+    claim(
+        name,
+        vec![RequestInput {
+            name: "gpu".into(),
+            exactly: Some(exactly("gpu", &[], 1)),
+            ..Default::default()
+        }],
+    )
+}
+
+fn with_claim(mut p: PodInput, claim: &str) -> PodInput {
+    p.resource_claims.push(PodClaimInput {
+        name: "gpu".into(),
+        claim: Some(claim.into()),
+        ..Default::default()
+    });
+    p
+}
+
+/// The pod's last unschedulable message, without the preemption part (no pod here has lower
+/// priority than another: DefaultPreemption says it is not helpful).
+fn message(sim: &Sim, name: &str) -> Option<String> {
+    let m = sim
+        .statuses
+        .iter()
+        .rev()
+        .find(|s| &*s.name == name && s.reason == StatusReason::Unschedulable)
+        .map(|s| s.message.to_string())?;
+    let (m, preemption) = m.split_once(" preemption: ")?;
+    assert!(
+        preemption.ends_with("Preemption is not helpful for scheduling."),
+        "{preemption}"
+    );
+    Some(m.to_owned())
+}
+
+/// The devices allocated to each claim: (claim, node of its nodeSelector, devices).
+fn allocations(sim: &Sim) -> Vec<(String, String, Vec<String>)> {
+    sim.claims
+        .values()
+        .filter_map(|c| {
+            let a = c.allocation.as_ref()?;
+            let node = a.nodes.as_ref()?[0].match_fields[0].values[0].clone();
+            let devices = a
+                .devices
+                .iter()
+                .map(|d| format!("{}/{}", d.pool, d.device))
+                .collect();
+            Some((c.name.clone(), node, devices))
+        })
+        .collect()
+}
+
+fn two_gpu_nodes(sim: &mut Sim) {
+    class(sim, "gpu", &format!("device.driver == \"{DRIVER}\""));
+    for n in ["n0", "n1"] {
+        sim.add_node(mk_node(n, "64", "256Gi", 110));
+        node_slice(
+            sim,
+            n,
+            (0..4).map(|i| gpu(&format!("gpu-{i}"), "a100", 40)).collect(),
+        );
+    }
+}
+
+/// Eight GPUs on two nodes, nine pods each with its own one-GPU claim, four workers deciding on
+/// one view: exactly eight bound, each claim given a distinct GPU of its pod's node, the ninth
+/// told upstream's reason; deleting a bound pod and its claim lets the ninth in.
+#[test]
+fn one_gpu_per_pod_never_double_booked() {
+    let mut c = Sim::workers(4);
+    two_gpu_nodes(&mut c);
+    for i in 0..9 {
+        c.add_claim(one_gpu(&format!("c{i}")));
+        c.add_pod(with_claim(mk_pod(&format!("p{i}"), "1", "1Gi"), &format!("c{i}")));
+    }
+    c.settle();
+    assert_eq!(c.bound_count(), 8);
+    assert!(c.double_allocations.is_empty(), "{:?}", c.double_allocations);
+    let allocs = allocations(&c);
+    assert_eq!(allocs.len(), 8);
+    let devices: BTreeSet<String> = allocs.iter().flat_map(|a| a.2.clone()).collect();
+    assert_eq!(devices.len(), 8, "distinct devices: {allocs:?}");
+    for (claim, node, devs) in &allocs {
+        let pod = format!("uid-p{}", &claim[1..]);
+        assert_eq!(c.node_of(&pod), Some(node.as_str()), "{claim}");
+        assert!(devs.iter().all(|d| d.starts_with(&format!("{node}/"))));
+        assert_eq!(c.claims[&("default".into(), claim.clone())].reserved_for, [pod]);
+    }
+    let waiting = (0..9)
+        .find(|i| c.node_of(&format!("uid-p{i}")).is_none())
+        .unwrap();
+    assert_eq!(
+        message(&c, &format!("p{waiting}")).as_deref(),
+        Some("0/2 nodes are unavailable: 2 cannot allocate all claims.")
+    );
+    // A bound pod goes, and its claim with it (as the resource-claim controller does for a
+    // template's claim): the ninth gets the freed GPU.
+    let gone = (0..9).find(|&i| i != waiting).unwrap();
+    c.delete_pod(&format!("uid-p{gone}"));
+    c.claims.remove(&("default".into(), format!("c{gone}")));
+    c.dra(DraInput::ClaimDelete {
+        namespace: "default".into(),
+        name: format!("c{gone}"),
+    });
+    c.run_for(std::time::Duration::from_secs(30));
+    assert!(c.node_of(&format!("uid-p{waiting}")).is_some());
+    assert!(c.double_allocations.is_empty());
+}
+
+/// Devices every node reaches (network-attached): a node's bind version does not guard them,
+/// so two workers may choose one device on two nodes. The driver decides again when it applies
+/// each claim: two devices, four pods at four workers, exactly two bound.
+#[test]
+fn devices_every_node_reaches_are_given_once() {
+    let mut c = Sim::workers(4);
+    class(&mut c, "nic", "device.driver == \"nic.example.com\"");
+    for n in ["n0", "n1", "n2", "n3"] {
+        c.add_node(mk_node(n, "64", "256Gi", 110));
+    }
+    c.dra(DraInput::Slice(SliceInput {
+        name: "fabric".into(),
+        driver: "nic.example.com".into(),
+        pool: "fabric".into(),
+        generation: 1,
+        slice_count: 1,
+        nodes: NodesInput::All,
+        devices: vec![gpu("nic-0", "x", 1), gpu("nic-1", "x", 1)],
+        shared_counters: Vec::new(),
+    }));
+    for i in 0..4 {
+        c.add_claim(claim(
+            &format!("c{i}"),
+            vec![RequestInput {
+                name: "nic".into(),
+                exactly: Some(exactly("nic", &[], 1)),
+                ..Default::default()
+            }],
+        ));
+        c.add_pod(with_claim(mk_pod(&format!("p{i}"), "1", "1Gi"), &format!("c{i}")));
+    }
+    c.settle();
+    assert_eq!(c.bound_count(), 2);
+    assert!(c.double_allocations.is_empty(), "{:?}", c.double_allocations);
+    let devices: BTreeSet<String> = allocations(&c).into_iter().flat_map(|a| a.2).collect();
+    assert_eq!(devices.len(), 2);
+}
+
+/// A claim two pods name is allocated once, for the first pod's node; the second pod follows it
+/// there (the allocation's node selector) and is added to `reservedFor`.
+#[test]
+fn a_shared_claim_pins_its_pods_to_one_node() {
+    let mut c = Sim::workers(2);
+    two_gpu_nodes(&mut c);
+    c.add_claim(one_gpu("shared"));
+    c.add_pod(with_claim(mk_pod("a", "1", "1Gi"), "shared"));
+    c.settle();
+    let node = c.node_of("uid-a").unwrap().to_owned();
+    c.add_pod(with_claim(mk_pod("b", "1", "1Gi"), "shared"));
+    c.settle();
+    assert_eq!(c.node_of("uid-b"), Some(node.as_str()));
+    let shared = &c.claims[&("default".into(), "shared".into())];
+    assert_eq!(shared.reserved_for, ["uid-a", "uid-b"]);
+    assert_eq!(shared.allocation.as_ref().unwrap().devices.len(), 1);
+}
+
+/// CEL: the request's attribute and capacity selectors pick only matching devices.
+#[test]
+fn selectors_pick_matching_devices_only() {
+    let mut c = Sim::workers(1);
+    class(&mut c, "gpu", &format!("device.driver == \"{DRIVER}\""));
+    c.add_node(mk_node("n0", "64", "256Gi", 110));
+    c.add_node(mk_node("n1", "64", "256Gi", 110));
+    node_slice(&mut c, "n0", vec![gpu("g0", "t4", 16), gpu("g1", "a100", 40)]);
+    node_slice(&mut c, "n1", vec![gpu("g0", "a100", 80)]);
+    let by = |name: &str, sel: &str| {
+        claim(
+            name,
+            vec![RequestInput {
+                name: "gpu".into(),
+                exactly: Some(exactly("gpu", &[sel], 1)),
+                ..Default::default()
+            }],
+        )
+    };
+    c.add_claim(by(
+        "big",
+        &format!("device.capacity[\"{DRIVER}\"].memory.compareTo(quantity(\"64Gi\")) >= 0"),
+    ));
+    c.add_pod(with_claim(mk_pod("big", "1", "1Gi"), "big"));
+    c.add_claim(by(
+        "t4",
+        &format!("device.attributes[\"{DRIVER}\"].model == \"t4\""),
+    ));
+    c.add_pod(with_claim(mk_pod("t4", "1", "1Gi"), "t4"));
+    c.add_claim(by(
+        "h100",
+        &format!("device.attributes[\"{DRIVER}\"].model == \"h100\""),
+    ));
+    c.add_pod(with_claim(mk_pod("h100", "1", "1Gi"), "h100"));
+    c.settle();
+    assert_eq!(c.node_of("uid-big"), Some("n1"));
+    assert_eq!(c.node_of("uid-t4"), Some("n0"));
+    let t4 = &c.claims[&("default".into(), "t4".into())];
+    assert_eq!(t4.allocation.as_ref().unwrap().devices[0].device, "g0");
+    assert_eq!(c.node_of("uid-h100"), None);
+    assert_eq!(
+        message(&c, "h100").as_deref(),
+        Some("0/2 nodes are unavailable: 2 cannot allocate all claims.")
+    );
+}
+
+/// `firstAvailable`: the first subrequest that can be satisfied, named `request/subrequest` in
+/// the allocation.
+#[test]
+fn first_available_falls_back_in_order() {
+    let mut c = Sim::workers(1);
+    class(&mut c, "gpu", &format!("device.driver == \"{DRIVER}\""));
+    c.add_node(mk_node("n0", "64", "256Gi", 110));
+    node_slice(&mut c, "n0", vec![gpu("g0", "t4", 16), gpu("g1", "t4", 16)]);
+    let model = |m: &str| format!("device.attributes[\"{DRIVER}\"].model == \"{m}\"");
+    let mut big = exactly("gpu", &[&model("a100")], 1);
+    big.name = "a100".into();
+    let mut small = exactly("gpu", &[&model("t4")], 2);
+    small.name = "two-t4".into();
+    c.add_claim(claim(
+        "c",
+        vec![RequestInput {
+            name: "gpu".into(),
+            first_available: vec![big, small],
+            ..Default::default()
+        }],
+    ));
+    c.add_pod(with_claim(mk_pod("p", "1", "1Gi"), "c"));
+    c.settle();
+    assert_eq!(c.node_of("uid-p"), Some("n0"));
+    let a = c.claims[&("default".into(), "c".into())]
+        .allocation
+        .clone()
+        .unwrap();
+    let got: Vec<(&str, &str)> = a
+        .devices
+        .iter()
+        .map(|d| (d.request.as_str(), d.device.as_str()))
+        .collect();
+    assert_eq!(got, [("gpu/two-t4", "g0"), ("gpu/two-t4", "g1")]);
+}
+
+/// A device tainted `NoSchedule` is not given unless the request tolerates the taint.
+#[test]
+fn a_device_taint_repels_unless_tolerated() {
+    let mut c = Sim::workers(1);
+    class(&mut c, "gpu", &format!("device.driver == \"{DRIVER}\""));
+    c.add_node(mk_node("n0", "64", "256Gi", 110));
+    let mut g = gpu("g0", "a100", 40);
+    g.taints.push(DeviceTaintInput {
+        key: "maintenance".into(),
+        value: "true".into(),
+        effect: "NoSchedule".into(),
+    });
+    node_slice(&mut c, "n0", vec![g]);
+    c.add_claim(one_gpu("plain"));
+    c.add_pod(with_claim(mk_pod("plain", "1", "1Gi"), "plain"));
+    let mut tolerant = exactly("gpu", &[], 1);
+    tolerant.tolerations.push(TolerationInput {
+        key: "maintenance".into(),
+        operator: "Exists".into(),
+        value: String::new(),
+        effect: "NoSchedule".into(),
+    });
+    c.settle();
+    assert_eq!(c.node_of("uid-plain"), None);
+    assert_eq!(
+        message(&c, "plain").as_deref(),
+        Some("0/1 nodes are unavailable: 1 cannot allocate all claims.")
+    );
+    c.add_claim(claim(
+        "tolerant",
+        vec![RequestInput {
+            name: "gpu".into(),
+            exactly: Some(tolerant),
+            ..Default::default()
+        }],
+    ));
+    c.add_pod(with_claim(mk_pod("tolerant", "1", "1Gi"), "tolerant"));
+    c.settle();
+    assert_eq!(c.node_of("uid-tolerant"), Some("n0"));
+}
+
+/// `matchAttribute`: two devices of one claim agree on the attribute, so they come from the
+/// same node's NUMA group (here: `numa`), not any two free devices.
+#[test]
+fn match_attribute_keeps_devices_together() {
+    let mut c = Sim::workers(1);
+    class(&mut c, "gpu", &format!("device.driver == \"{DRIVER}\""));
+    c.add_node(mk_node("n0", "64", "256Gi", 110));
+    let numa = |name: &str, n: i64| {
+        let mut d = gpu(name, "a100", 40);
+        d.attributes.push(("numa".into(), AttrValue::Int(n)));
+        d
+    };
+    node_slice(
+        &mut c,
+        "n0",
+        vec![numa("g0", 0), numa("g1", 1), numa("g2", 1), numa("g3", 2)],
+    );
+    let mut cl = claim(
+        "pair",
+        vec![RequestInput {
+            name: "gpu".into(),
+            exactly: Some(exactly("gpu", &[], 2)),
+            ..Default::default()
+        }],
+    );
+    cl.constraints.push(ConstraintInput {
+        requests: Vec::new(),
+        match_attribute: format!("{DRIVER}/numa"),
+    });
+    c.add_claim(cl);
+    c.add_pod(with_claim(mk_pod("p", "1", "1Gi"), "pair"));
+    c.settle();
+    let a = c.claims[&("default".into(), "pair".into())]
+        .allocation
+        .clone()
+        .expect("allocated");
+    let got: Vec<&str> = a.devices.iter().map(|d| d.device.as_str()).collect();
+    assert_eq!(got, ["g1", "g2"]);
+}
+
+/// A pod naming a claim that does not exist waits with upstream's text and takes nothing; it is
+/// bound once the claim appears.
+#[test]
+fn a_missing_claim_holds_the_pod_until_it_exists() {
+    let mut c = Sim::workers(1);
+    two_gpu_nodes(&mut c);
+    c.add_pod(with_claim(mk_pod("p", "1", "1Gi"), "later"));
+    c.settle();
+    assert_eq!(c.node_of("uid-p"), None);
+    assert_eq!(
+        message(&c, "p").as_deref(),
+        Some(
+            "0/2 nodes are unavailable: 2 resourceclaim.resource.k8s.io \"later\" not found."
+        )
+    );
+    c.add_claim(one_gpu("later"));
+    c.run_for(std::time::Duration::from_secs(30));
+    assert!(c.node_of("uid-p").is_some());
+}
+
+/// A class that does not exist: the claim cannot be allocated anywhere as written.
+#[test]
+fn a_missing_class_is_reported() {
+    let mut c = Sim::workers(1);
+    two_gpu_nodes(&mut c);
+    c.add_claim(claim(
+        "c",
+        vec![RequestInput {
+            name: "gpu".into(),
+            exactly: Some(exactly("tpu", &[], 1)),
+            ..Default::default()
+        }],
+    ));
+    c.add_pod(with_claim(mk_pod("p", "1", "1Gi"), "c"));
+    c.settle();
+    assert_eq!(c.node_of("uid-p"), None);
+    let m = message(&c, "p").unwrap();
+    assert!(
+        m.contains("deviceclass.resource.k8s.io \"tpu\" not found"),
+        "{m}"
+    );
+}
