@@ -437,7 +437,7 @@ fn a_missing_class_is_reported() {
     assert_eq!(c.node_of("uid-p"), None);
     let m = message(&c, "p").unwrap();
     assert!(
-        m.contains("deviceclass.resource.k8s.io \"tpu\" not found"),
+        m.contains("2 request gpu: device class tpu does not exist"),
         "{m}"
     );
 }
