@@ -341,8 +341,11 @@ impl Dra {
                 taken_nodes = self.insert(c, interner, &mut errors);
             }
             DraInput::ClaimDelete { namespace, name } => {
-                self.claims.remove(&key(&namespace, &name));
-                self.in_use_dirty = true;
+                if let Some(c) = self.claims.remove(&key(&namespace, &name))
+                    && c.is_allocated()
+                {
+                    self.in_use_dirty = true;
+                }
             }
             DraInput::ClaimReset(all) => {
                 // Our assumptions survive a relist: their writes are still in flight.
@@ -450,7 +453,11 @@ impl Dra {
             }
             _ => false,
         };
-        let unchanged = old.as_ref().is_some_and(same_devices);
+        // A claim new to us takes devices only if it comes allocated.
+        let unchanged = match &old {
+            Some(o) => same_devices(o),
+            None => allocation.is_none(),
+        };
         // Our assumption ends once the allocation is written (or the claim's spec changed).
         let assumed = old.and_then(|o| o.assumed).filter(|_| allocation.is_none());
         self.claims.insert(
