@@ -2,8 +2,10 @@
 //! kubernetes/kubernetes), against Magma: its unmodified `performance-config.yaml` files
 //! ([`config`]), their templates ([`template`], [`objects`]) and `$params`, the opcodes
 //! `createNodes`, `createNamespaces`, `createPods` (`collectMetrics`,
-//! `skipWaitToCompletion`), `churn`, `barrier`, `deletePods`, `sleep`,
-//! `startCollectingMetrics`/`stopCollectingMetrics` and `updateAny` ([`executor`]), with every
+//! `skipWaitToCompletion`, `steadyState`), `churn`, `barrier`, `deletePods`, `sleep`,
+//! `startCollectingMetrics`/`stopCollectingMetrics`, `createAny` and `updateAny`
+//! ([`executor`]), and the DRA ones, `createResourceDriver` and `allocResourceClaims`
+//! ([`dra`]), with every
 //! pod's `schedulerName` set to Magma's, and SchedulingThroughput computed as upstream's
 //! `throughputCollector` does ([`throughput`]) from a pod watch ([`tracker`]).
 //!
@@ -29,10 +31,15 @@
 //! (and to the op's own nodes; upstream patches the `nextNodeIndex`-th nodes of the sorted node
 //! list, which with random names are not necessarily the new ones). Nodes without
 //! `status.allocatable` are sent with it set to their capacity, as the real API server
-//! defaults it (kube-sim does not). `deletePods` without a rate sends one DELETE per pod
-//! (kube-sim has no DeleteCollection). Churn failures are counted and reported.
+//! defaults it (kube-sim does not). `deletePods` without a rate, and the steady state's
+//! deletions, send one DELETE per pod (kube-sim has no DeleteCollection). Churn failures are
+//! counted and reported. `createResourceDriver` returns once its slices are created (upstream
+//! waits until kube-scheduler's informer holds them; Magma's cache cannot be seen from here);
+//! `allocResourceClaims` allocates with Magma's structured allocator instead of
+//! kube-scheduler's (see [`dra`]).
 
 pub mod config;
+pub mod dra;
 pub mod executor;
 pub mod objects;
 pub mod support;
@@ -141,6 +148,8 @@ pub struct WorkloadReport {
     pub condition_writes_coalesced: Option<u64>,
     /// The in-process scheduler's preemptions, when it tried any.
     pub preemption: Option<PreemptionStats>,
+    /// The cluster's ResourceClaims after the last op, when it has slices or claims.
+    pub dra: Option<dra::DraSummary>,
     pub error: Option<String>,
     pub duration_s: f64,
 }
@@ -242,6 +251,38 @@ impl Report {
                         "P50 ≤{} P99 ≤{} ({} bound)",
                         q.p50, q.p99, q.count
                     ))
+                );
+            }
+            if let Some(d) = &w.dra {
+                let claims: Vec<String> = d
+                    .claims
+                    .iter()
+                    .map(|(ns, (n, a))| format!("{ns} {a}/{n}"))
+                    .collect();
+                println!(
+                    "    dra: {} slices, {} devices; claims allocated (per namespace) {}; {} devices allocated{}; {} bound pods with claims{}",
+                    d.slices,
+                    d.devices,
+                    if claims.is_empty() {
+                        "-".into()
+                    } else {
+                        claims.join(", ")
+                    },
+                    d.devices_allocated,
+                    if d.shared_devices.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", ALLOCATED TWICE: {:?}", d.shared_devices)
+                    },
+                    d.bound_pods_with_claims,
+                    if d.bound_pods_off_their_claims.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            ", BOUND WITHOUT THEIR CLAIMS ALLOCATED THERE: {:?}",
+                            d.bound_pods_off_their_claims
+                        )
+                    },
                 );
             }
             for u in &w.unsupported {
@@ -371,6 +412,7 @@ pub async fn run(opts: &Options) -> anyhow::Result<Report> {
             churn: Vec::new(),
             status_writes_shed: None,
             preemption: None,
+            dra: None,
             conditions_dropped: None,
             condition_writes_coalesced: None,
             error: None,
@@ -393,7 +435,9 @@ pub async fn run(opts: &Options) -> anyhow::Result<Report> {
                     wr.status = Status::Checked;
                 } else {
                     eprintln!("scheduler-perf: running {}", wr.name);
-                    let (outcome, summary) = run_workload(opts, &wr.name, &ops).await;
+                    let (outcome, extras) = run_workload(opts, &wr.name, &ops).await;
+                    let summary = extras.scheduler;
+                    wr.dra = extras.dra;
                     wr.status_writes_shed = summary.as_ref().map(|s| s.0.status_dropped);
                     wr.conditions_dropped = summary.as_ref().map(|s| s.0.conditions_dropped);
                     wr.condition_writes_coalesced =
@@ -470,23 +514,26 @@ async fn start_scheduler(
 
 type Outcome = anyhow::Result<(Vec<Measurement>, Vec<ChurnStat>)>;
 
-/// Runs the ops; also returns the in-process scheduler's run summary (its status writes) and
-/// its last metrics.
-async fn run_workload(
-    opts: &Options,
-    name: &str,
-    ops: &[config::Op],
-) -> (Outcome, Option<(RunSummary, String)>) {
-    let mut summary = None;
-    let r = run_workload_inner(opts, name, ops, &mut summary).await;
-    (r, summary)
+/// What a workload's run gives besides its outcome: the in-process scheduler's run summary
+/// (its status writes) and last metrics, and the cluster's claims after the last op.
+#[derive(Default)]
+struct Extras {
+    scheduler: Option<(RunSummary, String)>,
+    dra: Option<dra::DraSummary>,
+}
+
+/// Runs the ops.
+async fn run_workload(opts: &Options, name: &str, ops: &[config::Op]) -> (Outcome, Extras) {
+    let mut extras = Extras::default();
+    let r = run_workload_inner(opts, name, ops, &mut extras).await;
+    (r, extras)
 }
 
 async fn run_workload_inner(
     opts: &Options,
     name: &str,
     ops: &[config::Op],
-    summary: &mut Option<(RunSummary, String)>,
+    extras: &mut Extras,
 ) -> Outcome {
     let (sim, kubeconfig) = match &opts.kubeconfig {
         Some(p) => (
@@ -519,7 +566,13 @@ async fn run_workload_inner(
     };
     let tracker = tracker::Tracker::new();
     let watch = tracker.spawn_watch(client.clone());
-    let mut ex = Executor::new(client, tracker, &opts.scheduler_name, opts.timeout, name);
+    let mut ex = Executor::new(
+        client.clone(),
+        tracker,
+        &opts.scheduler_name,
+        opts.timeout,
+        name,
+    );
     let mut result = async {
         for (i, op) in ops.iter().enumerate() {
             ex.run_op(i, op).await.with_context(|| format!("op {i}"))?;
@@ -534,6 +587,13 @@ async fn run_workload_inner(
             Vec::new()
         }
     };
+    extras.dra = match dra::summary(&client).await {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("scheduler-perf: no DRA summary: {e:#}");
+            None
+        }
+    };
     if sim.is_none() {
         ex.cleanup().await;
     }
@@ -541,7 +601,7 @@ async fn run_workload_inner(
     if let Some(sched) = scheduler {
         let metrics = sched.observer().metrics_text();
         if let Ok(s) = sched.stop().await {
-            *summary = Some((s, metrics));
+            extras.scheduler = Some((s, metrics));
         }
     }
     if let Some(sim) = sim {

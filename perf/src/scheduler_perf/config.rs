@@ -137,6 +137,10 @@ pub enum Op {
         /// its own PV and claim, bound to each other (upstream's
         /// `CreatePodWithPersistentVolume` with `bindVolume`).
         volumes: Option<PodVolumeTemplates>,
+        /// `steadyState` with its `duration`: keep `count` pods in the namespace for that long,
+        /// deleting them all and creating the next `count` each time `count` more got
+        /// scheduled (upstream's `createPodsSteadily`).
+        steady_state: Option<Duration>,
     },
     DeletePods {
         namespace: String,
@@ -163,6 +167,26 @@ pub enum Op {
         labels: BTreeMap<String, String>,
     },
     StopCollectingMetrics,
+    /// `createAny`: `count` objects (1 when unset) rendered from the template with `.Index`,
+    /// `.Count` and `templateParams`, created one after another in `namespace` (for namespaced
+    /// kinds).
+    CreateAny {
+        template: TemplateRef,
+        count: usize,
+        namespace: Option<String>,
+    },
+    /// `createResourceDriver`: a ResourceSlice of `max_claims_per_node` devices of `driver` for
+    /// every node whose name matches the `nodes` glob (see `super::dra`).
+    CreateResourceDriver {
+        driver: String,
+        max_claims_per_node: usize,
+        nodes: String,
+    },
+    /// `allocResourceClaims`: allocate every unallocated claim of `namespace` (all namespaces
+    /// when `None`) as a previous scheduler would have (see `super::dra`).
+    AllocResourceClaims {
+        namespace: Option<String>,
+    },
     UpdateAny {
         template: PathBuf,
         count: usize,
@@ -349,6 +373,10 @@ fn known_fields(opcode: &str) -> &'static [&'static str] {
             "templateParams",
             "signatureBatchSize",
             "signatureBatchSizeParam",
+            "steadyState",
+            "steadyStateParam",
+            "duration",
+            "durationParam",
         ],
         "deletePods" => &[
             "namespace",
@@ -367,6 +395,20 @@ fn known_fields(opcode: &str) -> &'static [&'static str] {
         "sleep" => &["duration", "durationParam"],
         "startCollectingMetrics" => &["name", "namespaces", "labelSelector"],
         "stopCollectingMetrics" => &[],
+        "createAny" => &[
+            "templatePath",
+            "count",
+            "countParam",
+            "namespace",
+            "templateParams",
+        ],
+        "createResourceDriver" => &[
+            "driverName",
+            "maxClaimsPerNode",
+            "maxClaimsPerNodeParam",
+            "nodes",
+        ],
+        "allocResourceClaims" => &["namespace"],
         "updateAny" => &[
             "templatePath",
             "count",
@@ -381,20 +423,14 @@ fn known_fields(opcode: &str) -> &'static [&'static str] {
 
 /// Why a field of an implemented opcode is not implemented here.
 fn field_reason(opcode: &str, field: &str) -> String {
-    match (opcode, field) {
-        ("createPods", "steadyState" | "steadyStateParam" | "duration" | "durationParam") => {
-            "steady-state pod creation is not implemented by this harness".into()
-        }
-        _ => format!("field {field:?} of {opcode} is not implemented by this harness"),
-    }
+    format!("field {field:?} of {opcode} is not implemented by this harness")
 }
 
 fn opcode_reason(opcode: &str) -> String {
     match opcode {
-        "createResourceDriver" | "allocResourceClaims" => {
-            "Dynamic Resource Allocation: Magma has no DRA support".into()
+        "updateDeviceConditions" | "checkPodScheduled" => {
+            "DRA device binding conditions (DRADeviceBindingConditions): Magma does not wait for binding conditions".into()
         }
-        "createAny" => "generic object creation (used for DRA and PodGroup objects) is not implemented by this harness".into(),
         "createPodSets" => "createPodSets is not implemented by this harness".into(),
         "createPodGroups" | "waitForPodGroups" => {
             "PodGroups (gang scheduling): Magma does not schedule PodGroups".into()
@@ -480,6 +516,24 @@ fn resolve_op(
                 !(collect_metrics && skip_wait),
                 "collectMetrics and skipWaitToCompletion cannot be true at the same time"
             );
+            let steady = match op.get("steadyStateParam") {
+                Some(p) => match param(w, Some(p))? {
+                    None | Some(Value::Null) => false,
+                    Some(Value::Bool(b)) => *b,
+                    Some(v) => anyhow::bail!("steadyStateParam: expected a boolean, got {v}"),
+                },
+                None => bool_field(w, op, "steadyState")?,
+            };
+            // As upstream's createPodsOp.isValid.
+            anyhow::ensure!(
+                !(steady && skip_wait),
+                "SkipWaitToCompletion and SteadyState cannot be true at the same time"
+            );
+            let duration = duration_of(w, op, "duration", "durationParam")?;
+            anyhow::ensure!(
+                !steady || !duration.is_zero(),
+                "when creating pods in a steady state, the test duration must be > 0"
+            );
             let template = str_field(op, "podTemplatePath")?
                 .or_else(|| tc.default_pod_template_path.clone())
                 .map(|p| TemplateRef {
@@ -509,6 +563,7 @@ fn resolve_op(
                 signature_batch: count_of(w, op, "signatureBatchSize", "signatureBatchSizeParam")?
                     .max(1),
                 volumes,
+                steady_state: steady.then_some(duration),
             }
         }
         "deletePods" => Op::DeletePods {
@@ -570,6 +625,34 @@ fn resolve_op(
             }
         }
         "stopCollectingMetrics" => Op::StopCollectingMetrics,
+        "createAny" => Op::CreateAny {
+            template: TemplateRef {
+                path: path(
+                    &str_field(op, "templatePath")?
+                        .ok_or_else(|| anyhow::anyhow!("TemplatePath must be set"))?,
+                ),
+                params: template_params(w, op)?,
+            },
+            count: match op.get("count").or(op.get("countParam")) {
+                None => 1,
+                Some(_) => count_of(w, op, "count", "countParam")?,
+            },
+            namespace: str_field(op, "namespace")?.filter(|n| !n.is_empty()),
+        },
+        "createResourceDriver" => {
+            let driver = str_field(op, "driverName")?.unwrap_or_default();
+            anyhow::ensure!(!driver.is_empty(), "DriverName must be set");
+            let nodes = str_field(op, "nodes")?.unwrap_or_default();
+            anyhow::ensure!(!nodes.is_empty(), "Nodes must be set");
+            Op::CreateResourceDriver {
+                driver,
+                max_claims_per_node: count_of(w, op, "maxClaimsPerNode", "maxClaimsPerNodeParam")?,
+                nodes,
+            }
+        }
+        "allocResourceClaims" => Op::AllocResourceClaims {
+            namespace: str_field(op, "namespace")?.filter(|n| !n.is_empty()),
+        },
         "updateAny" => Op::UpdateAny {
             template: path(
                 &str_field(op, "templatePath")?
@@ -664,7 +747,8 @@ mod tests {
   - opcode: createPods
     count: 2
     steadyState: true
-  - opcode: allocResourceClaims
+    duration: 3s
+  - opcode: startCollectingProfile
   workloads:
   - name: small
     labels: [integration-test]
@@ -719,14 +803,16 @@ mod tests {
         }
         assert_eq!(ops[2], Op::Sleep(Duration::from_millis(1500)));
         let whats: Vec<&str> = unsupported.iter().map(|u| u.what.as_str()).collect();
-        assert_eq!(
-            whats,
-            [
-                "op 3: createPods.steadyState",
-                "op 4: opcode allocResourceClaims"
-            ]
-        );
-        assert!(unsupported[1].reason.contains("DRA"));
+        assert_eq!(whats, ["op 4: opcode startCollectingProfile"]);
+        assert!(unsupported[0].reason.contains("Go profiles"));
+        match &ops[3] {
+            Op::CreatePods {
+                count,
+                steady_state,
+                ..
+            } => assert_eq!((*count, *steady_state), (2, Some(Duration::from_secs(3)))),
+            other => panic!("{other:?}"),
+        }
         assert_eq!(threshold(&tc.workloads[0], "misc"), Some(100.0));
     }
 

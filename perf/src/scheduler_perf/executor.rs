@@ -21,6 +21,7 @@
 //! Every pod gets `spec.schedulerName` set to the scheduler under test.
 
 use super::config::{ChurnMode, NodeStrategy, Op, PodVolumeTemplates, TemplateRef};
+use super::dra;
 use super::objects::{self, Template};
 use super::throughput::{SAMPLE_INTERVAL, Sampler, Summary, summarize};
 use super::tracker::{Counter, Filter, Tracker};
@@ -92,6 +93,9 @@ pub struct Executor {
     churns: Vec<(tokio::task::JoinHandle<()>, ChurnStats)>,
     collector: Option<Active>,
     resources: HashMap<String, (ApiResource, Scope)>,
+    /// Cluster-scoped objects created by `createAny` and `createResourceDriver`, deleted by
+    /// [`Executor::cleanup`].
+    cluster_objects: Vec<(Api<DynamicObject>, String)>,
     pub measurements: Vec<Measurement>,
 }
 
@@ -208,6 +212,7 @@ impl Executor {
             churns: Vec::new(),
             collector: None,
             resources: HashMap::new(),
+            cluster_objects: Vec::new(),
             measurements: Vec::new(),
         }
     }
@@ -247,6 +252,7 @@ impl Executor {
                 skip_wait,
                 signature_batch,
                 volumes,
+                steady_state,
             } => {
                 let ns = namespace
                     .clone()
@@ -254,6 +260,20 @@ impl Executor {
                 self.ensure_namespace(&ns).await?;
                 if *collect_metrics {
                     self.start_collecting(&ns, vec![ns.clone()], BTreeMap::new())?;
+                }
+                if let Some(duration) = steady_state {
+                    self.create_pods_steadily(
+                        &ns,
+                        *count,
+                        template.as_ref(),
+                        *signature_batch,
+                        *duration,
+                    )
+                    .await?;
+                    if *collect_metrics {
+                        self.stop_collecting().await?;
+                    }
+                    return Ok(());
                 }
                 self.create_pods(
                     &ns,
@@ -375,6 +395,42 @@ impl Executor {
                 labels,
             } => self.start_collecting(name, namespaces.clone(), labels.clone()),
             Op::StopCollectingMetrics => self.stop_collecting().await,
+            Op::CreateAny {
+                template,
+                count,
+                namespace,
+            } => {
+                if let Some(ns) = namespace {
+                    self.ensure_namespace(ns).await?;
+                }
+                let t = Template::from_ref(template)?;
+                for i in 0..*count {
+                    self.create_any(&t, i, *count, namespace.as_deref()).await?;
+                }
+                Ok(())
+            }
+            Op::CreateResourceDriver {
+                driver,
+                max_claims_per_node,
+                nodes,
+            } => {
+                let made =
+                    dra::create_resource_driver(&self.client, driver, nodes, *max_claims_per_node)
+                        .await?;
+                let api = dra::api(&self.client, "ResourceSlice", "resourceslices", None);
+                self.cluster_objects
+                    .extend(made.into_iter().map(|n| (api.clone(), n)));
+                Ok(())
+            }
+            Op::AllocResourceClaims { namespace } => {
+                let started = Instant::now();
+                let n = dra::alloc_resource_claims(&self.client, namespace.as_deref()).await?;
+                eprintln!(
+                    "scheduler-perf: allocResourceClaims: allocated {n} claims in {:.1} s",
+                    started.elapsed().as_secs_f64()
+                );
+                Ok(())
+            }
             Op::UpdateAny {
                 template,
                 count,
@@ -457,6 +513,9 @@ impl Executor {
         let csi: Api<k8s_openapi::api::storage::v1::CSINode> = Api::all(self.client.clone());
         for n in self.csinodes.drain(..) {
             let _ = csi.delete(&n, &DeleteParams::default()).await;
+        }
+        for (api, n) in self.cluster_objects.drain(..) {
+            let _ = api.delete(&n, &DeleteParams::default()).await;
         }
         let nss: Api<Namespace> = Api::all(self.client.clone());
         for n in self.namespaces.drain(..) {
@@ -757,6 +816,118 @@ impl Executor {
         Ok(())
     }
 
+    /// Upstream's `createPodsSteadily`: `count` pods, and each time `count` more of the
+    /// namespace's pods got scheduled, every pod of the namespace deleted (grace period 0;
+    /// upstream: one DeleteCollection, kube-sim has none) and the next `count` created, until
+    /// `duration` is over. No pod scheduled at all is an error, as upstream.
+    async fn create_pods_steadily(
+        &mut self,
+        ns: &str,
+        count: usize,
+        template: Option<&TemplateRef>,
+        batch: usize,
+        duration: Duration,
+    ) -> anyhow::Result<()> {
+        let deadline = tokio::time::Instant::now() + duration;
+        let counter = self.tracker.counter(Filter {
+            namespaces: [ns.to_string()].into(),
+            labels: BTreeMap::new(),
+        });
+        let result = async {
+            let mut next = count;
+            loop {
+                match tokio::time::timeout_at(
+                    deadline,
+                    self.create_pods(ns, count, template, batch, None),
+                )
+                .await
+                {
+                    Err(_) => break,
+                    Ok(r) => r.context("create the next batch of pods")?,
+                }
+                let c = counter.clone();
+                let want = next;
+                let all_scheduled = self.tracker.wait_until(self.timeout, |_| {
+                    if c.scheduled() >= want {
+                        Ok(())
+                    } else {
+                        Err(format!("namespace {ns}: {} of {want} pods scheduled", c.scheduled()))
+                    }
+                });
+                match tokio::time::timeout_at(deadline, all_scheduled).await {
+                    Err(_) => break,
+                    Ok(r) => r?,
+                }
+                next += count;
+                let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
+                let names = self.tracker.pod_names(ns, &BTreeMap::new());
+                if tokio::time::timeout_at(deadline, delete_now(&api, names))
+                    .await
+                    .is_err()
+                {
+                    break;
+                }
+            }
+            anyhow::ensure!(
+                counter.scheduled() > 0,
+                "no pod at all got scheduled, either because of a problem or because the test interval was too small"
+            );
+            Ok(())
+        }
+        .await;
+        self.tracker.drop_counter(&counter);
+        result
+    }
+
+    /// One object of a `createAny` op. Upstream retries any failure once a second for 20 s (a
+    /// kind just registered may not be served yet); here only failures that can pass are
+    /// retried (transport errors, 404, 429, 5xx), the others fail at once.
+    async fn create_any(
+        &mut self,
+        t: &Template,
+        index: usize,
+        count: usize,
+        namespace: Option<&str>,
+    ) -> anyhow::Result<()> {
+        let obj = t.render(index, count)?;
+        let api = self
+            .api_for(&obj, namespace)
+            .await
+            .with_context(|| t.path.display().to_string())?;
+        let namespaced = self
+            .resources
+            .get(&format!(
+                "{}/{}",
+                obj["apiVersion"].as_str().unwrap_or(""),
+                obj["kind"].as_str().unwrap_or("")
+            ))
+            .is_some_and(|(_, scope)| matches!(scope, Scope::Namespaced));
+        let d: DynamicObject = serde_json::from_value(obj)?;
+        let give_up = Instant::now() + Duration::from_secs(20);
+        loop {
+            match create_generated(&api, &d).await {
+                Ok(o) => {
+                    if !namespaced && let Some(name) = o.metadata.name {
+                        self.cluster_objects.push((api, name));
+                    }
+                    return Ok(());
+                }
+                Err(e)
+                    if Instant::now() < give_up
+                        && api_err(&e).is_none_or(|c| c == 404 || c == 429 || c >= 500) =>
+                {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                Err(e) => {
+                    return Err(anyhow::Error::new(e).context(format!(
+                        "{}: creating object {index} of {count}",
+                        t.path.display()
+                    )));
+                }
+            }
+        }
+    }
+
     async fn churn(
         &mut self,
         ns: &str,
@@ -865,6 +1036,31 @@ impl Executor {
             (Scope::Cluster, _) => Api::all_with(self.client.clone(), ar),
         })
     }
+}
+
+/// Deletes `names` at once with grace period 0 and background propagation (upstream's
+/// steady-state DeleteCollection), [`CREATE_PARALLELISM`] requests in flight; a pod already
+/// gone (404) is fine.
+async fn delete_now(api: &Api<Pod>, names: Vec<String>) {
+    let dp = DeleteParams {
+        grace_period_seconds: Some(0),
+        propagation_policy: Some(kube::api::PropagationPolicy::Background),
+        ..DeleteParams::default()
+    };
+    futures::stream::iter(names.into_iter().map(|n| {
+        let api = api.clone();
+        let dp = dp.clone();
+        async move {
+            if let Err(e) = api.delete(&n, &dp).await
+                && api_err(&e) != Some(404)
+            {
+                eprintln!("scheduler-perf: unable to delete pod {n}: {e}");
+            }
+        }
+    }))
+    .buffer_unordered(CREATE_PARALLELISM)
+    .collect::<Vec<()>>()
+    .await;
 }
 
 /// Deletes `names` at `per_second` (a tick per pod, the first after one period, as Go's

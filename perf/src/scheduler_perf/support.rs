@@ -22,15 +22,47 @@ const INTERNAL_GATES: &[&str] = &[
 
 /// Gates of API features Magma implements as kube-scheduler does with the gate on (on by
 /// default upstream): a note either way.
-const IMPLEMENTED_GATES: &[(&str, &str)] = &[(
-    "InPlacePodVerticalScaling",
-    "Magma counts a resizing pod at the larger of its spec and its status' actuated and allocated resources, as kube-scheduler does with the gate on; kube-sim serves pods/resize",
-)];
+const IMPLEMENTED_GATES: &[(&str, &str)] = &[
+    (
+        "InPlacePodVerticalScaling",
+        "Magma counts a resizing pod at the larger of its spec and its status' actuated and allocated resources, as kube-scheduler does with the gate on; kube-sim serves pods/resize",
+    ),
+    (
+        "DynamicResourceAllocation",
+        "Magma allocates devices for ResourceClaims with its structured allocator and writes the allocation before binding, as kube-scheduler's DynamicResources plugin; kube-sim serves resource.k8s.io/v1 and runs the resource claim controller",
+    ),
+    (
+        "DRAPrioritizedList",
+        "Magma's allocator takes the first satisfiable firstAvailable subrequest",
+    ),
+    (
+        "DRAPartitionableDevices",
+        "Magma's allocator keeps devices within their pool's shared counters (sharedCounters/consumesCounters)",
+    ),
+    (
+        "DRAResourceClaimDeviceStatus",
+        "claims' status.devices is written by drivers; kube-scheduler does not read it either",
+    ),
+];
 
 /// Gates of API features Magma does not implement: off is what Magma does, on is unsupported.
 const FEATURE_REASONS: &[(&str, &str)] = &[
-    ("DynamicResourceAllocation", "Magma has no DRA support"),
-    ("DRAExtendedResource", "Magma has no DRA support"),
+    (
+        "DRAExtendedResource",
+        "Magma does not serve extended resources from DRA devices (DeviceClass extendedResourceName)",
+    ),
+    (
+        "DRAConsumableCapacity",
+        "Magma's allocator neither shares devices (allowMultipleAllocations) nor allocates their capacity",
+    ),
+    (
+        "DRADeviceTaints",
+        "Magma honours taints in ResourceSlices but does not apply DeviceTaintRules",
+    ),
+    (
+        "DRADeviceBindingConditions",
+        "Magma does not wait for device binding conditions",
+    ),
     (
         "NodeDeclaredFeatures",
         "Magma has no NodeDeclaredFeatures filter",
@@ -125,6 +157,7 @@ pub fn check(tc: &TestCase, w: &Workload, ops: &[Op], embedded: bool) -> Finding
         }
     }
     priority_classes(ops, &mut f);
+    created_objects(ops, embedded, &mut f);
     if embedded {
         for op in ops {
             if let Op::Churn { templates, .. } = op {
@@ -151,6 +184,58 @@ pub fn check(tc: &TestCase, w: &Workload, ops: &[Op], embedded: bool) -> Finding
         }
     }
     f
+}
+
+/// The `resource.k8s.io` version kube-sim serves (the real server also serves `v1beta1` and
+/// `v1beta2` and converts).
+const SIM_DRA_VERSION: &str = "resource.k8s.io/v1";
+
+/// Objects of `createAny`: kinds the target must serve (the embedded simulator: [`SIM_KINDS`],
+/// DRA at `v1`) and Magma must act on, since they can change where pods go.
+fn created_objects(ops: &[Op], embedded: bool, f: &mut Findings) {
+    for op in ops {
+        let Op::CreateAny {
+            template, count, ..
+        } = op
+        else {
+            continue;
+        };
+        let obj = match Template::from_ref(template).and_then(|t| t.render(0, (*count).max(1))) {
+            Ok(o) => o,
+            Err(e) => {
+                f.unsupported.push(Unsupported {
+                    what: format!("createAny template {}", template.path.display()),
+                    reason: format!("{e:#}"),
+                });
+                continue;
+            }
+        };
+        let kind = obj["kind"].as_str().unwrap_or("");
+        let version = obj["apiVersion"].as_str().unwrap_or("");
+        let what = format!(
+            "createAny of {version} {kind} ({})",
+            template.path.display()
+        );
+        let reason = if kind == "DeviceTaintRule" {
+            Some(
+                "Magma does not apply DeviceTaintRules (and kube-sim does not serve them)"
+                    .to_string(),
+            )
+        } else if !embedded {
+            None
+        } else if !SIM_KINDS.contains(&kind) {
+            Some(format!("kube-sim does not serve {kind}s"))
+        } else if version.starts_with("resource.k8s.io/") && version != SIM_DRA_VERSION {
+            Some(format!(
+                "kube-sim serves resource.k8s.io at v1 only, not {version} (the real API server converts)"
+            ))
+        } else {
+            None
+        };
+        if let Some(reason) = reason {
+            f.unsupported.push(Unsupported { what, reason });
+        }
+    }
 }
 
 /// Pods naming a PriorityClass: this harness creates none (upstream's templates set

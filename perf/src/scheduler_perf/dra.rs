@@ -1,0 +1,951 @@
+//! scheduler_perf's DRA opcodes, ported from `test/integration/scheduler_perf/dra.go` of
+//! kubernetes/kubernetes (Apache-2.0; the `resource.k8s.io/v1` version of 1.35/1.36):
+//!
+//! - `createResourceDriver` ([`create_resource_driver`]): for every node whose name matches the
+//!   op's `nodes` glob (Go's `filepath.Match`, [`glob_match`]), in list order, one
+//!   ResourceSlice named after the node, for that node only (`nodeName`), its own pool (the
+//!   node's name, one slice), with `maxClaimsPerNode` devices `instance-<i>` carrying upstream's
+//!   attributes (`model: A100`, `family: GPU`, `driverVersion: 1.2.3`, `dra.example.com/numa:
+//!   <i>`) and capacity (`memory: 1Gi`) ([`resource_slice`]). Upstream then waits until the
+//!   scheduler's own informer holds every slice; this harness cannot look into Magma's cache
+//!   and returns once every slice is created.
+//! - `allocResourceClaims` ([`alloc_resource_claims`]): every claim of the namespace (all
+//!   namespaces when none is given) that has no allocation gets one, written to
+//!   `status.allocation` as a previous scheduler would have: one claim at a time, nodes in
+//!   random order, the first node the structured allocator finds devices on wins, against the
+//!   devices every claim of the cluster already holds (including the ones allocated just
+//!   before). Upstream runs kube-scheduler's allocator (`structured.NewAllocator`); this runs
+//!   Magma's (`magma_engine::dra`: CEL selectors, `firstAvailable`, `matchAttribute`
+//!   constraints, shared counters, device taints), fed by the objects as listed. The
+//!   allocation's `nodeSelector` is upstream's `createNodeSelector`: the node itself
+//!   (`matchFields metadata.name`) when a device is local to it, else the requirements of the
+//!   devices' slice node selectors, else none (usable everywhere).
+
+use anyhow::Context;
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
+use magma_engine::dra::allocator::{self, Allocation};
+use magma_engine::dra::cel::AttrValue;
+use magma_engine::dra::devices::{
+    ClassInput, DeviceInput, DeviceTaintInput, NodesInput, SliceInput,
+};
+use magma_engine::dra::{
+    AllocatedInput, AllocationInput, ClaimInput, ClaimSource, ConstraintInput, Dra, DraInput,
+    ExactInput, PodClaim, RequestInput,
+};
+use magma_engine::model::{
+    Interner, NodeInput, NodeMeta, ResourceRegistry, SelectorRequirementInput, SelectorTermInput,
+    TolerationInput, compile_node, compile_node_term,
+};
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+/// `resource.k8s.io/v1`, the only DRA version kube-sim serves (and the one upstream writes).
+pub const API_VERSION: &str = "resource.k8s.io/v1";
+
+/// The API of a `resource.k8s.io/v1` kind by its plural.
+pub fn api(
+    client: &kube::Client,
+    kind: &str,
+    plural: &str,
+    ns: Option<&str>,
+) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("resource.k8s.io", "v1", kind);
+    let ar = ApiResource::from_gvk_with_plural(&gvk, plural);
+    match ns {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &ar),
+        None => Api::all_with(client.clone(), &ar),
+    }
+}
+
+/// Go's `path/filepath.Match` (Unix, separator `/`): `*` any run of non-separators, `?` one
+/// non-separator, `[...]` a class (`^` negates, `a-z` ranges, `\` escapes), `\c` the character
+/// `c`. A malformed pattern is an error (`syntax error in pattern`).
+pub fn glob_match(pattern: &str, name: &str) -> Result<bool, String> {
+    let p: Vec<char> = pattern.chars().collect();
+    let s: Vec<char> = name.chars().collect();
+    validate(&p)?;
+    Ok(matches_from(&p, &s))
+}
+
+const BAD_PATTERN: &str = "syntax error in pattern";
+
+fn validate(p: &[char]) -> Result<(), String> {
+    let mut i = 0;
+    while i < p.len() {
+        match p[i] {
+            '\\' => {
+                if i + 1 >= p.len() {
+                    return Err(BAD_PATTERN.into());
+                }
+                i += 2;
+            }
+            '[' => i += class(p, i).ok_or(BAD_PATTERN)?.2,
+            _ => i += 1,
+        }
+    }
+    Ok(())
+}
+
+/// The class starting at `p[i] == '['`: (negated, ranges, length including the brackets).
+#[allow(clippy::type_complexity)]
+fn class(p: &[char], i: usize) -> Option<(bool, Vec<(char, char)>, usize)> {
+    let mut j = i + 1;
+    let negated = p.get(j) == Some(&'^');
+    if negated {
+        j += 1;
+    }
+    let mut ranges = Vec::new();
+    let mut first = true;
+    loop {
+        let c = *p.get(j)?;
+        if c == ']' && !first {
+            return Some((negated, ranges, j + 1 - i));
+        }
+        first = false;
+        let lo = char_at(p, &mut j)?;
+        let hi = if p.get(j) == Some(&'-') {
+            j += 1;
+            char_at(p, &mut j)?
+        } else {
+            lo
+        };
+        ranges.push((lo, hi));
+    }
+}
+
+/// One (possibly escaped) character of a class; `]` and `-` unescaped are malformed there
+/// (Go's `getEsc`).
+fn char_at(p: &[char], j: &mut usize) -> Option<char> {
+    let c = *p.get(*j)?;
+    match c {
+        '-' | ']' => None,
+        '\\' => {
+            let e = *p.get(*j + 1)?;
+            *j += 2;
+            Some(e)
+        }
+        _ => {
+            *j += 1;
+            Some(c)
+        }
+    }
+}
+
+fn matches_from(p: &[char], s: &[char]) -> bool {
+    let Some(&c) = p.first() else {
+        return s.is_empty();
+    };
+    match c {
+        '*' => {
+            let rest = &p[p.iter().take_while(|&&c| c == '*').count()..];
+            for i in 0..=s.len() {
+                if matches_from(rest, &s[i..]) {
+                    return true;
+                }
+                if s.get(i) == Some(&'/') {
+                    return false;
+                }
+            }
+            false
+        }
+        '?' => s.first().is_some_and(|&x| x != '/') && matches_from(&p[1..], &s[1..]),
+        '[' => {
+            let Some((negated, ranges, len)) = class(p, 0) else {
+                return false;
+            };
+            let Some(&x) = s.first().filter(|&&x| x != '/') else {
+                return false;
+            };
+            let hit = ranges.iter().any(|&(lo, hi)| lo <= x && x <= hi);
+            hit != negated && matches_from(&p[len..], &s[1..])
+        }
+        '\\' => s.first() == p.get(1) && matches_from(&p[2..], &s[1..]),
+        c => s.first() == Some(&c) && matches_from(&p[1..], &s[1..]),
+    }
+}
+
+/// Upstream's `resourceSlice(driverName, nodeName, capacity)`.
+pub fn resource_slice(driver: &str, node: &str, capacity: usize) -> Value {
+    let devices: Vec<Value> = (0..capacity)
+        .map(|i| {
+            json!({
+                "name": format!("instance-{i}"),
+                "attributes": {
+                    "model": {"string": "A100"},
+                    "family": {"string": "GPU"},
+                    "driverVersion": {"version": "1.2.3"},
+                    "dra.example.com/numa": {"int": i},
+                },
+                "capacity": {"memory": {"value": "1Gi"}},
+            })
+        })
+        .collect();
+    json!({
+        "apiVersion": API_VERSION,
+        "kind": "ResourceSlice",
+        "metadata": {"name": node},
+        "spec": {
+            "driver": driver,
+            "nodeName": node,
+            "pool": {"name": node, "resourceSliceCount": 1},
+            "devices": devices,
+        }
+    })
+}
+
+/// `createResourceDriver`: the slices made (their names).
+pub async fn create_resource_driver(
+    client: &kube::Client,
+    driver: &str,
+    nodes_glob: &str,
+    max_claims_per_node: usize,
+) -> anyhow::Result<Vec<String>> {
+    let nodes: Api<Node> = Api::all(client.clone());
+    let mut driver_nodes = Vec::new();
+    for n in nodes
+        .list(&ListParams::default())
+        .await
+        .context("list nodes")?
+    {
+        let name = n.metadata.name.unwrap_or_default();
+        let hit = glob_match(nodes_glob, &name).map_err(|e| {
+            anyhow::anyhow!("matching glob pattern {nodes_glob:?} against node name {name:?}: {e}")
+        })?;
+        if hit {
+            driver_nodes.push(name);
+        }
+    }
+    let slices = api(client, "ResourceSlice", "resourceslices", None);
+    let mut made = Vec::with_capacity(driver_nodes.len());
+    for node in driver_nodes {
+        let d: DynamicObject =
+            serde_json::from_value(resource_slice(driver, &node, max_claims_per_node))?;
+        slices
+            .create(&PostParams::default(), &d)
+            .await
+            .with_context(|| format!("create node resource slice {node}"))?;
+        made.push(node);
+    }
+    Ok(made)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Objects as Magma's engine takes them.
+
+fn s(v: &Value, ptr: &str) -> String {
+    v.pointer(ptr)
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned()
+}
+
+fn arr<'a>(v: &'a Value, ptr: &str) -> &'a [Value] {
+    v.pointer(ptr)
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
+}
+
+fn quantity(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        _ => String::new(),
+    }
+}
+
+fn requirements(v: &Value, ptr: &str) -> Vec<SelectorRequirementInput> {
+    arr(v, ptr)
+        .iter()
+        .map(|r| SelectorRequirementInput {
+            key: s(r, "/key"),
+            operator: s(r, "/operator"),
+            values: arr(r, "/values")
+                .iter()
+                .filter_map(|x| x.as_str().map(str::to_owned))
+                .collect(),
+        })
+        .collect()
+}
+
+/// `nodeSelectorTerms` of a `NodeSelector`.
+fn terms(selector: &Value) -> Vec<SelectorTermInput> {
+    arr(selector, "/nodeSelectorTerms")
+        .iter()
+        .map(|t| SelectorTermInput {
+            match_expressions: requirements(t, "/matchExpressions"),
+            match_fields: requirements(t, "/matchFields"),
+        })
+        .collect()
+}
+
+/// Where a slice (or, with `perDeviceNodeSelection`, a device) says its devices can be used.
+fn nodes_of(v: &Value) -> Option<NodesInput> {
+    if let Some(n) = v
+        .get("nodeName")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+    {
+        return Some(NodesInput::Node(n.to_owned()));
+    }
+    if let Some(sel) = v.get("nodeSelector").filter(|x| x.is_object()) {
+        return Some(NodesInput::Selector(terms(sel)));
+    }
+    if v.get("allNodes").and_then(Value::as_bool) == Some(true) {
+        return Some(NodesInput::All);
+    }
+    if v.get("perDeviceNodeSelection").and_then(Value::as_bool) == Some(true) {
+        return Some(NodesInput::PerDevice);
+    }
+    None
+}
+
+fn counter_sets(v: &Value, ptr: &str, name: &str) -> Vec<(String, Vec<(String, String)>)> {
+    arr(v, ptr)
+        .iter()
+        .map(|set| {
+            let counters = set
+                .get("counters")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+                .map(|(c, q)| (c.clone(), quantity(q.get("value").unwrap_or(&Value::Null))))
+                .collect();
+            (s(set, name), counters)
+        })
+        .collect()
+}
+
+/// A ResourceSlice (`resource.k8s.io/v1`).
+pub fn slice_input(v: &Value) -> SliceInput {
+    let spec = &v["spec"];
+    let devices = arr(spec, "/devices")
+        .iter()
+        .map(|d| DeviceInput {
+            name: s(d, "/name"),
+            attributes: d
+                .get("attributes")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+                .filter_map(|(k, a)| {
+                    let value = if let Some(i) = a.get("int").and_then(Value::as_i64) {
+                        AttrValue::Int(i)
+                    } else if let Some(b) = a.get("bool").and_then(Value::as_bool) {
+                        AttrValue::Bool(b)
+                    } else if let Some(x) = a.get("string").and_then(Value::as_str) {
+                        AttrValue::String(x.to_owned())
+                    } else {
+                        AttrValue::Version(a.get("version")?.as_str()?.to_owned())
+                    };
+                    Some((k.clone(), value))
+                })
+                .collect(),
+            capacity: d
+                .get("capacity")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+                .map(|(k, c)| (k.clone(), quantity(c.get("value").unwrap_or(&Value::Null))))
+                .collect(),
+            taints: arr(d, "/taints")
+                .iter()
+                .map(|t| DeviceTaintInput {
+                    key: s(t, "/key"),
+                    value: s(t, "/value"),
+                    effect: s(t, "/effect"),
+                })
+                .collect(),
+            nodes: nodes_of(d),
+            consumes_counters: counter_sets(d, "/consumesCounters", "/counterSet"),
+            allow_multiple_allocations: d
+                .get("allowMultipleAllocations")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+        })
+        .collect();
+    SliceInput {
+        name: s(v, "/metadata/name"),
+        driver: s(spec, "/driver"),
+        pool: s(spec, "/pool/name"),
+        generation: spec
+            .pointer("/pool/generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(0),
+        slice_count: spec
+            .pointer("/pool/resourceSliceCount")
+            .and_then(Value::as_i64)
+            .unwrap_or(1),
+        nodes: nodes_of(spec).unwrap_or(NodesInput::All),
+        devices,
+        shared_counters: counter_sets(spec, "/sharedCounters", "/name"),
+    }
+}
+
+/// A DeviceClass.
+pub fn class_input(v: &Value) -> ClassInput {
+    ClassInput {
+        name: s(v, "/metadata/name"),
+        selectors: arr(v, "/spec/selectors")
+            .iter()
+            .filter_map(|x| x.pointer("/cel/expression")?.as_str().map(str::to_owned))
+            .collect(),
+    }
+}
+
+fn exact_input(name: String, e: &Value) -> ExactInput {
+    ExactInput {
+        name,
+        class: s(e, "/deviceClassName"),
+        selectors: arr(e, "/selectors")
+            .iter()
+            .filter_map(|x| x.pointer("/cel/expression")?.as_str().map(str::to_owned))
+            .collect(),
+        all: e.get("allocationMode").and_then(Value::as_str) == Some("All"),
+        count: e.get("count").and_then(Value::as_i64).unwrap_or(1),
+        admin_access: e.get("adminAccess").and_then(Value::as_bool) == Some(true),
+        tolerations: arr(e, "/tolerations")
+            .iter()
+            .map(|t| TolerationInput {
+                key: s(t, "/key"),
+                operator: s(t, "/operator"),
+                value: s(t, "/value"),
+                effect: s(t, "/effect"),
+            })
+            .collect(),
+    }
+}
+
+/// A ResourceClaim.
+pub fn claim_input(v: &Value) -> ClaimInput {
+    let meta = &v["metadata"];
+    let alloc = v.pointer("/status/allocation").filter(|a| a.is_object());
+    ClaimInput {
+        namespace: s(meta, "/namespace"),
+        name: s(meta, "/name"),
+        uid: s(meta, "/uid"),
+        owner_uid: arr(meta, "/ownerReferences")
+            .iter()
+            .find(|o| o.get("controller").and_then(Value::as_bool) == Some(true))
+            .map(|o| s(o, "/uid")),
+        deleting: meta.get("deletionTimestamp").is_some_and(|t| !t.is_null()),
+        requests: arr(v, "/spec/devices/requests")
+            .iter()
+            .map(|r| RequestInput {
+                name: s(r, "/name"),
+                exactly: r
+                    .get("exactly")
+                    .filter(|e| e.is_object())
+                    .map(|e| exact_input(String::new(), e)),
+                first_available: arr(r, "/firstAvailable")
+                    .iter()
+                    .map(|sub| exact_input(s(sub, "/name"), sub))
+                    .collect(),
+            })
+            .collect(),
+        constraints: arr(v, "/spec/devices/constraints")
+            .iter()
+            .map(|c| ConstraintInput {
+                requests: arr(c, "/requests")
+                    .iter()
+                    .filter_map(|r| r.as_str().map(str::to_owned))
+                    .collect(),
+                match_attribute: s(c, "/matchAttribute"),
+            })
+            .collect(),
+        allocation: alloc.map(|a| AllocationInput {
+            devices: arr(a, "/devices/results")
+                .iter()
+                .map(|r| AllocatedInput {
+                    request: s(r, "/request"),
+                    driver: s(r, "/driver"),
+                    pool: s(r, "/pool"),
+                    device: s(r, "/device"),
+                    admin_access: r.get("adminAccess").and_then(Value::as_bool) == Some(true),
+                })
+                .collect(),
+            nodes: a.get("nodeSelector").filter(|n| n.is_object()).map(terms),
+        }),
+        reserved_for: arr(v, "/status/reservedFor")
+            .iter()
+            .map(|r| s(r, "/uid"))
+            .collect(),
+    }
+}
+
+/// What the allocator reads of a node: its name and labels.
+fn node_meta(
+    n: &Node,
+    interner: &mut Interner,
+    registry: &mut ResourceRegistry,
+) -> anyhow::Result<Arc<NodeMeta>> {
+    let input = NodeInput {
+        name: n.metadata.name.clone().unwrap_or_default(),
+        labels: n
+            .metadata
+            .labels
+            .iter()
+            .flatten()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        ready: true,
+        ..NodeInput::default()
+    };
+    Ok(compile_node(&input, interner, registry)
+        .map_err(|e| anyhow::anyhow!("node {}: {e}", input.name))?
+        .meta)
+}
+
+/// `matchFields metadata.name In [node]` (upstream's `nodeSelectorForNode`).
+fn node_term(node: &str) -> SelectorTermInput {
+    SelectorTermInput {
+        match_expressions: Vec::new(),
+        match_fields: vec![SelectorRequirementInput {
+            key: "metadata.name".into(),
+            operator: "In".into(),
+            values: vec![node.into()],
+        }],
+    }
+}
+
+fn term_json(t: &SelectorTermInput) -> Value {
+    let reqs = |rs: &[SelectorRequirementInput]| -> Vec<Value> {
+        rs.iter()
+            .map(|r| {
+                let mut o = json!({"key": r.key, "operator": r.operator});
+                if !r.values.is_empty() {
+                    o["values"] = json!(r.values);
+                }
+                o
+            })
+            .collect()
+    };
+    let mut o = serde_json::Map::new();
+    if !t.match_expressions.is_empty() {
+        o.insert("matchExpressions".into(), json!(reqs(&t.match_expressions)));
+    }
+    if !t.match_fields.is_empty() {
+        o.insert("matchFields".into(), json!(reqs(&t.match_fields)));
+    }
+    Value::Object(o)
+}
+
+/// Upstream's `createNodeSelector`: the node when a device is local to it; else one term with
+/// the requirements of every device's (single-term) node selector, each once; else none.
+fn allocation_node_selector(reach: &[&NodesInput], node: &str) -> anyhow::Result<Option<Value>> {
+    let mut term = SelectorTermInput::default();
+    for r in reach {
+        match r {
+            NodesInput::Node(_) => {
+                return Ok(Some(
+                    json!({"nodeSelectorTerms": [term_json(&node_term(node))]}),
+                ));
+            }
+            NodesInput::Selector(ts) => match ts.as_slice() {
+                [] => {}
+                [t] => {
+                    for e in &t.match_expressions {
+                        if !term.match_expressions.contains(e) {
+                            term.match_expressions.push(e.clone());
+                        }
+                    }
+                    for f in &t.match_fields {
+                        if !term.match_fields.contains(f) {
+                            term.match_fields.push(f.clone());
+                        }
+                    }
+                }
+                _ => anyhow::bail!("unsupported node selector with {} terms", ts.len()),
+            },
+            NodesInput::All | NodesInput::PerDevice => {}
+        }
+    }
+    Ok(
+        (!term.match_expressions.is_empty() || !term.match_fields.is_empty())
+            .then(|| json!({"nodeSelectorTerms": [term_json(&term)]})),
+    )
+}
+
+/// `allocResourceClaims`: how many claims it allocated.
+pub async fn alloc_resource_claims(
+    client: &kube::Client,
+    namespace: Option<&str>,
+) -> anyhow::Result<usize> {
+    use rand::seq::SliceRandom;
+    let lp = ListParams::default();
+    let listed = |list: kube::core::ObjectList<DynamicObject>| -> anyhow::Result<Vec<Value>> {
+        list.items
+            .into_iter()
+            .map(|o| serde_json::to_value(o).map_err(anyhow::Error::from))
+            .collect()
+    };
+    let todo = listed(
+        api(client, "ResourceClaim", "resourceclaims", namespace)
+            .list(&lp)
+            .await
+            .context("list claims")?,
+    )?;
+    // The cluster's state, as the informers of upstream's DRA manager see it.
+    let all_claims = listed(
+        api(client, "ResourceClaim", "resourceclaims", None)
+            .list(&lp)
+            .await?,
+    )?;
+    let slices = listed(
+        api(client, "ResourceSlice", "resourceslices", None)
+            .list(&lp)
+            .await?,
+    )?;
+    let classes = listed(
+        api(client, "DeviceClass", "deviceclasses", None)
+            .list(&lp)
+            .await?,
+    )?;
+    let node_list = Api::<Node>::all(client.clone())
+        .list(&lp)
+        .await
+        .context("list nodes")?;
+
+    let mut interner = Interner::default();
+    let mut registry = ResourceRegistry::default();
+    let mut dra = Dra::default();
+    let slice_inputs: Vec<SliceInput> = slices.iter().map(slice_input).collect();
+    // Where each device can be used, for the allocation's node selector.
+    let mut reach: HashMap<(String, String, String), NodesInput> = HashMap::new();
+    for si in &slice_inputs {
+        for d in &si.devices {
+            let r = match &si.nodes {
+                NodesInput::PerDevice => d.nodes.clone().unwrap_or(NodesInput::All),
+                other => other.clone(),
+            };
+            reach.insert((si.driver.clone(), si.pool.clone(), d.name.clone()), r);
+        }
+    }
+    let mut errors = Vec::new();
+    errors.extend(
+        dra.apply(DraInput::SliceReset(slice_inputs), &mut interner)
+            .1,
+    );
+    errors.extend(
+        dra.apply(
+            DraInput::ClassReset(classes.iter().map(class_input).collect()),
+            &mut interner,
+        )
+        .1,
+    );
+    errors.extend(
+        dra.apply(
+            DraInput::ClaimReset(all_claims.iter().map(claim_input).collect()),
+            &mut interner,
+        )
+        .1,
+    );
+    if let Some(e) = errors.first() {
+        anyhow::bail!("the allocator cannot take the cluster's DRA objects: {e}");
+    }
+    let mut nodes: Vec<Arc<NodeMeta>> = node_list
+        .items
+        .iter()
+        .map(|n| node_meta(n, &mut interner, &mut registry))
+        .collect::<anyhow::Result<_>>()?;
+
+    let total = todo.len();
+    let mut allocated = 0;
+    let mut rng = rand::rng();
+    'claims: for (i, claim) in todo.into_iter().enumerate() {
+        if claim
+            .pointer("/status/allocation")
+            .is_some_and(|a| a.is_object())
+        {
+            continue;
+        }
+        let ns = s(&claim, "/metadata/namespace");
+        let name = s(&claim, "/metadata/name");
+        let consumer = format!("allocResourceClaims/{ns}/{name}");
+        let pod_claims = [PodClaim {
+            name: Arc::from("claim"),
+            source: ClaimSource::Named(Arc::from(name.as_str())),
+        }];
+        let resolved = dra.resolve(&ns, &consumer, &consumer, &pod_claims, true, &mut interner);
+        if let Some(b) = resolved.blocked {
+            anyhow::bail!("allocate claim {ns}/{name}: {}", b.message(&interner));
+        }
+        let snapshot = dra.snapshot();
+        nodes.shuffle(&mut rng);
+        for node in &nodes {
+            let Ok(given): Result<Allocation, _> =
+                allocator::allocate(&snapshot.devices, &snapshot.in_use, &resolved.claims, node)
+            else {
+                continue;
+            };
+            let term = compile_node_term(&node_term(&node.name), &mut interner)
+                .map_err(|e| anyhow::anyhow!("node {}: {e}", node.name))?;
+            let written = dra.assume(
+                &Arc::from(consumer.as_str()),
+                &resolved.claims,
+                &given,
+                Arc::from(vec![term]),
+            );
+            let devices = written
+                .into_iter()
+                .find_map(|w| w.devices)
+                .unwrap_or_default();
+            let results: Vec<Value> = devices
+                .iter()
+                .map(|d| {
+                    let mut r = json!({"request": d.request, "driver": d.driver, "pool": d.pool, "device": d.device});
+                    if d.admin_access {
+                        r["adminAccess"] = json!(true);
+                    }
+                    r
+                })
+                .collect();
+            let reaches: Vec<&NodesInput> = devices
+                .iter()
+                .filter_map(|d| reach.get(&(d.driver.clone(), d.pool.clone(), d.device.clone())))
+                .collect();
+            let mut allocation = json!({"devices": {"results": results}});
+            if let Some(sel) = allocation_node_selector(&reaches, &node.name)? {
+                allocation["nodeSelector"] = sel;
+            }
+            let mut obj = claim;
+            obj["status"]["allocation"] = allocation;
+            let d: DynamicObject = serde_json::from_value(obj)?;
+            api(client, "ResourceClaim", "resourceclaims", Some(&ns))
+                .replace_status(&name, &PostParams::default(), &d)
+                .await
+                .with_context(|| format!("update claim status with allocation ({ns}/{name})"))?;
+            allocated += 1;
+            continue 'claims;
+        }
+        anyhow::bail!("Could not allocate claim {i} out of {total} ({ns}/{name})");
+    }
+    Ok(allocated)
+}
+
+/// What the workload left in the cluster's ResourceClaims (checked after its last op): every
+/// device given to at most one claim, and every bound pod's claims allocated on its node.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DraSummary {
+    pub slices: usize,
+    pub devices: usize,
+    /// Per namespace: (claims, allocated claims).
+    pub claims: BTreeMap<String, (usize, usize)>,
+    /// Devices allocated to claims (admin access excepted).
+    pub devices_allocated: usize,
+    /// `driver/pool/device` allocated to more than one claim.
+    pub shared_devices: Vec<String>,
+    /// Bound pods using claims.
+    pub bound_pods_with_claims: usize,
+    /// `namespace/pod`: bound with a claim missing, not allocated, or allocated for another node.
+    pub bound_pods_off_their_claims: Vec<String>,
+}
+
+/// The node a claim's allocation is pinned to (`matchFields metadata.name In [node]`), if any.
+fn pinned_node(alloc: &Value) -> Option<String> {
+    let terms = arr(alloc, "/nodeSelector/nodeSelectorTerms");
+    let [t] = terms else { return None };
+    arr(t, "/matchFields")
+        .iter()
+        .find(|f| s(f, "/key") == "metadata.name" && s(f, "/operator") == "In")
+        .and_then(|f| arr(f, "/values").first()?.as_str().map(str::to_owned))
+}
+
+/// The [`DraSummary`] of the cluster now; `None` when it has no slices and no claims.
+pub async fn summary(client: &kube::Client) -> anyhow::Result<Option<DraSummary>> {
+    use k8s_openapi::api::core::v1::Pod;
+    let lp = ListParams::default();
+    let to_values = |list: kube::core::ObjectList<DynamicObject>| -> Vec<Value> {
+        list.items
+            .into_iter()
+            .filter_map(|o| serde_json::to_value(o).ok())
+            .collect()
+    };
+    let slices = to_values(
+        api(client, "ResourceSlice", "resourceslices", None)
+            .list(&lp)
+            .await?,
+    );
+    let claims = to_values(
+        api(client, "ResourceClaim", "resourceclaims", None)
+            .list(&lp)
+            .await?,
+    );
+    if slices.is_empty() && claims.is_empty() {
+        return Ok(None);
+    }
+    let mut out = DraSummary {
+        slices: slices.len(),
+        devices: slices.iter().map(|x| arr(x, "/spec/devices").len()).sum(),
+        ..DraSummary::default()
+    };
+    let mut owners: HashMap<String, usize> = HashMap::new();
+    // (namespace, name) → the node its allocation is pinned to (`Some(None)`: anywhere).
+    let mut allocated: HashMap<(String, String), Option<String>> = HashMap::new();
+    for c in &claims {
+        let ns = s(c, "/metadata/namespace");
+        let e = out.claims.entry(ns.clone()).or_default();
+        e.0 += 1;
+        let Some(alloc) = c.pointer("/status/allocation").filter(|a| a.is_object()) else {
+            continue;
+        };
+        e.1 += 1;
+        allocated.insert((ns, s(c, "/metadata/name")), pinned_node(alloc));
+        for r in arr(alloc, "/devices/results") {
+            if r.get("adminAccess").and_then(Value::as_bool) == Some(true) {
+                continue;
+            }
+            out.devices_allocated += 1;
+            let id = format!("{}/{}/{}", s(r, "/driver"), s(r, "/pool"), s(r, "/device"));
+            *owners.entry(id).or_default() += 1;
+        }
+    }
+    out.shared_devices = owners
+        .into_iter()
+        .filter(|(_, n)| *n > 1)
+        .map(|(id, _)| id)
+        .collect();
+    out.shared_devices.sort();
+    for p in Api::<Pod>::all(client.clone()).list(&lp).await? {
+        let Some(spec) = &p.spec else { continue };
+        let Some(node) = spec.node_name.as_deref().filter(|n| !n.is_empty()) else {
+            continue;
+        };
+        let Some(pod_claims) = spec.resource_claims.as_ref().filter(|c| !c.is_empty()) else {
+            continue;
+        };
+        out.bound_pods_with_claims += 1;
+        let ns = p.metadata.namespace.clone().unwrap_or_default();
+        let statuses = p
+            .status
+            .as_ref()
+            .and_then(|st| st.resource_claim_statuses.as_ref());
+        let ok = pod_claims.iter().all(|pc| {
+            let name = pc.resource_claim_name.clone().or_else(|| {
+                statuses?
+                    .iter()
+                    .find(|st| st.name == pc.name)?
+                    .resource_claim_name
+                    .clone()
+            });
+            let Some(name) = name else { return false };
+            match allocated.get(&(ns.clone(), name)) {
+                None => false,
+                Some(pinned) => pinned.as_deref().is_none_or(|n| n == node),
+            }
+        });
+        if !ok {
+            out.bound_pods_off_their_claims
+                .push(format!("{ns}/{}", p.metadata.name.as_deref().unwrap_or("")));
+        }
+    }
+    out.bound_pods_off_their_claims.sort();
+    Ok(Some(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs_as_go_filepath_match() {
+        let m = |p: &str, s: &str| glob_match(p, s).unwrap();
+        assert!(m("scheduler-perf-dra-*", "scheduler-perf-dra-x7k2q"));
+        assert!(!m("scheduler-perf-dra-*", "node-0-abcde"));
+        assert!(m("*", "anything"));
+        assert!(!m("*", "a/b"));
+        assert!(m("a?c", "abc") && !m("a?c", "a/c"));
+        assert!(m("n[0-9]", "n5") && !m("n[^0-9]", "n5") && m("n[^0-9]", "nx"));
+        assert!(m("a\\*", "a*") && !m("a\\*", "ab"));
+        assert!(m("*-dra-*", "x-dra-y"));
+        assert!(glob_match("n[", "n").is_err());
+        assert!(glob_match("n\\", "n").is_err());
+        assert!(glob_match("[]", "x").is_err());
+    }
+
+    #[test]
+    fn the_driver_slice_is_upstreams() {
+        let v = resource_slice("test-driver.cdi.k8s.io", "n1", 2);
+        assert_eq!(v["metadata"]["name"], "n1");
+        assert_eq!(v["spec"]["nodeName"], "n1");
+        assert_eq!(
+            v["spec"]["pool"],
+            json!({"name": "n1", "resourceSliceCount": 1})
+        );
+        assert_eq!(v["spec"]["devices"][1]["name"], "instance-1");
+        assert_eq!(
+            v["spec"]["devices"][1]["attributes"]["dra.example.com/numa"]["int"],
+            1
+        );
+        let si = slice_input(&v);
+        assert_eq!(si.nodes, NodesInput::Node("n1".into()));
+        assert_eq!(si.devices.len(), 2);
+        assert!(
+            si.devices[0]
+                .attributes
+                .contains(&("driverVersion".into(), AttrValue::Version("1.2.3".into())))
+        );
+        assert_eq!(
+            si.devices[0].capacity,
+            [("memory".to_string(), "1Gi".to_string())]
+        );
+    }
+
+    #[test]
+    fn the_allocation_node_selector_as_create_node_selector() {
+        let local = NodesInput::Node("n1".into());
+        let sel = NodesInput::Selector(vec![SelectorTermInput {
+            match_expressions: vec![SelectorRequirementInput {
+                key: "node-with-dra".into(),
+                operator: "In".into(),
+                values: vec!["true".into()],
+            }],
+            match_fields: vec![],
+        }]);
+        assert_eq!(
+            allocation_node_selector(&[&sel, &local], "n1")
+                .unwrap()
+                .unwrap(),
+            json!({"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]})
+        );
+        assert_eq!(
+            allocation_node_selector(&[&sel, &sel], "n1")
+                .unwrap()
+                .unwrap(),
+            json!({"nodeSelectorTerms": [{"matchExpressions": [{"key": "node-with-dra", "operator": "In", "values": ["true"]}]}]})
+        );
+        assert_eq!(
+            allocation_node_selector(&[&NodesInput::All], "n1").unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn claims_convert_with_requests_constraints_and_allocation() {
+        let c = claim_input(&json!({
+            "metadata": {"namespace": "ns", "name": "c", "uid": "u",
+                "ownerReferences": [{"uid": "p", "controller": true}]},
+            "spec": {"devices": {
+                "requests": [
+                    {"name": "a", "exactly": {"deviceClassName": "k", "count": 2,
+                        "selectors": [{"cel": {"expression": "true"}}],
+                        "tolerations": [{"key": "t", "operator": "Exists"}]}},
+                    {"name": "b", "firstAvailable": [{"name": "s0", "deviceClassName": "x"}]}
+                ],
+                "constraints": [{"requests": ["a"], "matchAttribute": "d/x"}]
+            }},
+            "status": {"allocation": {"devices": {"results": [
+                {"request": "a", "driver": "d", "pool": "p", "device": "i"}]}}}
+        }));
+        assert_eq!(c.owner_uid.as_deref(), Some("p"));
+        let a = c.requests[0].exactly.as_ref().unwrap();
+        assert_eq!((a.class.as_str(), a.count, a.selectors.len()), ("k", 2, 1));
+        assert_eq!(a.tolerations[0].operator, "Exists");
+        assert_eq!(c.requests[1].first_available[0].name, "s0");
+        assert_eq!(c.constraints[0].match_attribute, "d/x");
+        assert_eq!(c.allocation.unwrap().devices[0].device, "i");
+    }
+}
