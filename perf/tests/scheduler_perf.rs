@@ -103,6 +103,58 @@ async fn small_workload_file_replays_end_to_end_with_unsupported_parts_reported(
     assert_eq!(p["measurements"][0]["podsMeasured"], 1, "{p:#}");
 }
 
+/// DRA (`dra/performance-config.yaml`): `createResourceDriver`, `createAny`,
+/// `allocResourceClaims` and a steady-state `createPods`; every measured pod bound, every claim
+/// allocated, no device given twice, every bound pod on the node its claims were allocated for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dra_workloads_replay_with_claims_allocated_on_distinct_devices() {
+    let opts = Options {
+        timeout: Duration::from_secs(60),
+        ..Options::new(data("dra/performance-config.yaml"))
+    };
+    let report = run(&opts).await.unwrap();
+    let json = serde_json::to_value(&report).unwrap();
+    let check = |w: &Value| {
+        let d = &w["dra"];
+        assert_eq!(d["sharedDevices"], serde_json::json!([]), "{w:#}");
+        assert_eq!(d["boundPodsOffTheirClaims"], serde_json::json!([]), "{w:#}");
+        d.clone()
+    };
+
+    // One claim per pod, all on the one node with devices.
+    let w = workload(&json, "ClaimTemplate/fast");
+    assert_eq!(w["status"], "ran", "{w:#}");
+    assert_eq!(w["measurements"][0]["podsMeasured"], 10, "{w:#}");
+    let d = check(w);
+    assert_eq!(
+        (d["slices"].as_u64(), d["devices"].as_u64()),
+        (Some(1), Some(10))
+    );
+    assert_eq!(d["claims"]["test"], serde_json::json!([10, 10]), "{w:#}");
+    assert_eq!(d["devicesAllocated"], 10);
+    assert_eq!(d["boundPodsWithClaims"], 10);
+
+    // Two claims allocated beforehand, two by the scheduler; five pods on each.
+    let w = workload(&json, "SharedClaims/fast");
+    assert_eq!(w["status"], "ran", "{w:#}");
+    assert_eq!(w["measurements"][0]["podsMeasured"], 10, "{w:#}");
+    let d = check(w);
+    assert_eq!(d["claims"]["test"], serde_json::json!([2, 2]), "{w:#}");
+    assert_eq!(d["claims"]["later"], serde_json::json!([2, 2]), "{w:#}");
+    assert_eq!(d["devicesAllocated"], 4);
+    assert_eq!(d["boundPodsWithClaims"], 20);
+
+    // Half the devices held by claims allocated beforehand; pairs of pods come and go.
+    let w = workload(&json, "SteadyState/half");
+    assert_eq!(w["status"], "ran", "{w:#}");
+    assert!(
+        w["measurements"][0]["podsMeasured"].as_u64().unwrap() >= 4,
+        "more than one round: {w:#}"
+    );
+    let d = check(w);
+    assert_eq!(d["claims"]["init"], serde_json::json!([2, 2]), "{w:#}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_workload_selection_that_matches_nothing_is_an_error() {
     let opts = Options {
@@ -118,6 +170,38 @@ const UPSTREAM_MISC: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../shared/upstream/scheduler_perf/misc/performance-config.yaml"
 );
+
+const UPSTREAM_DRA: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../shared/upstream/scheduler_perf/dra/performance-config.yaml"
+);
+
+/// upstream's SchedulingWithResourceClaimTemplate/fast, unmodified; run as the one below.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs ../shared/upstream/scheduler_perf beside the repository; .ci/run runs it when present"]
+async fn upstream_dra_claim_template_fast_workload() {
+    let file = Path::new(UPSTREAM_DRA);
+    assert!(
+        file.exists(),
+        "{UPSTREAM_DRA} is not present on this machine: nothing was checked"
+    );
+    let opts = Options {
+        test_case: Some("SchedulingWithResourceClaimTemplate".into()),
+        workload: Some("fast".into()),
+        timeout: Duration::from_secs(60),
+        ..Options::new(file)
+    };
+    let report = run(&opts).await.unwrap();
+    let w = &report.workloads[0];
+    assert_eq!(w.status, Status::Ran, "{w:#?}");
+    assert_eq!(w.measurements[0].pods_measured, 10);
+    let d = w.dra.as_ref().expect("a DRA summary");
+    assert_eq!(d.claims["test"], (10, 10), "{d:?}");
+    assert!(
+        d.shared_devices.is_empty() && d.bound_pods_off_their_claims.is_empty(),
+        "{d:?}"
+    );
+}
 
 /// Needs the unmodified upstream files outside the repository, so it is not part of the
 /// default run: `cargo test -p magma-perf --test scheduler_perf -- --ignored`. Without the
