@@ -76,9 +76,17 @@ async fn small_workload_file_replays_end_to_end_with_unsupported_parts_reported(
         what.contains(&"op 1: opcode startCollectingProfile"),
         "{what:?}"
     );
+    // DRA itself is implemented now: a note, not a reason.
     assert!(
-        what.contains(&"featureGate DynamicResourceAllocation=true"),
+        !what.contains(&"featureGate DynamicResourceAllocation=true"),
         "{what:?}"
+    );
+    assert!(
+        u["notes"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("featureGate DynamicResourceAllocation=true: Magma allocates devices"),
+        "{u:#}"
     );
 
     // Pre-bound ReadWriteOncePod claims: the waiters were bound once the holders were gone.
