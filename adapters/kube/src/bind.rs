@@ -22,12 +22,18 @@
 //!   PreBind failure is reported as `PreBindFailed("binding volumes: …")` (the engine writes the
 //!   `SchedulerError` condition, clearing the nomination); losing leadership or stopping while
 //!   waiting abandons the pod.
+//! - A pod with ResourceClaims (`BindIntent::devices`) goes the same way: after its volumes (as
+//!   kube-scheduler runs VolumeBinding's PreBind before DynamicResources'), each claim gets its
+//!   allocation and the pod's reservation written (`dra`); a failure there is a PreBind failure
+//!   with upstream's text. A bind that does not go through once claims were written (not bound,
+//!   nor already bound) unreserves them before its outcome is reported.
 //!
 //! This is the only write on the hot path: one API call per scheduled pod (pods with claims to
-//! provision also patch each claim and their nomination). The budget (`--kube-api-qps`) is
+//! provision or ResourceClaims also patch each claim and their nomination). The budget (`--kube-api-qps`) is
 //! shared with the condition patches of `status`, which go first; events go through `status`
 //! on a separate client.
 
+use crate::dra;
 use crate::prebind::{self, Claims, PreBind};
 use crate::ratelimit::TokenBucket;
 use k8s_openapi::api::core::v1::{Binding, ObjectReference};
@@ -181,8 +187,11 @@ impl BindExecutor {
                 });
                 continue;
             }
-            if !intent.provision.is_empty() || !intent.bind_pvs.is_empty() {
-                self.spawn_with_volumes(intent, stop_rx.clone());
+            if !intent.provision.is_empty()
+                || !intent.bind_pvs.is_empty()
+                || !intent.devices.is_empty()
+            {
+                self.spawn_with_prebind(intent, stop_rx.clone());
                 continue;
             }
             let throttled = self.limiter.acquire().await;
@@ -224,8 +233,10 @@ impl BindExecutor {
             .await;
     }
 
-    /// PreBind, then the binding, as a task of its own under the volume bound.
-    fn spawn_with_volumes(&self, intent: BindIntent, stop: watch::Receiver<bool>) {
+    /// PreBind (volumes, then ResourceClaims), then the binding, as a task of its own under
+    /// the PreBind bound (`volume_concurrency`). A bind that does not go through after claims
+    /// were written unreserves them first (`dra::unreserve`).
+    fn spawn_with_prebind(&self, intent: BindIntent, stop: watch::Receiver<bool>) {
         let deadline = tokio::time::Instant::now() + intent.volume_timeout;
         let ctx = prebind::Context {
             client: self.client.clone(),
@@ -254,14 +265,39 @@ impl BindExecutor {
                 _ = stopping.wait_for(|s| *s) => return abandon(&engine),
             };
             nominate(&ctx.client, &limiter, &intent).await;
-            let outcome = prebind::bind_volumes(
-                &ctx,
-                &intent.node,
-                &intent.provision,
-                &intent.bind_pvs,
-                deadline,
-            )
-            .await;
+            let mut outcome = if intent.provision.is_empty() && intent.bind_pvs.is_empty() {
+                PreBind::Ready
+            } else {
+                prebind::bind_volumes(
+                    &ctx,
+                    &intent.node,
+                    &intent.provision,
+                    &intent.bind_pvs,
+                    deadline,
+                )
+                .await
+            };
+            let pod = dra::PodRef {
+                namespace: &intent.pod.namespace,
+                name: &intent.pod.name,
+                uid: &intent.pod.uid,
+            };
+            let mut written = Vec::new();
+            if outcome == PreBind::Ready && !intent.devices.is_empty() {
+                let interrupted = !*ctx.leading.borrow() || *ctx.stop.borrow();
+                outcome = if interrupted {
+                    PreBind::Abandoned
+                } else {
+                    let claims = &ctx.claims.resource;
+                    match dra::bind_claims(&ctx, claims, pod, &intent.node, &intent.devices).await {
+                        Ok(w) => {
+                            written = w;
+                            PreBind::Ready
+                        }
+                        Err(msg) => PreBind::Failed(msg),
+                    }
+                };
+            }
             let result = match outcome {
                 PreBind::Ready => {
                     let throttled = limiter.acquire().await;
@@ -283,6 +319,13 @@ impl BindExecutor {
                 }
                 PreBind::Abandoned => return abandon(&engine),
             };
+            // Unreserve: the pod will not run with these claims (a pod bound already keeps
+            // them).
+            if !written.is_empty()
+                && !matches!(result, BindResult::Bound | BindResult::AlreadyBound)
+            {
+                dra::unreserve(&ctx, &ctx.claims.resource, pod, &written).await;
+            }
             engine.send(Input::BindOutcome {
                 uid: intent.pod.uid.to_string(),
                 result,
@@ -338,6 +381,7 @@ mod tests {
             node: Arc::from("node-7"),
             provision: Vec::new(),
             bind_pvs: Vec::new(),
+            devices: Vec::new(),
             volume_timeout: Duration::ZERO,
             arrived: magma_engine::Nanos(0),
             popped: magma_engine::Nanos(0),

@@ -29,6 +29,9 @@ use magma_engine::pdb::PdbInput;
 use magma_engine::volumes::{CsiNodeInput, PodVolumeInput, PvInput, PvcInput, StorageClassInput};
 use std::collections::BTreeMap;
 
+pub mod dra;
+pub use dra::{SliceRejected, claim_input as resource_claim_input, class_input, slice_input};
+
 /// The annotation Volcano's queue orders by (urgent = 100).
 pub const SCHEDULING_PRIORITY_ANNOTATION: &str = "volcano.sh/scheduling-priority";
 
@@ -105,7 +108,7 @@ fn requirement(r: &NodeSelectorRequirement) -> SelectorRequirementInput {
     }
 }
 
-fn term(t: &NodeSelectorTerm) -> SelectorTermInput {
+pub(crate) fn term(t: &NodeSelectorTerm) -> SelectorTermInput {
     SelectorTermInput {
         match_expressions: t
             .match_expressions
@@ -422,33 +425,6 @@ pub fn namespace_input(ns: &Namespace) -> Option<NamespaceInput> {
     Some(NamespaceInput {
         name: ns.metadata.name.clone().filter(|n| !n.is_empty())?,
         labels: labels(&ns.metadata),
-    })
-}
-
-/// Convert a ResourceClaim (`resource.k8s.io/v1`).
-pub fn resource_claim_input(
-    c: &k8s_openapi::api::resource::v1::ResourceClaim,
-) -> Option<magma_engine::dra::ClaimInput> {
-    let meta = &c.metadata;
-    let status = c.status.as_ref();
-    Some(magma_engine::dra::ClaimInput {
-        namespace: meta.namespace.clone().filter(|n| !n.is_empty())?,
-        name: meta.name.clone().filter(|n| !n.is_empty())?,
-        uid: meta.uid.clone().unwrap_or_default(),
-        owner_uid: meta
-            .owner_references
-            .iter()
-            .flatten()
-            .find(|o| o.controller == Some(true))
-            .map(|o| o.uid.clone()),
-        deleting: meta.deletion_timestamp.is_some(),
-        allocated: status.is_some_and(|s| s.allocation.is_some()),
-        reserved_for: status
-            .and_then(|s| s.reserved_for.as_ref())
-            .into_iter()
-            .flatten()
-            .map(|r| r.uid.clone())
-            .collect(),
     })
 }
 

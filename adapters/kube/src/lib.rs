@@ -5,7 +5,7 @@
 //! Modules: [`flags`] (upstream-compatible command line), [`convert`] (API objects → engine
 //! inputs), [`slim`] (pods and nodes decoded with only the fields the scheduler reads), [`feed`] (the relist feeder every watch goes through: watcher events → changes, a relist one reset), [`watch`] (the pod, node and storage watches → engine inputs), [`bind`] (the
 //! bind executor: rate-limited `pods/binding` with outcome classification), [`prebind`]
-//! (volume PreBind: annotate claims to provision, wait until bound, check the PVs), [`status`] (events
+//! (volume PreBind: annotate claims to provision, wait until bound, check the PVs), [`dra`] (ResourceClaim PreBind: write the allocation and the reservation, Unreserve), [`status`] (events
 //! and `PodScheduled` conditions on a separate, bounded, lossy sink), [`leader`] (Lease-based
 //! leader election with client-go semantics), [`reload`] (config file hot reload), [`metrics`]
 //! and [`http`] (health, readiness, Prometheus), [`ratelimit`] (token bucket), [`process`] (the process scaffolding both binaries share: main,
@@ -17,6 +17,7 @@
 pub mod app;
 pub mod bind;
 pub mod convert;
+pub mod dra;
 pub mod feed;
 pub mod flags;
 pub mod http;

@@ -94,6 +94,9 @@ pub struct Claims {
     waiting: AtomicUsize,
     next: AtomicU64,
     waiters: Mutex<Waiters>,
+    /// What the ResourceClaim and DeviceClass watches show PreBind of the DRA claims
+    /// (`crate::dra`).
+    pub resource: crate::dra::ResourceClaims,
 }
 
 /// A bind's registration: every event of its claims arrives on `rx` as (claim index, what).
@@ -301,7 +304,7 @@ fn check(t: &mut Tracked, node: &str, what: &Observed) -> Result<(), String> {
     Ok(())
 }
 
-fn api_message(e: &kube::Error) -> String {
+pub(crate) fn api_message(e: &kube::Error) -> String {
     match e {
         kube::Error::Api(s) => format!("{} ({})", s.message, s.code),
         other => other.to_string(),

@@ -1,11 +1,12 @@
 //! Watches: one pod informer (every pod not yet finished, as kube-scheduler's), nodes (with
 //! `--node-selector`), and what the cross-node plugins read: namespaces (pod affinity
 //! `namespaceSelector`), PersistentVolumeClaims (all namespaces), PersistentVolumes,
-//! StorageClasses and CSINodes (`storage.k8s.io/v1`), ResourceClaims (`resource.k8s.io/v1`,
-//! when served), and PodDisruptionBudgets (`policy/v1`, preemption), turned into engine inputs
-//! as they arrive.
-//! The claim watch also feeds the binds waiting for their claims to be provisioned
-//! (`prebind::Claims`). Scheduling starts once every one of them has delivered its first list
+//! StorageClasses and CSINodes (`storage.k8s.io/v1`), ResourceClaims, ResourceSlices and
+//! DeviceClasses (`resource.k8s.io/v1`, when served), and PodDisruptionBudgets (`policy/v1`,
+//! preemption), turned into engine inputs as they arrive.
+//! The PersistentVolumeClaim watch also feeds the binds waiting for their claims to be
+//! provisioned (`prebind::Claims`), and the ResourceClaim and DeviceClass watches what
+//! ResourceClaim PreBind reads (`dra::ResourceClaims`). Scheduling starts once every one of them has delivered its first list
 //! ([`SyncState`]).
 //!
 //! Every watch goes through the relist feeder ([`crate::feed`]): kube-runtime's `watcher`
@@ -23,16 +24,18 @@
 //! A finished pod leaves the selector, so it arrives as a delete and frees its node.
 
 use crate::convert::{
-    claim_key, csi_node_input, is_pending_for, namespace_input, node_input, node_selected,
-    pdb_input, pod_input, pv_input, pvc_input, resource_claim_input, storage_class_input,
+    claim_key, class_input, csi_node_input, is_pending_for, namespace_input, node_input,
+    node_selected, pdb_input, pod_input, pv_input, pvc_input, resource_claim_input, slice_input,
+    storage_class_input,
 };
+use crate::dra::ClaimState;
 use crate::feed::{self, Change};
 use crate::prebind::Claims;
 use crate::slim::{Node, Pod};
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::api::resource::v1::ResourceClaim;
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use kube::runtime::watcher;
 use kube::{Api, Client};
@@ -59,6 +62,8 @@ pub struct SyncState {
     classes: AtomicBool,
     csi_nodes: AtomicBool,
     resource_claims: AtomicBool,
+    resource_slices: AtomicBool,
+    device_classes: AtomicBool,
     pdbs: AtomicBool,
     notify: Notify,
 }
@@ -76,12 +81,14 @@ impl SyncState {
             classes: AtomicBool::new(false),
             csi_nodes: AtomicBool::new(false),
             resource_claims: AtomicBool::new(false),
+            resource_slices: AtomicBool::new(false),
+            device_classes: AtomicBool::new(false),
             pdbs: AtomicBool::new(false),
             notify: Notify::new(),
         }
     }
 
-    fn flags(&self) -> [&AtomicBool; 10] {
+    fn flags(&self) -> [&AtomicBool; 12] {
         [
             &self.pods,
             &self.nodes,
@@ -92,6 +99,8 @@ impl SyncState {
             &self.classes,
             &self.csi_nodes,
             &self.resource_claims,
+            &self.resource_slices,
+            &self.device_classes,
             &self.pdbs,
         ]
     }
@@ -102,7 +111,7 @@ impl SyncState {
 
     /// The watches that have not delivered their first list yet (for the log).
     pub fn unsynced(&self) -> Vec<&'static str> {
-        const NAMES: [&str; 10] = [
+        const NAMES: [&str; 12] = [
             "pods",
             "nodes",
             "nodeshards",
@@ -112,6 +121,8 @@ impl SyncState {
             "storageclasses",
             "csinodes",
             "resourceclaims",
+            "resourceslices",
+            "deviceclasses",
             "poddisruptionbudgets",
         ];
         self.flags()
@@ -197,7 +208,7 @@ pub fn spawn(
         tokio::spawn(feed_claims(
             Api::<PersistentVolumeClaim>::all(client.clone()),
             engine.clone(),
-            claims,
+            claims.clone(),
             mark(|s| &s.claims),
         )),
         tokio::spawn(feed_kind(
@@ -234,10 +245,15 @@ pub fn spawn(
             |all| Input::Storage(StorageInput::ClassReset(all)),
             mark(|s| &s.classes),
         )),
-        tokio::spawn(feed_resource_claims(
+        tokio::spawn(feed_dra(
             client.clone(),
             engine.clone(),
-            mark(|s| &s.resource_claims),
+            claims.clone(),
+            [
+                Box::new(mark(|s| &s.resource_claims)),
+                Box::new(mark(|s| &s.resource_slices)),
+                Box::new(mark(|s| &s.device_classes)),
+            ],
         )),
         tokio::spawn(feed_pdbs(client.clone(), engine.clone(), mark(|s| &s.pdbs))),
         tokio::spawn(feed_kind(
@@ -406,33 +422,184 @@ async fn feed_nodes(
     }
 }
 
-/// ResourceClaims (`resource.k8s.io/v1`, DRA), when the API server serves them: a server
-/// without the group has no claims (a pod naming one then waits for it, `dra`), so the watch
-/// is not started and counts as synced.
-async fn feed_resource_claims(client: Client, engine: EngineHandle, synced: impl Fn()) {
+/// The DRA objects (`resource.k8s.io/v1`): ResourceClaims, ResourceSlices and DeviceClasses,
+/// when the API server serves the group. A server without it has none (a pod naming a claim
+/// then waits for it, `dra`): the watches are not started and count as synced. `synced`: the
+/// claims', slices' and classes' marks.
+async fn feed_dra(
+    client: Client,
+    engine: EngineHandle,
+    claims: Arc<Claims>,
+    synced: [Box<dyn Fn() + Send>; 3],
+) {
+    let [claims_synced, slices_synced, classes_synced] = synced;
     if !serves(&client, RESOURCE_API).await {
         tracing::info!("{RESOURCE_API} is not served: pods with resource claims will wait");
         engine.send(Input::Dra(DraInput::ClaimReset(Vec::new())));
-        synced();
+        engine.send(Input::Dra(DraInput::SliceReset(Vec::new())));
+        engine.send(Input::Dra(DraInput::ClassReset(Vec::new())));
+        claims_synced();
+        slices_synced();
+        classes_synced();
         return;
     }
-    feed_kind(
-        feed::watch(
-            Api::<ResourceClaim>::all(client),
-            watcher::Config::default(),
-            "resourceclaims",
-            |c: ResourceClaim| resource_claim_input(&c),
+    tokio::join!(
+        feed_resource_claims(
+            client.clone(),
+            engine.clone(),
+            claims.clone(),
+            claims_synced
         ),
-        engine,
-        |c| Input::Dra(DraInput::Claim(c)),
-        |c: ResourceClaim| {
-            let (namespace, name) = (c.metadata.namespace?, c.metadata.name?);
-            Some(Input::Dra(DraInput::ClaimDelete { namespace, name }))
+        feed_slices(client.clone(), engine.clone(), slices_synced),
+        feed_classes(client, engine, claims, classes_synced),
+    );
+}
+
+/// A claim as the engine and PreBind see it, with what Magma cannot allocate as it asks.
+type ConvertedClaim = (
+    magma_engine::dra::ClaimInput,
+    Vec<String>,
+    (String, String),
+    ClaimState,
+);
+
+fn convert_claim(c: ResourceClaim) -> Option<ConvertedClaim> {
+    let (input, problems) = resource_claim_input(&c)?;
+    let key = (input.namespace.clone(), input.name.clone());
+    Some((input, problems, key, ClaimState::of(&c)))
+}
+
+fn warn_claim(problems: &[String]) {
+    for p in problems {
+        tracing::warn!(problem = %p, "resource claim request not supported; its pods wait");
+    }
+}
+
+/// ResourceClaims feed the engine and PreBind's view of them (`dra::ResourceClaims`).
+async fn feed_resource_claims(
+    client: Client,
+    engine: EngineHandle,
+    claims: Arc<Claims>,
+    synced: impl Fn(),
+) {
+    let changes = feed::watch(
+        Api::<ResourceClaim>::all(client),
+        watcher::Config::default(),
+        "resourceclaims",
+        convert_claim,
+    );
+    let mut changes = std::pin::pin!(changes);
+    while let Some(change) = changes.next().await {
+        match change {
+            Change::Reset(all) => {
+                let mut inputs = Vec::with_capacity(all.len());
+                let mut states = Vec::with_capacity(all.len());
+                for (input, problems, key, state) in all {
+                    warn_claim(&problems);
+                    inputs.push(input);
+                    states.push((key, state));
+                }
+                claims.resource.relisted(states);
+                engine.send(Input::Dra(DraInput::ClaimReset(inputs)));
+                synced();
+            }
+            Change::Apply((input, problems, (namespace, name), state)) => {
+                warn_claim(&problems);
+                claims.resource.put(namespace, name, state);
+                engine.send(Input::Dra(DraInput::Claim(input)));
+            }
+            Change::Delete(c) => {
+                claims.resource.deleted(&c);
+                if let (Some(namespace), Some(name)) = (c.metadata.namespace, c.metadata.name) {
+                    engine.send(Input::Dra(DraInput::ClaimDelete { namespace, name }));
+                }
+            }
+        }
+    }
+}
+
+/// ResourceSlices. A slice the engine cannot take is logged and removed from its view (its
+/// earlier version's devices are not allocated any more); the others are not affected.
+async fn feed_slices(client: Client, engine: EngineHandle, synced: impl Fn()) {
+    let changes = feed::watch(
+        Api::<ResourceSlice>::all(client),
+        watcher::Config::default(),
+        "resourceslices",
+        |s: ResourceSlice| slice_input(&s),
+    );
+    let mut changes = std::pin::pin!(changes);
+    while let Some(change) = changes.next().await {
+        match change {
+            Change::Reset(all) => {
+                let mut inputs = Vec::with_capacity(all.len());
+                for s in all {
+                    match s {
+                        Ok(i) => inputs.push(i),
+                        Err(r) => tracing::warn!(error = %r.error, "resource slice left out"),
+                    }
+                }
+                engine.send(Input::Dra(DraInput::SliceReset(inputs)));
+                synced();
+            }
+            Change::Apply(Ok(i)) => {
+                engine.send(Input::Dra(DraInput::Slice(i)));
+            }
+            Change::Apply(Err(r)) => {
+                tracing::warn!(error = %r.error, "resource slice left out");
+                engine.send(Input::Dra(DraInput::SliceDelete(r.name)));
+            }
+            Change::Delete(s) => {
+                if let Some(name) = s.metadata.name {
+                    engine.send(Input::Dra(DraInput::SliceDelete(name)));
+                }
+            }
+        }
+    }
+}
+
+/// DeviceClasses feed the engine (their selectors) and PreBind (their configs).
+async fn feed_classes(
+    client: Client,
+    engine: EngineHandle,
+    claims: Arc<Claims>,
+    synced: impl Fn(),
+) {
+    let changes = feed::watch(
+        Api::<DeviceClass>::all(client),
+        watcher::Config::default(),
+        "deviceclasses",
+        |c: DeviceClass| {
+            let input = class_input(&c)?;
+            Some((input, c.spec.config.unwrap_or_default()))
         },
-        |all| Input::Dra(DraInput::ClaimReset(all)),
-        synced,
-    )
-    .await
+    );
+    let mut changes = std::pin::pin!(changes);
+    while let Some(change) = changes.next().await {
+        match change {
+            Change::Reset(all) => {
+                let (inputs, configs): (Vec<_>, Vec<_>) = all
+                    .into_iter()
+                    .map(|(i, config)| {
+                        let name = i.name.clone();
+                        (i, (name, config))
+                    })
+                    .unzip();
+                claims.resource.classes_relisted(configs);
+                engine.send(Input::Dra(DraInput::ClassReset(inputs)));
+                synced();
+            }
+            Change::Apply((input, config)) => {
+                claims.resource.put_class(input.name.clone(), config);
+                engine.send(Input::Dra(DraInput::Class(input)));
+            }
+            Change::Delete(c) => {
+                claims.resource.class_deleted(&c);
+                if let Some(name) = c.metadata.name {
+                    engine.send(Input::Dra(DraInput::ClassDelete(name)));
+                }
+            }
+        }
+    }
 }
 
 /// PodDisruptionBudgets (`policy/v1`), for preemption's choice of victims. A server without
