@@ -378,7 +378,7 @@ impl Collector for Shared {
             .unwrap_or_else(|p| p.into_inner())
             .clone();
         let (s, q) = source.map(|f| f()).unwrap_or_default();
-        let counters: [(&str, &str, u64); 16] = [
+        let counters: [(&str, &str, u64); 17] = [
             (
                 "magma_scheduling_attempts",
                 "Pods taken by a worker for a scheduling attempt",
@@ -429,6 +429,11 @@ impl Collector for Shared {
                 "magma_stale_results",
                 "Worker results discarded as stale",
                 s.stale_results,
+            ),
+            (
+                "magma_device_conflicts",
+                "Claimed decisions voided because the devices of their ResourceClaims (DRA) were taken by a decision applied first",
+                s.device_conflicts,
             ),
             (
                 "magma_unchanged_pod_updates",

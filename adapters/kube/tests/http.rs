@@ -356,6 +356,7 @@ async fn magma_metrics_and_engine_counters_at_scrape_time() {
                 unschedulable: 3,
                 publications: 40,
                 publish_nanos: 1_500_000_000,
+                device_conflicts: 5,
                 ..StatsSnapshot::default()
             },
             QueueDepths {
@@ -391,6 +392,7 @@ async fn magma_metrics_and_engine_counters_at_scrape_time() {
     };
     assert_eq!(v("magma_claims_total"), "7");
     assert_eq!(v("magma_conflicts_total"), "2");
+    assert_eq!(v("magma_device_conflicts_total"), "5");
     assert_eq!(v("magma_urgent_requeues_total"), "1");
     assert_eq!(v("magma_unschedulable_total"), "3");
     assert_eq!(v("magma_scheduling_attempts_total"), "11");
