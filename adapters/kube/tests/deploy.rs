@@ -870,6 +870,52 @@ fn static_volume_scenario(sim: &SimProc, scheduler: &str, node: &str) {
     );
 }
 
+/// A pod with a ResourceClaim (DRA) for the one device a ResourceSlice publishes on `node`:
+/// the scheduler watches the claims, slices and classes, adds the finalizer to the claim
+/// (patch) and writes its allocation and the pod's reservation (patch of the status). The
+/// status writes first answer `409` (injected) until the scheduler has read the claim afresh
+/// (get): the conflict path of PreBind, then the bind once the writes go through. Waits until
+/// the pod is bound.
+fn dra_scenario(sim: &SimProc, scheduler: &str, node: &str) {
+    let yaml = format!(
+        "---\napiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata:\n  name: gpu.example.com\nspec:\n  selectors:\n  - cel:\n      expression: device.driver == \"gpu.example.com\"\n\
+         ---\napiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata:\n  name: {node}-gpus\nspec:\n  driver: gpu.example.com\n  nodeName: {node}\n  pool:\n    name: {node}\n    generation: 1\n    resourceSliceCount: 1\n  devices:\n  - name: gpu-0\n\
+         ---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata:\n  name: gpu\n  namespace: default\nspec:\n  devices:\n    requests:\n    - name: gpu\n      exactly:\n        deviceClassName: gpu.example.com\n"
+    );
+    let (ok, out) = sim.kubectl(&["create", "-f", "-"], Some(&yaml));
+    assert!(ok, "{out}");
+    procs::post_faults(
+        sim,
+        &serde_json::json!({"errors": [
+            {"verb": "patch", "resource": "resourceclaims/status", "rate": 1.0, "code": 409}]}),
+    );
+    let pod = format!(
+        "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: dra-0\n  namespace: default\nspec:\n  schedulerName: {scheduler}\n  resourceClaims:\n  - name: gpu\n    resourceClaimName: gpu\n  containers:\n  - name: c\n    image: sandbox\n    resources:\n      requests:\n        cpu: 100m\n"
+    );
+    let (ok, out) = sim.kubectl(&["create", "-f", "-"], Some(&pod));
+    assert!(ok, "{out}");
+    wait_until(
+        "the claim read afresh after a conflicting write",
+        Duration::from_secs(60),
+        || {
+            requests(sim)
+                .iter()
+                .any(|(v, g, r, _)| v == "get" && g == "resource.k8s.io" && r == "resourceclaims")
+        },
+    );
+    procs::post_faults(sim, &serde_json::json!({}));
+    wait_until(
+        "the pod with a device bound",
+        Duration::from_secs(60),
+        || bound(sim, "dra-") == 1,
+    );
+    let claim = sim.kubectl_json(&["get", "resourceclaims", "gpu", "-n", "default"]);
+    assert_eq!(
+        claim["status"]["allocation"]["devices"]["results"][0]["device"], "gpu-0",
+        "{claim}"
+    );
+}
+
 /// A pod of higher priority that fits nowhere until a lower one on `nodes` goes: each node gets a
 /// 30-CPU pod placed directly (another scheduler's), then a 3-CPU pod of a PriorityClass of
 /// value 1000 preempts one of them (the scheduler lists the PodDisruptionBudgets, patches the
@@ -941,6 +987,7 @@ fn rbac_and_dashboard_match_what_the_binaries_do() {
     });
     volume_scenario(&sim, "agent-scheduler");
     static_volume_scenario(&sim, "agent-scheduler", "node-00001");
+    dra_scenario(&sim, "agent-scheduler", "node-00002");
     preemption_scenario(
         &sim,
         "agent-scheduler",
@@ -1036,6 +1083,7 @@ fn rbac_and_dashboard_match_what_the_binaries_do() {
             });
             volume_scenario(&sim, "agent-scheduler-a");
             static_volume_scenario(&sim, "agent-scheduler-a", "node-00001");
+            dra_scenario(&sim, "agent-scheduler-a", "node-00000");
             preemption_scenario(&sim, "agent-scheduler-a", &["node-00000", "node-00001"]);
             let (ok, out) = sim.kubectl(
                 &["create", "-f", "-"],
