@@ -101,7 +101,8 @@
 //!   reason `SchedulingGated` (`applySchedulingGatedCondition`).
 //! - **Patch**: `application/merge-patch+json`; `application/strategic-merge-patch+json` (merge
 //!   patch plus keyed list merge: conditions by `type`, containers/volumes/env by `name`, ports,
-//!   ownerReferences, taints, finalizers as a set; `$patch`, `$setElementOrder`, `$retainKeys`,
+//!   ownerReferences and a ResourceClaim's `status.reservedFor` by `uid`, taints, finalizers as
+//!   a set; `$patch`, `$setElementOrder`, `$retainKeys`,
 //!   `$deleteFromPrimitiveList` directives; rejected with 415 for custom resources like the real
 //!   server); `application/json-patch+json`; `application/apply-patch+yaml` (approximated by a merge
 //!   patch that creates missing objects; `fieldManager` required). A `resourceVersion` inside the

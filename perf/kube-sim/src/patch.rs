@@ -66,7 +66,9 @@ fn merge_key(field: &str) -> Option<&'static str> {
         "volumeMounts" => "mountPath",
         "volumeDevices" => "devicePath",
         "ports" => "containerPort",
-        "ownerReferences" => "uid",
+        // ResourceClaim `status.reservedFor` (`patchMergeKey:"uid"`): kube-scheduler's Unreserve
+        // deletes its pod's entry with `{"$patch": "delete", "uid": …}`.
+        "ownerReferences" | "reservedFor" => "uid",
         "addresses" => "type",
         "hostAliases" => "ip",
         "taints" => "key",
@@ -345,6 +347,23 @@ mod tests {
         strategic_merge(&mut t, &json!({"metadata": {"finalizers": ["a"]}}));
         strategic_merge(&mut t, &json!({"metadata": {"finalizers": ["b", "a"]}}));
         assert_eq!(t["metadata"]["finalizers"], json!(["a", "b"]));
+    }
+
+    /// A ResourceClaim's `status.reservedFor` merges by `uid`, as upstream's Unreserve patch
+    /// relies on: its pod's entry goes, the others stay.
+    #[test]
+    fn strategic_merges_reservations_by_uid() {
+        let mut t = json!({"status": {"reservedFor": [
+            {"resource": "pods", "name": "a", "uid": "ua"},
+            {"resource": "pods", "name": "b", "uid": "ub"}]}});
+        strategic_merge(
+            &mut t,
+            &json!({"metadata": {"uid": "c"}, "status": {"reservedFor": [{"$patch": "delete", "uid": "ua"}]}}),
+        );
+        assert_eq!(
+            t["status"]["reservedFor"],
+            json!([{"resource": "pods", "name": "b", "uid": "ub"}])
+        );
     }
 
     #[test]
