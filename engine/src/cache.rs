@@ -869,6 +869,17 @@ impl Cache {
             enabled,
             &mut self.interner,
         );
+        // A selector failing on a device of the cluster holds the pod back (upstream's Filter
+        // error: binding it elsewhere would hide the problem).
+        let failed = claims.selector_errors.iter().find(|(node, _)| {
+            node.is_none_or(|n| self.by_name.contains_key(self.interner.resolve(n)))
+        });
+        if claims.blocked.is_none()
+            && let Some((_, e)) = failed
+        {
+            let id = self.interner.intern(e);
+            claims.blocked = Some(crate::dra::Blocked::Invalid(id));
+        }
         if claims.blocked.is_none() && !claims.claims.is_empty() {
             claims.devices = Some(self.dra.snapshot());
         }

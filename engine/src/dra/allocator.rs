@@ -26,6 +26,9 @@ use std::sync::Arc;
 /// Most device choices the search may try for one pod on one node.
 pub const STEP_BUDGET: usize = 10_000;
 
+/// Most devices one claim's allocation holds (`AllocationResultsMaxSize`).
+pub const MAX_RESULTS: usize = 32;
+
 /// How many devices a request takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Count {
@@ -129,6 +132,9 @@ pub enum NoFit {
     CannotAllocate,
     /// `resourceclaim not available on the node`: an allocated claim does not allow it.
     Unavailable,
+    /// `invalid resource pools were encountered`: devices that could have served were in
+    /// pools upstream skips as invalid.
+    InvalidPools,
 }
 
 impl NoFit {
@@ -136,6 +142,7 @@ impl NoFit {
         match self {
             NoFit::CannotAllocate => "cannot allocate all claims",
             NoFit::Unavailable => "resourceclaim not available on the node",
+            NoFit::InvalidPools => "invalid resource pools were encountered",
         }
     }
 }
@@ -153,6 +160,8 @@ struct Search<'a> {
     /// Counters consumed by this pod so far.
     counters: HashMap<(Arc<str>, Arc<str>, Arc<str>, Arc<str>), i128>,
     steps: usize,
+    /// A candidate was left out because its pool is invalid.
+    saw_invalid: bool,
     /// Per (claim, request) in order: the devices given.
     out: Vec<Vec<Given>>,
 }
@@ -162,18 +171,27 @@ struct Slot<'a> {
     claim: usize,
     request: &'a Request,
     constraints: &'a [Constraint],
+    /// The fewest devices the claim's later requests take (for the results limit).
+    min_after: usize,
 }
 
 impl Search<'_> {
     /// Can `id` be given to `alt` on this node now?
-    fn usable(&self, id: DevId, alt: &Alternative) -> bool {
+    fn usable(&mut self, id: DevId, alt: &Alternative) -> bool {
         let Some(Some(d)) = self.view.devices.get(id as usize) else {
             return false;
         };
-        if !d.reach.admits(self.node) || self.taken.contains(&id) {
+        // Nothing comes from a pool while it is being updated (not every slice of its newest
+        // generation is known).
+        if d.invalid_pool {
+            self.saw_invalid = true;
             return false;
         }
-        if !alt.admin && self.in_use.contains(id) {
+        if d.incomplete_pool || !d.reach.admits(self.node) {
+            return false;
+        }
+        // Admin access shares devices: with other claims and with the pod's other requests.
+        if !alt.admin && (self.taken.contains(&id) || self.in_use.contains(id)) {
             return false;
         }
         let tolerated = d.taints.iter().all(|t| {
@@ -181,9 +199,6 @@ impl Search<'_> {
                 || alt.tolerations.iter().any(|tol| tol.tolerates(t))
         });
         if !tolerated {
-            return false;
-        }
-        if alt.count == Count::All && d.incomplete_pool {
             return false;
         }
         alt.admin || d.consumes.is_empty() || self.counters_fit(id)
@@ -214,11 +229,12 @@ impl Search<'_> {
         })
     }
 
+    /// Admin access takes nothing: the device stays available to the pod's other requests.
     fn take(&mut self, id: DevId, admin: bool) {
-        self.taken.push(id);
         if admin {
             return;
         }
+        self.taken.push(id);
         let d = self.view.devices[id as usize]
             .as_ref()
             .expect("usable device");
@@ -229,9 +245,11 @@ impl Search<'_> {
     }
 
     fn untake(&mut self, id: DevId, admin: bool) {
-        self.taken.retain(|&x| x != id);
         if admin {
             return;
+        }
+        if let Some(i) = self.taken.iter().rposition(|&x| x == id) {
+            self.taken.swap_remove(i);
         }
         let d = self.view.devices[id as usize]
             .as_ref()
@@ -282,8 +300,8 @@ impl Search<'_> {
         let Some(slot) = slots.get(i) else {
             return Ok(true);
         };
-        let local = self
-            .view
+        let view = self.view;
+        let local = view
             .by_node
             .get(&self.node.name_id)
             .map_or(&[][..], Vec::as_slice);
@@ -291,17 +309,43 @@ impl Search<'_> {
             // The node's own devices and those more than one node reaches, ascending within
             // each: the candidates are looked up, not scanned (there may be one per device of
             // the cluster).
-            let usable: Vec<DevId> = local
-                .iter()
-                .chain(self.view.shared.iter())
-                .copied()
-                .filter(|id| alt.candidates.binary_search(id).is_ok() && self.usable(*id, alt))
-                .collect();
+            let mut usable: Vec<DevId> = Vec::new();
+            for &id in local.iter().chain(view.shared.iter()) {
+                if alt.candidates.binary_search(&id).is_ok() && self.usable(id, alt) {
+                    usable.push(id);
+                }
+            }
             let want = match alt.count {
                 Count::Exact(n) => n as usize,
-                Count::All => usable.len(),
+                // `All`: every matching device the node reaches, none of them in use (upstream
+                // fails the request rather than give it some of them).
+                Count::All => {
+                    let reachable = local
+                        .iter()
+                        .chain(view.shared.iter())
+                        .filter(|id| alt.candidates.binary_search(id).is_ok())
+                        .filter(|&&id| {
+                            view.devices[id as usize]
+                                .as_ref()
+                                .is_some_and(|d| d.reach.admits(self.node))
+                        })
+                        .count();
+                    // Nor given to the pod's other requests, admin access included (upstream:
+                    // "allocating").
+                    let given = |id: &DevId| self.out.iter().flatten().any(|g| g.device == *id);
+                    if reachable != usable.len() || usable.iter().any(given) {
+                        continue;
+                    }
+                    usable.len()
+                }
             };
-            if want == 0 || usable.len() < want {
+            // A claim holds at most `MAX_RESULTS` devices (`AllocationResultsMaxSize`).
+            // (Counting what the claim's later requests need at least: an alternative that
+            // leaves them no room is skipped, not searched.)
+            if want == 0
+                || usable.len() < want
+                || self.out[slot.claim].len() + want + slot.min_after > MAX_RESULTS
+            {
                 continue;
             }
             let before = self.out[slot.claim].len();
@@ -336,7 +380,9 @@ impl Search<'_> {
                 return Err(());
             }
             let id = usable[k];
-            if self.taken.contains(&id) || !self.constraints_hold(slot, &alt.name, id) {
+            if (!alt.admin && self.taken.contains(&id))
+                || !self.constraints_hold(slot, &alt.name, id)
+            {
                 continue;
             }
             // Counters may have been consumed by this pod's earlier picks.
@@ -389,11 +435,25 @@ pub fn allocate(
                 requests,
                 constraints,
             } => {
-                for r in requests.iter() {
+                for (k, r) in requests.iter().enumerate() {
+                    let min_after = requests[k + 1..]
+                        .iter()
+                        .map(|r| {
+                            r.alternatives
+                                .iter()
+                                .map(|a| match a.count {
+                                    Count::Exact(n) => n as usize,
+                                    Count::All => 1,
+                                })
+                                .min()
+                                .unwrap_or(0)
+                        })
+                        .sum();
                     slots.push(Slot {
                         claim: ci,
                         request: r,
                         constraints,
+                        min_after,
                     });
                 }
             }
@@ -406,10 +466,12 @@ pub fn allocate(
         taken: Vec::new(),
         counters: HashMap::new(),
         steps: 0,
+        saw_invalid: false,
         out: vec![Vec::new(); claims.len()],
     };
     match s.solve(&slots, 0) {
         Ok(true) => Ok(s.out),
+        Ok(false) | Err(()) if s.saw_invalid => Err(NoFit::InvalidPools),
         Ok(false) | Err(()) => Err(NoFit::CannotAllocate),
     }
 }

@@ -129,7 +129,11 @@ pub struct DeviceView {
 impl DeviceView {
     /// The CEL value of `device`.
     pub fn to_value(&self) -> Value {
+        // The driver's own domain is always there (empty if the device has no attribute in
+        // it), so `device.attributes[device.driver].x` on a device without `x` is upstream's
+        // `no such key: x`.
         let mut attrs: HashMap<Key, HashMap<Key, Value>> = HashMap::new();
+        attrs.insert(Key::String(Arc::new(self.driver.clone())), HashMap::new());
         for (domain, name, v) in &self.attributes {
             let value = match v {
                 AttrValue::Int(i) => Value::Int(*i),
@@ -146,6 +150,7 @@ impl DeviceView {
                 .insert(Key::String(Arc::new(name.clone())), value);
         }
         let mut caps: HashMap<Key, HashMap<Key, Value>> = HashMap::new();
+        caps.insert(Key::String(Arc::new(self.driver.clone())), HashMap::new());
         for (domain, name, milli) in &self.capacity {
             caps.entry(Key::String(Arc::new(domain.clone())))
                 .or_default()

@@ -130,8 +130,28 @@ pub struct Device {
     pub consumes: Box<[(Arc<str>, Arc<str>, i128)]>,
     /// Its pool is incomplete (not every slice of the newest generation is known).
     pub incomplete_pool: bool,
+    /// Its pool is invalid (see `Inventory::refresh`).
+    pub invalid_pool: bool,
     /// The CEL value of `device`.
     value: cel::Value,
+}
+
+/// The `cel` crate capitalises its errors; cel-go, whose text users know, does not.
+fn lower_first(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_lowercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
+/// What a list of selectors matches ([`Inventory::matching`]).
+#[derive(Debug, Clone)]
+pub struct Matching {
+    /// Matching devices, ascending.
+    pub devices: Arc<[DevId]>,
+    /// Devices a selector failed on, with the error.
+    pub errors: Arc<[(DevId, Arc<str>)]>,
 }
 
 /// The devices and classes (see the module doc).
@@ -150,7 +170,7 @@ pub struct Inventory {
     /// 1 match, 2 no match, 3 error).
     selectors: HashMap<Arc<str>, (Selector, Vec<u8>)>,
     /// Memoised answers of [`Inventory::matching`] per selector list.
-    sets: HashMap<Vec<Arc<str>>, (Arc<[DevId]>, Option<String>)>,
+    sets: HashMap<Vec<Arc<str>>, Matching>,
     root: Option<cel::Context<'static, 'static>>,
     /// How many slices name each device id.
     refs: Vec<u32>,
@@ -271,9 +291,11 @@ impl Inventory {
                 let (domain, id) = split_qualified(&s.driver, q);
                 capacity.push((domain, id, milli("capacity", v)?));
             }
+            // A device taint's effect `None` only informs: it repels nothing.
             let taints = d
                 .taints
                 .iter()
+                .filter(|t| t.effect != "None")
                 .map(|t| {
                     Ok(Taint {
                         key: interner.intern(&t.key),
@@ -284,6 +306,10 @@ impl Inventory {
                 .collect::<Result<Vec<_>, ModelError>>()?;
             let mut consumes = Vec::new();
             for (set, counters) in &d.consumes_counters {
+                if counters.is_empty() {
+                    // Consumes nothing, but names the set: the pool must define it.
+                    consumes.push((Arc::from(set.as_str()), Arc::from(""), 0));
+                }
                 for (c, q) in counters {
                     consumes.push((
                         Arc::from(set.as_str()),
@@ -307,6 +333,7 @@ impl Inventory {
                 taints: taints.into(),
                 consumes: consumes.into(),
                 incomplete_pool: false,
+                invalid_pool: false,
                 value: view.to_value(),
             });
         }
@@ -447,6 +474,50 @@ impl Inventory {
                 }
             }
         }
+        // Pools upstream skips as invalid (`GatherPools`/`validatePool`): a device name twice in
+        // the pool's current slices, a counter set defined twice, a device consuming a counter
+        // set or counter the pool does not define. Nothing is allocated from them.
+        let mut invalid: std::collections::HashSet<(Arc<str>, Arc<str>)> = Default::default();
+        let mut seen = vec![false; self.devices.len()];
+        let mut sets: HashMap<(Arc<str>, Arc<str>), HashMap<Arc<str>, Vec<Arc<str>>>> =
+            HashMap::new();
+        for s in self.slices.values() {
+            if !self
+                .pools
+                .get(&s.pool)
+                .is_some_and(|p| p.generation == s.generation)
+            {
+                continue;
+            }
+            for &id in &s.devices {
+                if std::mem::replace(&mut seen[id as usize], true) {
+                    invalid.insert(s.pool.clone());
+                }
+            }
+            let pool_sets = sets.entry(s.pool.clone()).or_default();
+            for (set, cs) in &s.shared_counters {
+                let names = cs.iter().map(|(c, _)| c.clone()).collect();
+                if pool_sets.insert(set.clone(), names).is_some() {
+                    invalid.insert(s.pool.clone());
+                }
+            }
+        }
+        for (id, d) in self.devices.iter().enumerate() {
+            let Some(dev) = d else { continue };
+            if !self.current[id] {
+                continue;
+            }
+            let key = (dev.driver.clone(), dev.pool.clone());
+            let defined = sets.get(&key);
+            let ok = dev.consumes.iter().all(|(set, c, _)| {
+                defined
+                    .and_then(|m| m.get(set))
+                    .is_some_and(|cs| c.is_empty() || cs.contains(c))
+            });
+            if !ok {
+                invalid.insert(key);
+            }
+        }
         let mut by_node: HashMap<u32, Vec<DevId>> = HashMap::new();
         let mut shared = Vec::new();
         let mut devices = self.devices.clone();
@@ -459,6 +530,7 @@ impl Inventory {
             let key = (dev.driver.clone(), dev.pool.clone());
             let want = self.pools.get(&key).map_or(i64::MAX, |p| p.slice_count);
             dev.incomplete_pool = have.get(&key).copied().unwrap_or(0) < want;
+            dev.invalid_pool = invalid.contains(&key);
             match dev.reach {
                 Reach::Node(n) => by_node.entry(n).or_default().push(id as DevId),
                 _ => shared.push(id as DevId),
@@ -483,23 +555,26 @@ impl Inventory {
         });
     }
 
-    /// The devices every one of `selectors` matches (memoised), with the first error a
-    /// selector gave on some device (for the message when none matches).
-    pub fn matching(&mut self, selectors: &[Arc<str>]) -> (Arc<[DevId]>, Option<String>) {
+    /// The devices every one of `selectors` matches (memoised), and those on which a selector
+    /// failed (does not compile, reads a missing key), each with its error.
+    pub fn matching(&mut self, selectors: &[Arc<str>]) -> Matching {
         self.refresh();
         if let Some(hit) = self.sets.get(selectors) {
             return hit.clone();
         }
-        let (out, error) = self.evaluate(selectors);
-        let answer = (Arc::<[DevId]>::from(out), error);
+        let (out, errors) = self.evaluate(selectors);
+        let answer = Matching {
+            devices: out.into(),
+            errors: errors.into(),
+        };
         self.sets.insert(selectors.to_vec(), answer.clone());
         answer
     }
 
-    fn evaluate(&mut self, selectors: &[Arc<str>]) -> (Vec<DevId>, Option<String>) {
+    fn evaluate(&mut self, selectors: &[Arc<str>]) -> (Vec<DevId>, Vec<(DevId, Arc<str>)>) {
         let n = self.devices.len();
         let root = self.root.get_or_insert_with(root_context);
-        let mut error = None;
+        let mut errors = Vec::new();
         let mut out = Vec::new();
         for id in 0..n as DevId {
             let Some(Some(d)) = self.devices.get(id as usize) else {
@@ -523,12 +598,36 @@ impl Inventory {
                         Ok(true) => 1,
                         Ok(false) => 2,
                         Err(e) => {
-                            error.get_or_insert_with(|| {
-                                format!("CEL selector {:?}: {e}", sel.source)
-                            });
+                            let i = selectors.iter().position(|x| x == src).unwrap_or(0);
+                            errors.push((
+                                id,
+                                Arc::from(format!(
+                                    "selector #{i} on device {}/{}/{}: CEL runtime error: {}",
+                                    d.driver,
+                                    d.pool,
+                                    d.name,
+                                    lower_first(&e.to_string())
+                                )),
+                            ));
                             3
                         }
                     };
+                }
+                if *r == 3 && !errors.iter().any(|(e, _)| *e == id) {
+                    // Memoised earlier: evaluate again for its text (errors are rare).
+                    if let Err(e) = sel.matches(root, &d.value) {
+                        let i = selectors.iter().position(|x| x == src).unwrap_or(0);
+                        errors.push((
+                            id,
+                            Arc::from(format!(
+                                "selector #{i} on device {}/{}/{}: CEL runtime error: {}",
+                                d.driver,
+                                d.pool,
+                                d.name,
+                                lower_first(&e.to_string())
+                            )),
+                        ));
+                    }
                 }
                 if *r != 1 {
                     all = false;
@@ -539,7 +638,7 @@ impl Inventory {
                 out.push(id);
             }
         }
-        (out, error)
+        (out, errors)
     }
 
     /// The view workers read, rebuilt when the devices changed.

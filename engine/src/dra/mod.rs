@@ -199,6 +199,9 @@ pub enum Blocked {
     /// On a node: `resourceclaim not available on the node` (an allocated claim does not
     /// allow it).
     Unavailable,
+    /// On a node: `invalid resource pools were encountered` (devices that could serve are in
+    /// pools upstream skips as invalid).
+    InvalidPools,
 }
 
 impl Blocked {
@@ -223,6 +226,7 @@ impl Blocked {
             Blocked::Invalid(m) => n(m),
             Blocked::CannotAllocate => allocator::NoFit::CannotAllocate.message().to_owned(),
             Blocked::Unavailable => allocator::NoFit::Unavailable.message().to_owned(),
+            Blocked::InvalidPools => allocator::NoFit::InvalidPools.message().to_owned(),
         }
     }
 
@@ -231,7 +235,7 @@ impl Blocked {
     /// profile (the switch), which requeues every waiting pod anyway.
     pub fn wake(&self) -> Events {
         match self {
-            Blocked::CannotAllocate | Blocked::Unavailable => {
+            Blocked::CannotAllocate | Blocked::Unavailable | Blocked::InvalidPools => {
                 event::CLAIM_CHANGED | event::NODE_ADDED | event::NODE_LABELS_CHANGED
             }
             _ => event::CLAIM_CHANGED,
@@ -249,6 +253,10 @@ pub struct PodClaims {
     /// allocates from (the driver decides the chosen node again against what it holds then,
     /// `Cache::allocate_claims`).
     pub devices: Option<Arc<DraSnapshot>>,
+    /// Selectors that failed on some device (`Inventory::matching`): the device's node (`None`:
+    /// more than one node reaches it) and the error. The cache holds the pod back when such a
+    /// device is on a node of the cluster (`Cache::resolve_claims`), as upstream's Filter error.
+    pub selector_errors: Vec<(Option<u32>, Arc<str>)>,
 }
 
 impl PartialEq for PodClaims {
@@ -576,7 +584,14 @@ impl Dra {
                 continue;
             }
             let (requests, constraints) = (c.requests.clone(), c.constraints.clone());
-            match self.compile_requests(namespace, &name, &requests, &constraints, interner) {
+            match self.compile_requests(
+                namespace,
+                &name,
+                &requests,
+                &constraints,
+                interner,
+                &mut out.selector_errors,
+            ) {
                 Ok((requests, constraints)) => {
                     out.claims.push(allocator::PodClaim {
                         namespace: Arc::from(namespace),
@@ -607,6 +622,7 @@ impl Dra {
         requests: &[RequestInput],
         constraints: &[ConstraintInput],
         interner: &mut Interner,
+        errors: &mut Vec<(Option<u32>, Arc<str>)>,
     ) -> Result<(Box<[allocator::Request]>, Box<[allocator::Constraint]>), String> {
         let mut out = Vec::with_capacity(requests.len());
         for r in requests {
@@ -627,6 +643,9 @@ impl Dra {
                 } else {
                     Arc::from(format!("{}/{}", r.name, e.name).as_str())
                 };
+                if e.class.is_empty() {
+                    return Err(format!("request {name}: unsupported request type"));
+                }
                 let Some(class) = self.inventory.class(&e.class).cloned() else {
                     // Upstream's PreFilter text (a subrequest is `request <req>/<sub>`).
                     return Err(format!(
@@ -636,7 +655,18 @@ impl Dra {
                 };
                 let mut selectors: Vec<Arc<str>> = class.to_vec();
                 selectors.extend(e.selectors.iter().map(|s| Arc::from(s.as_str())));
-                let candidates = self.inventory.matching(&selectors).0;
+                // A selector that fails on some device (does not compile, reads a missing
+                // attribute) holds the pod back, as upstream's Filter error does: binding it
+                // elsewhere would hide the problem.
+                let m = self.inventory.matching(&selectors);
+                for (id, e) in m.errors.iter() {
+                    let node = self.inventory.device(*id).and_then(|d| match d.reach {
+                        devices::Reach::Node(n) => Some(n),
+                        _ => None,
+                    });
+                    errors.push((node, e.clone()));
+                }
+                let candidates = m.devices;
                 let count = if e.all {
                     allocator::Count::All
                 } else {
@@ -660,6 +690,27 @@ impl Dra {
                 name: Arc::from(r.name.as_str()),
                 alternatives: alternatives.into(),
             });
+        }
+        // Upstream refuses a claim whose requests need more devices than an allocation holds
+        // (each request at its smallest alternative; `All` counts one here).
+        let least: usize = out
+            .iter()
+            .map(|r: &allocator::Request| {
+                r.alternatives
+                    .iter()
+                    .map(|a| match a.count {
+                        allocator::Count::Exact(n) => n as usize,
+                        allocator::Count::All => 1,
+                    })
+                    .min()
+                    .unwrap_or(0)
+            })
+            .sum();
+        if least > allocator::MAX_RESULTS {
+            return Err(format!(
+                "claim {namespace}/{claim}: exceeds the claim limit of {} devices",
+                allocator::MAX_RESULTS
+            ));
         }
         let constraints = constraints
             .iter()

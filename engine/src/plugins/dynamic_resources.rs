@@ -79,6 +79,10 @@ impl Filter for DynamicResources {
                 v.fail(Blocked::Unavailable);
                 false
             }
+            Err(NoFit::InvalidPools) => {
+                v.fail(Blocked::InvalidPools);
+                false
+            }
         }
     }
 }
