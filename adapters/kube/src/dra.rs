@@ -182,10 +182,19 @@ impl ResourceClaims {
         self.changed.send_modify(|v| *v = v.wrapping_add(1));
     }
 
-    /// A claim was added or changed.
+    /// A claim was added or changed (the watch's events come in order; one older than what
+    /// a write of ours answered is not taken).
     pub fn put(&self, namespace: String, name: String, s: ClaimState) {
-        lock(&self.claims).insert((namespace, name), Arc::new(s));
-        self.bump();
+        let mut claims = lock(&self.claims);
+        let k = (namespace, name);
+        let stale = claims
+            .get(&k)
+            .is_some_and(|o| newer(o.resource_version.as_deref(), s.resource_version.as_deref()));
+        if !stale {
+            claims.insert(k, Arc::new(s));
+            drop(claims);
+            self.bump();
+        }
     }
 
     /// A claim was deleted.
@@ -464,17 +473,27 @@ async fn bind_claim(
         if attempt > 0 {
             tokio::time::sleep(RETRY_AFTER).await;
         }
-        let mut s = match state.take() {
-            Some(s) => s,
+        // Whether `s` was just read: the watch's view may lag behind, so a claim it shows
+        // deleted or allocated is read afresh before the bind fails for it.
+        let (mut s, fresh) = match state.take() {
+            Some(s) => (s, false),
             None => {
                 let got = read(ctx, &api, name).await.map_err(|e| {
                     let after = if attempt == 0 { "" } else { " after conflict" };
                     format!("get claim {ns}/{name}{after}: {e}")
                 })?;
-                got.ok_or_else(|| format!("claim {ns}/{name} got deleted in the meantime"))?
+                let got =
+                    got.ok_or_else(|| format!("claim {ns}/{name} got deleted in the meantime"))?;
+                (got, true)
             }
         };
-        if s.uid != *c.uid || s.deleting {
+        let gone = s.uid != *c.uid || s.deleting;
+        let taken = c.devices.is_some() && s.allocation.is_some() && !s.reserved_for_pod(pod.uid);
+        if (gone || taken) && !fresh {
+            last = format!("claim {ns}/{name} changed in the meantime");
+            continue;
+        }
+        if gone {
             return Err(format!("claim {ns}/{name} got deleted in the meantime"));
         }
         if s.reserved_for_pod(pod.uid) {
@@ -836,13 +855,19 @@ mod tests {
             .unwrap()
         };
         store.put("ns".into(), "c".into(), ClaimState::of(&c("5")));
+        // The watch lagging behind a write's answer does not take the store back.
+        store.offer("ns", "c", &ClaimState::of(&c("6")));
+        store.put("ns".into(), "c".into(), ClaimState::of(&c("5")));
+        assert_eq!(
+            store.get("ns", "c").unwrap().resource_version.as_deref(),
+            Some("6")
+        );
         let s = store.get("ns", "c").unwrap();
-        assert_eq!(s.resource_version.as_deref(), Some("5"));
         assert!(s.reserved_for_pod("pu") && s.finalizers == ["x"]);
         store.offer("ns", "c", &ClaimState::of(&c("4")));
         assert_eq!(
             store.get("ns", "c").unwrap().resource_version.as_deref(),
-            Some("5")
+            Some("6")
         );
         store.offer("ns", "c", &ClaimState::of(&c("7")));
         assert_eq!(
