@@ -198,8 +198,9 @@ fn claim_pod(name: &str, source: &str) -> String {
     )
 }
 
-/// A pod naming a claim and one naming a template are never bound while their claims are not
-/// allocated for them, and say so; a plain pod beside them is bound as usual.
+/// A pod naming a claim and one naming a template wait while their claims, their device class
+/// or a device are missing, and say so; a plain pod beside them is bound as usual. Once a
+/// driver publishes devices, both are bound with a device each.
 #[test]
 fn pods_with_resource_claims_wait_with_a_condition_naming_the_claim() {
     let dir = procs::tmpdir("spec-e2e-claims");
@@ -228,16 +229,54 @@ fn pods_with_resource_claims_wait_with_a_condition_naming_the_claim() {
         "{m}"
     );
     // The claim and the template appear (the claim controller makes the pod's claim): both
-    // pods still wait, now because no device is allocated for them.
+    // pods still wait, now because their device class does not exist.
     create(&sim, &claim_yaml("gpu-claim"));
     create(&sim, &template_yaml("gpu-tpl"));
-    let (_, m) = wait_message(&sim, "named", |_, m| m.contains("cannot be allocated"));
-    assert!(m.contains("resourceclaim \"gpu-claim\""), "{m}");
-    let (_, m) = wait_message(&sim, "templated", |_, m| m.contains("cannot be allocated"));
-    assert!(m.contains("resourceclaim \"templated-gpu-"), "{m}");
     for p in ["named", "templated"] {
+        // The engine's text names the request and the class.
+        let (_, m) = wait_message(&sim, p, |_, m| m.contains("device class gpu.example.com"));
+        assert!(m.contains("request gpu"), "{m}");
+    }
+    // The class appears: no device yet.
+    create(
+        &sim,
+        "---\napiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata:\n  name: gpu.example.com\nspec:\n  selectors:\n  - cel:\n      expression: device.driver == \"gpu.example.com\"\n",
+    );
+    for p in ["named", "templated"] {
+        let (_, m) = wait_message(&sim, p, |_, m| m.contains("cannot allocate all claims"));
+        assert_eq!(
+            m,
+            "0/2 nodes are unavailable: 2 cannot allocate all claims. preemption: 0/2 nodes are \
+             available: 2 Preemption is not helpful for scheduling."
+        );
         assert!(node_of(&pod(&sim, p)).is_none(), "{p} was bound");
     }
+    // A driver publishes two devices on a node: both pods go there, each claim allocated.
+    let node = pod(&sim, "plain")["spec"]["nodeName"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    create(
+        &sim,
+        &format!(
+            "---\napiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata:\n  name: gpus\nspec:\n  driver: gpu.example.com\n  nodeName: {node}\n  pool:\n    name: {node}\n    generation: 1\n    resourceSliceCount: 1\n  devices:\n  - name: gpu-0\n  - name: gpu-1\n"
+        ),
+    );
+    for p in ["named", "templated"] {
+        assert_eq!(wait_bound(&sim, p), node, "{p}");
+    }
+    let claims = sim.kubectl_json(&["get", "resourceclaims", "-n", "default"]);
+    let devices: std::collections::BTreeSet<&str> = claims["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            c["status"]["allocation"]["devices"]["results"][0]["device"]
+                .as_str()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(devices.len(), 2, "{claims}");
 }
 
 /// `predicate.DynamicResourceAllocationEnable: false`: upstream ignores the key, Magma honours
