@@ -235,6 +235,10 @@ impl Report {
                             _ => String::new(),
                         }
                     ),
+                    None if m.pods_measured == 0 => println!(
+                        "    {}: no pod scheduled in {:.2} s: no SchedulingThroughput",
+                        m.name, m.duration_s
+                    ),
                     None => println!(
                         "    {}: {} pods in {:.2} s, too fast for two 1 s samples: no SchedulingThroughput (as upstream)",
                         m.name, m.pods_measured, m.duration_s

@@ -111,29 +111,33 @@ async fn small_workload_file_replays_end_to_end_with_unsupported_parts_reported(
     assert_eq!(p["measurements"][0]["podsMeasured"], 1, "{p:#}");
 }
 
-/// DRA (`dra/performance-config.yaml`): `createResourceDriver`, `createAny`,
-/// `allocResourceClaims` and a steady-state `createPods`; every measured pod bound, every claim
-/// allocated, no device given twice, every bound pod on the node its claims were allocated for.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn dra_workloads_replay_with_claims_allocated_on_distinct_devices() {
+/// Runs one test case of `dra/performance-config.yaml` and checks what every DRA workload must
+/// leave: no device given twice, every bound pod on the node its claims were allocated for.
+async fn dra_case(test_case: &str) -> Value {
     let opts = Options {
+        test_case: Some(test_case.into()),
         timeout: Duration::from_secs(60),
         ..Options::new(data("dra/performance-config.yaml"))
     };
     let report = run(&opts).await.unwrap();
     let json = serde_json::to_value(&report).unwrap();
-    let check = |w: &Value| {
-        let d = &w["dra"];
-        assert_eq!(d["sharedDevices"], serde_json::json!([]), "{w:#}");
-        assert_eq!(d["boundPodsOffTheirClaims"], serde_json::json!([]), "{w:#}");
-        d.clone()
-    };
-
-    // One claim per pod, all on the one node with devices.
-    let w = workload(&json, "ClaimTemplate/fast");
+    let w = json["workloads"][0].clone();
     assert_eq!(w["status"], "ran", "{w:#}");
+    let d = &w["dra"];
+    assert_eq!(d["sharedDevices"], serde_json::json!([]), "{w:#}");
+    assert_eq!(d["boundPodsOffTheirClaims"], serde_json::json!([]), "{w:#}");
+    w
+}
+
+/// DRA (`dra/performance-config.yaml`): `createResourceDriver`, `createAny`,
+/// `allocResourceClaims` and a steady-state `createPods`; every measured pod bound, every claim
+/// allocated, no device given twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dra_workloads_replay_with_claims_allocated_on_distinct_devices() {
+    // One claim per pod, all on the one node with devices.
+    let w = dra_case("ClaimTemplate").await;
     assert_eq!(w["measurements"][0]["podsMeasured"], 10, "{w:#}");
-    let d = check(w);
+    let d = &w["dra"];
     assert_eq!(
         (d["slices"].as_u64(), d["devices"].as_u64()),
         (Some(1), Some(10))
@@ -142,25 +146,31 @@ async fn dra_workloads_replay_with_claims_allocated_on_distinct_devices() {
     assert_eq!(d["devicesAllocated"], 10);
     assert_eq!(d["boundPodsWithClaims"], 10);
 
-    // Two claims allocated beforehand, two by the scheduler; five pods on each.
-    let w = workload(&json, "SharedClaims/fast");
-    assert_eq!(w["status"], "ran", "{w:#}");
-    assert_eq!(w["measurements"][0]["podsMeasured"], 10, "{w:#}");
-    let d = check(w);
-    assert_eq!(d["claims"]["test"], serde_json::json!([2, 2]), "{w:#}");
-    assert_eq!(d["claims"]["later"], serde_json::json!([2, 2]), "{w:#}");
-    assert_eq!(d["devicesAllocated"], 4);
-    assert_eq!(d["boundPodsWithClaims"], 20);
-
     // Half the devices held by claims allocated beforehand; pairs of pods come and go.
-    let w = workload(&json, "SteadyState/half");
-    assert_eq!(w["status"], "ran", "{w:#}");
+    let w = dra_case("SteadyState").await;
     assert!(
         w["measurements"][0]["podsMeasured"].as_u64().unwrap() >= 4,
         "more than one round: {w:#}"
     );
-    let d = check(w);
-    assert_eq!(d["claims"]["init"], serde_json::json!([2, 2]), "{w:#}");
+    assert_eq!(
+        w["dra"]["claims"]["init"],
+        serde_json::json!([2, 2]),
+        "{w:#}"
+    );
+}
+
+/// Pods sharing claims that `allocResourceClaims` allocated just before they are created: they
+/// must go where the allocation is, even when the scheduler decided them before it saw it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_sharing_claims_allocated_beforehand_go_where_the_allocation_is() {
+    // Two claims allocated beforehand, two by the scheduler; five pods on each.
+    let w = dra_case("SharedClaims").await;
+    assert_eq!(w["measurements"][0]["podsMeasured"], 10, "{w:#}");
+    let d = &w["dra"];
+    assert_eq!(d["claims"]["test"], serde_json::json!([2, 2]), "{w:#}");
+    assert_eq!(d["claims"]["later"], serde_json::json!([2, 2]), "{w:#}");
+    assert_eq!(d["devicesAllocated"], 4);
+    assert_eq!(d["boundPodsWithClaims"], 20);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -740,7 +740,8 @@ pub struct DraSummary {
     pub shared_devices: Vec<String>,
     /// Bound pods using claims.
     pub bound_pods_with_claims: usize,
-    /// `namespace/pod`: bound with a claim missing, not allocated, or allocated for another node.
+    /// `<namespace>/<pod> on <node>: <why>`: bound with a claim not made, not allocated, or
+    /// allocated for another node.
     pub bound_pods_off_their_claims: Vec<String>,
 }
 
@@ -764,6 +765,10 @@ pub async fn summary(client: &kube::Client) -> anyhow::Result<Option<DraSummary>
             .filter_map(|o| serde_json::to_value(o).ok())
             .collect()
     };
+    // Pods before claims: the scheduler is still running, and a pod listed bound keeps its
+    // claims allocated (only its deletion, over by now, releases them), while a claim listed
+    // first could be allocated for a pod bound just before the pods are listed.
+    let pods = Api::<Pod>::all(client.clone()).list(&lp).await?;
     let slices = to_values(
         api(client, "ResourceSlice", "resourceslices", None)
             .list(&lp)
@@ -809,7 +814,7 @@ pub async fn summary(client: &kube::Client) -> anyhow::Result<Option<DraSummary>
         .map(|(id, _)| id)
         .collect();
     out.shared_devices.sort();
-    for p in Api::<Pod>::all(client.clone()).list(&lp).await? {
+    for p in pods {
         let Some(spec) = &p.spec else { continue };
         let Some(node) = spec.node_name.as_deref().filter(|n| !n.is_empty()) else {
             continue;
@@ -823,7 +828,8 @@ pub async fn summary(client: &kube::Client) -> anyhow::Result<Option<DraSummary>
             .status
             .as_ref()
             .and_then(|st| st.resource_claim_statuses.as_ref());
-        let ok = pod_claims.iter().all(|pc| {
+        let pod = p.metadata.name.as_deref().unwrap_or("");
+        for pc in pod_claims {
             let name = pc.resource_claim_name.clone().or_else(|| {
                 statuses?
                     .iter()
@@ -831,15 +837,18 @@ pub async fn summary(client: &kube::Client) -> anyhow::Result<Option<DraSummary>
                     .resource_claim_name
                     .clone()
             });
-            let Some(name) = name else { return false };
-            match allocated.get(&(ns.clone(), name)) {
-                None => false,
-                Some(pinned) => pinned.as_deref().is_none_or(|n| n == node),
-            }
-        });
-        if !ok {
+            let why = match name {
+                None => format!("no claim made for {}", pc.name),
+                Some(name) => match allocated.get(&(ns.clone(), name.clone())) {
+                    None => format!("claim {name} not allocated"),
+                    Some(Some(pinned)) if pinned != node => {
+                        format!("claim {name} allocated for {pinned}")
+                    }
+                    Some(_) => continue,
+                },
+            };
             out.bound_pods_off_their_claims
-                .push(format!("{ns}/{}", p.metadata.name.as_deref().unwrap_or("")));
+                .push(format!("{ns}/{pod} on {node}: {why}"));
         }
     }
     out.bound_pods_off_their_claims.sort();
