@@ -24,9 +24,13 @@
 //!   claim), the same status write clears `status.allocation` (deallocation), and a second
 //!   write removes the finalizer. An unreserved claim made for a pod that is done or replaced
 //!   is deleted.
+//! - A claim being deleted (a `deletionTimestamp`, held by the scheduler's finalizer) that
+//!   nobody reserves is deallocated and loses the finalizer, which completes its deletion.
 //! - Garbage collection: a ResourceClaim all of whose owners are pods that no longer exist is
-//!   deleted (as kube-controller-manager's garbage collector does for any dependent).
+//!   deleted (as kube-controller-manager's garbage collector does for any dependent: a plain
+//!   DELETE, which a finalizer holds).
 
+use crate::deletion::DeleteOptions;
 use crate::dra;
 use crate::managed::{Manager, Operation};
 use crate::meta;
@@ -459,6 +463,49 @@ fn sync_claim(inner: &Inner, ns: &str, name: &str) {
                 }
             }
         }
+    } else if finalizer && valid.is_empty() && crate::deletion::terminating(&claim) {
+        // Deleted while unused (say allocated, then its last consumer went before the
+        // deletion): deallocated, then the finalizer goes, which completes the deletion.
+        if claim
+            .pointer("/status/allocation")
+            .is_some_and(|a| !a.is_null())
+        {
+            let mut c = claim.clone();
+            if let Some(status) = c["status"].as_object_mut() {
+                status.remove("allocation");
+            }
+            match st.update_by(
+                &d.claims,
+                ns,
+                name,
+                c,
+                Part::Status,
+                Some(&Manager::update(KCM)),
+                None,
+            ) {
+                Ok(w) => claim = w.value.clone(),
+                Err(e) => {
+                    tracing::warn!(claim = %format!("{ns}/{name}"), "deallocating failed: {e}");
+                    return;
+                }
+            }
+        }
+        let mut c = claim.clone();
+        if let Some(Value::Array(f)) = c.pointer_mut("/metadata/finalizers") {
+            f.retain(|x| x.as_str() != Some(dra::DELETE_PROTECTION_FINALIZER));
+        }
+        if let Err(e) = st.update_by(
+            &d.claims,
+            ns,
+            name,
+            c,
+            Part::Main,
+            Some(&Manager::update(KCM)),
+            None,
+        ) {
+            tracing::warn!(claim = %format!("{ns}/{name}"), "removing the finalizer failed: {e}");
+        }
+        return;
     }
     if !valid.is_empty() {
         return;
@@ -467,7 +514,7 @@ fn sync_claim(inner: &Inner, ns: &str, name: &str) {
         && let Ok(pod) = st.get(&d.pods, ns, pod_name)
         && (meta::meta_str(&pod.value, "uid") != pod_uid || pod_done(&pod.value))
     {
-        let _ = st.delete(&d.claims, ns, name, None);
+        let _ = st.delete_request(&d.claims, ns, name, &DeleteOptions::default());
     }
 }
 
@@ -507,8 +554,10 @@ fn pod_gone(inner: &Inner, ns: &str, uid: &str) {
     }
     let mut st = inner.state();
     let d = defs(&st);
+    // A plain DELETE, as the garbage collector sends: a finalizer still on a claim holds it
+    // (marked) until it is removed.
     for c in orphans {
-        let _ = st.delete(&d.claims, ns, &c, None);
+        let _ = st.delete_request(&d.claims, ns, &c, &DeleteOptions::default());
     }
 }
 

@@ -10,8 +10,8 @@
 //! of `nodeName`/`nodeSelector`/`allNodes`/`perDeviceNodeSelection`, devices with attributes,
 //! capacity and taints within their limits), the immutability of claim and template specs and
 //! of a slice's driver, pool name and node name, and claim status writes (`reservedFor` at most
-//! 256 distinct consumers and only with an allocation; a new `allocation` checked, a set one
-//! immutable). Lists too long are refused with `Too many` before their items are looked at.
+//! 256 distinct consumers and only with an allocation, none added to a claim being deleted; a
+//! new `allocation` checked, a set one immutable). Lists too long are refused with `Too many` before their items are looked at.
 
 use crate::error::ApiError;
 use crate::meta;
@@ -1092,6 +1092,19 @@ fn validate_claim_status(claim: &Value, old: &Value) -> Vec<FieldError> {
             "status.reservedFor",
             "may not be specified when `allocated` is not set",
         ));
+    } else if !reserved.is_empty() && present(claim, "/metadata/deletionTimestamp") {
+        // Consumers may leave a claim being deleted, not join it.
+        let before: HashSet<&str> = arr(old, "/status/reservedFor")
+            .iter()
+            .map(|r| s(r, "/uid"))
+            .collect();
+        if reserved.iter().any(|r| !before.contains(s(r, "/uid"))) {
+            errs.push(FieldError::forbidden(
+                "status.reservedFor",
+                "new entries may not be added while `deallocationRequested` or \
+                 `deletionTimestamp` are set",
+            ));
+        }
     }
     let old_alloc = old.pointer("/status/allocation").filter(|a| !a.is_null());
     match (old_alloc, alloc) {

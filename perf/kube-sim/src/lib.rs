@@ -142,13 +142,13 @@
 //!   shorter grace period moves the timestamp back (never before now; a non-zero grace that
 //!   would is 1) and, with 0, deletes; an equal or longer one, or none, changes nothing (200,
 //!   the pod as stored). A terminating pod stays until the simulated kubelet finishes it (see
-//!   KWOK). **Finalizers** (pods and PodDisruptionBudgets): a DELETE of an object with
-//!   `metadata.finalizers` marks it (`markAsDeleting`: grace 0, the timestamp now; for a pod
-//!   its graceful update) and leaves it; an update or patch that removes the last finalizer of
-//!   an object marked with grace 0 deletes it (`shouldDeleteDuringUpdate`; the request gets the
-//!   object it sent, the `DELETED` event the stored one). Updates never change
-//!   `deletionTimestamp` nor `deletionGracePeriodSeconds`; status writes (a `DisruptionTarget`
-//!   condition…) work on terminating pods; a binding of a pod being deleted is a 409. A DELETE
+//!   KWOK). **Finalizers** (pods, PodDisruptionBudgets and ResourceClaims): a DELETE of an
+//!   object with `metadata.finalizers` marks it (`markAsDeleting`: grace 0, the timestamp
+//!   now; for a pod its graceful update) and leaves it; an update or patch that removes the
+//!   last finalizer of an object marked with grace 0 deletes it (`shouldDeleteDuringUpdate`;
+//!   the request gets the object it sent, the `DELETED` event the stored one). Updates never
+//!   change `deletionTimestamp` nor `deletionGracePeriodSeconds`; status writes (a
+//!   `DisruptionTarget` condition…) work on terminating pods; a binding of a pod being deleted is a 409. A DELETE
 //!   that leaves the object answers 202 when it asked `orphanDependents: false`, else 200.
 //!   Pods answer with the object, PodDisruptionBudgets (whose storage does not return deleted
 //!   objects) with a `Status` `Success` whose `details` name it (`name`, `group`,
@@ -348,7 +348,9 @@
 //!   Updates: claim and template specs are immutable (`spec: Invalid value: …: field is
 //!   immutable`), slices keep `driver`, `pool.name` and `nodeName`. Claim `/status` writes:
 //!   `reservedFor` at most 256 entries with `resource`, `name` and a unique `uid`, only with an
-//!   `allocation` (`may not be specified when `allocated` is not set`); a new `allocation`'s
+//!   `allocation` (`may not be specified when `allocated` is not set`), none added while the
+//!   claim has a `deletionTimestamp` (`new entries may not be added while
+//!   `deallocationRequested` or `deletionTimestamp` are set`); a new `allocation`'s
 //!   results name requests of the claim, valid drivers, pools and devices; a set allocation is
 //!   immutable. ResourceSlices take the field selectors `spec.nodeName`, `spec.driver` and
 //!   `metadata.name` (others: 400 `field label not supported for resource.k8s.io/v1,
@@ -368,9 +370,12 @@
 //!   of its allocated claims; `reservedFor` entries of pods that are gone, replaced or done are
 //!   removed and, when none is left and the claim carries the scheduler's
 //!   [`DELETE_PROTECTION_FINALIZER`], the allocation is cleared in the same write and the
-//!   finalizer removed in the next; an unreserved claim made for a pod that is done is
-//!   deleted, and claims whose owning pods are all gone are garbage-collected. Each step is its
-//!   own write (these writes, like the storage controllers', are not in the request records).
+//!   finalizer removed in the next; a claim being deleted that nobody reserves is deallocated
+//!   and loses that finalizer; an unreserved claim made for a pod that is done is deleted, and
+//!   claims whose owning pods are all gone are garbage-collected (plain deletions: the
+//!   finalizer holds a claim, marked with a `deletionTimestamp`, until it is removed, as for
+//!   pods and PodDisruptionBudgets). Each step is its own write (these writes, like the
+//!   storage controllers', are not in the request records).
 //!   A pod is done when its phase is terminal or it is being deleted without a node
 //!   (`isPodDone`).
 //! - **`policy/v1` PodDisruptionBudgets** (`pkg/registry/policy/poddisruptionbudget`,
@@ -575,8 +580,8 @@
 //! validated; no ResourceQuota or LimitRanger admission. DRA: fields of feature gates that are
 //! off in v1.36 are kept rather than dropped; bindings conditions, counters, consumable
 //! capacity request policies and network device data are barely checked; the CEL check knows
-//! no function signatures and no cost limit (see `cel.rs`); no DeviceTaintRules,
-//! `deletionTimestamp` handling of claims, or events of the claim controller
+//! no function signatures and no cost limit (see `cel.rs`); no DeviceTaintRules or events of
+//! the claim controller
 //! (`FailedResourceClaimCreation`), and claims of pods that are done are not made again.
 //! PriorityClasses: the built-in classes are created once at start (the real hook re-creates
 //! them at every API server start; [`SimHandle::delete`] can remove them for good); `kubectl get

@@ -790,8 +790,9 @@ impl State {
     /// A DELETE request as the generic registry store serves it: the options validated, the
     /// preconditions checked (`BeforeDelete`'s messages), then for pods graceful deletion
     /// (`deletionTimestamp` and `deletionGracePeriodSeconds` set, or shortened, in an update;
-    /// the object deleted in the same request when the grace period is 0) and for pods and
-    /// PodDisruptionBudgets finalizers (the object stays, marked, until they are removed).
+    /// the object deleted in the same request when the grace period is 0) and for pods,
+    /// PodDisruptionBudgets and ResourceClaims finalizers (the object stays, marked, until they
+    /// are removed).
     /// Other resources are deleted at once.
     pub fn delete_request(
         &mut self,
@@ -999,7 +1000,10 @@ impl State {
 /// Whether deletions of `def` honour finalizers (pods and PodDisruptionBudgets; pods also
 /// delete gracefully).
 fn finalizes(def: &ResourceDef) -> bool {
-    matches!(def.key.as_ref(), "/pods" | crate::policy::PDB_KEY)
+    matches!(
+        def.key.as_ref(),
+        "/pods" | crate::policy::PDB_KEY | crate::dra::CLAIM_KEY
+    )
 }
 
 /// The fields a write to `part` of `def` can own.

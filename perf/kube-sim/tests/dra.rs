@@ -10,7 +10,7 @@ use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceSlice};
 use kube::api::{Api, DeleteParams, ListParams, PostParams, WatchEvent, WatchParams};
-use kube_sim::{DELETE_PROTECTION_FINALIZER, POD_CLAIM_NAME_ANNOTATION, SimHandle};
+use kube_sim::{DELETE_PROTECTION_FINALIZER, POD_CLAIM_NAME_ANNOTATION, SimConfig, SimHandle};
 use serde_json::{Value, json};
 
 const DRA: &str = "/apis/resource.k8s.io/v1";
@@ -432,6 +432,62 @@ async fn claim_specs_are_immutable_and_status_writes_are_checked() {
             && msgs[0].ends_with("field is immutable"),
         "{msgs:?}"
     );
+    sim.shutdown().await;
+}
+
+/// A claim being deleted (held by a finalizer) keeps its consumers and may lose them, but gains
+/// none (`validateResourceClaimStatusUpdate`).
+#[tokio::test]
+async fn a_claim_being_deleted_takes_no_new_consumers() {
+    // No claim controller: it would release the reservations of pods that do not exist.
+    let (sim, _) = start(SimConfig {
+        resource_claim_controller: false,
+        ..small()
+    })
+    .await;
+    let mut c = claim("c", gpu_request());
+    c["metadata"]["finalizers"] = json!([DELETE_PROTECTION_FINALIZER]);
+    create(&sim, CLAIMS, &c).await;
+    let path = format!("{CLAIMS}/c/status");
+    let allocation = json!({"devices": {"results": [{"request": "gpu", "driver": "gpu.example.com", "pool": "n1", "device": "gpu-0"}]}});
+    let consumer =
+        |i: usize| json!({"resource": "pods", "name": format!("p{i}"), "uid": format!("u{i}")});
+    let patch =
+        |reserved: Value| json!({"status": {"allocation": allocation, "reservedFor": reserved}});
+    let (code, got) = curl(
+        &sim,
+        "PATCH",
+        &path,
+        Some("application/merge-patch+json"),
+        Some(&patch(json!([consumer(0)]))),
+    )
+    .await;
+    assert_eq!(code, 200, "{got}");
+    let (code, _) = curl(&sim, "DELETE", &format!("{CLAIMS}/c"), None, None).await;
+    assert_eq!(code, 200);
+    let (code, got) = curl(
+        &sim,
+        "PATCH",
+        &path,
+        Some("application/merge-patch+json"),
+        Some(&patch(json!([consumer(0), consumer(1)]))),
+    )
+    .await;
+    assert_eq!(
+        causes(code, &got),
+        [
+            "status.reservedFor: Forbidden: new entries may not be added while `deallocationRequested` or `deletionTimestamp` are set"
+        ]
+    );
+    let (code, got) = curl(
+        &sim,
+        "PATCH",
+        &path,
+        Some("application/merge-patch+json"),
+        Some(&json!({"status": {"reservedFor": null}})),
+    )
+    .await;
+    assert_eq!(code, 200, "{got}");
     sim.shutdown().await;
 }
 
