@@ -55,9 +55,21 @@
 //!   in-flight claim ("exhausted-resources-in-flight-claim") is another pod, bound first with
 //!   its bind held, whose claim takes the device.
 //!
-//! Rows on which Magma differs from upstream are asserted as upstream has them in the
-//! `differs_*` test functions (one per cause), so each cause fails on its own until the engine
-//! follows upstream.
+//! Ported: 123 `TestAllocator` rows and 24 `TestPlugin` rows ("wrong-topology" is checked at
+//! the Filter and at PostFilter). All give upstream's outcome except four allocator rows and the
+//! PostFilter check, where Magma deliberately differs; `magma_differs_from_upstream` asserts
+//! Magma's outcome for those, with upstream's expectation beside each:
+//!
+//! - A request for `All` devices that a `matchAttribute` constraint cannot be met for
+//!   ("with-constraint-not-matching-int-attribute-all-devices"), or that covers a pool being
+//!   updated ("all-devices-of-the-incomplete-pool"), makes the node not fit (`cannot allocate
+//!   all claims`), a verdict for that node only; upstream's allocator returns an error, which
+//!   fails the whole scheduling attempt.
+//! - The slices of a pool generation that a newer one supersedes give nothing, on any node (the
+//!   two "multi-host-resource-pool-*-update-from-node-1-to-node-2" rows); upstream allocates
+//!   from them on the node they name, though its comment says it would rather not.
+//! - A claim allocated for nodes the pod cannot use keeps its allocation ("wrong-topology" at
+//!   PostFilter): Magma never deallocates a claim; upstream's PostFilter does.
 //!
 //! Not ported (one line each):
 //!
@@ -2590,19 +2602,35 @@ fn allocator_taint_rows() {
             },
             Want::Nothing,
         ),
+        (
+            "tainted-no-effect",
+            Case {
+                claims: vec![claim("claim-0", vec![req(REQ0, CA, 1, &[])])],
+                slices: vec![slice(
+                    "slice-1",
+                    on(N1),
+                    P1,
+                    1,
+                    DA,
+                    vec![tainted(dev(D1), &[("taint-key", "taint-value", "None")])],
+                )],
+                ..Default::default()
+            },
+            alloc(vec![vec![r(REQ0, DA, P1, D1)]]),
+        ),
     ]);
 }
 
 // ---------------------------------------------------------------------------------------------
-// TestAllocator rows on which Magma differs (asserted as upstream has them)
+// TestAllocator: allocationMode All with devices taken, admin access within a pod
 
 /// `allocationMode: All` needs every device the request's selectors match on the node to be
-/// free; one in use (by another claim or by an earlier request of the same pod) fails the
-/// request (and makes a `firstAvailable` list fall through to its next subrequest). Magma's
-/// allocator takes the free ones (`allocator::Search::solve`: `Count::All` counts the usable
-/// devices, in-use and taken ones already filtered out).
+/// free: one in use by another claim ("all-devices-some-allocated"), or being given to an earlier
+/// request of the same claim, even when both ask for admin access ("all-devices-some-allocating-
+/// admin-access"), fails the request, and a `firstAvailable` list falls through to its next
+/// subrequest (the "prioritized-list-*" rows).
 #[test]
-fn differs_all_devices_with_some_in_use() {
+fn allocator_all_devices_with_some_taken_rows() {
     let two_a = || slice("slice-1", on(N1), P1, 1, DA, vec![dev(D1), dev(D2)]);
     table(vec![
         (
@@ -2697,11 +2725,10 @@ fn differs_all_devices_with_some_in_use() {
     ]);
 }
 
-/// A request with admin access may be given a device another request of the same pod (admin or
-/// not) is being given. Magma's allocator never gives one device twice within a pod
-/// (`Search::usable`: `self.taken.contains(&id)` is checked for admin requests too).
+/// Admin access shares devices within a pod: a claim asking for admin access is given the device
+/// another claim of the same pod is being given, with admin access or without.
 #[test]
-fn differs_admin_access_shares_a_device_within_the_pod() {
+fn allocator_admin_access_shares_within_the_pod_rows() {
     let two_a = || slice("slice-1", on(N1), P1, 1, DA, vec![dev(D1), dev(D2)]);
     table(vec![
         (
@@ -2737,14 +2764,15 @@ fn differs_admin_access_shares_a_device_within_the_pod() {
     ]);
 }
 
-/// A pool whose newest generation does not have all its slices yet (for the node) gives no
-/// device at all. Magma allocates from an incomplete pool one device at a time (only `All`
-/// refuses it; `devices::Inventory` `incomplete_pool`, `docs/dra.md`). In the two "update"
-/// rows upstream's own comment says it would rather *not* allocate ("the current
-/// implementation ignores the updated slices"): there Magma does what upstream wishes, and
-/// the lead may prefer to keep it.
+// ---------------------------------------------------------------------------------------------
+// TestAllocator: incomplete and invalid pools
+
+/// A pool gives nothing while its newest generation does not have all its slices: neither that
+/// generation's slices at hand ("no-allocation-from-incomplete-pools") nor the superseded slices
+/// of an older one ("obsolete-slice", "multi-host-resource-pool-incomplete-update-from-node-2-
+/// to-node-1").
 #[test]
-fn differs_incomplete_and_updated_pools() {
+fn allocator_incomplete_pool_rows() {
     table(vec![
         (
             "obsolete-slice",
@@ -2772,18 +2800,6 @@ fn differs_incomplete_and_updated_pools() {
             Want::Nothing,
         ),
         (
-            "all-devices-of-the-incomplete-pool",
-            Case {
-                claims: vec![claim("claim-0", vec![all(REQ0, CA, &[])])],
-                slices: vec![slice("slice-1", on(N1), P1, 2, DA, vec![dev(D1)])],
-                ..Default::default()
-            },
-            error(
-                "claim default/claim-0, request req-0: asks for all devices, but resource pool \
-                 driver-a/pool-1 is currently being updated",
-            ),
-        ),
-        (
             "multi-host-resource-pool-incomplete-update-from-node-2-to-node-1",
             Case {
                 claims: vec![claim("claim-0", vec![req(REQ0, CA, 1, &[])])],
@@ -2796,43 +2812,15 @@ fn differs_incomplete_and_updated_pools() {
             },
             Want::Nothing,
         ),
-        (
-            "multi-host-resource-pool-complete-update-from-node-1-to-node-2",
-            Case {
-                claims: vec![claim("claim-0", vec![req(REQ0, CA, 1, &[])])],
-                slices: vec![
-                    generation(slice("slice-1", on(N1), P1, 2, DA, vec![dev(D1)]), 1, 2),
-                    generation(slice("slice-1b", on(N1), P1, 2, DA, vec![dev(D2)]), 1, 2),
-                    generation(slice("slice-2", on(N2), P1, 2, DA, vec![dev(D1)]), 2, 2),
-                    generation(slice("slice-2b", on(N2), P1, 2, DA, vec![dev(D2)]), 2, 2),
-                ],
-                ..Default::default()
-            },
-            alloc(vec![vec![r(REQ0, DA, P1, D1)]]),
-        ),
-        (
-            "multi-host-resource-pool-incomplete-update-from-node-1-to-node-2",
-            Case {
-                claims: vec![claim("claim-0", vec![req(REQ0, CA, 1, &[])])],
-                slices: vec![
-                    generation(slice("slice-1", on(N1), P1, 2, DA, vec![dev(D1)]), 1, 2),
-                    generation(slice("slice-1b", on(N1), P1, 2, DA, vec![dev(D2)]), 1, 2),
-                    generation(slice("slice-2", on(N2), P1, 2, DA, vec![dev(D1)]), 2, 2),
-                ],
-                ..Default::default()
-            },
-            alloc(vec![vec![r(REQ0, DA, P1, D1)]]),
-        ),
     ]);
 }
 
-/// Invalid pools (a device name twice in a pool, a counter set defined twice, a device
-/// consuming a counter set or counter its pool does not define): upstream allocates from the
-/// other pools and reports `invalid resource pools were encountered` when nothing else can be
-/// allocated. Magma does not validate pools: it keeps one device per name and treats an
-/// undefined counter as zero.
+/// Invalid pools (a device name twice in a pool, a counter set defined twice, a device consuming
+/// a counter set or counter its pool does not define, even on a slice for another node) give no
+/// device: the other pools are still used, and when nothing else can be allocated the pod is
+/// held back with `invalid resource pools were encountered`.
 #[test]
-fn differs_invalid_pools() {
+fn allocator_invalid_pool_rows() {
     let invalid = "invalid resource pools were encountered";
     let one = || vec![claim("claim-0", vec![req(REQ0, CA, 1, &[])])];
     table(vec![
@@ -3005,12 +2993,15 @@ fn differs_invalid_pools() {
     ]);
 }
 
-/// Errors upstream's allocator returns (the Filter's `Error` status, the pod retried with
-/// backoff) where Magma reports `cannot allocate all claims` or its own text: a CEL selector
-/// that does not compile, a request for `All` devices whose constraint fails, an empty class
-/// name.
+// ---------------------------------------------------------------------------------------------
+// TestAllocator: errors and the results limit
+
+/// A request that can never be allocated holds the pod back with upstream's error text: a CEL
+/// selector that does not compile, in the claim or in the class, for one device or `All`
+/// (cel-go's `undeclared reference`), and an empty class name (PreFilter's `unsupported request
+/// type`).
 #[test]
-fn differs_allocator_errors() {
+fn allocator_error_rows() {
     let broken = |c: ClaimInput| vec![c];
     let mut broken_class = class(CA, DA);
     broken_class.selectors = vec!["noSuchVar".into()];
@@ -3044,31 +3035,6 @@ fn differs_allocator_errors() {
             error("undeclared reference"),
         ),
         (
-            "with-constraint-not-matching-int-attribute-all-devices",
-            Case {
-                claims: vec![constrained(
-                    claim("claim-0", vec![all(REQ0, CA, &[])]),
-                    &[(&[], &qualified("numa"))],
-                )],
-                slices: vec![slice(
-                    "slice-1",
-                    on(N1),
-                    P1,
-                    1,
-                    DA,
-                    vec![
-                        attrs(dev(D1), &[("numa", AttrValue::Int(1))]),
-                        attrs(dev(D2), &[("numa", AttrValue::Int(2))]),
-                    ],
-                )],
-                ..Default::default()
-            },
-            error(
-                "claim default/claim-0, request req-0: cannot add device \
-                 driver-a/pool-1/device-2 because a claim constraint would not be satisfied",
-            ),
-        ),
-        (
             "empty-class",
             Case {
                 claims: vec![claim("claim-0", vec![req(REQ0, "", 1, &[])])],
@@ -3080,11 +3046,11 @@ fn differs_allocator_errors() {
     ]);
 }
 
-/// A claim's results may not exceed `AllocationResultsMaxSize` (32): a request for more is an
-/// error, and a `firstAvailable` list skips subrequests that would exceed it. Magma has no
-/// limit.
+/// A claim's results may not exceed `AllocationResultsMaxSize` (32): a request for more, alone
+/// or with the claim's other requests, holds the pod back with `exceeds the claim limit`, and a
+/// `firstAvailable` list skips the subrequests that would exceed it.
 #[test]
-fn differs_results_limit() {
+fn allocator_results_limit_rows() {
     table(vec![
         (
             "too-many-devices-single-request",
@@ -3165,29 +3131,6 @@ fn differs_results_limit() {
             ]]),
         ),
     ]);
-}
-
-/// A device taint with effect `None` (upstream's `DeviceTaintEffectNone`) has no effect on
-/// allocation. Magma rejects the whole slice (`TaintEffect::parse` knows only `NoSchedule`,
-/// `PreferNoSchedule`, `NoExecute`), so the device does not exist for it.
-#[test]
-fn differs_taint_effect_none() {
-    table(vec![(
-        "tainted-no-effect",
-        Case {
-            claims: vec![claim("claim-0", vec![req(REQ0, CA, 1, &[])])],
-            slices: vec![slice(
-                "slice-1",
-                on(N1),
-                P1,
-                1,
-                DA,
-                vec![tainted(dev(D1), &[("taint-key", "taint-value", "None")])],
-            )],
-            ..Default::default()
-        },
-        alloc(vec![vec![r(REQ0, DA, P1, D1)]]),
-    )]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -3309,6 +3252,24 @@ fn break_cel(mut c: ClaimInput) -> ClaimInput {
         }
     }
     c
+}
+
+/// `pendingClaim` allocated for the nodes labelled `no-such-label=no-such-value` (none).
+fn wrong_topology() -> ClaimInput {
+    ClaimInput {
+        allocation: Some(AllocationInput {
+            devices: Vec::new(),
+            nodes: Some(vec![SelectorTermInput {
+                match_expressions: vec![SelectorRequirementInput {
+                    key: "no-such-label".into(),
+                    operator: "In".into(),
+                    values: vec!["no-such-value".into()],
+                }],
+                ..Default::default()
+            }]),
+        }),
+        ..pending()
+    }
 }
 
 /// A `TestPlugin` row.
@@ -3558,20 +3519,7 @@ fn plugin_rows() {
         (
             "wrong-topology (Filter)",
             PluginCase {
-                claims: vec![ClaimInput {
-                    allocation: Some(AllocationInput {
-                        devices: Vec::new(),
-                        nodes: Some(vec![SelectorTermInput {
-                            match_expressions: vec![SelectorRequirementInput {
-                                key: "no-such-label".into(),
-                                operator: "In".into(),
-                                values: vec!["no-such-value".into()],
-                            }],
-                            ..Default::default()
-                        }]),
-                    }),
-                    ..pending()
-                }],
+                claims: vec![wrong_topology()],
                 ..Default::default()
             },
             refused("resourceclaim not available on the node"),
@@ -3678,19 +3626,18 @@ fn plugin_exhausted_resources_in_flight_claim() {
     assert_eq!(plugin_check(&sim, &refused(CANNOT)), None);
 }
 
-/// `TestPlugin` rows on which Magma differs (asserted as upstream has them).
+/// A selector failing at run time on a device (here reading an attribute the device does not
+/// have) holds the pod back with CEL's error instead of counting the device as not matching:
 ///
-/// - "claim-parameters-CEL-runtime-error", "class-parameters-CEL-runtime-error": a CEL runtime
-///   error is the Filter's error (`... selector #0 on device some-driver/worker/instance-1: CEL
-///   runtime error: no such key: healthy ...`; older versions print `selector #0: CEL runtime
-///   error: ...`, so only the common part is asserted); Magma treats it as a non-matching
-///   device (`cannot allocate all claims`).
-/// - "CEL-runtime-error-for-one-of-two-nodes", "CEL-runtime-error-for-one-of-three-nodes": a
-///   CEL runtime error on one node keeps the pod pending even though another node fits
-///   (upstream: "Scheduling it would make it harder to detect that there is a problem");
-///   Magma binds it to the node whose device matches.
+/// - "claim-parameters-CEL-runtime-error", "class-parameters-CEL-runtime-error": the message
+///   holds `CEL runtime error: no such key: healthy` (upstream master prints `... selector #0 on
+///   device some-driver/worker/instance-1: CEL runtime error: ...`, older versions `selector #0:
+///   CEL runtime error: ...`: the common part is asserted).
+/// - "CEL-runtime-error-for-one-of-two-nodes", "CEL-runtime-error-for-one-of-three-nodes": the
+///   pod stays pending although another node's device matches (upstream: "Scheduling it would
+///   make it harder to detect that there is a problem").
 #[test]
-fn differs_plugin_statuses() {
+fn plugin_cel_runtime_error_rows() {
     let cel = "CEL runtime error: no such key: healthy";
     let mut broken_class = device_class();
     broken_class.selectors = vec![format!("device.attributes[\"{DRIVER}\"].healthy")];
@@ -3748,34 +3695,144 @@ fn differs_plugin_statuses() {
     ]);
 }
 
-/// "wrong-topology", PostFilter: a claim allocated for nodes the pod cannot use, reserved by no
-/// one, is deallocated by PostFilter (`deallocation of ResourceClaim completed`) so the next
-/// attempt can allocate it anew. Magma has no deallocation: the claim keeps its allocation and
-/// the pod waits.
+// ---------------------------------------------------------------------------------------------
+// Rows on which Magma deliberately differs from upstream
+
+/// A ported `TestAllocator` row on which Magma differs.
+struct Difference {
+    name: &'static str,
+    case: Case,
+    /// Magma's outcome (asserted exactly).
+    magma: Got,
+    /// Upstream's expectation, which Magma's outcome must not meet: a row that meets it again
+    /// belongs with the matching rows.
+    upstream: Want,
+}
+
+/// Magma's outcome when the node cannot hold the pod's claims.
+fn no_fit() -> Got {
+    Got::Unschedulable(format!("0/1 nodes are unavailable: 1 {CANNOT}."))
+}
+
+/// The ported rows on which Magma deliberately differs from upstream. Each asserts Magma's exact
+/// outcome and that upstream's expectation, kept beside it, does not hold:
+///
+/// - "with-constraint-not-matching-int-attribute-all-devices": the node does not fit, as for any
+///   request that cannot be met, and other nodes are still tried; upstream's allocator errors
+///   (`cannot add device ... because a claim constraint would not be satisfied`).
+/// - "all-devices-of-the-incomplete-pool": a pool being updated gives no device, so `All` over
+///   it makes the node not fit until the pool is complete; upstream's allocator errors (`asks
+///   for all devices, but resource pool ... is currently being updated`).
+/// - "multi-host-resource-pool-complete-update-from-node-1-to-node-2", "multi-host-resource-pool-
+///   incomplete-update-from-node-1-to-node-2": only a pool's newest generation counts, so
+///   node-1's superseded slices give nothing; upstream allocates from them ("We'd like this to
+///   *not* be allocated, but the current implementation ignores the updated slices").
+/// - "wrong-topology" at PostFilter (`TestPlugin`): the claim keeps its allocation and the pod
+///   waits, refused by the Filter, since Magma never deallocates a claim; upstream's PostFilter
+///   deallocates it so that the next attempt allocates it anew.
 #[test]
-fn differs_plugin_postfilter_deallocates() {
+fn magma_differs_from_upstream() {
+    let rows = vec![
+        Difference {
+            name: "with-constraint-not-matching-int-attribute-all-devices",
+            case: Case {
+                claims: vec![constrained(
+                    claim("claim-0", vec![all(REQ0, CA, &[])]),
+                    &[(&[], &qualified("numa"))],
+                )],
+                slices: vec![slice(
+                    "slice-1",
+                    on(N1),
+                    P1,
+                    1,
+                    DA,
+                    vec![
+                        attrs(dev(D1), &[("numa", AttrValue::Int(1))]),
+                        attrs(dev(D2), &[("numa", AttrValue::Int(2))]),
+                    ],
+                )],
+                ..Default::default()
+            },
+            magma: no_fit(),
+            upstream: error(
+                "claim default/claim-0, request req-0: cannot add device \
+                 driver-a/pool-1/device-2 because a claim constraint would not be satisfied",
+            ),
+        },
+        Difference {
+            name: "all-devices-of-the-incomplete-pool",
+            case: Case {
+                claims: vec![claim("claim-0", vec![all(REQ0, CA, &[])])],
+                slices: vec![slice("slice-1", on(N1), P1, 2, DA, vec![dev(D1)])],
+                ..Default::default()
+            },
+            magma: no_fit(),
+            upstream: error(
+                "claim default/claim-0, request req-0: asks for all devices, but resource pool \
+                 driver-a/pool-1 is currently being updated",
+            ),
+        },
+        Difference {
+            name: "multi-host-resource-pool-complete-update-from-node-1-to-node-2",
+            case: Case {
+                claims: vec![claim("claim-0", vec![req(REQ0, CA, 1, &[])])],
+                slices: vec![
+                    generation(slice("slice-1", on(N1), P1, 2, DA, vec![dev(D1)]), 1, 2),
+                    generation(slice("slice-1b", on(N1), P1, 2, DA, vec![dev(D2)]), 1, 2),
+                    generation(slice("slice-2", on(N2), P1, 2, DA, vec![dev(D1)]), 2, 2),
+                    generation(slice("slice-2b", on(N2), P1, 2, DA, vec![dev(D2)]), 2, 2),
+                ],
+                ..Default::default()
+            },
+            magma: no_fit(),
+            upstream: alloc(vec![vec![r(REQ0, DA, P1, D1)]]),
+        },
+        Difference {
+            name: "multi-host-resource-pool-incomplete-update-from-node-1-to-node-2",
+            case: Case {
+                claims: vec![claim("claim-0", vec![req(REQ0, CA, 1, &[])])],
+                slices: vec![
+                    generation(slice("slice-1", on(N1), P1, 2, DA, vec![dev(D1)]), 1, 2),
+                    generation(slice("slice-1b", on(N1), P1, 2, DA, vec![dev(D2)]), 1, 2),
+                    generation(slice("slice-2", on(N2), P1, 2, DA, vec![dev(D1)]), 2, 2),
+                ],
+                ..Default::default()
+            },
+            magma: no_fit(),
+            upstream: alloc(vec![vec![r(REQ0, DA, P1, D1)]]),
+        },
+    ];
+    for d in rows {
+        let got = run(&d.case);
+        assert_eq!(got, d.magma, "{}: Magma's outcome", d.name);
+        assert!(
+            !d.upstream.matches(&got),
+            "{}: now gives upstream's {:?}; move it to the matching rows",
+            d.name,
+            d.upstream
+        );
+    }
+
+    // "wrong-topology", PostFilter.
     let mut sim = plugin_sim(&PluginCase {
-        claims: vec![ClaimInput {
-            allocation: Some(AllocationInput {
-                devices: Vec::new(),
-                nodes: Some(vec![SelectorTermInput {
-                    match_expressions: vec![SelectorRequirementInput {
-                        key: "no-such-label".into(),
-                        operator: "In".into(),
-                        values: vec!["no-such-value".into()],
-                    }],
-                    ..Default::default()
-                }]),
-            }),
-            ..pending()
-        }],
+        claims: vec![wrong_topology()],
         ..Default::default()
     });
     sim.add_pod(my_pod(by_name()));
     sim.settle();
     let claim = &sim.claims[&("default".to_string(), CLAIM.to_string())];
     assert_eq!(
-        claim.allocation, None,
-        "upstream's PostFilter deallocates the claim"
+        claim.allocation,
+        wrong_topology().allocation,
+        "Magma keeps the claim's allocation"
     );
+    let message = unschedulable(&sim, POD_UID);
+    assert_eq!(
+        message.as_deref(),
+        Some("0/1 nodes are unavailable: 1 resourceclaim not available on the node."),
+        "Magma: the pod waits, refused by the Filter"
+    );
+    // Upstream: PostFilter removes the claim's allocation, with this status.
+    const UPSTREAM_POSTFILTER: &str = "deallocation of ResourceClaim completed";
+    assert!(!message.unwrap_or_default().contains(UPSTREAM_POSTFILTER));
 }
