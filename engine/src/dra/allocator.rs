@@ -18,7 +18,7 @@
 //! Pure: reads the published [`DevicesView`] and [`InUse`], writes nothing.
 
 use super::cel::AttrValue;
-use super::devices::{DevId, DevicesView};
+use super::devices::{CounterKey, DevId, DevicesView};
 use crate::model::{NodeMeta, TaintEffect, Term, Toleration};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -91,7 +91,7 @@ pub struct InUse {
     /// One bit per device id.
     pub devices: Vec<u64>,
     /// Counters consumed: (driver, pool, set, counter) → milli-units.
-    pub counters: HashMap<(Arc<str>, Arc<str>, Arc<str>, Arc<str>), i128>,
+    pub counters: HashMap<CounterKey, i128>,
 }
 
 impl InUse {
@@ -158,7 +158,7 @@ struct Search<'a> {
     /// Devices taken by this pod so far.
     taken: Vec<DevId>,
     /// Counters consumed by this pod so far.
-    counters: HashMap<(Arc<str>, Arc<str>, Arc<str>, Arc<str>), i128>,
+    counters: HashMap<CounterKey, i128>,
     steps: usize,
     /// A candidate was left out because its pool is invalid.
     saw_invalid: bool,
@@ -204,12 +204,7 @@ impl Search<'_> {
         alt.admin || d.consumes.is_empty() || self.counters_fit(id)
     }
 
-    fn counter_key(
-        &self,
-        id: DevId,
-        set: &Arc<str>,
-        c: &Arc<str>,
-    ) -> (Arc<str>, Arc<str>, Arc<str>, Arc<str>) {
+    fn counter_key(&self, id: DevId, set: &Arc<str>, c: &Arc<str>) -> CounterKey {
         let d = self.view.devices[id as usize]
             .as_ref()
             .expect("usable device");

@@ -5,9 +5,10 @@
 //!   (driver, pool, device name) exists, so allocations recorded against it stay valid across
 //!   slice updates.
 //! - A pool's devices count only from the slices of its newest generation. A pool whose slices
-//!   of that generation are not all there yet (`resourceSliceCount`) is *incomplete*: its
-//!   devices may be allocated one by one, but not by a request for `All` devices (upstream's
-//!   rule).
+//!   of that generation are not all there yet (`resourceSliceCount`) is *incomplete*: nothing
+//!   is allocated from it until it is complete. A pool upstream deems invalid (a device name
+//!   twice, a counter set defined twice, a device consuming a counter set or counter the pool
+//!   does not define) gives nothing either.
 //! - Where a device can be used ([`Reach`]): one node (`nodeName`), the nodes a node selector
 //!   matches, or every node (`allNodes`); per device when the slice says
 //!   `perDeviceNodeSelection`. Devices of one node are listed per node (what a node-local scan
@@ -29,20 +30,30 @@ use std::sync::Arc;
 /// A device's dense id.
 pub type DevId = u32;
 
+/// (driver, pool): a resource pool.
+pub type PoolKey = (Arc<str>, Arc<str>);
+
+/// (driver, pool, device name).
+pub type DeviceKey = (Arc<str>, Arc<str>, Arc<str>);
+
+/// (driver, pool, counter set, counter): one counter of a partitionable pool.
+pub type CounterKey = (Arc<str>, Arc<str>, Arc<str>, Arc<str>);
+
+/// A counter set's counters: (counter, milli-units).
+pub type CounterSet = (Arc<str>, Vec<(Arc<str>, i128)>);
+
+/// What a device consumes: (counter set, counter, milli-units).
+pub type Consumption = (Arc<str>, Arc<str>, i128);
+
 /// `spec.nodeName` / `nodeSelector` / `allNodes` of a slice (or of one device).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum NodesInput {
     Node(String),
     Selector(Vec<SelectorTermInput>),
+    #[default]
     All,
     /// `perDeviceNodeSelection`: each device says.
     PerDevice,
-}
-
-impl Default for NodesInput {
-    fn default() -> Self {
-        NodesInput::All
-    }
 }
 
 /// A device taint (`spec.devices[].taints[]`).
@@ -127,7 +138,7 @@ pub struct Device {
     pub attributes: Arc<[(Arc<str>, AttrValue)]>,
     pub taints: Box<[Taint]>,
     /// Counters it consumes: (index into the pool's counter sets, counter name, milli-units).
-    pub consumes: Box<[(Arc<str>, Arc<str>, i128)]>,
+    pub consumes: Box<[Consumption]>,
     /// Its pool is incomplete (not every slice of the newest generation is known).
     pub incomplete_pool: bool,
     /// Its pool is invalid (see `Inventory::refresh`).
@@ -159,7 +170,7 @@ pub struct Matching {
 pub struct Inventory {
     /// By id; `None`: an id no slice names any more (kept so ids are stable).
     devices: Vec<Option<Device>>,
-    ids: HashMap<(Arc<str>, Arc<str>, Arc<str>), DevId>,
+    ids: HashMap<DeviceKey, DevId>,
     free_ids: Vec<DevId>,
     /// Slices by name: (driver, pool, generation, its device ids).
     slices: HashMap<Arc<str>, SliceEntry>,
@@ -186,7 +197,7 @@ struct SliceEntry {
     pool: (Arc<str>, Arc<str>),
     generation: i64,
     devices: Vec<DevId>,
-    shared_counters: Vec<(Arc<str>, Vec<(Arc<str>, i128)>)>,
+    shared_counters: Vec<CounterSet>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -204,7 +215,7 @@ pub struct DevicesView {
     /// Devices usable on more than one node.
     pub shared: Vec<DevId>,
     /// Counter sets of partitionable devices: (driver, pool, set, counter) → milli-units.
-    pub counters: HashMap<(Arc<str>, Arc<str>, Arc<str>, Arc<str>), i128>,
+    pub counters: HashMap<CounterKey, i128>,
 }
 
 impl std::fmt::Debug for Inventory {
@@ -477,15 +488,14 @@ impl Inventory {
         // Pools upstream skips as invalid (`GatherPools`/`validatePool`): a device name twice in
         // the pool's current slices, a counter set defined twice, a device consuming a counter
         // set or counter the pool does not define. Nothing is allocated from them.
-        let mut invalid: std::collections::HashSet<(Arc<str>, Arc<str>)> = Default::default();
+        let mut invalid: std::collections::HashSet<PoolKey> = Default::default();
         let mut seen = vec![false; self.devices.len()];
-        let mut sets: HashMap<(Arc<str>, Arc<str>), HashMap<Arc<str>, Vec<Arc<str>>>> =
-            HashMap::new();
+        let mut sets: HashMap<PoolKey, HashMap<Arc<str>, Vec<Arc<str>>>> = HashMap::new();
         for s in self.slices.values() {
-            if !self
+            if self
                 .pools
                 .get(&s.pool)
-                .is_some_and(|p| p.generation == s.generation)
+                .is_none_or(|p| p.generation != s.generation)
             {
                 continue;
             }

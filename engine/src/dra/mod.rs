@@ -273,6 +273,12 @@ struct Assumed {
     nodes: Option<Arc<[Term]>>,
 }
 
+/// A written allocation: its devices (resolved when slices name them) and nodes.
+type Written = (Vec<AllocatedInput>, Option<Arc<[Term]>>);
+
+/// A claim, by (namespace, name).
+type ClaimKey = (Arc<str>, Arc<str>);
+
 #[derive(Debug, Clone)]
 struct Claim {
     uid: Arc<str>,
@@ -281,7 +287,7 @@ struct Claim {
     requests: Vec<RequestInput>,
     constraints: Vec<ConstraintInput>,
     /// The written allocation: its devices (resolved when slices name them) and nodes.
-    allocation: Option<(Vec<AllocatedInput>, Option<Arc<[Term]>>)>,
+    allocation: Option<Written>,
     assumed: Option<Assumed>,
 }
 
@@ -308,7 +314,7 @@ pub struct Dra {
     in_use: Arc<allocator::InUse>,
     in_use_dirty: bool,
     /// The claims each pod's assumptions are on (by pod UID).
-    assumed_by: HashMap<Arc<str>, Vec<(Arc<str>, Arc<str>)>>,
+    assumed_by: HashMap<Arc<str>, Vec<ClaimKey>>,
 }
 
 /// What workers read of DRA: the devices and what is in use (immutable, with the snapshot).
