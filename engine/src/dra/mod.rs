@@ -8,10 +8,15 @@
 //! `status.resourceClaimStatuses` (`resourceclaim.Name`). A claim not made yet, missing, being
 //! deleted, or made for another pod holds the pod back with upstream's text.
 //!
-//! **Devices are not allocated yet.** Until they are, and whenever the profile switches DRA off
-//! (`predicate.DynamicResourceAllocationEnable: false`), a pod with claims is never bound: it
-//! stays pending with a `PodScheduled=False` condition that names the claim and says why, and
-//! takes nothing from other pods (the filter rejects every node before any resource is counted).
+//! A claim being allocated for another pod (decided, not written yet), or asking for what
+//! Magma does not implement (`ClaimInput::unsupported`), holds the pod back too. Otherwise the
+//! claims go to the allocator (`allocator`) with the devices published at hand-off; the driver
+//! decides the chosen node's devices again and assumes them (`Dra::assume`) until the written
+//! allocation is seen. With the profile's DRA switch off
+//! (`predicate.DynamicResourceAllocationEnable: false`) a pod with claims is never bound: it
+//! stays pending with a `PodScheduled=False` condition that names the claim and says why. A pod
+//! held back takes nothing from other pods (the filter rejects every node before any resource
+//! is counted). The protocol: `docs/dra.md`.
 //!
 //! Owns only this view of the claims; it touches nothing else. A bad object is reported without
 //! changing how others are handled.
@@ -107,6 +112,9 @@ pub struct ClaimInput {
     pub allocation: Option<AllocationInput>,
     /// `status.reservedFor[].uid`.
     pub reserved_for: Vec<String>,
+    /// What Magma cannot allocate as the claim asks (a feature it does not implement), said by
+    /// the adapter: its pods are held back with this text while the claim is unallocated.
+    pub unsupported: Option<String>,
 }
 
 /// A change to the ResourceClaims, ResourceSlices or DeviceClasses.
@@ -194,6 +202,9 @@ pub enum Blocked {
     /// A claim that cannot be allocated anywhere as it is (a missing class, a request Magma
     /// does not support): the whole message, interned.
     Invalid(u32),
+    /// `resource claim <ns>/<name> is in the process of being allocated`: another pod's
+    /// decision gave it devices that are not written yet.
+    Allocating(u32),
     /// On a node: `cannot allocate all claims`.
     CannotAllocate,
     /// On a node: `resourceclaim not available on the node` (an allocated claim does not
@@ -224,6 +235,9 @@ impl Blocked {
                 n(p)
             ),
             Blocked::Invalid(m) => n(m),
+            Blocked::Allocating(c) => {
+                format!("resource claim {} is in the process of being allocated", n(c))
+            }
             Blocked::CannotAllocate => allocator::NoFit::CannotAllocate.message().to_owned(),
             Blocked::Unavailable => allocator::NoFit::Unavailable.message().to_owned(),
             Blocked::InvalidPools => allocator::NoFit::InvalidPools.message().to_owned(),
@@ -286,6 +300,7 @@ struct Claim {
     deleting: bool,
     requests: Vec<RequestInput>,
     constraints: Vec<ConstraintInput>,
+    unsupported: Option<Arc<str>>,
     /// The written allocation: its devices (resolved when slices name them) and nodes.
     allocation: Option<Written>,
     assumed: Option<Assumed>,
@@ -482,6 +497,7 @@ impl Dra {
                 deleting: c.deleting,
                 requests: c.requests,
                 constraints: c.constraints,
+                unsupported: c.unsupported.map(|u| Arc::from(u.as_str())),
                 allocation,
                 assumed,
             },
@@ -580,6 +596,21 @@ impl Dra {
                 return out;
             }
             let uid = c.uid.clone();
+            // Another pod's decision is allocating it (its PreBind has not written the
+            // allocation yet): wait for the allocation, as upstream's PreFilter does.
+            if c.allocation.is_none() && c.assumed.as_ref().is_some_and(|a| *a.pod != *pod_uid)
+            {
+                out.blocked = Some(Blocked::Allocating(
+                    interner.intern(&format!("{namespace}/{name}")),
+                ));
+                return out;
+            }
+            if !c.is_allocated()
+                && let Some(why) = &c.unsupported
+            {
+                out.blocked = Some(Blocked::Invalid(interner.intern(why)));
+                return out;
+            }
             if c.is_allocated() {
                 out.claims.push(allocator::PodClaim {
                     namespace: Arc::from(namespace),

@@ -468,6 +468,7 @@ pub fn claim_input(v: &Value) -> ClaimInput {
                 .collect(),
             nodes: a.get("nodeSelector").filter(|n| n.is_object()).map(terms),
         }),
+        unsupported: None,
         reserved_for: arr(v, "/status/reservedFor")
             .iter()
             .map(|r| s(r, "/uid"))

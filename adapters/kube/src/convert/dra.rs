@@ -11,9 +11,9 @@
 //! - A claim request Magma cannot allocate as asked (capacity requests or `distinctAttribute`
 //!   of the alpha `DRAConsumableCapacity`, an `allocationMode` other than `ExactCount`/`All`, a
 //!   selector without `cel`): the claim is still converted, with its allocation and
-//!   reservations (they hold devices whoever allocated them), and the request is marked so the
-//!   engine refuses to allocate it (it holds its pods back, naming the claim and the request);
-//!   [`claim_input`] returns the reasons for the log.
+//!   reservations (they hold devices whoever allocated them), and `ClaimInput::unsupported`
+//!   says why: while the claim is unallocated the engine holds its pods back with that text
+//!   (naming the claim and the request); [`claim_input`] returns the reasons for the log too.
 //!
 //! Devices with `bindingConditions` or `bindsToNode` (the alpha `DRADeviceBindingConditions`)
 //! are left out of their slice, as kube-scheduler's allocator skips them while that feature is
@@ -144,21 +144,6 @@ fn exact(e: Exact<'_>, problems: &mut Vec<String>) -> ExactInput {
     }
 }
 
-/// Make the engine refuse a request: both `exactly` and `firstAvailable` set is a request it
-/// does not know ("unknown request type", naming the claim and the request), so its pods wait
-/// instead of getting devices that do not satisfy it.
-fn refuse(r: &mut RequestInput) {
-    let e = r
-        .exactly
-        .clone()
-        .or_else(|| r.first_available.first().cloned())
-        .unwrap_or_default();
-    r.exactly = Some(e.clone());
-    if r.first_available.is_empty() {
-        r.first_available.push(e);
-    }
-}
-
 /// Convert a ResourceClaim. `None` without namespace or name. The second value lists what
 /// Magma cannot allocate as the claim asks (see the module doc), each naming the request.
 pub fn claim_input(c: &ResourceClaim) -> Option<(ClaimInput, Vec<String>)> {
@@ -181,13 +166,12 @@ pub fn claim_input(c: &ResourceClaim) -> Option<(ClaimInput, Vec<String>)> {
             .flatten()
             .map(|s| exact(s.into(), &mut own))
             .collect();
-        let mut input = RequestInput {
+        let input = RequestInput {
             name: r.name.clone(),
             exactly,
             first_available,
         };
         if !own.is_empty() {
-            refuse(&mut input);
             problems.extend(own.into_iter().map(|p| {
                 format!(
                     "resourceclaim {namespace}/{name}, request {:?}: {p}",
@@ -209,8 +193,6 @@ pub fn claim_input(c: &ResourceClaim) -> Option<(ClaimInput, Vec<String>)> {
                 "resourceclaim {namespace}/{name}, constraint {i}: distinctAttribute is not \
                  supported (DRAConsumableCapacity)"
             ));
-            // A constraint Magma cannot check: no request of the claim is allocated.
-            requests.iter_mut().for_each(refuse);
         }
         if let Some(a) = &k.match_attribute {
             constraints.push(ConstraintInput {
@@ -257,6 +239,8 @@ pub fn claim_input(c: &ResourceClaim) -> Option<(ClaimInput, Vec<String>)> {
             .flatten()
             .map(|r| r.uid.clone())
             .collect(),
+        // What Magma cannot allocate as asked holds the claim's pods back with this text.
+        unsupported: (!problems.is_empty()).then(|| problems.join("; ")),
         namespace,
         name,
     };
@@ -579,6 +563,7 @@ mod tests {
                     nodes: Some(vec![name_in("n1")]),
                 }),
                 reserved_for: vec!["pod-uid".into()],
+                unsupported: None,
             }
         );
         // A new claim: no status, no allocation; an allocation anywhere: no node selector.
@@ -610,13 +595,8 @@ mod tests {
               support the DRAConsumableCapacity feature"
             ]
         );
-        assert!(
-            i.requests[0].first_available.is_empty(),
-            "the good request is kept"
-        );
-        let bad = &i.requests[1];
-        assert!(bad.exactly.is_some() && !bad.first_available.is_empty());
-        // The engine refuses it, naming the claim and the request.
+        assert_eq!(i.unsupported.as_deref(), Some(problems[0].as_str()));
+        // The engine holds the claim's pods back with that text.
         let mut dra = magma_engine::dra::Dra::default();
         let mut interner = magma_engine::model::Interner::default();
         dra.apply(
@@ -635,7 +615,7 @@ mod tests {
         .unwrap();
         let r = dra.resolve("ns", "p-uid", "p", &pod, true, &mut interner);
         let m = r.blocked.unwrap().message(&interner);
-        assert!(m.contains("ns/c") && m.contains("cap"), "{m}");
+        assert_eq!(m, problems[0]);
     }
 
     #[test]
