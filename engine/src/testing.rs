@@ -662,8 +662,7 @@ impl Sim {
     pub fn add_claim(&mut self, c: crate::dra::ClaimInput) {
         self.claims
             .insert((c.namespace.clone(), c.name.clone()), c.clone());
-        self.h
-            .input(Input::Dra(crate::dra::DraInput::Claim(c)));
+        self.h.input(Input::Dra(crate::dra::DraInput::Claim(c)));
     }
 
     /// A DRA change other than a claim (slices, classes) shown to the engine.
@@ -701,8 +700,7 @@ impl Sim {
                 c.reserved_for.push(b.pod.uid.to_string());
             }
             let echo = c.clone();
-            self.h
-                .input(Input::Dra(crate::dra::DraInput::Claim(echo)));
+            self.h.input(Input::Dra(crate::dra::DraInput::Claim(echo)));
         }
         Ok(())
     }

@@ -7,7 +7,9 @@
 use magma_engine::PodInput;
 use magma_engine::core::StatusReason;
 use magma_engine::dra::cel::AttrValue;
-use magma_engine::dra::devices::{ClassInput, DeviceInput, DeviceTaintInput, NodesInput, SliceInput};
+use magma_engine::dra::devices::{
+    ClassInput, DeviceInput, DeviceTaintInput, NodesInput, SliceInput,
+};
 use magma_engine::dra::{
     ClaimInput, ConstraintInput, DraInput, ExactInput, PodClaimInput, RequestInput,
 };
@@ -130,7 +132,9 @@ fn two_gpu_nodes(sim: &mut Sim) {
         node_slice(
             sim,
             n,
-            (0..4).map(|i| gpu(&format!("gpu-{i}"), "a100", 40)).collect(),
+            (0..4)
+                .map(|i| gpu(&format!("gpu-{i}"), "a100", 40))
+                .collect(),
         );
     }
 }
@@ -144,11 +148,18 @@ fn one_gpu_per_pod_never_double_booked() {
     two_gpu_nodes(&mut c);
     for i in 0..9 {
         c.add_claim(one_gpu(&format!("c{i}")));
-        c.add_pod(with_claim(mk_pod(&format!("p{i}"), "1", "1Gi"), &format!("c{i}")));
+        c.add_pod(with_claim(
+            mk_pod(&format!("p{i}"), "1", "1Gi"),
+            &format!("c{i}"),
+        ));
     }
     c.settle();
     assert_eq!(c.bound_count(), 8);
-    assert!(c.double_allocations.is_empty(), "{:?}", c.double_allocations);
+    assert!(
+        c.double_allocations.is_empty(),
+        "{:?}",
+        c.double_allocations
+    );
     let allocs = allocations(&c);
     assert_eq!(allocs.len(), 8);
     let devices: BTreeSet<String> = allocs.iter().flat_map(|a| a.2.clone()).collect();
@@ -157,7 +168,10 @@ fn one_gpu_per_pod_never_double_booked() {
         let pod = format!("uid-p{}", &claim[1..]);
         assert_eq!(c.node_of(&pod), Some(node.as_str()), "{claim}");
         assert!(devs.iter().all(|d| d.starts_with(&format!("{node}/"))));
-        assert_eq!(c.claims[&("default".into(), claim.clone())].reserved_for, [pod]);
+        assert_eq!(
+            c.claims[&("default".into(), claim.clone())].reserved_for,
+            [pod]
+        );
     }
     let waiting = (0..9)
         .find(|i| c.node_of(&format!("uid-p{i}")).is_none())
@@ -209,11 +223,18 @@ fn devices_every_node_reaches_are_given_once() {
                 ..Default::default()
             }],
         ));
-        c.add_pod(with_claim(mk_pod(&format!("p{i}"), "1", "1Gi"), &format!("c{i}")));
+        c.add_pod(with_claim(
+            mk_pod(&format!("p{i}"), "1", "1Gi"),
+            &format!("c{i}"),
+        ));
     }
     c.settle();
     assert_eq!(c.bound_count(), 2);
-    assert!(c.double_allocations.is_empty(), "{:?}", c.double_allocations);
+    assert!(
+        c.double_allocations.is_empty(),
+        "{:?}",
+        c.double_allocations
+    );
     let devices: BTreeSet<String> = allocations(&c).into_iter().flat_map(|a| a.2).collect();
     assert_eq!(devices.len(), 2);
 }
@@ -243,7 +264,11 @@ fn selectors_pick_matching_devices_only() {
     class(&mut c, "gpu", &format!("device.driver == \"{DRIVER}\""));
     c.add_node(mk_node("n0", "64", "256Gi", 110));
     c.add_node(mk_node("n1", "64", "256Gi", 110));
-    node_slice(&mut c, "n0", vec![gpu("g0", "t4", 16), gpu("g1", "a100", 40)]);
+    node_slice(
+        &mut c,
+        "n0",
+        vec![gpu("g0", "t4", 16), gpu("g1", "a100", 40)],
+    );
     node_slice(&mut c, "n1", vec![gpu("g0", "a100", 80)]);
     let by = |name: &str, sel: &str| {
         claim(
@@ -410,9 +435,7 @@ fn a_missing_claim_holds_the_pod_until_it_exists() {
     assert_eq!(c.node_of("uid-p"), None);
     assert_eq!(
         message(&c, "p").as_deref(),
-        Some(
-            "0/2 nodes are unavailable: 2 resourceclaim.resource.k8s.io \"later\" not found."
-        )
+        Some("0/2 nodes are unavailable: 2 resourceclaim.resource.k8s.io \"later\" not found.")
     );
     c.add_claim(one_gpu("later"));
     c.run_for(std::time::Duration::from_secs(30));

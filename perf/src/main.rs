@@ -120,6 +120,10 @@ struct SchedulerPerfArgs {
     /// Resolve and check the workloads (params, templates, support) without running them.
     #[arg(long)]
     dry_run: bool,
+    /// Write the in-process scheduler's metrics at the end of each workload to
+    /// `<dir>/<testcase>_<workload>.prom`.
+    #[arg(long)]
+    metrics_dir: Option<PathBuf>,
 }
 
 fn scheduler_perf(a: SchedulerPerfArgs) -> anyhow::Result<()> {
@@ -137,6 +141,7 @@ fn scheduler_perf(a: SchedulerPerfArgs) -> anyhow::Result<()> {
         event_burst: a.event_burst.unwrap_or(a.kube_api_burst),
         timeout: Duration::from_secs(a.timeout),
         dry_run: a.dry_run,
+        metrics_dir: a.metrics_dir,
         ..magma_perf::scheduler_perf::Options::new(a.file)
     };
     let rt = tokio::runtime::Runtime::new()?;

@@ -82,6 +82,9 @@ pub struct Options {
     pub timeout: Duration,
     /// Resolve and check only.
     pub dry_run: bool,
+    /// Where to write the in-process scheduler's final metrics per workload
+    /// (`<testcase>_<workload>.prom`).
+    pub metrics_dir: Option<PathBuf>,
 }
 
 impl Options {
@@ -101,6 +104,7 @@ impl Options {
             event_burst: 5000,
             timeout: Duration::from_secs(600),
             dry_run: false,
+            metrics_dir: None,
         }
     }
 }
@@ -441,6 +445,14 @@ pub async fn run(opts: &Options) -> anyhow::Result<Report> {
                     eprintln!("scheduler-perf: running {}", wr.name);
                     let (outcome, extras) = run_workload(opts, &wr.name, &ops).await;
                     let summary = extras.scheduler;
+                    if let (Some(dir), Some((_, metrics))) = (&opts.metrics_dir, &summary) {
+                        let file = dir.join(format!("{}_{}.prom", tc.name, w.name));
+                        if let Err(e) = std::fs::create_dir_all(dir)
+                            .and_then(|()| std::fs::write(&file, metrics))
+                        {
+                            eprintln!("scheduler-perf: writing {}: {e}", file.display());
+                        }
+                    }
                     wr.dra = extras.dra;
                     wr.status_writes_shed = summary.as_ref().map(|s| s.0.status_dropped);
                     wr.conditions_dropped = summary.as_ref().map(|s| s.0.conditions_dropped);

@@ -236,7 +236,10 @@ impl Blocked {
             ),
             Blocked::Invalid(m) => n(m),
             Blocked::Allocating(c) => {
-                format!("resource claim {} is in the process of being allocated", n(c))
+                format!(
+                    "resource claim {} is in the process of being allocated",
+                    n(c)
+                )
             }
             Blocked::CannotAllocate => allocator::NoFit::CannotAllocate.message().to_owned(),
             Blocked::Unavailable => allocator::NoFit::Unavailable.message().to_owned(),
@@ -598,8 +601,7 @@ impl Dra {
             let uid = c.uid.clone();
             // Another pod's decision is allocating it (its PreBind has not written the
             // allocation yet): wait for the allocation, as upstream's PreFilter does.
-            if c.allocation.is_none() && c.assumed.as_ref().is_some_and(|a| *a.pod != *pod_uid)
-            {
+            if c.allocation.is_none() && c.assumed.as_ref().is_some_and(|a| *a.pod != *pod_uid) {
                 out.blocked = Some(Blocked::Allocating(
                     interner.intern(&format!("{namespace}/{name}")),
                 ));
