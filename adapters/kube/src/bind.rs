@@ -326,6 +326,13 @@ impl BindExecutor {
             {
                 dra::unreserve(&ctx, &ctx.claims.resource, pod, &written).await;
             }
+            // The claims as our writes left them reach the engine before the outcome: it
+            // releases the pod's devices only once it holds what the server gives the claims.
+            if !intent.devices.is_empty() {
+                for c in ctx.claims.resource.take_echoes() {
+                    engine.send(Input::Dra(magma_engine::dra::DraInput::Claim(c)));
+                }
+            }
             engine.send(Input::BindOutcome {
                 uid: intent.pod.uid.to_string(),
                 result,

@@ -154,6 +154,9 @@ pub struct ResourceClaims {
     classes: Mutex<HashMap<String, Arc<[DeviceClassConfiguration]>>>,
     /// Bumped on every claim change (for binds waiting for another bind's allocation).
     changed: tokio::sync::watch::Sender<u64>,
+    /// Claims as our writes were answered, for the engine ahead of the watch
+    /// ([`ResourceClaims::take_echoes`]).
+    echoes: Mutex<Vec<magma_engine::dra::ClaimInput>>,
 }
 
 impl Default for ResourceClaims {
@@ -162,6 +165,7 @@ impl Default for ResourceClaims {
             claims: Mutex::default(),
             classes: Mutex::default(),
             changed: tokio::sync::watch::channel(0).0,
+            echoes: Mutex::default(),
         }
     }
 }
@@ -178,6 +182,23 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl ResourceClaims {
+    /// A write of ours was answered with `updated`: our view takes it, and the engine will be
+    /// shown it before the bind's outcome (so it never frees devices the server still gives a
+    /// claim, nor gives them again, while the watch lags behind our writes).
+    fn wrote(&self, updated: &ResourceClaim) {
+        if let (Some((ns, name)), Some((input, _))) =
+            (key_of(updated), crate::convert::dra::claim_input(updated))
+        {
+            self.offer(&ns, &name, &ClaimState::of(updated));
+            lock(&self.echoes).push(input);
+        }
+    }
+
+    /// The claims our writes answered since the last call, oldest first.
+    pub fn take_echoes(&self) -> Vec<magma_engine::dra::ClaimInput> {
+        std::mem::take(&mut *lock(&self.echoes))
+    }
+
     fn bump(&self) {
         self.changed.send_modify(|v| *v = v.wrapping_add(1));
     }
@@ -497,7 +518,21 @@ async fn bind_claim(
             return Err(format!("claim {ns}/{name} got deleted in the meantime"));
         }
         if s.reserved_for_pod(pod.uid) {
-            return Ok(());
+            // Reserved by an earlier attempt whose Unreserve did not land: it counts only if
+            // the allocation is the one this decision made (the same devices, so the node).
+            match (&c.devices, &s.allocation) {
+                (Some(d), Some(a)) if !same_devices(a, d) => {
+                    if !fresh {
+                        last = format!("claim {ns}/{name} changed in the meantime");
+                        continue;
+                    }
+                    return Err(format!(
+                        "claim {ns}/{name} got allocated elsewhere in the meantime"
+                    ));
+                }
+                (Some(_), None) => {}
+                _ => return Ok(()),
+            }
         }
         if c.devices.is_none() && s.allocation.is_none() {
             // Allocated by another bind of ours whose write has not landed yet.
@@ -536,7 +571,10 @@ async fn bind_claim(
                 )
                 .await
                 {
-                    Ok(updated) => s = ClaimState::of(&updated),
+                    Ok(updated) => {
+                        claims.wrote(&updated);
+                        s = ClaimState::of(&updated);
+                    }
                     Err(Failure::Conflict(e)) => {
                         last = format!("add finalizer to claim {ns}/{name}: {e}");
                         continue;
@@ -551,7 +589,9 @@ async fn bind_claim(
             }));
         }
         let mut reserved = s.reserved_for.clone();
-        reserved.push(consumer(pod));
+        if !s.reserved_for_pod(pod.uid) {
+            reserved.push(consumer(pod));
+        }
         let mut status = json!({"reservedFor": reserved});
         if let Some(a) = &alloc {
             status["allocation"] = serde_json::to_value(a).expect("an allocation serializes");
@@ -569,8 +609,8 @@ async fn bind_claim(
         .await
         {
             Ok(updated) => {
+                claims.wrote(&updated);
                 let s = ClaimState::of(&updated);
-                claims.offer(ns, name, &s);
                 written.push(Written {
                     namespace: ns.to_owned(),
                     name: name.to_owned(),
@@ -604,6 +644,25 @@ pub async fn bind_claims(
         }
     }
     Ok(written)
+}
+
+/// Does the allocation `a` give exactly `devices` (request, driver, pool, device)?
+fn same_devices(a: &AllocationResult, devices: &[AllocatedInput]) -> bool {
+    let mut have: Vec<(&str, &str, &str, &str)> = a
+        .devices
+        .as_ref()
+        .and_then(|d| d.results.as_ref())
+        .into_iter()
+        .flatten()
+        .map(|r| (&*r.request, &*r.driver, &*r.pool, &*r.device))
+        .collect();
+    let mut want: Vec<(&str, &str, &str, &str)> = devices
+        .iter()
+        .map(|d| (&*d.request, &*d.driver, &*d.pool, &*d.device))
+        .collect();
+    have.sort_unstable();
+    want.sort_unstable();
+    have == want
 }
 
 fn same_results(a: Option<&AllocationResult>, b: Option<&AllocationResult>) -> bool {
@@ -694,8 +753,8 @@ async fn unreserve_claim(
         .await
         {
             Ok(updated) => {
+                claims.wrote(&updated);
                 s = ClaimState::of(&updated);
-                claims.offer(ns, name, &s);
                 deallocated = Some(dealloc);
                 break;
             }
@@ -740,7 +799,7 @@ async fn unreserve_claim(
         .await
         {
             Ok(updated) => {
-                claims.offer(ns, name, &ClaimState::of(&updated));
+                claims.wrote(&updated);
                 return Ok(());
             }
             Err(Failure::Conflict(_)) if attempt + 1 < ATTEMPTS => {}

@@ -115,6 +115,9 @@ pub struct ClaimInput {
     /// What Magma cannot allocate as the claim asks (a feature it does not implement), said by
     /// the adapter: its pods are held back with this text while the claim is unallocated.
     pub unsupported: Option<String>,
+    /// `metadata.resourceVersion`: a version older than the one held is not applied (the
+    /// adapter shows the engine its own writes as they are answered, ahead of the watch).
+    pub resource_version: String,
 }
 
 /// A change to the ResourceClaims, ResourceSlices or DeviceClasses.
@@ -304,6 +307,7 @@ struct Claim {
     requests: Vec<RequestInput>,
     constraints: Vec<ConstraintInput>,
     unsupported: Option<Arc<str>>,
+    resource_version: Arc<str>,
     /// The written allocation: its devices (resolved when slices name them) and nodes.
     allocation: Option<Written>,
     assumed: Option<Assumed>,
@@ -424,6 +428,15 @@ impl Dra {
         errors: &mut Vec<ModelError>,
     ) -> Vec<u32> {
         let k = key(&c.namespace, &c.name);
+        // An older version than the one held (the watch delivering what a write of ours has
+        // already shown us) changes nothing.
+        if let Some(o) = self.claims.get(&k)
+            && *o.uid == *c.uid
+            && crate::shard::resource_version_order(&c.resource_version, &o.resource_version)
+                .is_some_and(|ord| ord.is_lt())
+        {
+            return Vec::new();
+        }
         let old = self.claims.remove(&k);
         let allocation = match &c.allocation {
             None => None,
@@ -501,6 +514,7 @@ impl Dra {
                 requests: c.requests,
                 constraints: c.constraints,
                 unsupported: c.unsupported.map(|u| Arc::from(u.as_str())),
+                resource_version: Arc::from(c.resource_version.as_str()),
                 allocation,
                 assumed,
             },

@@ -469,6 +469,7 @@ pub fn claim_input(v: &Value) -> ClaimInput {
             nodes: a.get("nodeSelector").filter(|n| n.is_object()).map(terms),
         }),
         unsupported: None,
+        resource_version: s(meta, "/resourceVersion"),
         reserved_for: arr(v, "/status/reservedFor")
             .iter()
             .map(|r| s(r, "/uid"))

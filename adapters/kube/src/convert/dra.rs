@@ -241,6 +241,7 @@ pub fn claim_input(c: &ResourceClaim) -> Option<(ClaimInput, Vec<String>)> {
             .collect(),
         // What Magma cannot allocate as asked holds the claim's pods back with this text.
         unsupported: (!problems.is_empty()).then(|| problems.join("; ")),
+        resource_version: meta.resource_version.clone().unwrap_or_default(),
         namespace,
         name,
     };
@@ -564,6 +565,7 @@ mod tests {
                 }),
                 reserved_for: vec!["pod-uid".into()],
                 unsupported: None,
+                resource_version: String::new(),
             }
         );
         // A new claim: no status, no allocation; an allocation anywhere: no node selector.
