@@ -29,6 +29,10 @@
 //! - Garbage collection: a ResourceClaim all of whose owners are pods that no longer exist is
 //!   deleted (as kube-controller-manager's garbage collector does for any dependent: a plain
 //!   DELETE, which a finalizer holds).
+//!
+//! No event scans a namespace: the controller keeps, from the events it follows, which pods
+//! name each claim and template and which claims name each pod UID (`Index`), as
+//! kube-controller-manager's informer indexes do; each sync then reads those objects afresh.
 
 use crate::deletion::DeleteOptions;
 use crate::dra;
@@ -38,6 +42,7 @@ use crate::resources::ResourceDef;
 use crate::sim::Inner;
 use crate::store::{Event, EventType, Part, State};
 use serde_json::{Value, json};
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -80,10 +85,125 @@ pub(crate) fn spawn(inner: &Arc<Inner>) -> Option<JoinHandle<()>> {
     let inner = inner.clone();
     let rt = inner.rt.clone();
     Some(rt.spawn(async move {
+        let mut index = Index::default();
         while let Some(ev) = rx.recv().await {
-            on_event(&inner, &ev);
+            index.observe(&ev);
+            on_event(&inner, &mut index, &ev);
         }
     }))
+}
+
+/// (namespace, name).
+type Key = (String, String);
+
+/// Which objects an event concerns, kept from the events the controller follows, so that no
+/// event scans a namespace (as kube-controller-manager's informer indexes do). Candidates only:
+/// every sync reads the objects again from the store under its lock, so an entry that is stale
+/// costs a lookup, never a wrong write.
+#[derive(Default)]
+struct Index {
+    /// Pods by a claim they name (`resourceClaimName`, or a template's claim from
+    /// `status.resourceClaimStatuses`).
+    pods_by_claim: HashMap<Key, HashSet<String>>,
+    /// Pods by a template they name.
+    pods_by_template: HashMap<Key, HashSet<String>>,
+    /// What each pod is indexed under: (claims, templates).
+    pod_keys: HashMap<Key, (Vec<String>, Vec<String>)>,
+    /// Claims by a pod UID in their owner references or `status.reservedFor`.
+    claims_by_uid: HashMap<Key, HashSet<String>>,
+    /// The UIDs each claim is indexed under.
+    claim_uids: HashMap<Key, Vec<String>>,
+}
+
+impl Index {
+    fn observe(&mut self, ev: &Event) {
+        let obj = &ev.obj.value;
+        let ns = meta::meta_str(obj, "namespace");
+        let name = meta::meta_str(obj, "name");
+        let gone = ev.etype == EventType::Deleted;
+        match ev.key.as_ref() {
+            "/pods" => {
+                let keys = if gone {
+                    (Vec::new(), Vec::new())
+                } else {
+                    let templates = arr(obj, "/spec/resourceClaims")
+                        .iter()
+                        .map(|c| s(c, "/resourceClaimTemplateName"))
+                        .filter(|t| !t.is_empty())
+                        .map(str::to_string)
+                        .collect();
+                    (claim_names(obj), templates)
+                };
+                let pod = (ns.to_string(), name.to_string());
+                let (old_claims, old_templates) = self.pod_keys.remove(&pod).unwrap_or_default();
+                unlink(&mut self.pods_by_claim, ns, &old_claims, name);
+                unlink(&mut self.pods_by_template, ns, &old_templates, name);
+                link(&mut self.pods_by_claim, ns, &keys.0, name);
+                link(&mut self.pods_by_template, ns, &keys.1, name);
+                if !gone {
+                    self.pod_keys.insert(pod, keys);
+                }
+            }
+            dra::CLAIM_KEY => {
+                let uids: Vec<String> = if gone {
+                    Vec::new()
+                } else {
+                    arr(obj, "/metadata/ownerReferences")
+                        .iter()
+                        .chain(arr(obj, "/status/reservedFor"))
+                        .map(|r| s(r, "/uid").to_string())
+                        .filter(|u| !u.is_empty())
+                        .collect()
+                };
+                let claim = (ns.to_string(), name.to_string());
+                let old = self.claim_uids.remove(&claim).unwrap_or_default();
+                unlink(&mut self.claims_by_uid, ns, &old, name);
+                link(&mut self.claims_by_uid, ns, &uids, name);
+                if !gone {
+                    self.claim_uids.insert(claim, uids);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A claim the controller just made for the pod with `uid` (its event comes later).
+    fn made(&mut self, ns: &str, uid: &str, claim: &str) {
+        let uids = self
+            .claim_uids
+            .entry((ns.to_string(), claim.to_string()))
+            .or_default();
+        if !uids.iter().any(|u| u == uid) {
+            uids.push(uid.to_string());
+        }
+        link(&mut self.claims_by_uid, ns, &[uid.to_string()], claim);
+    }
+
+    fn get(map: &HashMap<Key, HashSet<String>>, ns: &str, k: &str) -> Vec<String> {
+        map.get(&(ns.to_string(), k.to_string()))
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+}
+
+fn link(map: &mut HashMap<Key, HashSet<String>>, ns: &str, keys: &[String], v: &str) {
+    for k in keys {
+        map.entry((ns.to_string(), k.clone()))
+            .or_default()
+            .insert(v.to_string());
+    }
+}
+
+fn unlink(map: &mut HashMap<Key, HashSet<String>>, ns: &str, keys: &[String], v: &str) {
+    for k in keys {
+        let key = (ns.to_string(), k.clone());
+        if let Some(set) = map.get_mut(&key) {
+            set.remove(v);
+            if set.is_empty() {
+                map.remove(&key);
+            }
+        }
+    }
 }
 
 struct Defs {
@@ -135,13 +255,13 @@ fn owning_pod(claim: &Value) -> Option<(&str, &str)> {
         })
 }
 
-fn on_event(inner: &Inner, ev: &Event) {
+fn on_event(inner: &Inner, index: &mut Index, ev: &Event) {
     let obj = &ev.obj.value;
     let ns = meta::meta_str(obj, "namespace").to_string();
     match (ev.key.as_ref(), ev.etype) {
-        ("/pods", EventType::Deleted) => pod_gone(inner, &ns, meta::meta_str(obj, "uid")),
+        ("/pods", EventType::Deleted) => pod_gone(inner, index, &ns, meta::meta_str(obj, "uid")),
         ("/pods", _) => {
-            sync_pod(inner, &ns, meta::meta_str(obj, "name"));
+            sync_pod(inner, index, &ns, meta::meta_str(obj, "name"));
             if pod_done(obj) {
                 for name in claim_names(obj) {
                     sync_claim(inner, &ns, &name);
@@ -150,40 +270,16 @@ fn on_event(inner: &Inner, ev: &Event) {
         }
         (dra::TEMPLATE_KEY, EventType::Added | EventType::Modified) => {
             let template = meta::meta_str(obj, "name");
-            let pods: Vec<String> = {
-                let st = inner.state();
-                let d = defs(&st);
-                st.list(&d.pods, Some(&ns))
-                    .1
-                    .iter()
-                    .filter(|p| {
-                        arr(&p.value, "/spec/resourceClaims")
-                            .iter()
-                            .any(|c| s(c, "/resourceClaimTemplateName") == template)
-                    })
-                    .map(|p| meta::meta_str(&p.value, "name").to_string())
-                    .collect()
-            };
-            for p in pods {
-                sync_pod(inner, &ns, &p);
+            for p in Index::get(&index.pods_by_template, &ns, template) {
+                sync_pod(inner, index, &ns, &p);
             }
         }
         (dra::CLAIM_KEY, EventType::Added | EventType::Modified) => {
             let claim = meta::meta_str(obj, "name").to_string();
             sync_claim(inner, &ns, &claim);
             // Scheduled pods using it may need a reservation.
-            let pods: Vec<String> = {
-                let st = inner.state();
-                let d = defs(&st);
-                st.list(&d.pods, Some(&ns))
-                    .1
-                    .iter()
-                    .filter(|p| claim_names(&p.value).contains(&claim))
-                    .map(|p| meta::meta_str(&p.value, "name").to_string())
-                    .collect()
-            };
-            for p in pods {
-                sync_pod(inner, &ns, &p);
+            for p in Index::get(&index.pods_by_claim, &ns, &claim) {
+                sync_pod(inner, index, &ns, &p);
             }
         }
         _ => {}
@@ -231,7 +327,7 @@ fn generate_name(pod: &str, claim: &str) -> String {
     format!("{}-{}", &pod[..p], &claim[..c])
 }
 
-fn sync_pod(inner: &Inner, ns: &str, name: &str) {
+fn sync_pod(inner: &Inner, index: &mut Index, ns: &str, name: &str) {
     let mut st = inner.state();
     let d = defs(&st);
     let Ok(pod) = st.get(&d.pods, ns, name) else {
@@ -256,21 +352,18 @@ fn sync_pod(inner: &Inner, ns: &str, name: &str) {
                 continue;
             }
             let pc_name = s(pc, "/name");
-            let found = st
-                .list(&d.claims, Some(ns))
-                .1
-                .iter()
+            // A claim made earlier for this pod claim, should the pod's status not name it.
+            let annotation = format!(
+                "/metadata/annotations/{}",
+                POD_CLAIM_NAME_ANNOTATION.replace('/', "~1")
+            );
+            let found = Index::get(&index.claims_by_uid, ns, meta::meta_str(&pod, "uid"))
+                .into_iter()
                 .find(|c| {
-                    owned_by(&c.value, &pod)
-                        && s(
-                            &c.value,
-                            &format!(
-                                "/metadata/annotations/{}",
-                                POD_CLAIM_NAME_ANNOTATION.replace('/', "~1")
-                            ),
-                        ) == pc_name
-                })
-                .map(|c| meta::meta_str(&c.value, "name").to_string());
+                    st.get(&d.claims, ns, c).is_ok_and(|c| {
+                        owned_by(&c.value, &pod) && s(&c.value, &annotation) == pc_name
+                    })
+                });
             let claim_name = match found {
                 Some(n) => n,
                 None => {
@@ -305,7 +398,11 @@ fn sync_pod(inner: &Inner, ns: &str, name: &str) {
                         Some(&Manager::update(KCM)),
                         None,
                     ) {
-                        Ok(c) => meta::meta_str(&c.value, "name").to_string(),
+                        Ok(c) => {
+                            let claim = meta::meta_str(&c.value, "name").to_string();
+                            index.made(ns, meta::meta_str(&pod, "uid"), &claim);
+                            claim
+                        }
                         Err(e) => {
                             tracing::warn!(pod = %format!("{ns}/{name}"), "creating the claim failed: {e}");
                             continue;
@@ -520,13 +617,18 @@ fn sync_claim(inner: &Inner, ns: &str, name: &str) {
 
 /// A pod was deleted: its reservations are released, and the claims it alone owned are
 /// garbage-collected.
-fn pod_gone(inner: &Inner, ns: &str, uid: &str) {
+fn pod_gone(inner: &Inner, index: &Index, ns: &str, uid: &str) {
     let (reserving, orphans): (Vec<String>, Vec<String>) = {
         let st = inner.state();
         let d = defs(&st);
-        let (_, claims) = st.list(&d.claims, Some(ns));
-        let pods = st.list(&d.pods, Some(ns)).1;
-        let alive = |u: &str| pods.iter().any(|p| meta::meta_str(&p.value, "uid") == u);
+        let alive = |o: &Value| {
+            st.get(&d.pods, ns, s(o, "/name"))
+                .is_ok_and(|p| meta::meta_str(&p.value, "uid") == s(o, "/uid"))
+        };
+        let claims: Vec<_> = Index::get(&index.claims_by_uid, ns, uid)
+            .into_iter()
+            .filter_map(|c| st.get(&d.claims, ns, &c).ok())
+            .collect();
         let reserving = claims
             .iter()
             .filter(|c| {
@@ -541,9 +643,7 @@ fn pod_gone(inner: &Inner, ns: &str, uid: &str) {
             .filter(|c| {
                 let owners = arr(&c.value, "/metadata/ownerReferences");
                 owners.iter().any(|o| s(o, "/uid") == uid)
-                    && owners
-                        .iter()
-                        .all(|o| s(o, "/kind") == "Pod" && !alive(s(o, "/uid")))
+                    && owners.iter().all(|o| s(o, "/kind") == "Pod" && !alive(o))
             })
             .map(|c| meta::meta_str(&c.value, "name").to_string())
             .collect();
