@@ -842,9 +842,17 @@ impl Cache {
     /// its events and the objects it rejected. A claim allocated by someone else takes devices
     /// of the nodes it names: their versions move, so a decision made without it is not
     /// claimed.
-    pub fn apply_dra(&mut self, input: crate::dra::DraInput) -> (Events, Vec<ModelError>) {
-        let (events, errors, taken) = self.dra.apply(input, &mut self.interner);
-        for node in taken {
+    pub fn apply_dra(
+        &mut self,
+        input: crate::dra::DraInput,
+    ) -> (Events, Vec<ModelError>, crate::dra::Touched) {
+        let crate::dra::Applied {
+            events,
+            errors,
+            taken_nodes,
+            touched,
+        } = self.dra.apply(input, &mut self.interner);
+        for node in taken_nodes {
             let name = self.interner.resolve(node).to_owned();
             if let Some(&slot) = self.by_name.get(name.as_str())
                 && !mutation::skip_external_bump()
@@ -854,7 +862,7 @@ impl Cache {
             }
         }
         self.dirty = true;
-        (events, errors)
+        (events, errors, touched)
     }
 
     /// Resolve a pod's ResourceClaims for its hand-off (`dra::Dra::resolve`), with the
@@ -926,12 +934,14 @@ impl Cache {
     }
 
     /// Drop the devices the pod `uid` assumed (its bind did not go through, or it is gone).
-    pub fn release_claims(&mut self, uid: &str) -> Events {
-        if !self.dra.release(uid) {
-            return 0;
+    /// Returns the claims it had assumed (their waiting pods are woken by name, and the devices
+    /// freed wake the pods that lacked some).
+    pub fn release_claims(&mut self, uid: &str) -> Vec<crate::dra::ClaimKey> {
+        let keys = self.dra.release(uid);
+        if !keys.is_empty() {
+            self.dirty = true;
         }
-        self.dirty = true;
-        event::CLAIM_CHANGED
+        keys
     }
 
     /// A lane claim bumped the anti-affinity epoch (`binder` step 7): the next snapshot holds it.

@@ -294,6 +294,13 @@ pub struct Core {
     /// if such a pod's next attempt does not take that room, the node's room is judged again
     /// (`wake_for_room`), so no waiting pod is left behind room nobody took.
     room_woken: crate::FastMap<Arc<str>, u32>,
+    /// Pods by the ResourceClaims they name, registered each time such a pod is resolved
+    /// (`pump`): a change to one of those claims retries them (kube-scheduler's queueing hint
+    /// for claims), where a cluster-wide event would wake every pod with claims. An entry is
+    /// taken whole when its claim changes; the pods re-register when next resolved.
+    claim_waiters: crate::FastMap<crate::dra::ClaimKey, Vec<Arc<str>>>,
+    /// Pods handed off whose claim changed meanwhile: an unschedulable decision is retried.
+    claims_touched: crate::FastMap<Arc<str>, ()>,
 }
 
 /// Wake-ups remembered for stale unschedulable decisions.
@@ -323,6 +330,8 @@ impl Core {
             max_binds_in_flight: usize::MAX,
             lane_busy: None,
             room_woken: Default::default(),
+            claim_waiters: Default::default(),
+            claims_touched: Default::default(),
             preemption_offset: 0,
             preemption: true,
         }
@@ -481,7 +490,7 @@ impl Core {
                 }
             }
             Input::PodApply(p) => self.apply_pod(p, now),
-            Input::PodDelete { uid } => self.delete_pod(&uid),
+            Input::PodDelete { uid } => self.delete_pod(&uid, now),
             Input::PendingPodDelete { uid } => {
                 if self
                     .queue
@@ -538,8 +547,16 @@ impl Core {
                 }
             }
             Input::Dra(change) => {
-                let (events, errors) = self.cache.apply_dra(change);
+                let (events, errors, touched) = self.cache.apply_dra(change);
                 self.pending_events |= events;
+                match touched {
+                    crate::dra::Touched::None => {}
+                    crate::dra::Touched::One(k) => self.claims_changed([k], now),
+                    crate::dra::Touched::All => {
+                        let all: Vec<_> = self.claim_waiters.keys().cloned().collect();
+                        self.claims_changed(all, now);
+                    }
+                }
                 for error in errors {
                     self.emit(Intent::Error(CoreError::Storage(error)));
                 }
@@ -612,7 +629,7 @@ impl Core {
                     c.pod_gone(&compiled.uid);
                 }
             }
-            None if p.phase.is_terminal() => self.delete_pod(&p.uid),
+            None if p.phase.is_terminal() => self.delete_pod(&p.uid, now),
             None => {
                 if let Some(pl) = self.cache.placement(&compiled.uid)
                     && (!pl.assumed || self.queue.get(&compiled.uid).is_none())
@@ -676,10 +693,39 @@ impl Core {
         }
     }
 
-    fn delete_pod(&mut self, uid: &str) {
+    /// Give back the devices the pod `uid` assumed: they wake the pods short of devices, and
+    /// the pods waiting on those claims by name.
+    fn release_claims(&mut self, uid: &str, now: Nanos) {
+        let keys = self.cache.release_claims(uid);
+        if !keys.is_empty() {
+            self.pending_events |= event::DEVICES_FREED;
+            self.claims_changed(keys, now);
+        }
+    }
+
+    /// These claims changed: the pods waiting for them are retried, and those being decided
+    /// are retried if their decision says unschedulable.
+    fn claims_changed(&mut self, keys: impl IntoIterator<Item = crate::dra::ClaimKey>, now: Nanos) {
+        if self.claim_waiters.is_empty() {
+            return;
+        }
+        for k in keys {
+            for uid in self.claim_waiters.remove(&k).unwrap_or_default() {
+                match self.queue.get(&uid).map(|e| e.state()) {
+                    Some(PodState::Unschedulable { .. }) => self.queue.retry(&uid, now),
+                    Some(PodState::InFlight) => {
+                        self.claims_touched.insert(uid, ());
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    fn delete_pod(&mut self, uid: &str, now: Nanos) {
         self.room_attempt_done(uid, None);
         self.pending_events |= self.cache.release_pvs(uid);
-        self.pending_events |= self.cache.release_claims(uid);
+        self.release_claims(uid, now);
         self.queue.remove(uid);
         self.pending_events |= self.cache.remove_pod(uid);
         if let Some(c) = &mut self.shard {
@@ -692,7 +738,7 @@ impl Core {
         // are released once the PVs are seen bound (`volumes::Storage::apply`).
         if result != BindResult::Bound {
             self.pending_events |= self.cache.release_pvs(uid);
-            self.pending_events |= self.cache.release_claims(uid);
+            self.release_claims(uid, now);
         }
         self.bind_outcome_inner(uid, result, now)
     }
@@ -744,6 +790,8 @@ impl Core {
 
     fn worker_result(&mut self, r: WorkerResult, now: Nanos) {
         let uid = r.task.pod.uid.clone();
+        let claim_touched =
+            !self.claims_touched.is_empty() && self.claims_touched.remove(&uid).is_some();
         if matches!(r.outcome, Outcome::Unschedulable(_)) {
             self.room_attempt_done(&uid, None);
         }
@@ -802,7 +850,7 @@ impl Core {
             let pod = (live && devices.is_some()).then_some(&*r.task.pod);
             let assumed = self.cache.apply_claim(*candidate, pod);
             if assumed.is_none() && devices.as_ref().is_some_and(|d| !d.is_empty()) {
-                self.pending_events |= self.cache.release_claims(&uid);
+                self.release_claims(&uid, now);
             }
             self.room_attempt_done(&uid, assumed.is_some().then_some(candidate.slot));
             match assumed {
@@ -870,7 +918,7 @@ impl Core {
                 };
                 let mut message = message;
                 let mut clear_nominated = false;
-                if missed & summary.wake != 0 || updated {
+                if missed & summary.wake != 0 || updated || claim_touched {
                     self.queue.retry(&uid, now);
                 } else if self.leading
                     && self.preemption
@@ -1186,8 +1234,18 @@ impl Core {
                 self.queue.unpop(&uid);
                 continue;
             }
-            let claims = (!pod.resource_claims.is_empty())
-                .then(|| Arc::new(self.cache.resolve_claims(&pod)));
+            let claims = (!pod.resource_claims.is_empty()).then(|| {
+                for k in crate::dra::claim_keys(&pod.namespace, &pod.resource_claims) {
+                    self.claim_waiters.entry(k).or_default().push(uid.clone());
+                }
+                Arc::new(self.cache.resolve_claims(&pod))
+            });
+            if let Some(b) = claims.as_deref().and_then(|c| c.blocked)
+                && b.before_nodes()
+            {
+                self.hold_back(&pod, b, claims.as_deref(), now);
+                continue;
+            }
             if self
                 .handoff
                 .try_push(Task {
@@ -1209,6 +1267,49 @@ impl Core {
                 self.lane_busy = Some((uid, generation));
             }
         }
+    }
+
+    /// A pod its claims hold back before any node is looked at (`dra::Blocked::before_nodes`):
+    /// decided here, with no worker and no snapshot, as upstream's PreEnqueue (not an attempt,
+    /// no preemption) and PreFilter (an attempt; preemption cannot help) decide it. The pod is
+    /// reported unschedulable, visibly, and woken by name when one of its claims changes
+    /// (`claim_waiters`), or by the events its reason names.
+    fn hold_back(
+        &mut self,
+        pod: &Arc<CompiledPod>,
+        why: crate::dra::Blocked,
+        claims: Option<&crate::dra::PodClaims>,
+        now: Nanos,
+    ) {
+        inc(&self.stats.driver.claim_holds, 1);
+        self.room_attempt_done(&pod.uid, None);
+        let nodes = self.shared.snapshot().nodes;
+        let summary = FailureSummary {
+            nodes,
+            reasons: vec![(why.into(), nodes as u32)],
+            wake: why.wake(),
+            missing_shard: None,
+            unresolvable: nodes as u32,
+            resolvable: Vec::new(),
+        };
+        let mut message = failure_message(&summary, &self.cache.names());
+        if why.pre_enqueue() {
+            self.queue.mark_waiting(&pod.uid, summary.wake, now);
+        } else {
+            self.queue.mark_unschedulable(&pod.uid, summary.wake, now);
+            if self.leading && self.preemption {
+                // PostFilter runs and finds every node unresolvable.
+                let why = match crate::preemption::eligible(&self.cache, pod, &summary) {
+                    Err(not) => not.message().to_owned(),
+                    Ok(()) => {
+                        crate::preemption::no_plan_message(&self.cache, &summary, pod, None, claims)
+                    }
+                };
+                message.push_str(" preemption: ");
+                message.push_str(&why);
+            }
+        }
+        self.report_clearing(pod, StatusReason::Unschedulable, message, false);
     }
 
     /// Take back every pod still waiting in the hand-off (shutdown, lost leadership).

@@ -9,7 +9,7 @@
 //! turn has claimed a node. One scheduling cycle at a time either way, but no thread hand-off
 //! per pod: a worker thread costs each pod two wake-ups (driver → worker through the hand-off,
 //! worker → driver through the inbox), which on a small machine cost more than the cycle they
-//! run (BENCHMARKS.md, tenth pass). The protocols do not change: the driver announces and leaves
+//! run (BENCHMARKS.md, "History"). The protocols do not change: the driver announces and leaves
 //! worker 0's epoch, claims with the same CAS, and handles the result in the same order as a
 //! thread's.
 //!

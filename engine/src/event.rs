@@ -34,13 +34,20 @@ pub const NAMESPACE_CHANGED: Events = 1 << 7;
 /// A PersistentVolumeClaim, PersistentVolume, StorageClass or CSINode appeared or changed.
 pub const STORAGE_CHANGED: Events = 1 << 8;
 
-/// A ResourceClaim (DRA) appeared, changed or went away.
-pub const CLAIM_CHANGED: Events = 1 << 9;
+/// Devices (DRA) were freed: a ResourceClaim's allocation was removed or changed, an
+/// allocated claim went away, or one of our own decisions gave its devices back. A change to a
+/// pod's own claims wakes that pod by name instead (`Core::claim_waiters`), as
+/// kube-scheduler's queueing hint for claims does: the scheduler's own allocation writes,
+/// echoed by the watch, wake nobody.
+pub const DEVICES_FREED: Events = 1 << 9;
 
 /// A pod left a node, freeing room on it (resources, a pod slot, host ports): sent with
 /// [`POD_REMOVED`], and woken on only by pods whose missing room it can give, judged on the node
 /// it freed (`queue::SchedulingQueue::on_cluster_event_with`, kube-scheduler's queueing hints).
 pub const ROOM_FREED: Events = 1 << 10;
+
+/// A ResourceSlice or a DeviceClass (DRA) appeared, changed or went away.
+pub const DEVICES_CHANGED: Events = 1 << 11;
 
 /// Every event (for a pod whose decision predates the wake-up history).
 pub const ALL: Events = u32::MAX;

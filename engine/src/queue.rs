@@ -584,6 +584,15 @@ impl SchedulingQueue {
         }
     }
 
+    /// Held back before any attempt (upstream's PreEnqueue): to the pool like an unschedulable
+    /// pod, but not counted as an attempt, so it has no backoff to serve when it is woken.
+    pub fn mark_waiting(&mut self, uid: &Arc<str>, wake: Events, now: Nanos) {
+        if let Some(e) = self.entries.get_mut(uid) {
+            e.urgent = false;
+            self.set_state(uid, PodState::Unschedulable { since: now, wake });
+        }
+    }
+
     /// Every candidate conflicted: back to activeQ at once, ahead of non-urgent pods.
     pub fn requeue_urgent(&mut self, uid: &Arc<str>) {
         if let Some(e) = self.entries.get_mut(uid) {

@@ -30,6 +30,9 @@ pub struct DriverCounters {
     /// Claimed decisions voided because their devices (DRA) were taken by a decision applied
     /// first (`Cache::allocate_claims`).
     pub device_conflicts: AtomicU64,
+    /// Pods their ResourceClaims held back before any node was tried (a claim not made yet,
+    /// missing, being deleted or allocated for another pod: `Core::hold_back`).
+    pub claim_holds: AtomicU64,
     /// Pending-pod updates that changed nothing the scheduler reads (ignored).
     pub unchanged_updates: AtomicU64,
     /// Times the hand-off stopped because `max_binds_in_flight` pods were handed off or
@@ -74,6 +77,7 @@ pub struct StatsSnapshot {
     pub status_intents: u64,
     pub stale_results: u64,
     pub device_conflicts: u64,
+    pub claim_holds: u64,
     pub unchanged_updates: u64,
     pub bind_backpressure: u64,
     pub shard_status_intents: u64,
@@ -164,6 +168,7 @@ impl Stats {
         s.status_intents = r(&d.status_intents);
         s.stale_results = r(&d.stale_results);
         s.device_conflicts = r(&d.device_conflicts);
+        s.claim_holds = r(&d.claim_holds);
         s.unchanged_updates = r(&d.unchanged_updates);
         s.shard_status_intents = r(&d.shard_status_intents);
         s.preemption_attempts = r(&d.preemption_attempts);

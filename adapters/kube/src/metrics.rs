@@ -378,7 +378,7 @@ impl Collector for Shared {
             .unwrap_or_else(|p| p.into_inner())
             .clone();
         let (s, q) = source.map(|f| f()).unwrap_or_default();
-        let counters: [(&str, &str, u64); 17] = [
+        let counters: [(&str, &str, u64); 18] = [
             (
                 "magma_scheduling_attempts",
                 "Pods taken by a worker for a scheduling attempt",
@@ -434,6 +434,11 @@ impl Collector for Shared {
                 "magma_device_conflicts",
                 "Claimed decisions voided because the devices of their ResourceClaims (DRA) were taken by a decision applied first",
                 s.device_conflicts,
+            ),
+            (
+                "magma_claim_holds",
+                "Pods their ResourceClaims (DRA) held back before any node was tried: a claim not created yet, missing, being deleted or being allocated for another pod",
+                s.claim_holds,
             ),
             (
                 "magma_unchanged_pod_updates",

@@ -250,17 +250,73 @@ impl Blocked {
         }
     }
 
-    /// What can unblock it: a claim, slice or class change (made, allocated, released,
-    /// deleted, published), a node added, a pod removed (its claims released), or a new
-    /// profile (the switch), which requeues every waiting pod anyway.
+    /// The cluster events that can unblock it. A change to one of the pod's own claims
+    /// (made, allocated, released, deleted) wakes it by name (`Core::claim_waiters`) whatever
+    /// the reason; a new profile (the switch) requeues every waiting pod anyway.
     pub fn wake(&self) -> Events {
         match self {
-            Blocked::CannotAllocate | Blocked::Unavailable | Blocked::InvalidPools => {
-                event::CLAIM_CHANGED | event::NODE_ADDED | event::NODE_LABELS_CHANGED
+            Blocked::CannotAllocate | Blocked::InvalidPools => {
+                event::DEVICES_FREED
+                    | event::DEVICES_CHANGED
+                    | event::NODE_ADDED
+                    | event::NODE_LABELS_CHANGED
             }
-            _ => event::CLAIM_CHANGED,
+            Blocked::Unavailable => event::NODE_ADDED | event::NODE_LABELS_CHANGED,
+            // A missing class, or a selector failing on some device.
+            Blocked::Invalid(_) => event::DEVICES_CHANGED,
+            Blocked::SwitchedOff(_)
+            | Blocked::NotCreated(_)
+            | Blocked::Missing(_)
+            | Blocked::Deleting(_)
+            | Blocked::NotOwner(..)
+            | Blocked::Allocating(_) => 0,
         }
     }
+
+    /// Decided before any node is looked at (upstream's PreEnqueue and PreFilter): the driver
+    /// holds the pod back itself (`Core::hold_back`), no worker tries it.
+    pub fn before_nodes(&self) -> bool {
+        !matches!(
+            self,
+            Blocked::CannotAllocate | Blocked::Unavailable | Blocked::InvalidPools
+        )
+    }
+
+    /// Upstream's PreEnqueue: the pod never enters activeQ, so it is not an attempt (no
+    /// backoff when its claim appears) and PostFilter (preemption) does not run for it.
+    pub fn pre_enqueue(&self) -> bool {
+        matches!(
+            self,
+            Blocked::SwitchedOff(_)
+                | Blocked::NotCreated(_)
+                | Blocked::Missing(_)
+                | Blocked::Deleting(_)
+                | Blocked::NotOwner(..)
+        )
+    }
+}
+
+/// The claims a change touched: the pods using them are woken by name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Touched {
+    None,
+    One(ClaimKey),
+    /// A relist.
+    All,
+}
+
+/// The claims a pod names (`<namespace>`, claim name), as far as they are known: a template's
+/// claim once the pod's status names it.
+pub fn claim_keys<'a>(
+    namespace: &'a Arc<str>,
+    claims: &'a [PodClaim],
+) -> impl Iterator<Item = ClaimKey> + 'a {
+    claims.iter().filter_map(move |pc| match &pc.source {
+        ClaimSource::Named(n) | ClaimSource::Template(Some(Some(n))) => {
+            Some((namespace.clone(), n.clone()))
+        }
+        ClaimSource::Template(_) => None,
+    })
 }
 
 /// A pod's claims, resolved when it is handed off: what holds it back on every node, or the
@@ -297,7 +353,7 @@ struct Assumed {
 type Written = (Vec<AllocatedInput>, Option<Arc<[Term]>>);
 
 /// A claim, by (namespace, name).
-type ClaimKey = (Arc<str>, Arc<str>);
+pub type ClaimKey = (Arc<str>, Arc<str>);
 
 #[derive(Debug, Clone)]
 struct Claim {
@@ -325,6 +381,16 @@ impl Claim {
             (None, None) => None,
         }
     }
+}
+
+/// What a change did (`Dra::apply`).
+#[derive(Debug)]
+pub struct Applied {
+    pub events: Events,
+    pub errors: Vec<ModelError>,
+    /// Nodes whose devices a claim allocated by someone else now takes.
+    pub taken_nodes: Vec<u32>,
+    pub touched: Touched,
 }
 
 /// The ResourceClaims, devices and classes (see the module doc).
@@ -363,25 +429,30 @@ pub struct ClaimAllocation {
 }
 
 impl Dra {
-    /// Apply a change. Returns the events it amounts to, and the nodes whose devices a claim
-    /// allocated by someone else now takes (their bind versions must move).
-    pub fn apply(
-        &mut self,
-        input: DraInput,
-        interner: &mut Interner,
-    ) -> (Events, Vec<ModelError>, Vec<u32>) {
+    /// Apply a change. Returns the events it amounts to, the nodes whose devices a claim
+    /// allocated by someone else now takes (their bind versions must move), and the claims it
+    /// touched (their pods are woken by name).
+    pub fn apply(&mut self, input: DraInput, interner: &mut Interner) -> Applied {
         let mut errors = Vec::new();
         let mut taken_nodes = Vec::new();
-        match input {
+        let (events, touched) = match input {
             DraInput::Claim(c) => {
-                taken_nodes = self.insert(c, interner, &mut errors);
+                let k = key(&c.namespace, &c.name);
+                let (taken, freed) = self.insert(c, interner, &mut errors);
+                taken_nodes = taken;
+                let events = if freed { event::DEVICES_FREED } else { 0 };
+                (events, Touched::One(k))
             }
             DraInput::ClaimDelete { namespace, name } => {
-                if let Some(c) = self.claims.remove(&key(&namespace, &name))
+                let k = key(&namespace, &name);
+                let mut events = 0;
+                if let Some(c) = self.claims.remove(&k)
                     && c.is_allocated()
                 {
                     self.in_use_dirty = true;
+                    events = event::DEVICES_FREED;
                 }
+                (events, Touched::One(k))
             }
             DraInput::ClaimReset(all) => {
                 // Our assumptions survive a relist: their writes are still in flight.
@@ -391,7 +462,7 @@ impl Dra {
                     .filter_map(|(k, c)| c.assumed.map(|a| (k, a)))
                     .collect();
                 for c in all {
-                    taken_nodes.extend(self.insert(c, interner, &mut errors));
+                    taken_nodes.extend(self.insert(c, interner, &mut errors).0);
                 }
                 for (k, a) in assumed {
                     if let Some(c) = self.claims.get_mut(&k)
@@ -401,24 +472,42 @@ impl Dra {
                     }
                 }
                 self.in_use_dirty = true;
+                (event::DEVICES_FREED, Touched::All)
             }
             DraInput::Slice(s) => {
                 errors.extend(self.inventory.apply_slice(s, interner).err());
                 self.in_use_dirty = true;
+                (event::DEVICES_CHANGED, Touched::None)
             }
             DraInput::SliceDelete(name) => {
                 self.inventory.remove_slice(&name);
                 self.in_use_dirty = true;
+                (event::DEVICES_CHANGED, Touched::None)
             }
             DraInput::SliceReset(all) => {
                 errors.extend(self.inventory.reset_slices(all, interner));
                 self.in_use_dirty = true;
+                (event::DEVICES_CHANGED, Touched::None)
             }
-            DraInput::Class(c) => self.inventory.apply_class(c),
-            DraInput::ClassDelete(name) => self.inventory.remove_class(&name),
-            DraInput::ClassReset(all) => self.inventory.reset_classes(all),
+            DraInput::Class(c) => {
+                self.inventory.apply_class(c);
+                (event::DEVICES_CHANGED, Touched::None)
+            }
+            DraInput::ClassDelete(name) => {
+                self.inventory.remove_class(&name);
+                (event::DEVICES_CHANGED, Touched::None)
+            }
+            DraInput::ClassReset(all) => {
+                self.inventory.reset_classes(all);
+                (event::DEVICES_CHANGED, Touched::None)
+            }
+        };
+        Applied {
+            events,
+            errors,
+            taken_nodes,
+            touched,
         }
-        (event::CLAIM_CHANGED, errors, taken_nodes)
     }
 
     fn insert(
@@ -426,7 +515,7 @@ impl Dra {
         c: ClaimInput,
         interner: &mut Interner,
         errors: &mut Vec<ModelError>,
-    ) -> Vec<u32> {
+    ) -> (Vec<u32>, bool) {
         let k = key(&c.namespace, &c.name);
         // An older version than the one held (the watch delivering what a write of ours has
         // already shown us) changes nothing.
@@ -435,7 +524,7 @@ impl Dra {
             && crate::shard::resource_version_order(&c.resource_version, &o.resource_version)
                 .is_some_and(|ord| ord.is_lt())
         {
-            return Vec::new();
+            return (Vec::new(), false);
         }
         let old = self.claims.remove(&k);
         let allocation = match &c.allocation {
@@ -503,6 +592,11 @@ impl Dra {
             Some(o) => same_devices(o),
             None => allocation.is_none(),
         };
+        // Devices it held (written or assumed) are given back.
+        let freed = !unchanged
+            && old
+                .as_ref()
+                .is_some_and(|o| o.allocation.is_some() || o.assumed.is_some());
         // Our assumption ends once the allocation is written (or the claim's spec changed).
         let assumed = old.and_then(|o| o.assumed).filter(|_| allocation.is_none());
         self.claims.insert(
@@ -520,7 +614,7 @@ impl Dra {
             },
         );
         self.in_use_dirty |= !unchanged;
-        taken_nodes
+        (taken_nodes, freed)
     }
 
     /// The published DRA view, rebuilt when something changed.
@@ -855,23 +949,23 @@ impl Dra {
 
     /// Drop what the pod `pod` assumed (its bind did not go through, or it is gone). Whether
     /// it held anything.
-    pub fn release(&mut self, pod: &str) -> bool {
+    pub fn release(&mut self, pod: &str) -> Vec<ClaimKey> {
         // Clusters without DRA pay no lookup per deleted pod.
         if self.assumed_by.is_empty() {
-            return false;
+            return Vec::new();
         }
         let Some(keys) = self.assumed_by.remove(pod) else {
-            return false;
+            return Vec::new();
         };
-        for k in keys {
-            if let Some(c) = self.claims.get_mut(&k)
+        for k in &keys {
+            if let Some(c) = self.claims.get_mut(k)
                 && c.assumed.as_ref().is_some_and(|a| &*a.pod == pod)
             {
                 c.assumed = None;
                 self.in_use_dirty = true;
             }
         }
-        true
+        keys
     }
 }
 
@@ -914,7 +1008,7 @@ mod tests {
     }
 
     fn apply(claims: &mut Dra, input: DraInput) {
-        let (_, errors, _) = claims.apply(input, &mut Interner::default());
+        let errors = claims.apply(input, &mut Interner::default()).errors;
         assert!(errors.is_empty(), "{errors:?}");
     }
 
