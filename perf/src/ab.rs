@@ -1,7 +1,7 @@
 //! A/B of two scheduler binaries as separate processes (`magma-perf processes --compare`): the
 //! same scenario run alternately with each, so that both see the same machine. On a shared
 //! machine the CPU per pod of one binary moves by ±20 % from run to run and by up to 1.9× from
-//! day to day (BENCHMARKS.md, eighth pass). Only ratios measured in one session say anything,
+//! day to day (BENCHMARKS.md, "History"). Only ratios measured in one session say anything,
 //! and they need several rounds.
 //!
 //! Rounds alternate the order (A B, B A, A B, …), so that a drift over the session (another

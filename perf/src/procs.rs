@@ -10,7 +10,7 @@
 //! [`kube_sim::BindingRecord`]), not when the harness's own watch saw it: at 3,000 pods/s on two
 //! CPUs that watch is the slowest of the run and is at times force-closed, and its lag then read
 //! as the scheduler's (P50s of 0.7–2.1 s where the bindings were committed in about 0.1 s;
-//! BENCHMARKS.md, ninth pass). The watch still tells the harness when every pod is bound.
+//! BENCHMARKS.md, "History"). The watch still tells the harness when every pod is bound.
 //!
 //! Scenarios:
 //! - **burst**: the scheduler runs and is ready; `pods` pods are created as fast as the
@@ -44,7 +44,7 @@
 //! yet. On one simulator the scenario came second, and kube-sim binds its first window of
 //! pods faster than any later one (its heap reuses what the creates freed, then grows, and
 //! first-touch page zeroing makes its kubelet's status writes about twice as costly): the same
-//! binder run twice bound 0.68–0.79 as fast the second time (BENCHMARKS.md, eleventh pass).
+//! binder run twice bound 0.68–0.79 as fast the second time (BENCHMARKS.md, "History").
 //! A second run after the scenario was tried, to bracket it, and dropped: with two to three
 //! times the pods stored, and the informer (below) listing them all, it is no like-for-like
 //! sample (14–31 % below the first unpinned, 10–13 % above it pinned).
@@ -864,7 +864,7 @@ async fn create_pods(
 /// of a 3,000 pods/s burst on two CPUs, often force-closed by the simulator, and its waits used
 /// up the dispatch budget all watches share, so the scheduler's watch was closed with it
 /// (13 of 32 runs; with slim pods 4 of 16: on two saturated CPUs every watcher still lags at
-/// times; BENCHMARKS.md, ninth pass).
+/// times; BENCHMARKS.md, "History").
 fn bind_watch(
     client: &kube::Client,
     ns: &str,

@@ -390,7 +390,7 @@ where
 /// runtime, which runs every task on the thread that called `block_on` (`run_main`'s): a
 /// multi-thread runtime with one worker kept a second thread (the caller's, parked in
 /// `block_on`) and paid for work stealing and cross-thread scheduling it never needed (about
-/// 4% of the scheduler's CPU per pod, BENCHMARKS.md, ninth pass). Nothing in the binaries
+/// 4% of the scheduler's CPU per pod, BENCHMARKS.md, "History"). Nothing in the binaries
 /// blocks a runtime thread: blocking work (`Engine::shutdown`) goes to `spawn_blocking`.
 fn runtime_threads() -> usize {
     match std::thread::available_parallelism().map_or(1, |n| n.get()) {
