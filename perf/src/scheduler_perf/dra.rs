@@ -628,21 +628,21 @@ pub async fn alloc_resource_claims(
     let mut errors = Vec::new();
     errors.extend(
         dra.apply(DraInput::SliceReset(slice_inputs), &mut interner)
-            .1,
+            .errors,
     );
     errors.extend(
         dra.apply(
             DraInput::ClassReset(classes.iter().map(class_input).collect()),
             &mut interner,
         )
-        .1,
+        .errors,
     );
     errors.extend(
         dra.apply(
             DraInput::ClaimReset(all_claims.iter().map(claim_input).collect()),
             &mut interner,
         )
-        .1,
+        .errors,
     );
     if let Some(e) = errors.first() {
         anyhow::bail!("the allocator cannot take the cluster's DRA objects: {e}");
