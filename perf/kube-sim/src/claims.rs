@@ -333,7 +333,9 @@ fn sync_pod(inner: &Inner, index: &mut Index, ns: &str, name: &str) {
     let Ok(pod) = st.get(&d.pods, ns, name) else {
         return;
     };
-    let pod = pod.value.clone();
+    // Read in place (a pod is a few KB: no copy per event).
+    let mut stored = pod;
+    let pod = &stored.value;
     let mut statuses: Vec<Value> = Vec::new();
     if !pod_done(&pod) {
         for pc in arr(&pod, "/spec/resourceClaims") {
@@ -413,7 +415,6 @@ fn sync_pod(inner: &Inner, index: &mut Index, ns: &str, name: &str) {
             statuses.push(json!({"name": pc_name, "resourceClaimName": claim_name}));
         }
     }
-    let mut pod = pod;
     if !statuses.is_empty() {
         let applied = json!({"status": {"resourceClaimStatuses": statuses}});
         let mgr = Manager {
@@ -439,10 +440,11 @@ fn sync_pod(inner: &Inner, index: &mut Index, ns: &str, name: &str) {
             true
         });
         if let Some(w) = written {
-            pod = w.value.clone();
+            stored = w;
         }
     }
-    if s(&pod, "/spec/nodeName").is_empty() {
+    let pod = &stored.value;
+    if s(pod, "/spec/nodeName").is_empty() {
         return; // the scheduler reserves
     }
     for pc in arr(&pod, "/spec/resourceClaims") {
