@@ -301,7 +301,19 @@ pub struct Core {
     claim_waiters: crate::FastMap<crate::dra::ClaimKey, Vec<Arc<str>>>,
     /// Pods handed off whose claim changed meanwhile: an unschedulable decision is retried.
     claims_touched: crate::FastMap<Arc<str>, ()>,
+    /// Pods held back by upstream's PreEnqueue reasons (`hold_back`), reported only if still
+    /// held [`HOLD_REPORT_GRACE`] later: (when, pod, message) by uid, and the uids in the order
+    /// they are due.
+    held: crate::FastMap<Arc<str>, (Nanos, Arc<CompiledPod>, String)>,
+    held_due: std::collections::VecDeque<(Nanos, Arc<str>)>,
 }
+
+/// How long a pod may wait for its ResourceClaim to be made (by the resource-claim
+/// controller, usually within milliseconds) before it is reported unschedulable. Upstream
+/// reports such a pod never (its PreEnqueue keeps it out of the queue); Magma reports every
+/// waiting pod, but not the ordinary wait of a pod whose template's claim is on its way: that
+/// would double the API writes of a burst of such pods.
+pub const HOLD_REPORT_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Wake-ups remembered for stale unschedulable decisions.
 const WAKE_HISTORY: usize = 256;
@@ -332,6 +344,8 @@ impl Core {
             room_woken: Default::default(),
             claim_waiters: Default::default(),
             claims_touched: Default::default(),
+            held: Default::default(),
+            held_due: Default::default(),
             preemption_offset: 0,
             preemption: true,
         }
@@ -388,6 +402,10 @@ impl Core {
         message: String,
         clear_nominated: bool,
     ) {
+        // A newer word than a held-back pod's pending report (`report_held`) replaces it.
+        if !self.held.is_empty() {
+            self.held.remove(&pod.uid);
+        }
         let message: Arc<str> = Arc::from(message);
         if self.queue.get(&pod.uid).is_some() && !self.queue.note_message(&pod.uid, &message) {
             return;
@@ -960,6 +978,7 @@ impl Core {
             self.pending_events = 0;
         }
         self.queue.flush_unschedulable(now);
+        self.report_held(now);
         self.pump(now);
         let d = self.queue.depths();
         self.shared.set_backlog(Backlog {
@@ -968,7 +987,8 @@ impl Core {
         });
         self.stats.set_queue_depths(d);
         let shard_deadline = self.shard_status(now);
-        [self.queue.next_deadline(), shard_deadline]
+        let held = self.held_due.front().map(|&(due, _)| due);
+        [self.queue.next_deadline(), shard_deadline, held]
             .into_iter()
             .flatten()
             .min()
@@ -1295,21 +1315,50 @@ impl Core {
         let mut message = failure_message(&summary, &self.cache.names());
         if why.pre_enqueue() {
             self.queue.mark_waiting(&pod.uid, summary.wake, now);
-        } else {
-            self.queue.mark_unschedulable(&pod.uid, summary.wake, now);
-            if self.leading && self.preemption {
-                // PostFilter runs and finds every node unresolvable.
-                let why = match crate::preemption::eligible(&self.cache, pod, &summary) {
-                    Err(not) => not.message().to_owned(),
-                    Ok(()) => {
-                        crate::preemption::no_plan_message(&self.cache, &summary, pod, None, claims)
-                    }
-                };
-                message.push_str(" preemption: ");
-                message.push_str(&why);
+            let due = now.saturating_add(HOLD_REPORT_GRACE);
+            match self.held.entry(pod.uid.clone()) {
+                std::collections::hash_map::Entry::Occupied(mut e) => {
+                    let (_, p, m) = e.get_mut();
+                    (*p, *m) = (pod.clone(), message);
+                }
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert((due, pod.clone(), message));
+                    self.held_due.push_back((due, pod.uid.clone()));
+                }
             }
+            return;
+        }
+        self.queue.mark_unschedulable(&pod.uid, summary.wake, now);
+        if self.leading && self.preemption {
+            // PostFilter runs and finds every node unresolvable.
+            let why = match crate::preemption::eligible(&self.cache, pod, &summary) {
+                Err(not) => not.message().to_owned(),
+                Ok(()) => {
+                    crate::preemption::no_plan_message(&self.cache, &summary, pod, None, claims)
+                }
+            };
+            message.push_str(" preemption: ");
+            message.push_str(&why);
         }
         self.report_clearing(pod, StatusReason::Unschedulable, message, false);
+    }
+
+    /// Report the pods held back since [`HOLD_REPORT_GRACE`] ago that are still waiting.
+    fn report_held(&mut self, now: Nanos) {
+        while let Some(&(due, _)) = self.held_due.front()
+            && due <= now
+        {
+            let (_, uid) = self.held_due.pop_front().expect("peeked");
+            let Some((_, pod, message)) = self.held.remove(&uid) else {
+                continue;
+            };
+            if matches!(
+                self.queue.get(&uid).map(|e| e.state()),
+                Some(PodState::Unschedulable { .. })
+            ) {
+                self.report_clearing(&pod, StatusReason::Unschedulable, message, false);
+            }
+        }
     }
 
     /// Take back every pod still waiting in the hand-off (shutdown, lost leadership).

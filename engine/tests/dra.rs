@@ -436,6 +436,10 @@ fn a_missing_claim_holds_the_pod_until_it_exists() {
     c.add_pod(with_claim(mk_pod("p", "1", "1Gi"), "later"));
     c.settle();
     assert_eq!(c.node_of("uid-p"), None);
+    // Reported once it has waited `HOLD_REPORT_GRACE`, not at once.
+    assert_eq!(message(&c, "p"), None);
+    c.run_for(magma_engine::core::HOLD_REPORT_GRACE);
+    assert_eq!(c.node_of("uid-p"), None);
     assert_eq!(
         message(&c, "p").as_deref(),
         Some("0/2 nodes are unavailable: 2 resourceclaim.resource.k8s.io \"later\" not found.")
@@ -448,6 +452,24 @@ fn a_missing_claim_holds_the_pod_until_it_exists() {
     c.add_claim(one_gpu("later"));
     c.settle();
     assert!(c.node_of("uid-p").is_some(), "woken by its claim, at once");
+}
+
+/// A pod whose claim appears within `HOLD_REPORT_GRACE` (the resource-claim controller's
+/// ordinary delay) is bound without ever being reported: upstream writes nothing for it either.
+#[test]
+fn a_claim_made_promptly_leaves_no_condition() {
+    let mut c = Sim::workers(1);
+    two_gpu_nodes(&mut c);
+    c.add_pod(with_claim(mk_pod("p", "1", "1Gi"), "soon"));
+    c.settle();
+    c.add_claim(one_gpu("soon"));
+    c.run_for(magma_engine::core::HOLD_REPORT_GRACE * 2);
+    assert!(c.node_of("uid-p").is_some());
+    assert!(
+        c.statuses.iter().all(|s| &*s.name != "p"),
+        "{:?}",
+        c.statuses
+    );
 }
 
 /// A class that does not exist: the claim cannot be allocated anywhere as written.

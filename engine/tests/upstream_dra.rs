@@ -359,6 +359,7 @@ fn run(case: &Case) -> Got {
     }
     sim.add_pod(pod);
     sim.settle();
+    sim.run_for(magma_engine::core::HOLD_REPORT_GRACE);
     if sim.node_of("uid-p").is_some() {
         return Got::Allocated(case.claims.iter().map(|c| written(&sim, &c.name)).collect());
     }
@@ -3354,6 +3355,8 @@ fn plugin_table(rows: Vec<(&str, PluginCase, PluginWant)>) {
         let mut sim = plugin_sim(&case);
         sim.add_pod(case.pod.clone());
         sim.settle();
+        // A pod PreEnqueue holds back is reported once it has waited that long.
+        sim.run_for(magma_engine::core::HOLD_REPORT_GRACE);
         if let Some(e) = plugin_check(&sim, &want) {
             wrong.push(format!("{name}:\n    {e}"));
         }
