@@ -17,11 +17,6 @@ use procs::{SimProc, free_port, metric, start_scheduler, wait_until};
 const WAIT: Duration = Duration::from_secs(60);
 const DRIVER: &str = "gpu.example.com";
 
-fn create(sim: &SimProc, yaml: &str) {
-    let (ok, out) = sim.kubectl(&["create", "-f", "-"], Some(yaml));
-    assert!(ok, "kubectl create: {out}\n{yaml}");
-}
-
 fn pods(sim: &SimProc) -> Vec<Value> {
     sim.kubectl_json(&["get", "pods", "-n", "default"])["items"]
         .as_array()
@@ -50,12 +45,7 @@ fn bound(sim: &SimProc) -> Vec<(String, String)> {
 }
 
 fn message(sim: &SimProc, pod: &str) -> Option<String> {
-    let p = sim.kubectl_json(&["get", "pod", pod, "-n", "default"]);
-    p["status"]["conditions"]
-        .as_array()?
-        .iter()
-        .find(|c| c["type"] == "PodScheduled" && c["status"] == "False")
-        .and_then(|c| c["message"].as_str().map(str::to_owned))
+    sim.waiting(pod).map(|(_, m)| m)
 }
 
 fn slice(node: &str) -> String {
@@ -109,18 +99,14 @@ fn a_gpu_per_pod_burst_fills_each_node_to_exactly_its_devices() {
     let dir = procs::tmpdir("dra-binary");
     let sim = SimProc::start(&dir, 2, &["--node-cpu", "64"]);
     let nodes = ["node-00000", "node-00001"];
-    create(
-        &sim,
-        &format!(
+    sim.create(&format!(
             "---\napiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata:\n  name: gpu\nspec:\n  selectors:\n  - cel:\n      expression: device.driver == \"{DRIVER}\"\n"
         ),
     );
     for n in nodes {
-        create(&sim, &slice(n));
+        sim.create(&slice(n));
     }
-    create(
-        &sim,
-        "---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata:\n  name: one-gpu\n  namespace: default\nspec:\n  spec:\n    devices:\n      requests:\n      - name: gpu\n        exactly:\n          deviceClassName: gpu\n",
+    sim.create("---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata:\n  name: one-gpu\n  namespace: default\nspec:\n  spec:\n    devices:\n      requests:\n      - name: gpu\n        exactly:\n          deviceClassName: gpu\n",
     );
     let port = free_port();
     let _s = start_scheduler(
@@ -134,7 +120,7 @@ fn a_gpu_per_pod_burst_fills_each_node_to_exactly_its_devices() {
         ],
     );
     let all: String = (0..17).map(|i| pod(&format!("p{i:02}"))).collect();
-    create(&sim, &all);
+    sim.create(&all);
 
     // Sixteen bound and one reported: the scheduler has answered every pod.
     wait_until("16 pods bound and one reported", WAIT, || {

@@ -14,7 +14,6 @@
 //! - **Wake-ups**: a deletion wakes only the waiting pods the freed room can take (counted in
 //!   the scheduler's attempts).
 
-use serde_json::Value;
 use std::path::Path;
 use std::time::Duration;
 
@@ -25,52 +24,13 @@ const WAIT: Duration = Duration::from_secs(60);
 const NOT_HELPFUL: &str = "Preemption is not helpful for scheduling";
 const NO_VICTIMS: &str = "No preemption victims found for incoming pod";
 
-fn create(sim: &SimProc, yaml: &str) {
-    let (ok, out) = sim.kubectl(&["create", "-f", "-"], Some(yaml));
-    assert!(ok, "kubectl create: {out}\n{yaml}");
-}
-
-fn get(sim: &SimProc, kind: &str, name: &str) -> Value {
-    sim.kubectl_json(&["get", kind, name, "-n", "default"])
-}
-
 fn exists(sim: &SimProc, name: &str) -> bool {
     sim.kubectl(&["get", "pod", name, "-n", "default"], None).0
 }
 
-fn node_of(sim: &SimProc, name: &str) -> Option<String> {
-    get(sim, "pod", name)["spec"]["nodeName"]
-        .as_str()
-        .map(str::to_owned)
-}
-
-fn wait_bound(sim: &SimProc, name: &str) -> String {
-    wait_until(&format!("{name} bound"), WAIT, || {
-        node_of(sim, name).is_some()
-    });
-    node_of(sim, name).unwrap()
-}
-
-/// A pod's condition of `type_`, as JSON.
-fn condition(sim: &SimProc, pod: &str, type_: &str) -> Option<Value> {
-    get(sim, "pod", pod)["status"]["conditions"]
-        .as_array()?
-        .iter()
-        .find(|c| c["type"] == type_)
-        .cloned()
-}
-
 /// Wait until the pod's `PodScheduled=False` message satisfies `ok`; returns it.
 fn wait_message(sim: &SimProc, pod: &str, ok: impl Fn(&str) -> bool) -> String {
-    let message = || {
-        condition(sim, pod, "PodScheduled")
-            .filter(|c| c["status"] == "False")
-            .and_then(|c| c["message"].as_str().map(str::to_owned))
-    };
-    wait_until(&format!("{pod}'s condition"), WAIT, || {
-        message().is_some_and(|m| ok(&m))
-    });
-    message().unwrap()
+    sim.wait_message(pod, |_, m| ok(m)).1
 }
 
 fn priority_class(name: &str, value: i32, never: bool) -> String {
@@ -86,8 +46,7 @@ fn priority_class(name: &str, value: i32, never: bool) -> String {
 
 /// The classes the tests use: `low` 0, `high` 1000, `polite` 1000 that never preempts.
 fn classes(sim: &SimProc) {
-    create(
-        sim,
+    sim.create(
         &[
             priority_class("low", 0, false),
             priority_class("high", 1000, false),
@@ -160,22 +119,24 @@ fn a_higher_priority_pod_evicts_a_lower_one_and_is_bound_in_its_room() {
     );
     classes(&sim);
     let (_s, mx) = scheduler(&dir, &sim, 1);
-    create(&sim, &pod("low", "low", "1500m", None, ""));
-    let node = wait_bound(&sim, "low");
-    create(&sim, &pod("high", "high", "1", None, ""));
+    sim.create(&pod("low", "low", "1500m", None, ""));
+    let node = sim.wait_bound("low");
+    sim.create(&pod("high", "high", "1", None, ""));
 
     // The victim: DisruptionTarget, then deleted gracefully; a Preempted event.
     wait_until("low is being deleted", WAIT, || {
-        get(&sim, "pod", "low")["metadata"]["deletionTimestamp"].is_string()
+        sim.get("pod", "low")["metadata"]["deletionTimestamp"].is_string()
     });
-    let c = condition(&sim, "low", "DisruptionTarget").expect("DisruptionTarget");
+    let c = sim
+        .condition("low", "DisruptionTarget")
+        .expect("DisruptionTarget");
     assert_eq!(c["status"], "True");
     assert_eq!(c["reason"], "PreemptionByScheduler");
     assert_eq!(
         c["message"],
         "agent-scheduler: preempting to accommodate a higher priority pod"
     );
-    let high_uid = get(&sim, "pod", "high")["metadata"]["uid"]
+    let high_uid = sim.get("pod", "high")["metadata"]["uid"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -193,17 +154,17 @@ fn a_higher_priority_pod_evicts_a_lower_one_and_is_bound_in_its_room() {
     });
     // The preemptor: nominated there, not bound while its victim terminates.
     wait_until("high nominated", WAIT, || {
-        get(&sim, "pod", "high")["status"]["nominatedNodeName"] == node.as_str()
+        sim.get("pod", "high")["status"]["nominatedNodeName"] == node.as_str()
     });
-    assert_eq!(node_of(&sim, "high"), None);
+    assert_eq!(sim.node_of("high"), None);
     // A lower pod that fits what is free now (500m) is not given the room kept for high.
-    create(&sim, &pod("sneaky", "low", "500m", None, ""));
+    sim.create(&pod("sneaky", "low", "500m", None, ""));
     let m = wait_message(&sim, "sneaky", |_| true);
     assert!(
         m.starts_with("0/1 nodes are unavailable: 1 Insufficient cpu."),
         "{m}"
     );
-    assert_eq!(node_of(&sim, "sneaky"), None);
+    assert_eq!(sim.node_of("sneaky"), None);
 
     // The victim goes: high is bound there, and sneaky beside it in what high's kept room
     // leaves (1 CPU of 2).
@@ -212,8 +173,8 @@ fn a_higher_priority_pod_evicts_a_lower_one_and_is_bound_in_its_room() {
         None,
     );
     assert!(ok, "{out}");
-    assert_eq!(wait_bound(&sim, "high"), node);
-    assert_eq!(wait_bound(&sim, "sneaky"), node);
+    assert_eq!(sim.wait_bound("high"), node);
+    assert_eq!(sim.wait_bound("sneaky"), node);
     assert_eq!(
         pod_requests(&sim, "delete", ""),
         ["low"],
@@ -233,10 +194,10 @@ fn equal_priority_and_never_evict_nothing() {
     let sim = SimProc::start(&dir, 1, &["--node-cpu", "2"]);
     classes(&sim);
     let (_s, mx) = scheduler(&dir, &sim, 1);
-    create(&sim, &pod("low", "low", "1500m", None, ""));
-    wait_bound(&sim, "low");
-    create(&sim, &pod("equal", "low", "1", None, ""));
-    create(&sim, &pod("polite", "polite", "1", None, ""));
+    sim.create(&pod("low", "low", "1500m", None, ""));
+    sim.wait_bound("low");
+    sim.create(&pod("equal", "low", "1", None, ""));
+    sim.create(&pod("polite", "polite", "1", None, ""));
     let m = wait_message(&sim, "equal", |_| true);
     assert_eq!(
         m,
@@ -252,7 +213,7 @@ fn equal_priority_and_never_evict_nothing() {
          preemptionPolicy=Never."
     );
     assert!(exists(&sim, "low"));
-    assert!(get(&sim, "pod", "low")["metadata"]["deletionTimestamp"].is_null());
+    assert!(sim.get("pod", "low")["metadata"]["deletionTimestamp"].is_null());
     assert!(pod_requests(&sim, "delete", "").is_empty());
     assert_eq!(metric(mx, "magma_preemptions_total"), 0);
     assert!(metric(mx, "magma_preemption_attempts_total") >= 2);
@@ -265,25 +226,22 @@ fn a_disruption_budget_steers_the_choice() {
     let dir = procs::tmpdir("no-fit-pdb");
     let sim = SimProc::start(&dir, 2, &["--node-cpu", "2"]);
     classes(&sim);
-    create(
-        &sim,
+    sim.create(
         &[
             pod("guarded", "low", "1500m", Some("node-00000"), "app: db"),
             pod("spare", "low", "1500m", Some("node-00001"), "app: cache"),
         ]
         .concat(),
     );
-    create(
-        &sim,
-        "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  name: db\n  namespace: default\nspec:\n  minAvailable: 1\n  selector:\n    matchLabels:\n      app: db\n",
+    sim.create("apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  name: db\n  namespace: default\nspec:\n  minAvailable: 1\n  selector:\n    matchLabels:\n      app: db\n",
     );
     wait_until("the budget counts its pod", WAIT, || {
-        let s = &get(&sim, "pdb", "db")["status"];
+        let s = &sim.get("pdb", "db")["status"];
         s["currentHealthy"] == 1 && s["disruptionsAllowed"] == 0
     });
     let (_s, _mx) = scheduler(&dir, &sim, 1);
-    create(&sim, &pod("high", "high", "1", None, ""));
-    assert_eq!(wait_bound(&sim, "high"), "node-00001");
+    sim.create(&pod("high", "high", "1", None, ""));
+    assert_eq!(sim.wait_bound("high"), "node-00001");
     assert!(!exists(&sim, "spare"), "spare was the victim");
     assert!(exists(&sim, "guarded"));
     assert_eq!(pod_requests(&sim, "delete", ""), ["spare"]);
@@ -298,10 +256,9 @@ fn two_preemptors_racing_for_one_room_get_it_once() {
     let sim = SimProc::start(&dir, 1, &["--node-cpu", "2"]);
     classes(&sim);
     let (_s, mx) = scheduler(&dir, &sim, 4);
-    create(&sim, &pod("low", "low", "2", None, ""));
-    let node = wait_bound(&sim, "low");
-    create(
-        &sim,
+    sim.create(&pod("low", "low", "2", None, ""));
+    let node = sim.wait_bound("low");
+    sim.create(
         &[
             pod("h1", "high", "2", None, ""),
             pod("h2", "high", "2", None, ""),
@@ -309,21 +266,21 @@ fn two_preemptors_racing_for_one_room_get_it_once() {
         .concat(),
     );
     wait_until("one of them bound", WAIT, || {
-        node_of(&sim, "h1").is_some() || node_of(&sim, "h2").is_some()
+        sim.node_of("h1").is_some() || sim.node_of("h2").is_some()
     });
-    let (won, lost) = if node_of(&sim, "h1").is_some() {
+    let (won, lost) = if sim.node_of("h1").is_some() {
         ("h1", "h2")
     } else {
         ("h2", "h1")
     };
-    assert_eq!(node_of(&sim, won).as_deref(), Some(node.as_str()));
+    assert_eq!(sim.node_of(won).as_deref(), Some(node.as_str()));
     let m = wait_message(&sim, lost, |m| m.contains(" preemption: "));
     assert_eq!(
         m,
         "0/1 nodes are unavailable: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 \
          Insufficient cpu."
     );
-    assert_eq!(node_of(&sim, lost), None);
+    assert_eq!(sim.node_of(lost), None);
     assert!(!exists(&sim, "low"));
     assert_eq!(pod_requests(&sim, "delete", ""), ["low"], "one victim");
     assert_eq!(metric(mx, "magma_preemption_victims_total"), 1);
@@ -341,9 +298,7 @@ fn two_preemptors_racing_for_one_room_get_it_once() {
 fn two_pods_one_pv_exactly_one_gets_it() {
     let dir = procs::tmpdir("no-fit-static-pv");
     let sim = SimProc::start(&dir, 2, &["--provisioner-never"]);
-    create(
-        &sim,
-        "---\napiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata:\n  name: local\nprovisioner: kubernetes.io/no-provisioner\nvolumeBindingMode: WaitForFirstConsumer\n\
+    sim.create("---\napiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata:\n  name: local\nprovisioner: kubernetes.io/no-provisioner\nvolumeBindingMode: WaitForFirstConsumer\n\
          ---\napiVersion: v1\nkind: PersistentVolume\nmetadata:\n  name: nvme\nspec:\n  capacity:\n    storage: 100Gi\n  accessModes: [ReadWriteOnce]\n  storageClassName: local\n  local:\n    path: /mnt/nvme\n  nodeAffinity:\n    required:\n      nodeSelectorTerms:\n      - matchExpressions:\n        - key: kubernetes.io/hostname\n          operator: In\n          values: [node-00000, node-00001]\n",
     );
     let mut yaml = String::new();
@@ -353,12 +308,12 @@ fn two_pods_one_pv_exactly_one_gets_it() {
              ---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p{i}\n  namespace: default\nspec:\n  schedulerName: agent-scheduler\n  containers:\n  - name: c\n    image: sandbox\n    resources:\n      requests:\n        cpu: 100m\n  volumes:\n  - name: data\n    persistentVolumeClaim:\n      claimName: data-{i}\n"
         ));
     }
-    create(&sim, &yaml);
+    sim.create(&yaml);
     let (_s, _mx) = scheduler(&dir, &sim, 4);
     wait_until("one pod bound", WAIT, || {
-        node_of(&sim, "p0").is_some() || node_of(&sim, "p1").is_some()
+        sim.node_of("p0").is_some() || sim.node_of("p1").is_some()
     });
-    let (won, lost) = if node_of(&sim, "p0").is_some() {
+    let (won, lost) = if sim.node_of("p0").is_some() {
         (0, 1)
     } else {
         (1, 0)
@@ -366,7 +321,7 @@ fn two_pods_one_pv_exactly_one_gets_it() {
     let pv = sim.kubectl_json(&["get", "pv", "nvme"]);
     assert_eq!(pv["status"]["phase"], "Bound", "{pv}");
     assert_eq!(pv["spec"]["claimRef"]["name"], format!("data-{won}"));
-    let claim = get(&sim, "pvc", &format!("data-{won}"));
+    let claim = sim.get("pvc", &format!("data-{won}"));
     assert_eq!(claim["spec"]["volumeName"], "nvme");
     assert_eq!(claim["status"]["phase"], "Bound");
     let m = wait_message(&sim, &format!("p{lost}"), |_| true);
@@ -377,9 +332,9 @@ fn two_pods_one_pv_exactly_one_gets_it() {
              bind. preemption: 0/2 nodes are available: 2 {NOT_HELPFUL}."
         )
     );
-    assert_eq!(node_of(&sim, &format!("p{lost}")), None);
+    assert_eq!(sim.node_of(&format!("p{lost}")), None);
     assert_eq!(
-        get(&sim, "pvc", &format!("data-{lost}"))["status"]["phase"],
+        sim.get("pvc", &format!("data-{lost}"))["status"]["phase"],
         "Pending"
     );
 }
@@ -392,8 +347,7 @@ fn a_deletion_wakes_only_the_pods_its_room_can_take() {
     let dir = procs::tmpdir("no-fit-wakeup");
     let sim = SimProc::start(&dir, 1, &["--node-cpu", "4"]);
     classes(&sim);
-    create(
-        &sim,
+    sim.create(
         &[
             pod("b1", "low", "2", Some("node-00000"), ""),
             pod("b2", "low", "2", Some("node-00000"), ""),
@@ -406,7 +360,7 @@ fn a_deletion_wakes_only_the_pods_its_room_can_take() {
         yaml.push_str(&pod(&format!("big-{i}"), "low", "4", None, ""));
         yaml.push_str(&pod(&format!("mid-{i}"), "low", "2", None, ""));
     }
-    create(&sim, &yaml);
+    sim.create(&yaml);
     for i in 0..5 {
         wait_message(&sim, &format!("big-{i}"), |_| true);
         wait_message(&sim, &format!("mid-{i}"), |_| true);
@@ -416,7 +370,7 @@ fn a_deletion_wakes_only_the_pods_its_room_can_take() {
     let (ok, out) = sim.kubectl(&["delete", "pod", "b1", "--wait=false"], None);
     assert!(ok, "{out}");
     wait_until("one mid pod bound", WAIT, || {
-        (0..5).any(|i| node_of(&sim, &format!("mid-{i}")).is_some())
+        (0..5).any(|i| sim.node_of(&format!("mid-{i}")).is_some())
     });
     assert_eq!(
         metric(mx, "magma_scheduling_attempts_total"),
@@ -424,8 +378,8 @@ fn a_deletion_wakes_only_the_pods_its_room_can_take() {
         "only the pod the freed room was given to is tried again"
     );
     let bound: usize = (0..5)
-        .filter(|i| node_of(&sim, &format!("mid-{i}")).is_some())
+        .filter(|i| sim.node_of(&format!("mid-{i}")).is_some())
         .count();
     assert_eq!(bound, 1);
-    assert!((0..5).all(|i| node_of(&sim, &format!("big-{i}")).is_none()));
+    assert!((0..5).all(|i| sim.node_of(&format!("big-{i}")).is_none()));
 }

@@ -22,46 +22,12 @@ use procs::{Proc, SimProc, start_scheduler, wait_until};
 
 const WAIT: Duration = Duration::from_secs(60);
 
-fn create(sim: &SimProc, yaml: &str) {
-    let (ok, out) = sim.kubectl(&["create", "-f", "-"], Some(yaml));
-    assert!(ok, "kubectl create: {out}\n{yaml}");
-}
-
 fn pod(sim: &SimProc, name: &str) -> Value {
-    sim.kubectl_json(&["get", "pod", name, "-n", "default"])
+    sim.get("pod", name)
 }
 
 fn node_of(p: &Value) -> Option<String> {
     p["spec"]["nodeName"].as_str().map(str::to_owned)
-}
-
-/// The `PodScheduled=False` condition of a pod: (reason, message).
-fn waiting(sim: &SimProc, name: &str) -> Option<(String, String)> {
-    pod(sim, name)["status"]["conditions"]
-        .as_array()?
-        .iter()
-        .find(|c| c["type"] == "PodScheduled" && c["status"] == "False")
-        .map(|c| {
-            (
-                c["reason"].as_str().unwrap_or("").to_owned(),
-                c["message"].as_str().unwrap_or("").to_owned(),
-            )
-        })
-}
-
-/// Wait for a pod's `PodScheduled=False` message to satisfy `ok`; returns it.
-fn wait_message(sim: &SimProc, name: &str, ok: impl Fn(&str, &str) -> bool) -> (String, String) {
-    wait_until(&format!("{name}'s condition"), WAIT, || {
-        waiting(sim, name).is_some_and(|(r, m)| ok(&r, &m))
-    });
-    waiting(sim, name).unwrap()
-}
-
-fn wait_bound(sim: &SimProc, name: &str) -> String {
-    wait_until(&format!("{name} bound"), WAIT, || {
-        node_of(&pod(sim, name)).is_some()
-    });
-    node_of(&pod(sim, name)).unwrap()
 }
 
 /// A pod; `resources` is its pod-level `resources:` block (indented for `spec`), `container` the
@@ -90,36 +56,27 @@ fn pod_level_requests_are_never_overcommitted() {
     let dir = procs::tmpdir("spec-e2e-pod-level");
     let sim = SimProc::start(&dir, 1, &["--node-cpu", "2", "--node-memory", "4Gi"]);
     let _s = scheduler(&dir, &sim, &[]);
-    create(
-        &sim,
-        &pod_yaml("big-cpu", &pod_level("2500m", "1Gi"), "", ""),
-    );
-    create(
-        &sim,
-        &pod_yaml("big-mem", &pod_level("100m", "5Gi"), "", ""),
-    );
+    sim.create(&pod_yaml("big-cpu", &pod_level("2500m", "1Gi"), "", ""));
+    sim.create(&pod_yaml("big-mem", &pod_level("100m", "5Gi"), "", ""));
     // More than the node's allocatable: no eviction could help (upstream's
     // UnschedulableAndUnresolvable).
-    let (_, m) = wait_message(&sim, "big-cpu", |r, _| r == "Unschedulable");
+    let (_, m) = sim.wait_message("big-cpu", |r, _| r == "Unschedulable");
     assert_eq!(
         m,
         "0/1 nodes are unavailable: 1 Insufficient cpu. \
          preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
     );
-    let (_, m) = wait_message(&sim, "big-mem", |r, _| r == "Unschedulable");
+    let (_, m) = sim.wait_message("big-mem", |r, _| r == "Unschedulable");
     assert_eq!(
         m,
         "0/1 nodes are unavailable: 1 Insufficient memory. \
          preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
     );
     // A pod-level 1500m pod, then a 600m pod beside it: 2100m on 2 CPUs.
-    create(&sim, &pod_yaml("plr", &pod_level("1500m", "1Gi"), "", ""));
-    wait_bound(&sim, "plr");
-    create(
-        &sim,
-        &pod_yaml("beside", "", &container_requests("600m"), ""),
-    );
-    let (_, m) = wait_message(&sim, "beside", |r, _| r == "Unschedulable");
+    sim.create(&pod_yaml("plr", &pod_level("1500m", "1Gi"), "", ""));
+    sim.wait_bound("plr");
+    sim.create(&pod_yaml("beside", "", &container_requests("600m"), ""));
+    let (_, m) = sim.wait_message("beside", |r, _| r == "Unschedulable");
     assert_eq!(
         m,
         "0/1 nodes are unavailable: 1 Insufficient cpu. \
@@ -130,16 +87,13 @@ fn pod_level_requests_are_never_overcommitted() {
     std::fs::create_dir_all(&sim2_dir).unwrap();
     let sim2 = SimProc::start(&sim2_dir, 1, &["--node-cpu", "2", "--node-memory", "4Gi"]);
     let _s2 = scheduler(&sim2_dir, &sim2, &[]);
-    create(
-        &sim2,
-        &pod_yaml(
-            "overhead",
-            &pod_level("1500m", "1Gi"),
-            "",
-            "  overhead:\n    cpu: 600m\n",
-        ),
-    );
-    let (_, m) = wait_message(&sim2, "overhead", |r, _| r == "Unschedulable");
+    sim2.create(&pod_yaml(
+        "overhead",
+        &pod_level("1500m", "1Gi"),
+        "",
+        "  overhead:\n    cpu: 600m\n",
+    ));
+    let (_, m) = sim2.wait_message("overhead", |r, _| r == "Unschedulable");
     assert_eq!(
         m,
         "0/1 nodes are unavailable: 1 Insufficient cpu. \
@@ -158,7 +112,7 @@ fn pod_level_pods_fill_a_node_exactly_at_four_workers() {
     let yaml: String = (0..PODS)
         .map(|i| pod_yaml(&format!("p-{i}"), &pod_level("500m", "64Mi"), "", ""))
         .collect();
-    create(&sim, &yaml);
+    sim.create(&yaml);
     wait_until("four bound and every other pod reported", WAIT, || {
         let ps = sim.kubectl_json(&["get", "pods", "-n", "default"]);
         let ps = ps["items"].as_array().cloned().unwrap_or_default();
@@ -166,7 +120,7 @@ fn pod_level_pods_fill_a_node_exactly_at_four_workers() {
         bound == 4
             && ps.iter().filter(|p| node_of(p).is_none()).all(|p| {
                 let name = p["metadata"]["name"].as_str().unwrap();
-                waiting(&sim, name).is_some()
+                sim.waiting(name).is_some()
             })
     });
     let bindings = sim.records_blocking("bindings");
@@ -206,44 +160,39 @@ fn pods_with_resource_claims_wait_with_a_condition_naming_the_claim() {
     let dir = procs::tmpdir("spec-e2e-claims");
     let sim = SimProc::start(&dir, 2, &[]);
     let _s = scheduler(&dir, &sim, &[]);
-    create(&sim, &claim_pod("named", "resourceClaimName: gpu-claim"));
-    create(
-        &sim,
-        &claim_pod("templated", "resourceClaimTemplateName: gpu-tpl"),
-    );
-    create(
-        &sim,
-        &pod_yaml("plain", "", &container_requests("100m"), ""),
-    );
-    wait_bound(&sim, "plain");
-    let (reason, m) = wait_message(&sim, "named", |_, m| m.contains("gpu-claim"));
+    sim.create(&claim_pod("named", "resourceClaimName: gpu-claim"));
+    sim.create(&claim_pod(
+        "templated",
+        "resourceClaimTemplateName: gpu-tpl",
+    ));
+    sim.create(&pod_yaml("plain", "", &container_requests("100m"), ""));
+    sim.wait_bound("plain");
+    let (reason, m) = sim.wait_message("named", |_, m| m.contains("gpu-claim"));
     assert_eq!(reason, "Unschedulable");
     // Held back as upstream's PreEnqueue holds it: no attempt, so no preemption to report.
     assert_eq!(
         m,
         "0/2 nodes are unavailable: 2 resourceclaim.resource.k8s.io \"gpu-claim\" not found."
     );
-    let (_, m) = wait_message(&sim, "templated", |_, m| m.contains("ResourceClaim"));
+    let (_, m) = sim.wait_message("templated", |_, m| m.contains("ResourceClaim"));
     assert!(
         m.contains("pod \"default/templated\": ResourceClaim not created yet"),
         "{m}"
     );
     // The claim and the template appear (the claim controller makes the pod's claim): both
     // pods still wait, now because their device class does not exist.
-    create(&sim, &claim_yaml("gpu-claim"));
-    create(&sim, &template_yaml("gpu-tpl"));
+    sim.create(&claim_yaml("gpu-claim"));
+    sim.create(&template_yaml("gpu-tpl"));
     for p in ["named", "templated"] {
         // The engine's text names the request and the class.
-        let (_, m) = wait_message(&sim, p, |_, m| m.contains("device class gpu.example.com"));
+        let (_, m) = sim.wait_message(p, |_, m| m.contains("device class gpu.example.com"));
         assert!(m.contains("request gpu"), "{m}");
     }
     // The class appears: no device yet.
-    create(
-        &sim,
-        "---\napiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata:\n  name: gpu.example.com\nspec:\n  selectors:\n  - cel:\n      expression: device.driver == \"gpu.example.com\"\n",
+    sim.create("---\napiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata:\n  name: gpu.example.com\nspec:\n  selectors:\n  - cel:\n      expression: device.driver == \"gpu.example.com\"\n",
     );
     for p in ["named", "templated"] {
-        let (_, m) = wait_message(&sim, p, |_, m| m.contains("cannot allocate all claims"));
+        let (_, m) = sim.wait_message(p, |_, m| m.contains("cannot allocate all claims"));
         assert_eq!(
             m,
             "0/2 nodes are unavailable: 2 cannot allocate all claims. preemption: 0/2 nodes are \
@@ -256,14 +205,12 @@ fn pods_with_resource_claims_wait_with_a_condition_naming_the_claim() {
         .as_str()
         .unwrap()
         .to_owned();
-    create(
-        &sim,
-        &format!(
+    sim.create(&format!(
             "---\napiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata:\n  name: gpus\nspec:\n  driver: gpu.example.com\n  nodeName: {node}\n  pool:\n    name: {node}\n    generation: 1\n    resourceSliceCount: 1\n  devices:\n  - name: gpu-0\n  - name: gpu-1\n"
         ),
     );
     for p in ["named", "templated"] {
-        assert_eq!(wait_bound(&sim, p), node, "{p}");
+        assert_eq!(sim.wait_bound(p), node, "{p}");
     }
     let claims = sim.kubectl_json(&["get", "resourceclaims", "-n", "default"]);
     let devices: std::collections::BTreeSet<&str> = claims["items"]
@@ -296,9 +243,9 @@ fn with_dra_switched_off_a_pod_with_claims_says_so() {
         &sim,
         &[&format!("--scheduler-conf={}", conf.display())],
     );
-    create(&sim, &claim_yaml("gpu-claim"));
-    create(&sim, &claim_pod("named", "resourceClaimName: gpu-claim"));
-    let (_, m) = wait_message(&sim, "named", |_, m| m.contains("switched off"));
+    sim.create(&claim_yaml("gpu-claim"));
+    sim.create(&claim_pod("named", "resourceClaimName: gpu-claim"));
+    let (_, m) = sim.wait_message("named", |_, m| m.contains("switched off"));
     assert_eq!(
         m,
         "0/1 nodes are unavailable: 1 pod resource claim \"gpu\": dynamic resource allocation is \
@@ -314,13 +261,11 @@ fn csi_class_and_claims(sim: &SimProc, claims: &[&str]) {
             "---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: {c}\n  namespace: default\nspec:\n  accessModes: [ReadWriteOnce]\n  storageClassName: csi\n  resources:\n    requests:\n      storage: 1Gi\n"
         ));
     }
-    create(sim, &yaml);
+    sim.create(&yaml);
 }
 
 fn csinode(sim: &SimProc, node: &str, count: u32) {
-    create(
-        sim,
-        &format!(
+    sim.create(&format!(
             "apiVersion: storage.k8s.io/v1\nkind: CSINode\nmetadata:\n  name: {node}\nspec:\n  drivers:\n  - name: csi.example.com\n    nodeID: {node}\n    allocatable:\n      count: {count}\n"
         ),
     );
@@ -363,31 +308,31 @@ fn csi_attach_limits_at_their_boundaries() {
         let _s = scheduler(&dir, &sim, &[]);
         match limit {
             0 => {
-                create(&sim, &volume_pod("first", &["c0"]));
-                let (_, m) = wait_message(&sim, "first", |r, _| r == "Unschedulable");
+                sim.create(&volume_pod("first", &["c0"]));
+                let (_, m) = sim.wait_message("first", |r, _| r == "Unschedulable");
                 assert_eq!(m, TOO_MANY, "limit 0 takes no volume");
             }
             1 => {
-                create(&sim, &volume_pod("first", &["c0"]));
-                wait_bound(&sim, "first");
+                sim.create(&volume_pod("first", &["c0"]));
+                sim.wait_bound("first");
                 // The same claim again: counted once, fits.
-                create(&sim, &volume_pod("sharer", &["c0"]));
-                wait_bound(&sim, "sharer");
-                create(&sim, &volume_pod("second", &["c1"]));
-                let (_, m) = wait_message(&sim, "second", |r, _| r == "Unschedulable");
+                sim.create(&volume_pod("sharer", &["c0"]));
+                sim.wait_bound("sharer");
+                sim.create(&volume_pod("second", &["c1"]));
+                let (_, m) = sim.wait_message("second", |r, _| r == "Unschedulable");
                 assert_eq!(m, TOO_MANY, "one over the limit");
             }
             _ => {
                 // Exactly at the limit with one pod of two claims, then one over.
-                create(&sim, &volume_pod("pair", &["c0", "c1"]));
-                wait_bound(&sim, "pair");
-                create(&sim, &volume_pod("third", &["c2"]));
-                let (_, m) = wait_message(&sim, "third", |r, _| r == "Unschedulable");
+                sim.create(&volume_pod("pair", &["c0", "c1"]));
+                sim.wait_bound("pair");
+                sim.create(&volume_pod("third", &["c2"]));
+                let (_, m) = sim.wait_message("third", |r, _| r == "Unschedulable");
                 assert_eq!(m, TOO_MANY);
                 // Freed: the pair is deleted, the third fits.
                 let (ok, out) = sim.kubectl(&["delete", "pod", "pair", "-n", "default"], None);
                 assert!(ok, "{out}");
-                wait_bound(&sim, "third");
+                sim.wait_bound("third");
             }
         }
     }
@@ -400,12 +345,10 @@ fn a_claim_no_provisioner_can_satisfy_is_reported() {
     let dir = procs::tmpdir("spec-e2e-no-provisioner");
     let sim = SimProc::start(&dir, 2, &["--provisioner-delay", "50ms"]);
     let _s = scheduler(&dir, &sim, &[]);
-    create(
-        &sim,
-        "---\napiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata:\n  name: local\nprovisioner: kubernetes.io/no-provisioner\nvolumeBindingMode: WaitForFirstConsumer\n---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: nvme\n  namespace: default\nspec:\n  accessModes: [ReadWriteOnce]\n  storageClassName: local\n  resources:\n    requests:\n      storage: 10Gi\n",
+    sim.create("---\napiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata:\n  name: local\nprovisioner: kubernetes.io/no-provisioner\nvolumeBindingMode: WaitForFirstConsumer\n---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: nvme\n  namespace: default\nspec:\n  accessModes: [ReadWriteOnce]\n  storageClassName: local\n  resources:\n    requests:\n      storage: 10Gi\n",
     );
-    create(&sim, &volume_pod("local", &["nvme"]));
-    let (reason, m) = wait_message(&sim, "local", |_, _| true);
+    sim.create(&volume_pod("local", &["nvme"]));
+    let (reason, m) = sim.wait_message("local", |_, _| true);
     assert_eq!(reason, "Unschedulable");
     assert_eq!(
         m,
@@ -432,17 +375,15 @@ fn a_prebind_wait_is_nominated_then_reported_with_its_reason() {
         &sim,
         &[&format!("--scheduler-conf={}", conf.display())],
     );
-    create(
-        &sim,
-        "---\napiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata:\n  name: late\nprovisioner: csi.example.com\nvolumeBindingMode: WaitForFirstConsumer\n---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: stuck\n  namespace: default\nspec:\n  accessModes: [ReadWriteOnce]\n  storageClassName: late\n  resources:\n    requests:\n      storage: 1Gi\n",
+    sim.create("---\napiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata:\n  name: late\nprovisioner: csi.example.com\nvolumeBindingMode: WaitForFirstConsumer\n---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: stuck\n  namespace: default\nspec:\n  accessModes: [ReadWriteOnce]\n  storageClassName: late\n  resources:\n    requests:\n      storage: 1Gi\n",
     );
-    create(&sim, &volume_pod("waiting", &["stuck"]));
+    sim.create(&volume_pod("waiting", &["stuck"]));
     wait_until("the node PreBind waits for is nominated", WAIT, || {
         pod(&sim, "waiting")["status"]["nominatedNodeName"]
             .as_str()
             .is_some_and(|n| !n.is_empty())
     });
-    let (reason, m) = wait_message(&sim, "waiting", |r, _| r == "SchedulerError");
+    let (reason, m) = sim.wait_message("waiting", |r, _| r == "SchedulerError");
     assert!(
         m.starts_with("execute preBind for pod default/waiting failed: binding volumes: ")
             && m.ends_with(", resync the task"),
@@ -464,12 +405,9 @@ fn a_refused_binding_is_reported_and_retried() {
     let _s = scheduler(&dir, &sim, &[]);
     let faults = serde_json::json!({"errors": [{"verb": "create", "resource": "pods/binding", "rate": 1.0, "code": 500}]});
     procs::post_faults(&sim, &faults);
-    create(
-        &sim,
-        &pod_yaml("refused", "", &container_requests("100m"), ""),
-    );
-    let (_, m) = wait_message(&sim, "refused", |r, _| r == "SchedulerError");
+    sim.create(&pod_yaml("refused", "", &container_requests("100m"), ""));
+    let (_, m) = sim.wait_message("refused", |r, _| r == "SchedulerError");
     assert!(m.starts_with("failed to bind to node "), "{m}");
     procs::post_faults(&sim, &serde_json::json!({}));
-    wait_bound(&sim, "refused");
+    sim.wait_bound("refused");
 }

@@ -267,7 +267,66 @@ impl SimProc {
         assert!(ok, "kubectl {args:?}: {out}");
         serde_json::from_str(&out).unwrap_or_else(|e| panic!("kubectl {args:?}: {e}: {out}"))
     }
+
+    /// `kubectl create -f -` of `yaml`, which must succeed.
+    pub fn create(&self, yaml: &str) {
+        let (ok, out) = self.kubectl(&["create", "-f", "-"], Some(yaml));
+        assert!(ok, "kubectl create: {out}\n{yaml}");
+    }
+
+    /// An object of `kind` in namespace `default`, which must exist.
+    pub fn get(&self, kind: &str, name: &str) -> serde_json::Value {
+        self.kubectl_json(&["get", kind, name, "-n", "default"])
+    }
+
+    /// The node a pod is bound to.
+    pub fn node_of(&self, pod: &str) -> Option<String> {
+        self.get("pod", pod)["spec"]["nodeName"]
+            .as_str()
+            .map(str::to_owned)
+    }
+
+    /// Wait until a pod is bound ([`SIM_WAIT`]); returns its node.
+    pub fn wait_bound(&self, pod: &str) -> String {
+        wait_until(&format!("{pod} bound"), SIM_WAIT, || {
+            self.node_of(pod).is_some()
+        });
+        self.node_of(pod).unwrap()
+    }
+
+    /// A pod's condition of `type_`, as JSON.
+    pub fn condition(&self, pod: &str, type_: &str) -> Option<serde_json::Value> {
+        self.get("pod", pod)["status"]["conditions"]
+            .as_array()?
+            .iter()
+            .find(|c| c["type"] == type_)
+            .cloned()
+    }
+
+    /// A pod's `PodScheduled=False` condition: (reason, message).
+    pub fn waiting(&self, pod: &str) -> Option<(String, String)> {
+        self.condition(pod, "PodScheduled")
+            .filter(|c| c["status"] == "False")
+            .map(|c| {
+                (
+                    c["reason"].as_str().unwrap_or("").to_owned(),
+                    c["message"].as_str().unwrap_or("").to_owned(),
+                )
+            })
+    }
+
+    /// Wait until a pod's `PodScheduled=False` (reason, message) satisfies `ok`
+    /// ([`SIM_WAIT`]); returns them.
+    pub fn wait_message(&self, pod: &str, ok: impl Fn(&str, &str) -> bool) -> (String, String) {
+        wait_until(&format!("{pod}'s condition"), SIM_WAIT, || {
+            self.waiting(pod).is_some_and(|(r, m)| ok(&r, &m))
+        });
+        self.waiting(pod).unwrap()
+    }
 }
+
+/// How long the kubectl helpers of [`SimProc`] wait for a pod to be bound or reported.
+pub const SIM_WAIT: Duration = Duration::from_secs(60);
 
 /// Runs `cmd` with `input` on its standard input; returns whether it succeeded, and its stdout
 /// followed by its stderr.
