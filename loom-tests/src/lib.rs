@@ -12,6 +12,7 @@
 use magma_engine::binder::BindVersions;
 use magma_engine::cache::Cache;
 use magma_engine::model::{CPU, CompiledPod, NodeInput, PodInput};
+use magma_engine::queue::PodState;
 use magma_engine::snapshot::{CHUNK, Snapshot};
 use magma_engine::testing::{HarnessOptions, mk_node, mk_pod};
 use std::sync::Arc;
@@ -122,4 +123,54 @@ where
         let f = f.clone();
         spawn(move || f()).join().expect("model body panicked");
     });
+}
+
+/// Two workers each take one task from the hand-off and decide it at once, on the view they
+/// were handed (`observe` sees each worker's result); then the model's thread settles: results
+/// applied, the next view published, what is left decided one at a time by worker 0, until
+/// nothing is left. Returns what each worker's `observe` returned.
+#[cfg(loom)]
+pub fn race_then_settle<T: Send + 'static>(
+    d: &mut Harness,
+    observe: fn(&magma_engine::worker::WorkerResult) -> T,
+) -> Vec<Option<T>> {
+    let workers: Vec<_> = (0..2)
+        .map(|w| {
+            let mut worker = d.worker(w);
+            spawn(move || {
+                let mut seen = None;
+                worker.step_observed(|r| seen = Some(observe(r)));
+                (worker, seen)
+            })
+        })
+        .collect();
+    let mut seen = Vec::new();
+    for w in workers {
+        let (worker, s) = w.join().unwrap();
+        seen.push(s);
+        d.give_back(worker);
+    }
+    while d.results() + usize::from(d.step(0)) > 0 {
+        d.flush();
+    }
+    d.flush();
+    seen
+}
+
+/// Of two pods `uid-<a>` and `uid-<b>`, the one `winners` (exactly one) does not name is still
+/// the engine's and reported unschedulable: not lost, not bound.
+pub fn other_is_unschedulable(d: &Harness, winners: &[&str], a: &str, b: &str) {
+    assert_eq!(winners.len(), 1, "exactly one of them gets it: {winners:?}");
+    let (a, b) = (format!("uid-{a}"), format!("uid-{b}"));
+    let left = if winners[0] == a { b } else { a };
+    let e = d
+        .core()
+        .queue()
+        .get(&left)
+        .expect("the other pod is still ours");
+    assert!(
+        matches!(e.state(), PodState::Unschedulable { .. }),
+        "{left} is {:?}, not reported unschedulable",
+        e.state()
+    );
 }

@@ -19,7 +19,6 @@
 
 use magma_engine::core::Input;
 use magma_engine::model::{LabelSelectorInput, PodAffinityInput, PodAffinityTermInput, PodInput};
-use magma_engine::queue::PodState;
 use magma_engine::testing::with_labels;
 use magma_engine::worker::Outcome;
 use magma_loom_tests::{harness, node, pod};
@@ -67,52 +66,19 @@ fn cross_node_claims() {
         d.flush(); // both handed off on a snapshot that holds neither
         assert_eq!(d.handoff().len(), 2);
 
-        let workers: Vec<_> = (0..2)
-            .map(|w| {
-                let mut worker = d.worker(w);
-                magma_loom_tests::spawn(move || {
-                    let mut burned = false;
-                    worker.step_observed(|r| burned = matches!(r.outcome, Outcome::Burned { .. }));
-                    (worker, burned)
-                })
-            })
-            .collect();
-        let mut any_burned = false;
-        for w in workers {
-            let (worker, burned) = w.join().unwrap();
-            any_burned |= burned;
-            d.give_back(worker);
-        }
-        if any_burned {
+        let burned = magma_loom_tests::race_then_settle(&mut d, |r| {
+            matches!(r.outcome, Outcome::Burned { .. })
+        });
+        if burned.into_iter().any(|b| b == Some(true)) {
             BURNED.fetch_add(1, Ordering::Relaxed);
         }
-        // Settle on this thread: results, publication, retries one at a time.
-        while d.results() + usize::from(d.step(0)) > 0 {
-            d.flush();
-        }
-        d.flush();
 
         let placed: Vec<&str> = d.binds.iter().map(|b| &*b.pod.uid).collect();
         assert!(
             !(placed.contains(&"uid-p") && placed.contains(&"uid-q")),
             "p's zone anti-affinity against app=web was broken: both p and q placed in zone a"
         );
-        assert_eq!(placed.len(), 1, "one of them fits: {placed:?}");
-        let left = if placed[0] == "uid-p" {
-            "uid-q"
-        } else {
-            "uid-p"
-        };
-        let e = d
-            .core()
-            .queue()
-            .get(left)
-            .expect("the other pod is still ours");
-        assert!(
-            matches!(e.state(), PodState::Unschedulable { .. }),
-            "{left} is {:?}, not reported unschedulable",
-            e.state()
-        );
+        magma_loom_tests::other_is_unschedulable(&d, &placed, "p", "q");
         d.check_settled();
     });
     assert!(

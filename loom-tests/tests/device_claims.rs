@@ -21,7 +21,6 @@ use magma_engine::core::Input;
 use magma_engine::dra::devices::{ClassInput, DeviceInput, NodesInput, SliceInput};
 use magma_engine::dra::{ClaimInput, DraInput, ExactInput, PodClaimInput, RequestInput};
 use magma_engine::model::PodInput;
-use magma_engine::queue::PodState;
 use magma_loom_tests::{harness, node, pod};
 
 fn with_claim(mut p: PodInput, claim: &str) -> PodInput {
@@ -84,23 +83,7 @@ fn device_claims() {
         }
         d.flush();
 
-        let workers: Vec<_> = (0..2)
-            .map(|w| {
-                let mut worker = d.worker(w);
-                magma_loom_tests::spawn(move || {
-                    worker.step();
-                    worker
-                })
-            })
-            .collect();
-        for w in workers {
-            d.give_back(w.join().unwrap());
-        }
-        // Settle on this thread: results, publication, what is left decided one at a time.
-        while d.results() + usize::from(d.step(0)) > 0 {
-            d.flush();
-        }
-        d.flush();
+        magma_loom_tests::race_then_settle(&mut d, |_| ());
 
         let given: Vec<&str> = d
             .binds
@@ -118,22 +101,7 @@ fn device_claims() {
             given.len() <= 1,
             "the device was given to two pods at once: {given:?}"
         );
-        assert_eq!(given.len(), 1, "one of them gets it");
-        let left = if given[0] == "uid-p0" {
-            "uid-p1"
-        } else {
-            "uid-p0"
-        };
-        let e = d
-            .core()
-            .queue()
-            .get(left)
-            .expect("the other pod is still ours");
-        assert!(
-            matches!(e.state(), PodState::Unschedulable { .. }),
-            "{left} is {:?}, not reported unschedulable",
-            e.state()
-        );
+        magma_loom_tests::other_is_unschedulable(&d, &given, "p0", "p1");
         d.check_settled();
     });
 }

@@ -16,7 +16,6 @@
 
 use magma_engine::core::Input;
 use magma_engine::model::{PodInput, SelectorRequirementInput, SelectorTermInput};
-use magma_engine::queue::PodState;
 use magma_engine::testing::with_labels;
 use magma_engine::volumes::{PodVolumeInput, PvInput, PvcInput, StorageClassInput, StorageInput};
 use magma_loom_tests::{harness, node, pod};
@@ -86,23 +85,7 @@ fn pv_reservation() {
         }
         d.flush();
 
-        let workers: Vec<_> = (0..2)
-            .map(|w| {
-                let mut worker = d.worker(w);
-                magma_loom_tests::spawn(move || {
-                    worker.step();
-                    worker
-                })
-            })
-            .collect();
-        for w in workers {
-            d.give_back(w.join().unwrap());
-        }
-        // Settle on this thread: results, publication, what is left decided one at a time.
-        while d.results() + usize::from(d.step(0)) > 0 {
-            d.flush();
-        }
-        d.flush();
+        magma_loom_tests::race_then_settle(&mut d, |_| ());
 
         let given: Vec<&str> = d
             .binds
@@ -114,22 +97,7 @@ fn pv_reservation() {
             given.len() <= 1,
             "the PV was given to two pods at once: {given:?}"
         );
-        assert_eq!(given.len(), 1, "one of them gets it");
-        let left = if given[0] == "uid-p0" {
-            "uid-p1"
-        } else {
-            "uid-p0"
-        };
-        let e = d
-            .core()
-            .queue()
-            .get(left)
-            .expect("the other pod is still ours");
-        assert!(
-            matches!(e.state(), PodState::Unschedulable { .. }),
-            "{left} is {:?}, not reported unschedulable",
-            e.state()
-        );
+        magma_loom_tests::other_is_unschedulable(&d, &given, "p0", "p1");
         d.check_settled();
     });
 }
