@@ -337,8 +337,8 @@ fn sync_pod(inner: &Inner, index: &mut Index, ns: &str, name: &str) {
     let mut stored = pod;
     let pod = &stored.value;
     let mut statuses: Vec<Value> = Vec::new();
-    if !pod_done(&pod) {
-        for pc in arr(&pod, "/spec/resourceClaims") {
+    if !pod_done(pod) {
+        for pc in arr(pod, "/spec/resourceClaims") {
             let Some(template) = pc
                 .get("resourceClaimTemplateName")
                 .and_then(Value::as_str)
@@ -346,10 +346,10 @@ fn sync_pod(inner: &Inner, index: &mut Index, ns: &str, name: &str) {
             else {
                 continue;
             };
-            if let Some((existing, _)) = claim_name(&pod, pc)
+            if let Some((existing, _)) = claim_name(pod, pc)
                 && st
                     .get(&d.claims, ns, &existing)
-                    .is_ok_and(|c| owned_by(&c.value, &pod))
+                    .is_ok_and(|c| owned_by(&c.value, pod))
             {
                 continue;
             }
@@ -359,11 +359,11 @@ fn sync_pod(inner: &Inner, index: &mut Index, ns: &str, name: &str) {
                 "/metadata/annotations/{}",
                 POD_CLAIM_NAME_ANNOTATION.replace('/', "~1")
             );
-            let found = Index::get(&index.claims_by_uid, ns, meta::meta_str(&pod, "uid"))
+            let found = Index::get(&index.claims_by_uid, ns, meta::meta_str(pod, "uid"))
                 .into_iter()
                 .find(|c| {
                     st.get(&d.claims, ns, c).is_ok_and(|c| {
-                        owned_by(&c.value, &pod) && s(&c.value, &annotation) == pc_name
+                        owned_by(&c.value, pod) && s(&c.value, &annotation) == pc_name
                     })
                 });
             let claim_name = match found {
@@ -383,7 +383,7 @@ fn sync_pod(inner: &Inner, index: &mut Index, ns: &str, name: &str) {
                         "generateName": generate_name(name, pc_name),
                         "namespace": ns,
                         "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": name,
-                            "uid": meta::meta_str(&pod, "uid"), "controller": true,
+                            "uid": meta::meta_str(pod, "uid"), "controller": true,
                             "blockOwnerDeletion": true}],
                         "annotations": annotations,
                     });
@@ -402,7 +402,7 @@ fn sync_pod(inner: &Inner, index: &mut Index, ns: &str, name: &str) {
                     ) {
                         Ok(c) => {
                             let claim = meta::meta_str(&c.value, "name").to_string();
-                            index.made(ns, meta::meta_str(&pod, "uid"), &claim);
+                            index.made(ns, meta::meta_str(pod, "uid"), &claim);
                             claim
                         }
                         Err(e) => {
@@ -447,19 +447,19 @@ fn sync_pod(inner: &Inner, index: &mut Index, ns: &str, name: &str) {
     if s(pod, "/spec/nodeName").is_empty() {
         return; // the scheduler reserves
     }
-    for pc in arr(&pod, "/spec/resourceClaims") {
-        let Some((claim_name, check_owner)) = claim_name(&pod, pc) else {
+    for pc in arr(pod, "/spec/resourceClaims") {
+        let Some((claim_name, check_owner)) = claim_name(pod, pc) else {
             continue;
         };
         let Ok(claim) = st.get(&d.claims, ns, &claim_name) else {
             continue;
         };
         let claim = claim.value.clone();
-        if check_owner && !owned_by(&claim, &pod) {
+        if check_owner && !owned_by(&claim, pod) {
             continue;
         }
         let reserved = arr(&claim, "/status/reservedFor");
-        let uid = meta::meta_str(&pod, "uid");
+        let uid = meta::meta_str(pod, "uid");
         if claim
             .pointer("/status/allocation")
             .is_some_and(|a| !a.is_null())
