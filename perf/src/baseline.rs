@@ -23,8 +23,8 @@
 //! Only the parsing of quantities and of the effective pod request (Kubernetes' init-container
 //! rule) is borrowed from the engine's model; nothing of the engine runs in the scheduling loop.
 
+use crate::latency::Latency;
 use crate::plan::{Plan, Rng};
-use crate::report::Latency;
 use hdrhistogram::Histogram;
 use magma_engine::model::{
     NodeInput, PodInput, ResourceRegistry, SelectorRequirementInput, SelectorTermInput, TaintInput,

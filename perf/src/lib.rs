@@ -11,6 +11,7 @@ pub mod ab;
 pub mod baseline;
 pub mod clock;
 pub mod e2e;
+pub mod latency;
 pub mod plan;
 pub mod plot;
 pub mod procs;

@@ -30,10 +30,8 @@ use magma_engine::volumes::{CsiNodeInput, PodVolumeInput, PvInput, PvcInput, Sto
 use std::collections::BTreeMap;
 
 pub mod dra;
+pub use crate::slim::SCHEDULING_PRIORITY_ANNOTATION;
 pub use dra::{SliceRejected, claim_input as resource_claim_input, class_input, slice_input};
-
-/// The annotation Volcano's queue orders by (urgent = 100).
-pub const SCHEDULING_PRIORITY_ANNOTATION: &str = "volcano.sh/scheduling-priority";
 
 fn resources(map: Option<&BTreeMap<String, Quantity>>) -> Vec<(String, String)> {
     map.map(|m| m.iter().map(|(k, q)| (k.clone(), q.0.clone())).collect())

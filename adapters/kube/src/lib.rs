@@ -14,6 +14,7 @@
 //! [`shardctl`] (the sharding controller: its pure core — config, policies, node assignment,
 //! hand-off pinning, sync plan — and its runtime behind the `shard-controller` binary).
 
+pub mod apicall;
 pub mod app;
 pub mod bind;
 pub mod convert;

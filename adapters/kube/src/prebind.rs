@@ -22,6 +22,7 @@
 //! not before; static binding of unbound claims to existing PVs is not done (the engine does
 //! not choose PVs).
 
+use crate::apicall::api_message;
 use crate::convert::{node_input, pv_node_affinity};
 use crate::ratelimit::TokenBucket;
 use crate::slim::Node;
@@ -223,6 +224,20 @@ pub struct Context {
     pub stop: watch::Receiver<bool>,
 }
 
+impl crate::apicall::Calls for Context {
+    fn client(&self) -> &Client {
+        &self.client
+    }
+
+    fn limiter(&self) -> &TokenBucket {
+        &self.limiter
+    }
+
+    fn call_timeout(&self) -> Duration {
+        self.call_timeout
+    }
+}
+
 /// Compare two resourceVersions (integers, KEP-5504); `None` when either is not one.
 fn compare_rv(a: Option<&str>, b: Option<&str>) -> Option<CmpOrdering> {
     magma_engine::shard::resource_version_order(a?, b?)
@@ -302,13 +317,6 @@ fn check(t: &mut Tracked, node: &str, what: &Observed) -> Result<(), String> {
     }
     t.bound = s.bound_volume().map(str::to_owned);
     Ok(())
-}
-
-pub(crate) fn api_message(e: &kube::Error) -> String {
-    match e {
-        kube::Error::Api(s) => format!("{} ({})", s.message, s.code),
-        other => other.to_string(),
-    }
 }
 
 /// An API call under the rate limit and the call timeout.

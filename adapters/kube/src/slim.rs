@@ -17,7 +17,6 @@
 //! Owns: the decoding of those two kinds for the scheduler. Touches nothing else. The
 //! shard controller and the bind path keep k8s-openapi's full types.
 
-use crate::convert::SCHEDULING_PRIORITY_ANNOTATION;
 use k8s_openapi::api::core::v1::{
     Affinity, ContainerPort, PersistentVolumeClaimVolumeSource, PodSchedulingGate,
     ResourceRequirements, Taint, Toleration, TopologySpreadConstraint,
@@ -29,6 +28,9 @@ use serde::Deserialize;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+
+/// The annotation Volcano's queue orders by (urgent = 100).
+pub const SCHEDULING_PRIORITY_ANNOTATION: &str = "volcano.sh/scheduling-priority";
 
 /// `null` or absent: the type's default (the API omits empty lists and maps, but a client
 /// may send `null`).

@@ -67,28 +67,13 @@ fn default_pod_spec(pod: &mut Value) {
         s.entry("securityContext").or_insert_with(|| json!({}));
         for list in ["containers", "initContainers"] {
             if let Some(Value::Array(cs)) = s.get_mut(list) {
-                cs.iter_mut().for_each(default_container_requests);
+                cs.iter_mut()
+                    .for_each(crate::podres::default_container_requests);
             }
         }
     }
     // Pod-level defaults come after the containers' (`SetDefaults_Pod`).
     crate::podres::default_spec(spec);
-}
-
-/// Requests default to limits when only limits are given.
-pub(crate) fn default_container_requests(c: &mut Value) {
-    let Some(res) = c.get_mut("resources").and_then(Value::as_object_mut) else {
-        return;
-    };
-    let Some(limits) = res.get("limits").and_then(Value::as_object).cloned() else {
-        return;
-    };
-    let req = res.entry("requests").or_insert_with(|| json!({}));
-    if let Some(req) = req.as_object_mut() {
-        for (k, v) in limits {
-            req.entry(k).or_insert(v);
-        }
-    }
 }
 
 /// The QoS class of a pod spec as `qos.ComputePodQOS` derives it: from the pod-level resources

@@ -577,6 +577,22 @@ pub(crate) fn qos(spec: &Value) -> Option<&'static str> {
     })
 }
 
+/// Requests default to limits when only limits are given (a container's resources).
+pub(crate) fn default_container_requests(c: &mut Value) {
+    let Some(res) = c.get_mut("resources").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let Some(limits) = res.get("limits").and_then(Value::as_object).cloned() else {
+        return;
+    };
+    let req = res.entry("requests").or_insert_with(|| json!({}));
+    if let Some(req) = req.as_object_mut() {
+        for (k, v) in limits {
+            req.entry(k).or_insert(v);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -586,8 +602,7 @@ mod tests {
         let mut s = v;
         for l in ["containers", "initContainers"] {
             if let Some(Value::Array(cs)) = s.get_mut(l) {
-                cs.iter_mut()
-                    .for_each(crate::kinds::default_container_requests);
+                cs.iter_mut().for_each(default_container_requests);
             }
         }
         default_spec(&mut s);

@@ -87,7 +87,8 @@ pub(crate) fn resize(old: &Value, mut submitted: Value, name: &str) -> Result<Va
     // defaults.
     for l in LISTS {
         if let Some(Value::Array(cs)) = submitted.pointer_mut(&format!("/spec/{l}")) {
-            cs.iter_mut().for_each(kinds::default_container_requests);
+            cs.iter_mut()
+                .for_each(crate::podres::default_container_requests);
         }
     }
     if let Some(spec) = submitted.get_mut("spec").filter(|s| s.is_object()) {

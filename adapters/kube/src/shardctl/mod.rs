@@ -20,6 +20,7 @@ pub mod flags;
 pub mod handoff;
 pub mod index;
 pub mod metrics;
+pub mod node;
 pub mod plan;
 pub mod policy;
 

@@ -3,7 +3,7 @@
 //! `node-limit` (select: cap the count). Owns argument parsing and validation for each policy;
 //! pure functions over [`ShardNode`]s, it touches nothing else.
 
-use super::assign::ShardNode;
+use super::node::ShardNode;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -288,7 +288,7 @@ fn arg_string(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shardctl::assign::NodeUsage;
+    use crate::shardctl::node::NodeUsage;
 
     fn node(cpu_req: i64, cpu_cap: i64) -> ShardNode {
         ShardNode::new("n").with_usage(NodeUsage {
