@@ -18,9 +18,8 @@
 //! Pure: reads the published [`DevicesView`] and [`InUse`], writes nothing.
 
 use super::cel::AttrValue;
-use super::devices::{CounterKey, DevId, DevicesView};
+use super::devices::{DevId, DevicesView};
 use crate::model::{NodeMeta, TaintEffect, Term, Toleration};
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Most device choices the search may try for one pod on one node.
@@ -90,8 +89,8 @@ pub struct PodClaim {
 pub struct InUse {
     /// One bit per device id.
     pub devices: Vec<u64>,
-    /// Counters consumed: (driver, pool, set, counter) → milli-units.
-    pub counters: HashMap<CounterKey, i128>,
+    /// Counters consumed, in milli-units by counter id (`DevicesView::counters`).
+    pub counters: Vec<i128>,
 }
 
 impl InUse {
@@ -107,6 +106,20 @@ impl InUse {
             self.devices.resize(w + 1, 0);
         }
         self.devices[w] |= 1 << (id % 64);
+    }
+
+    /// What is consumed of counter `id`.
+    pub fn used(&self, id: u32) -> i128 {
+        self.counters.get(id as usize).copied().unwrap_or(0)
+    }
+
+    /// Consume `amount` of counter `id`.
+    pub fn consume(&mut self, id: u32, amount: i128) {
+        let i = id as usize;
+        if self.counters.len() <= i {
+            self.counters.resize(i + 1, 0);
+        }
+        self.counters[i] += amount;
     }
 
     pub fn remove(&mut self, id: DevId) {
@@ -157,8 +170,8 @@ struct Search<'a> {
     node: &'a NodeMeta,
     /// Devices taken by this pod so far.
     taken: Vec<DevId>,
-    /// Counters consumed by this pod so far.
-    counters: HashMap<CounterKey, i128>,
+    /// Counters consumed by this pod so far: (counter id, milli-units), a few entries.
+    counters: Vec<(u32, i128)>,
     steps: usize,
     /// A candidate was left out because its pool is invalid.
     saw_invalid: bool,
@@ -204,23 +217,19 @@ impl Search<'_> {
         alt.admin || d.consumes.is_empty() || self.counters_fit(id)
     }
 
-    fn counter_key(&self, id: DevId, set: &Arc<str>, c: &Arc<str>) -> CounterKey {
-        let d = self.view.devices[id as usize]
-            .as_ref()
-            .expect("usable device");
-        (d.driver.clone(), d.pool.clone(), set.clone(), c.clone())
-    }
-
     fn counters_fit(&self, id: DevId) -> bool {
         let d = self.view.devices[id as usize]
             .as_ref()
             .expect("usable device");
-        d.consumes.iter().all(|(set, c, amount)| {
-            let k = self.counter_key(id, set, c);
-            let cap = self.view.counters.get(&k).copied().unwrap_or(0);
-            let used = self.in_use.counters.get(&k).copied().unwrap_or(0)
-                + self.counters.get(&k).copied().unwrap_or(0);
-            used + amount <= cap
+        d.counters.iter().all(|&(k, amount)| {
+            let cap = self.view.counters.get(k as usize).copied().unwrap_or(0);
+            let mine: i128 = self
+                .counters
+                .iter()
+                .filter(|&&(c, _)| c == k)
+                .map(|&(_, a)| a)
+                .sum();
+            self.in_use.used(k) + mine + amount <= cap
         })
     }
 
@@ -233,9 +242,8 @@ impl Search<'_> {
         let d = self.view.devices[id as usize]
             .as_ref()
             .expect("usable device");
-        for (set, c, amount) in d.consumes.iter() {
-            let k = (d.driver.clone(), d.pool.clone(), set.clone(), c.clone());
-            *self.counters.entry(k).or_default() += amount;
+        for &(k, amount) in d.counters.iter() {
+            self.counters.push((k, amount));
         }
     }
 
@@ -249,10 +257,9 @@ impl Search<'_> {
         let d = self.view.devices[id as usize]
             .as_ref()
             .expect("usable device");
-        for (set, c, amount) in d.consumes.iter() {
-            let k = (d.driver.clone(), d.pool.clone(), set.clone(), c.clone());
-            if let Some(v) = self.counters.get_mut(&k) {
-                *v -= amount;
+        for &(k, amount) in d.counters.iter() {
+            if let Some(i) = self.counters.iter().rposition(|&e| e == (k, amount)) {
+                self.counters.swap_remove(i);
             }
         }
     }
@@ -459,7 +466,7 @@ pub fn allocate(
         in_use,
         node,
         taken: Vec::new(),
-        counters: HashMap::new(),
+        counters: Vec::new(),
         steps: 0,
         saw_invalid: false,
         out: vec![Vec::new(); claims.len()],

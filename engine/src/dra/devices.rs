@@ -137,8 +137,11 @@ pub struct Device {
     /// (domain, name) → value, for `matchAttribute` constraints.
     pub attributes: Arc<[(Arc<str>, AttrValue)]>,
     pub taints: Box<[Taint]>,
-    /// Counters it consumes: (index into the pool's counter sets, counter name, milli-units).
+    /// Counters it consumes: (counter set, counter name, milli-units).
     pub consumes: Box<[Consumption]>,
+    /// The same by counter id (`DevicesView::counters`): what the allocator reads, with no
+    /// hashing per device.
+    pub counters: Box<[(u32, i128)]>,
     /// Its pool is incomplete (not every slice of the newest generation is known).
     pub incomplete_pool: bool,
     /// Its pool is invalid (see `Inventory::refresh`).
@@ -190,6 +193,9 @@ pub struct Inventory {
     /// `current` and the published view are stale.
     dirty: bool,
     view: Arc<DevicesView>,
+    /// Dense ids of the counters (driver, pool, set, counter) ever seen; never reused, so an
+    /// `InUse` built on an older view reads the same counters.
+    counter_ids: HashMap<CounterKey, u32>,
 }
 
 #[derive(Debug, Clone)]
@@ -214,8 +220,9 @@ pub struct DevicesView {
     pub by_node: HashMap<u32, Vec<DevId>>,
     /// Devices usable on more than one node.
     pub shared: Vec<DevId>,
-    /// Counter sets of partitionable devices: (driver, pool, set, counter) → milli-units.
-    pub counters: HashMap<CounterKey, i128>,
+    /// Counter sets of partitionable devices: capacity in milli-units by counter id (0 for a
+    /// counter no current slice defines).
+    pub counters: Vec<i128>,
 }
 
 impl std::fmt::Debug for Inventory {
@@ -225,6 +232,12 @@ impl std::fmt::Debug for Inventory {
             .field("slices", &self.slices.len())
             .finish_non_exhaustive()
     }
+}
+
+/// The dense id of a counter, given on first sight.
+fn counter_id(ids: &mut HashMap<CounterKey, u32>, k: CounterKey) -> u32 {
+    let next = ids.len() as u32;
+    *ids.entry(k).or_insert(next)
 }
 
 fn split_qualified(driver: &str, name: &str) -> (String, String) {
@@ -343,6 +356,7 @@ impl Inventory {
                 attributes: attributes.into(),
                 taints: taints.into(),
                 consumes: consumes.into(),
+                counters: Box::new([]),
                 incomplete_pool: false,
                 invalid_pool: false,
                 value: view.to_value(),
@@ -537,6 +551,17 @@ impl Inventory {
                 *d = None;
                 continue;
             }
+            if !dev.consumes.is_empty() {
+                let ids = &mut self.counter_ids;
+                dev.counters = dev
+                    .consumes
+                    .iter()
+                    .map(|(set, c, amount)| {
+                        let k = (dev.driver.clone(), dev.pool.clone(), set.clone(), c.clone());
+                        (counter_id(ids, k), *amount)
+                    })
+                    .collect();
+            }
             let key = (dev.driver.clone(), dev.pool.clone());
             let want = self.pools.get(&key).map_or(i64::MAX, |p| p.slice_count);
             dev.incomplete_pool = have.get(&key).copied().unwrap_or(0) < want;
@@ -546,14 +571,16 @@ impl Inventory {
                 _ => shared.push(id as DevId),
             }
         }
-        let mut counters = HashMap::new();
+        let mut counters = Vec::new();
         for s in self.slices.values() {
             for (set, cs) in &s.shared_counters {
                 for (c, v) in cs {
-                    counters.insert(
-                        (s.pool.0.clone(), s.pool.1.clone(), set.clone(), c.clone()),
-                        *v,
-                    );
+                    let k = (s.pool.0.clone(), s.pool.1.clone(), set.clone(), c.clone());
+                    let id = counter_id(&mut self.counter_ids, k) as usize;
+                    if counters.len() <= id {
+                        counters.resize(id + 1, 0);
+                    }
+                    counters[id] = *v;
                 }
             }
         }

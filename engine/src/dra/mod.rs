@@ -630,16 +630,8 @@ impl Dra {
                     }
                     in_use.insert(id);
                     if let Some(Some(d)) = devices.devices.get(id as usize) {
-                        for (set, counter, amount) in d.consumes.iter() {
-                            *in_use
-                                .counters
-                                .entry((
-                                    d.driver.clone(),
-                                    d.pool.clone(),
-                                    set.clone(),
-                                    counter.clone(),
-                                ))
-                                .or_default() += amount;
+                        for &(k, amount) in d.counters.iter() {
+                            in_use.consume(k, amount);
                         }
                     }
                 };
@@ -911,16 +903,8 @@ impl Dra {
                         for &id in &devices {
                             in_use.insert(id);
                             if let Some(Some(d)) = view.devices.get(id as usize) {
-                                for (set, counter, amount) in d.consumes.iter() {
-                                    *in_use
-                                        .counters
-                                        .entry((
-                                            d.driver.clone(),
-                                            d.pool.clone(),
-                                            set.clone(),
-                                            counter.clone(),
-                                        ))
-                                        .or_default() += amount;
+                                for &(k, amount) in d.counters.iter() {
+                                    in_use.consume(k, amount);
                                 }
                             }
                         }
