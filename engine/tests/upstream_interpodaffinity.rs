@@ -34,19 +34,14 @@
 //! - `IgnorePreferredTermsOfExistingPods` and `HardPodAffinityWeight: 0`: arguments Magma does
 //!   not have (it always scores existing pods' preferred terms, with hard weight 1).
 
-use magma_engine::binder::BindVersions;
-use magma_engine::cache::Cache;
 use magma_engine::conf::Profile;
 use magma_engine::model::{
-    LabelSelectorInput, NodeInput, PodAffinityInput, PodAffinityTermInput, PodInput,
-    SelectorRequirementInput,
+    LabelSelectorInput, PodAffinityInput, PodAffinityTermInput, PodInput, SelectorRequirementInput,
 };
 use magma_engine::plugins::inter_pod_affinity::InterPodAffinity;
-use magma_engine::plugins::{
-    Cycle, Filter, FilterSwitches, Filters, Node, Ranges, ScoreWeights, Scorer, Scores,
-};
-use magma_engine::snapshot::{CHUNK, Snapshot};
-use std::sync::Arc;
+use magma_engine::plugins::{FilterSwitches, ScoreWeights};
+
+mod world;
 
 // Upstream's reasons (`interpodaffinity/filtering.go`).
 const AFFINITY: &str = "node(s) didn't match pod affinity rules";
@@ -59,13 +54,8 @@ const MAX: i64 = 100;
 
 type Labels = &'static [(&'static str, &'static str)];
 
-/// The cluster of one case.
-struct World {
-    cache: Cache,
-    snap: Option<Arc<Snapshot>>,
-    nodes: Vec<String>,
-    next: usize,
-}
+/// The cluster of one case: InterPodAffinity on, and scoring_test.go's `namespaces`.
+struct World(world::World);
 
 impl World {
     fn new(nodes: &[(&str, Labels)]) -> World {
@@ -80,121 +70,39 @@ impl World {
             },
             ..Profile::default()
         };
-        let mut cache = Cache::new(Arc::new(BindVersions::default()), Arc::new(profile));
-        cache.enable_pod_index();
-        // scoring_test.go's `namespaces`.
+        let mut w = world::World::new(
+            profile,
+            nodes.iter().map(|(n, l)| world::node(n, l)).collect(),
+        );
         for (ns, team) in [
             ("subteam1.team1", "team1"),
             ("subteam2.team1", "team1"),
             ("subteam1.team2", "team2"),
             ("subteam2.team2", "team2"),
         ] {
-            cache.set_namespace(ns, Some(&[("team".to_owned(), team.to_owned())]));
+            w.cache
+                .set_namespace(ns, Some(&[("team".to_owned(), team.to_owned())]));
         }
-        let mut w = World {
-            cache,
-            snap: None,
-            nodes: Vec::new(),
-            next: 0,
-        };
-        for (name, labels) in nodes {
-            let n = NodeInput {
-                name: name.to_string(),
-                labels: labels
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect(),
-                allocatable: vec![
-                    ("cpu".into(), "8".into()),
-                    ("memory".into(), "16Gi".into()),
-                    ("pods".into(), "110".into()),
-                ],
-                ready: true,
-                ..Default::default()
-            };
-            w.cache.apply_node(&n, 0).expect("valid node");
-            w.nodes.push(name.to_string());
-        }
-        w
+        World(w)
     }
 
-    /// An existing pod, bound to `node` (which need not exist, as upstream's snapshots allow).
     fn bind(&mut self, p: &P, node: &str) {
-        self.next += 1;
-        let mut input = p.0.clone();
-        input.uid = format!("existing-{}", self.next);
-        input.name = input.uid.clone();
-        let c = self.cache.compile_pod(&input).expect("valid existing pod");
-        self.cache.apply_bound_pod(&c, node, false);
-    }
-
-    fn snapshot(&mut self) -> Arc<Snapshot> {
-        if let Some(s) = self.cache.publish() {
-            self.snap = Some(s);
-        }
-        self.snap.clone().expect("published")
+        self.0.bind(&p.0, node)
     }
 
     /// Whether PreFilter skips, and per node (in the order given) `None` when the pod passes or
     /// the text of its one failure.
     fn filter(&mut self, p: &P) -> (bool, Vec<Option<String>>) {
-        let mut input = p.0.clone();
-        input.uid = "incoming".into();
-        input.name = "incoming".into();
-        let pod = self.cache.compile_pod(&input).expect("valid incoming pod");
-        let snap = self.snapshot();
-        let cx = Cycle {
-            pod: &pod,
-            snap: &snap,
-            volumes: None,
-            claims: None,
-        };
-        let skip = <InterPodAffinity as Filter>::pre_filter(cx).is_none();
-        let mut f = Filters::new(cx);
-        let names = self.cache.names();
-        let mut out = Vec::new();
-        for n in &self.nodes {
-            let slot = self.cache.node_slot(n).expect("node") as usize;
-            let chunk = snap.arena.chunk(slot / CHUNK);
-            f.enter_chunk(chunk);
-            let node = Node::new(chunk, slot % CHUNK);
-            let mut why: Vec<String> = Vec::new();
-            f.explain(node, &mut |r| why.push(r.message(&names)));
-            assert_eq!(
-                f.fits(node),
-                why.is_empty(),
-                "fits vs explain on {n}: {why:?}"
-            );
-            assert!(why.len() <= 1, "one reason per node, as upstream: {why:?}");
-            out.push(why.pop());
-        }
-        (skip, out)
+        let nodes = self.0.nodes.clone();
+        let on: Vec<&str> = nodes.iter().map(String::as_str).collect();
+        self.0.filter::<InterPodAffinity>(&p.0, &on)
     }
 
     /// The normalised scores on every node, or `None` when PreScore skips.
     fn scores(&mut self, p: &P) -> Option<Vec<i64>> {
-        let mut input = p.0.clone();
-        input.uid = "incoming".into();
-        input.name = "incoming".into();
-        let pod = self.cache.compile_pod(&input).expect("valid incoming pod");
-        let snap = self.snapshot();
-        let cx = Cycle {
-            pod: &pod,
-            snap: &snap,
-            volumes: None,
-            claims: None,
-        };
-        <InterPodAffinity as Scorer>::pre_score(cx)?;
-        let mut sc = Scores::new(cx);
-        let mut ranges = Ranges::default();
-        let mut raw = Vec::new();
-        for n in &self.nodes {
-            let slot = self.cache.node_slot(n).expect("node") as usize;
-            let chunk = snap.arena.chunk(slot / CHUNK);
-            sc.enter_chunk(chunk);
-            raw.push(sc.score(Node::new(chunk, slot % CHUNK), &mut ranges));
-        }
-        Some(raw.iter().map(|r| sc.finish(r, &ranges)).collect())
+        let nodes = self.0.nodes.clone();
+        let on: Vec<&str> = nodes.iter().map(String::as_str).collect();
+        self.0.scores::<InterPodAffinity>(&p.0, &on)
     }
 }
 

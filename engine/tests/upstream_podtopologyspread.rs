@@ -36,19 +36,15 @@
 //! nodes, Magma from every eligible node) are kept in their own test with Magma's values and
 //! upstream's in a comment, so a change to either side shows.
 
-use magma_engine::binder::BindVersions;
-use magma_engine::cache::Cache;
 use magma_engine::conf::Profile;
 use magma_engine::model::{
-    LabelSelectorInput, NodeAffinityInput, NodeInput, PodInput, SelectorRequirementInput,
-    SelectorTermInput, TaintInput, TolerationInput, TopologySpreadInput,
+    LabelSelectorInput, NodeAffinityInput, PodInput, SelectorRequirementInput, SelectorTermInput,
+    TaintInput, TolerationInput, TopologySpreadInput,
 };
 use magma_engine::plugins::pod_topology_spread::PodTopologySpread;
-use magma_engine::plugins::{
-    Cycle, Filter, FilterSwitches, Filters, Node, Ranges, ScoreWeights, Scorer, Scores,
-};
-use magma_engine::snapshot::{CHUNK, Snapshot};
-use std::sync::Arc;
+use magma_engine::plugins::{FilterSwitches, ScoreWeights};
+
+mod world;
 
 // Upstream's reasons (`podtopologyspread/filtering.go`) by status code.
 const TOO_SKEWED: &str = "node(s) didn't match pod topology spread constraints";
@@ -108,12 +104,8 @@ fn abxy() -> Vec<N> {
     ]
 }
 
-/// The cluster of one case.
-struct World {
-    cache: Cache,
-    snap: Option<Arc<Snapshot>>,
-    next: usize,
-}
+/// The cluster of one case: PodTopologySpread on.
+struct World(world::World);
 
 impl World {
     fn new(nodes: &[N]) -> World {
@@ -128,124 +120,38 @@ impl World {
             },
             ..Profile::default()
         };
-        let mut cache = Cache::new(Arc::new(BindVersions::default()), Arc::new(profile));
-        cache.enable_pod_index();
-        for node in nodes {
-            let input = NodeInput {
-                name: node.name.into(),
-                labels: node
-                    .labels
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect(),
-                taints: if node.tainted {
-                    vec![TaintInput {
+        let inputs = nodes
+            .iter()
+            .map(|n| {
+                let mut input = world::node(n.name, n.labels);
+                if n.tainted {
+                    input.taints = vec![TaintInput {
                         key: UNSCHEDULABLE_TAINT.into(),
                         value: String::new(),
                         effect: "NoSchedule".into(),
-                    }]
-                } else {
-                    vec![]
-                },
-                allocatable: vec![
-                    ("cpu".into(), "8".into()),
-                    ("memory".into(), "16Gi".into()),
-                    ("pods".into(), "110".into()),
-                ],
-                ready: true,
-                ..Default::default()
-            };
-            cache.apply_node(&input, 0).expect("valid node");
-        }
-        World {
-            cache,
-            snap: None,
-            next: 0,
-        }
+                    }];
+                }
+                input
+            })
+            .collect();
+        World(world::World::new(profile, inputs))
     }
 
     fn bind(&mut self, p: &P, node: &str) {
-        self.next += 1;
-        let mut input = p.0.clone();
-        input.uid = format!("existing-{}", self.next);
-        input.name = input.uid.clone();
-        let c = self.cache.compile_pod(&input).expect("valid existing pod");
-        self.cache.apply_bound_pod(&c, node, false);
-    }
-
-    fn snapshot(&mut self) -> Arc<Snapshot> {
-        if let Some(s) = self.cache.publish() {
-            self.snap = Some(s);
-        }
-        self.snap.clone().expect("published")
-    }
-
-    fn incoming(&mut self, p: &P) -> magma_engine::model::CompiledPod {
-        let mut input = p.0.clone();
-        input.uid = "incoming".into();
-        input.name = "incoming".into();
-        self.cache.compile_pod(&input).expect("valid incoming pod")
-    }
-
-    fn slot(&self, name: &str) -> usize {
-        self.cache.node_slot(name).expect("node") as usize
+        self.0.bind(&p.0, node)
     }
 
     /// Whether PreFilter skips, and per node of `nodes` `None` when the pod passes or the text
     /// of its one failure.
     fn filter(&mut self, p: &P, nodes: &[N]) -> (bool, Vec<Option<String>>) {
-        let pod = self.incoming(p);
-        let snap = self.snapshot();
-        let cx = Cycle {
-            pod: &pod,
-            snap: &snap,
-            volumes: None,
-            claims: None,
-        };
-        let skip = <PodTopologySpread as Filter>::pre_filter(cx).is_none();
-        let mut f = Filters::new(cx);
-        let names = self.cache.names();
-        let mut out = Vec::new();
-        for node in nodes {
-            let slot = self.slot(node.name);
-            let chunk = snap.arena.chunk(slot / CHUNK);
-            f.enter_chunk(chunk);
-            let at = Node::new(chunk, slot % CHUNK);
-            let mut why: Vec<String> = Vec::new();
-            f.explain(at, &mut |r| why.push(r.message(&names)));
-            assert_eq!(
-                f.fits(at),
-                why.is_empty(),
-                "fits vs explain on {}: {why:?}",
-                node.name
-            );
-            assert!(why.len() <= 1, "one reason per node, as upstream: {why:?}");
-            out.push(why.pop());
-        }
-        (skip, out)
+        let on: Vec<&str> = nodes.iter().map(|n| n.name).collect();
+        self.0.filter::<PodTopologySpread>(&p.0, &on)
     }
 
     /// The normalised scores on the candidate `nodes`, or `None` when PreScore skips.
     fn scores(&mut self, p: &P, nodes: &[N]) -> Option<Vec<i64>> {
-        let pod = self.incoming(p);
-        let snap = self.snapshot();
-        let cx = Cycle {
-            pod: &pod,
-            snap: &snap,
-            volumes: None,
-            claims: None,
-        };
-        <PodTopologySpread as Scorer>::pre_score(cx)?;
-        let mut sc = Scores::new(cx);
-        let mut ranges = Ranges::default();
-        let mut raw = Vec::new();
-        for node in nodes {
-            let slot = self.slot(node.name);
-            let chunk = snap.arena.chunk(slot / CHUNK);
-            sc.enter_chunk(chunk);
-            raw.push(sc.score(Node::new(chunk, slot % CHUNK), &mut ranges));
-        }
-        Some(raw.iter().map(|r| sc.finish(r, &ranges)).collect())
+        let on: Vec<&str> = nodes.iter().map(|n| n.name).collect();
+        self.0.scores::<PodTopologySpread>(&p.0, &on)
     }
 }
 
@@ -1929,7 +1835,7 @@ fn pod_topology_spread_score() {
     let mut bad = p().spread(min_domains(sc(2, "node", SA, foo_sel()), 10)).0;
     bad.uid = "bad".into();
     bad.name = "bad".into();
-    assert!(w.cache.compile_pod(&bad).is_err());
+    assert!(w.0.cache.compile_pod(&bad).is_err());
 }
 
 /// The upstream score cases in which Magma's normalising weight differs by design: upstream
