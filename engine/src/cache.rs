@@ -933,6 +933,11 @@ impl Cache {
         )
     }
 
+    /// A claim of `pod` to deallocate because it fits nowhere (`dra::Dra::deallocatable`).
+    pub fn deallocatable(&self, pod: &CompiledPod) -> Option<crate::dra::Deallocation> {
+        self.dra.deallocatable(&pod.namespace, &pod.resource_claims)
+    }
+
     /// Drop the devices the pod `uid` assumed (its bind did not go through, or it is gone).
     /// Returns the claims it had assumed (their waiting pods are woken by name, and the devices
     /// freed wake the pods that lacked some).

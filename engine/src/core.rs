@@ -220,6 +220,11 @@ pub enum Intent {
     /// nominations on the node, and delete the victims gracefully; answer with
     /// [`Input::PreemptionDone`].
     Preempt(PreemptIntent),
+    /// Clear a ResourceClaim's allocation (`status.allocation` and `status.reservedFor`, on the
+    /// condition that the claim is still at `resource_version`): a pod names it that fits on no
+    /// node its allocation allows (upstream's DynamicResources PostFilter). The claim's next
+    /// version comes back through the watch and wakes the pod.
+    Deallocate(crate::dra::Deallocation),
     /// Write our own NodeShard's status (`shard` module: only when the worker-sync rule allows).
     ShardStatus(ShardStatusIntent),
     /// List the pods of these nodes afresh (a consistent read) and answer with
@@ -938,15 +943,31 @@ impl Core {
                 let mut clear_nominated = false;
                 if missed & summary.wake != 0 || updated || claim_touched {
                     self.queue.retry(&uid, now);
-                } else if self.leading
-                    && self.preemption
-                    && let Some((why, cleared)) = self.preempt(&r.task, &summary)
-                {
+                } else if self.leading {
                     // PostFilter: preempt pods of lower priority (`preemption`); upstream
-                    // appends its answer when it did not.
-                    message.push_str(" preemption: ");
-                    message.push_str(&why);
-                    clear_nominated = cleared;
+                    // appends its answer when it did not. Without victims, DynamicResources
+                    // deallocates a claim of the pod nobody uses, so that it can be allocated
+                    // where the pod fits.
+                    let planned = if self.preemption {
+                        match self.preempt(&r.task, &summary) {
+                            Some((why, cleared)) => {
+                                message.push_str(" preemption: ");
+                                message.push_str(&why);
+                                clear_nominated = cleared;
+                                false
+                            }
+                            None => true,
+                        }
+                    } else {
+                        false
+                    };
+                    if !planned
+                        && r.task.claims.is_some()
+                        && let Some(d) = self.cache.deallocatable(&pod)
+                    {
+                        inc(&self.stats.driver.deallocations, 1);
+                        self.emit(Intent::Deallocate(d));
+                    }
                 }
                 self.report_clearing(&pod, StatusReason::Unschedulable, message, clear_nominated);
             }

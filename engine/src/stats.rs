@@ -33,6 +33,9 @@ pub struct DriverCounters {
     /// Pods their ResourceClaims held back before any node was tried (a claim not made yet,
     /// missing, being deleted or allocated for another pod: `Core::hold_back`).
     pub claim_holds: AtomicU64,
+    /// ResourceClaims asked to be deallocated: allocated, reserved for nobody, named by a pod
+    /// that fits nowhere (`Intent::Deallocate`).
+    pub deallocations: AtomicU64,
     /// Pending-pod updates that changed nothing the scheduler reads (ignored).
     pub unchanged_updates: AtomicU64,
     /// Times the hand-off stopped because `max_binds_in_flight` pods were handed off or
@@ -78,6 +81,7 @@ pub struct StatsSnapshot {
     pub stale_results: u64,
     pub device_conflicts: u64,
     pub claim_holds: u64,
+    pub deallocations: u64,
     pub unchanged_updates: u64,
     pub bind_backpressure: u64,
     pub shard_status_intents: u64,
@@ -169,6 +173,7 @@ impl Stats {
         s.stale_results = r(&d.stale_results);
         s.device_conflicts = r(&d.device_conflicts);
         s.claim_holds = r(&d.claim_holds);
+        s.deallocations = r(&d.deallocations);
         s.unchanged_updates = r(&d.unchanged_updates);
         s.shard_status_intents = r(&d.shard_status_intents);
         s.preemption_attempts = r(&d.preemption_attempts);

@@ -502,6 +502,8 @@ pub struct Sim {
     pub claims: BTreeMap<(String, String), crate::dra::ClaimInput>,
     /// Allocations written for claims that had one already (a double allocation).
     pub double_allocations: Vec<String>,
+    /// Deallocations the engine asked for (`Intent::Deallocate`), in order.
+    pub deallocations: Vec<crate::dra::Deallocation>,
 }
 
 impl Sim {
@@ -536,6 +538,7 @@ impl Sim {
             terminate_victims: false,
             hold_victims: false,
             claims: BTreeMap::new(),
+            deallocations: Vec::new(),
             double_allocations: Vec::new(),
         }
     }
@@ -831,6 +834,19 @@ impl Sim {
                         uid: p.preemptor.uid.to_string(),
                         result: Ok(()),
                     });
+                }
+                Intent::Deallocate(d) => {
+                    // The server: the allocation cleared if the claim is still at that version.
+                    let key = (d.namespace.to_string(), d.name.to_string());
+                    if let Some(c) = self.claims.get_mut(&key)
+                        && c.resource_version == *d.resource_version
+                    {
+                        c.allocation = None;
+                        c.reserved_for.clear();
+                        let echo = c.clone();
+                        self.h.input(Input::Dra(crate::dra::DraInput::Claim(echo)));
+                    }
+                    self.deallocations.push(d);
                 }
                 Intent::Error(e) => self.errors.push(e),
             }

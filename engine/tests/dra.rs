@@ -260,6 +260,57 @@ fn a_shared_claim_pins_its_pods_to_one_node() {
     assert_eq!(shared.allocation.as_ref().unwrap().devices.len(), 1);
 }
 
+/// Upstream's PostFilter: a claim allocated for a node the pod cannot use, reserved for
+/// nobody, is deallocated (on the condition of its version), and the pod is then given devices
+/// where it fits. A claim some pod still reserves is left alone.
+#[test]
+fn an_unused_claim_allocated_where_the_pod_cannot_go_is_deallocated() {
+    let mut c = Sim::workers(1);
+    two_gpu_nodes(&mut c);
+    c.add_claim(one_gpu("sticky"));
+    c.add_pod(with_claim(mk_pod("a", "1", "1Gi"), "sticky"));
+    c.settle();
+    let first = c.node_of("uid-a").unwrap().to_owned();
+    // Its pod is gone and the reservation with it; the allocation stays (no finalizer of ours
+    // to make the controller undo it, as for a claim allocated by someone else).
+    c.delete_pod("uid-a");
+    let key = ("default".to_owned(), "sticky".to_owned());
+    let mut claim = c.claims[&key].clone();
+    claim.reserved_for.clear();
+    c.add_claim(claim);
+    // The allocation's node is cordoned: the next pod fits nowhere the claim allows.
+    let mut cordoned = mk_node(&first, "64", "256Gi", 110);
+    cordoned.unschedulable = true;
+    c.add_node(cordoned);
+    c.add_pod(with_claim(mk_pod("b", "1", "1Gi"), "sticky"));
+    c.settle();
+    assert_eq!(c.deallocations.len(), 1, "{:?}", c.deallocations);
+    assert_eq!(&*c.deallocations[0].name, "sticky");
+    let other = c
+        .node_of("uid-b")
+        .expect("bound once the claim was deallocated");
+    assert_ne!(other, first);
+    let allocated = allocations(&c);
+    assert_eq!(allocated.len(), 1);
+    assert_eq!(allocated[0].1, other, "allocated again where the pod went");
+
+    // A claim still reserved by a pod is never deallocated for another.
+    let mut c = Sim::workers(1);
+    two_gpu_nodes(&mut c);
+    c.add_claim(one_gpu("held"));
+    c.add_pod(with_claim(mk_pod("a", "1", "1Gi"), "held"));
+    c.settle();
+    let first = c.node_of("uid-a").unwrap().to_owned();
+    let mut cordoned = mk_node(&first, "64", "256Gi", 110);
+    cordoned.unschedulable = true;
+    c.add_node(cordoned);
+    c.add_pod(with_claim(mk_pod("b", "1", "1Gi"), "held"));
+    c.settle();
+    assert!(c.deallocations.is_empty(), "{:?}", c.deallocations);
+    assert_eq!(c.node_of("uid-b"), None);
+    assert!(message(&c, "b").is_some());
+}
+
 /// CEL: the request's attribute and capacity selectors pick only matching devices.
 #[test]
 fn selectors_pick_matching_devices_only() {

@@ -274,7 +274,7 @@ pub fn run(plan: &Plan, opts: &RunOptions, mut profile: Profile) -> anyhow::Resu
                     });
                 }
                 // The in-process cluster runs unsharded engines.
-                Intent::ShardStatus(_) | Intent::ListNodePods(_) => {}
+                Intent::ShardStatus(_) | Intent::ListNodePods(_) | Intent::Deallocate(_) => {}
             }
             if handled < 4096 {
                 pending = engine.intents().try_recv().ok();

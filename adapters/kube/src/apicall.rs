@@ -4,6 +4,7 @@
 
 use crate::ratelimit::TokenBucket;
 use kube::Client;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The client, rate limit and timeout API calls go through.
@@ -19,5 +20,27 @@ pub fn api_message(e: &kube::Error) -> String {
     match e {
         kube::Error::Api(s) => format!("{} ({})", s.message, s.code),
         other => other.to_string(),
+    }
+}
+
+/// A client with its rate limit and per-call timeout: the [`Calls`] of work outside a bind.
+#[derive(Clone)]
+pub struct Caller {
+    pub client: Client,
+    pub limiter: Arc<TokenBucket>,
+    pub call_timeout: Duration,
+}
+
+impl Calls for Caller {
+    fn client(&self) -> &Client {
+        &self.client
+    }
+
+    fn limiter(&self) -> &TokenBucket {
+        &self.limiter
+    }
+
+    fn call_timeout(&self) -> Duration {
+        self.call_timeout
     }
 }

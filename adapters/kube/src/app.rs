@@ -348,6 +348,11 @@ pub async fn spawn(settings: Settings) -> anyhow::Result<SchedulerHandle> {
         decided: decided.clone(),
         status: sink.clone(),
         metrics: metrics.clone(),
+        deallocator: crate::apicall::Caller {
+            client: bind_client.clone(),
+            limiter: main_limiter.clone(),
+            call_timeout: settings.bind.timeout,
+        },
     });
     let status = sup.start(StatusWriter {
         budgets: crate::status::Budgets {
@@ -661,6 +666,8 @@ struct IntentRouter {
     decided: Arc<crate::preempt::Decided>,
     status: StatusSink,
     metrics: Metrics,
+    /// Where PostFilter's claim deallocations go (`dra::deallocate`), each its own task.
+    deallocator: crate::apicall::Caller,
 }
 
 impl IntentRouter {
@@ -712,6 +719,19 @@ impl IntentRouter {
                     if !Self::forward(&self.node_pod_lists, nodes, "node pod list").await {
                         tracing::warn!("acquired-node pod lister stopped");
                     }
+                }
+                Intent::Deallocate(d) => {
+                    let caller = self.deallocator.clone();
+                    tokio::spawn(async move {
+                        match crate::dra::deallocate(&caller, &d).await {
+                            Ok(()) => {
+                                tracing::debug!(claim = %format!("{}/{}", d.namespace, d.name), "claim deallocated")
+                            }
+                            Err(e) => {
+                                tracing::info!(claim = %format!("{}/{}", d.namespace, d.name), error = %e, "deallocating the claim failed")
+                            }
+                        }
+                    });
                 }
                 Intent::Error(e) => tracing::warn!(error = %e, "input rejected"),
             }

@@ -811,6 +811,28 @@ async fn unreserve_claim(
     Ok(())
 }
 
+/// DynamicResources PostFilter's deallocation (`Intent::Deallocate`): the claim's
+/// `status.allocation` and `status.reservedFor` cleared, on the condition that the claim is
+/// still at the version the engine saw (a merge patch naming `metadata.resourceVersion`; the
+/// server answers a changed claim with a conflict, and that change reaches the engine and its
+/// pod through the watch anyway). The finalizer stays; the resource-claim controller removes it
+/// once the claim is deallocated.
+pub async fn deallocate(
+    ctx: &impl Calls,
+    d: &magma_engine::dra::Deallocation,
+) -> Result<(), String> {
+    let api: Api<ResourceClaim> = Api::namespaced(ctx.client().clone(), &d.namespace);
+    let body = json!({
+        "metadata": {"uid": &*d.uid, "resourceVersion": &*d.resource_version},
+        "status": {"allocation": null, "reservedFor": null},
+    });
+    let (params, patch) = (PatchParams::default(), Patch::Merge(&body));
+    match write(ctx, api.patch_status(&d.name, &params, &patch)).await {
+        Ok(_) => Ok(()),
+        Err(Failure::Conflict(e) | Failure::Other(e)) => Err(e),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

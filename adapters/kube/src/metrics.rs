@@ -378,7 +378,7 @@ impl Collector for Shared {
             .unwrap_or_else(|p| p.into_inner())
             .clone();
         let (s, q) = source.map(|f| f()).unwrap_or_default();
-        let counters: [(&str, &str, u64); 18] = [
+        let counters: [(&str, &str, u64); 19] = [
             (
                 "magma_scheduling_attempts",
                 "Pods taken by a worker for a scheduling attempt",
@@ -439,6 +439,11 @@ impl Collector for Shared {
                 "magma_claim_holds",
                 "Pods their ResourceClaims (DRA) held back before any node was tried: a claim not created yet, missing, being deleted or being allocated for another pod",
                 s.claim_holds,
+            ),
+            (
+                "magma_claim_deallocations",
+                "ResourceClaims (DRA) the scheduler deallocated: allocated, reserved for nobody, named by a pod that fits on no node the allocation allows (upstream's DynamicResources PostFilter)",
+                s.deallocations,
             ),
             (
                 "magma_unchanged_pod_updates",

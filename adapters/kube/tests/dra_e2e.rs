@@ -590,3 +590,52 @@ async fn a_failed_binding_unreserves_and_deallocates_the_claim() {
     s.stop().await;
     sim.shutdown().await;
 }
+
+/// Upstream's PostFilter: a claim allocated by someone else for a node its pod cannot go to,
+/// reserved for nobody, is deallocated by the scheduler (a conditional status write), then
+/// allocated again where the pod fits, and the pod is bound there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_allocated_where_its_pod_cannot_go_is_deallocated_and_allocated_again() {
+    let (sim, s) = cluster(1).await;
+    gpu_class(&sim);
+    for n in NODES {
+        slice(&sim, n, vec![plain("gpu-0")]);
+    }
+    claim(
+        &sim,
+        "elsewhere",
+        json!({"exactly": exactly(&[], json!({}))}),
+    );
+    // Allocated on node 0 (as scheduler_perf's allocResourceClaims does), reserved for nobody.
+    let mut c = get_claim(&sim, "elsewhere").unwrap();
+    c["status"] = json!({"allocation": {
+        "devices": {"results": [
+            {"request": "gpu", "driver": DRIVER, "pool": NODES[0], "device": "gpu-0"}]},
+        "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": [NODES[0]]}]}]}}});
+    sim.update_status("resource.k8s.io/v1", "resourceclaims", c)
+        .expect("allocate by hand");
+    // The pod may only go to node 1.
+    let mut p = pod("pinned", json!({"resourceClaimName": "elsewhere"}));
+    p["spec"]["nodeSelector"] = json!({"kubernetes.io/hostname": NODES[1]});
+    create(&sim, "pods", p);
+    assert_eq!(wait_bound(&sim, "pinned").await, NODES[1]);
+    let res = check_allocated(&sim, "pinned", &["pinned"]);
+    assert_eq!(
+        res,
+        [("gpu".to_owned(), NODES[1].to_owned(), "gpu-0".to_owned())]
+    );
+    // Deallocated once, then allocated again: two status writes of the claim, both accepted.
+    let status_writes: Vec<_> = sim
+        .writes()
+        .into_iter()
+        .filter(|w| w.resource == "resourceclaims/status" && w.name == "elsewhere")
+        .collect();
+    assert_eq!(status_writes.len(), 2, "{status_writes:?}");
+    assert!(
+        status_writes.iter().all(|w| w.code == 200),
+        "{status_writes:?}"
+    );
+    s.stop().await;
+    sim.shutdown().await;
+}

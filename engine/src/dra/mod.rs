@@ -367,6 +367,8 @@ struct Claim {
     /// The written allocation: its devices (resolved when slices name them) and nodes.
     allocation: Option<Written>,
     assumed: Option<Assumed>,
+    /// `status.reservedFor` names some consumer.
+    reserved: bool,
 }
 
 impl Claim {
@@ -381,6 +383,16 @@ impl Claim {
             (None, None) => None,
         }
     }
+}
+
+/// A claim to deallocate: allocated, reserved for nobody, named by a pod that fits nowhere
+/// (upstream's DynamicResources PostFilter). The write is conditional on `resource_version`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Deallocation {
+    pub namespace: Arc<str>,
+    pub name: Arc<str>,
+    pub uid: Arc<str>,
+    pub resource_version: Arc<str>,
 }
 
 /// What a change did (`Dra::apply`).
@@ -611,6 +623,7 @@ impl Dra {
                 resource_version: Arc::from(c.resource_version.as_str()),
                 allocation,
                 assumed,
+                reserved: !c.reserved_for.is_empty(),
             },
         );
         self.in_use_dirty |= !unchanged;
@@ -933,6 +946,23 @@ impl Dra {
 
     /// Drop what the pod `pod` assumed (its bind did not go through, or it is gone). Whether
     /// it held anything.
+    /// PostFilter (upstream's DynamicResources): of the claims a pod that fits nowhere names,
+    /// the first whose written allocation nobody reserves (nor is being given by a decision of
+    /// ours, nor is being deleted): deallocated, it can be allocated again where the pod fits.
+    pub fn deallocatable(&self, namespace: &Arc<str>, claims: &[PodClaim]) -> Option<Deallocation> {
+        claim_keys(namespace, claims).find_map(|k| {
+            let c = self.claims.get(&k)?;
+            (c.allocation.is_some() && c.assumed.is_none() && !c.reserved && !c.deleting).then(
+                || Deallocation {
+                    namespace: k.0.clone(),
+                    name: k.1.clone(),
+                    uid: c.uid.clone(),
+                    resource_version: c.resource_version.clone(),
+                },
+            )
+        })
+    }
+
     pub fn release(&mut self, pod: &str) -> Vec<ClaimKey> {
         // Clusters without DRA pay no lookup per deleted pod.
         if self.assumed_by.is_empty() {
