@@ -1277,7 +1277,12 @@ impl Core {
             }
             let claims = (!pod.resource_claims.is_empty()).then(|| {
                 for k in crate::dra::claim_keys(&pod.namespace, &pod.resource_claims) {
-                    self.claim_waiters.entry(k).or_default().push(uid.clone());
+                    // Once per pod (a pod tried again and again registers again and again;
+                    // a claim has at most its consumers here).
+                    let waiting = self.claim_waiters.entry(k).or_default();
+                    if !waiting.contains(&uid) {
+                        waiting.push(uid.clone());
+                    }
                 }
                 Arc::new(self.cache.resolve_claims(&pod))
             });
