@@ -504,6 +504,9 @@ pub struct Sim {
     pub double_allocations: Vec<String>,
     /// Deallocations the engine asked for (`Intent::Deallocate`), in order.
     pub deallocations: Vec<crate::dra::Deallocation>,
+    /// Record deallocations without carrying them out (to see a Filter's verdict before
+    /// PostFilter changes the claim).
+    pub hold_deallocations: bool,
 }
 
 impl Sim {
@@ -539,6 +542,7 @@ impl Sim {
             hold_victims: false,
             claims: BTreeMap::new(),
             deallocations: Vec::new(),
+            hold_deallocations: false,
             double_allocations: Vec::new(),
         }
     }
@@ -838,7 +842,8 @@ impl Sim {
                 Intent::Deallocate(d) => {
                     // The server: the allocation cleared if the claim is still at that version.
                     let key = (d.namespace.to_string(), d.name.to_string());
-                    if let Some(c) = self.claims.get_mut(&key)
+                    if !self.hold_deallocations
+                        && let Some(c) = self.claims.get_mut(&key)
                         && c.resource_version == *d.resource_version
                     {
                         c.allocation = None;

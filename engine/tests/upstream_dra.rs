@@ -56,9 +56,9 @@
 //!   its bind held, whose claim takes the device.
 //!
 //! Ported: 123 `TestAllocator` rows and 24 `TestPlugin` rows ("wrong-topology" is checked at
-//! the Filter and at PostFilter). All give upstream's outcome except four allocator rows and the
-//! PostFilter check, where Magma deliberately differs; `magma_differs_from_upstream` asserts
-//! Magma's outcome for those, with upstream's expectation beside each:
+//! the Filter and at PostFilter, where the claim is deallocated). All give upstream's outcome
+//! except four allocator rows, where Magma deliberately differs; `magma_differs_from_upstream`
+//! asserts Magma's outcome for those, with upstream's expectation beside each:
 //!
 //! - A request for `All` devices that a `matchAttribute` constraint cannot be met for
 //!   ("with-constraint-not-matching-int-attribute-all-devices"), or that covers a pool being
@@ -68,8 +68,6 @@
 //! - The slices of a pool generation that a newer one supersedes give nothing, on any node (the
 //!   two "multi-host-resource-pool-*-update-from-node-1-to-node-2" rows); upstream allocates
 //!   from them on the node they name, though its comment says it would rather not.
-//! - A claim allocated for nodes the pod cannot use keeps its allocation ("wrong-topology" at
-//!   PostFilter): Magma never deallocates a claim; upstream's PostFilter does.
 //!
 //! Not ported (one line each):
 //!
@@ -3353,6 +3351,10 @@ fn plugin_table(rows: Vec<(&str, PluginCase, PluginWant)>) {
     let mut wrong = Vec::new();
     for (name, case, want) in rows {
         let mut sim = plugin_sim(&case);
+        // The Filter's verdict, as upstream's rows check it: PostFilter's deallocation of a
+        // claim allocated where the pod cannot go is checked on its own
+        // (`wrong_topology_post_filter_deallocates`).
+        sim.hold_deallocations = true;
         sim.add_pod(case.pod.clone());
         sim.settle();
         // A pod PreEnqueue holds back is reported once it has waited that long.
@@ -3730,9 +3732,6 @@ fn no_fit() -> Got {
 ///   incomplete-update-from-node-1-to-node-2": only a pool's newest generation counts, so
 ///   node-1's superseded slices give nothing; upstream allocates from them ("We'd like this to
 ///   *not* be allocated, but the current implementation ignores the updated slices").
-/// - "wrong-topology" at PostFilter (`TestPlugin`): the claim keeps its allocation and the pod
-///   waits, refused by the Filter, since Magma never deallocates a claim; upstream's PostFilter
-///   deallocates it so that the next attempt allocates it anew.
 #[test]
 fn magma_differs_from_upstream() {
     let rows = vec![
@@ -3815,27 +3814,44 @@ fn magma_differs_from_upstream() {
             d.upstream
         );
     }
+}
 
-    // "wrong-topology", PostFilter.
+/// "wrong-topology" at PostFilter (`TestPlugin`): the claim, allocated for nodes the pod cannot
+/// use and reserved for nobody, is deallocated, and the pod is refused by the Filter meanwhile.
+/// (Upstream's status text, `deallocation of ResourceClaim completed`, is not part of Magma's
+/// message.)
+#[test]
+fn wrong_topology_post_filter_deallocates() {
     let mut sim = plugin_sim(&PluginCase {
         claims: vec![wrong_topology()],
         ..Default::default()
     });
     sim.add_pod(my_pod(by_name()));
     sim.settle();
+    assert_eq!(sim.deallocations.len(), 1, "{:?}", sim.deallocations);
+    assert_eq!(&*sim.deallocations[0].name, CLAIM);
     let claim = &sim.claims[&("default".to_string(), CLAIM.to_string())];
     assert_eq!(
-        claim.allocation,
-        wrong_topology().allocation,
-        "Magma keeps the claim's allocation"
+        claim.allocation, None,
+        "deallocated, as upstream's PostFilter does"
     );
-    let message = unschedulable(&sim, POD_UID);
-    assert_eq!(
-        message.as_deref(),
-        Some("0/1 nodes are unavailable: 1 resourceclaim not available on the node."),
-        "Magma: the pod waits, refused by the Filter"
+    // Refused by the Filter first; its next attempt, on the deallocated claim, finds what
+    // upstream's would (this case defines no DeviceClass).
+    let said: Vec<&str> = sim
+        .statuses
+        .iter()
+        .filter(|s| &*s.uid == POD_UID)
+        .map(|s| &*s.message)
+        .collect();
+    assert!(
+        said[0]
+            .starts_with("0/1 nodes are unavailable: 1 resourceclaim not available on the node."),
+        "{said:?}"
     );
-    // Upstream: PostFilter removes the claim's allocation, with this status.
-    const UPSTREAM_POSTFILTER: &str = "deallocation of ResourceClaim completed";
-    assert!(!message.unwrap_or_default().contains(UPSTREAM_POSTFILTER));
+    assert!(
+        said.last()
+            .unwrap()
+            .contains("device class my-resource-class does not exist"),
+        "{said:?}"
+    );
 }
