@@ -1375,9 +1375,12 @@ impl Core {
             && due <= now
         {
             let (_, uid) = self.held_due.pop_front().expect("peeked");
-            let Some((_, pod, message)) = self.held.remove(&uid) else {
+            // Not an older hold's turn: that one was replaced by a newer word, and the pod
+            // held again since has its own.
+            if self.held.get(&uid).is_none_or(|h| h.0 != due) {
                 continue;
-            };
+            }
+            let (_, pod, message) = self.held.remove(&uid).expect("checked");
             if matches!(
                 self.queue.get(&uid).map(|e| e.state()),
                 Some(PodState::Unschedulable { .. })
