@@ -305,7 +305,7 @@ pub struct Core {
     /// taken whole when its claim changes; the pods re-register when next resolved.
     claim_waiters: crate::FastMap<crate::dra::ClaimKey, Vec<Arc<str>>>,
     /// Pods handed off whose claim changed meanwhile: an unschedulable decision is retried.
-    claims_touched: crate::FastMap<Arc<str>, ()>,
+    claims_touched: foldhash::HashSet<Arc<str>>,
     /// Pods held back by upstream's PreEnqueue reasons (`hold_back`), reported only if still
     /// held [`HOLD_REPORT_GRACE`] later: (when, pod, message) by uid, and the uids in the order
     /// they are due.
@@ -737,7 +737,7 @@ impl Core {
                 match self.queue.get(&uid).map(|e| e.state()) {
                     Some(PodState::Unschedulable { .. }) => self.queue.retry(&uid, now),
                     Some(PodState::InFlight) => {
-                        self.claims_touched.insert(uid, ());
+                        self.claims_touched.insert(uid);
                     }
                     _ => {}
                 }
@@ -813,8 +813,7 @@ impl Core {
 
     fn worker_result(&mut self, r: WorkerResult, now: Nanos) {
         let uid = r.task.pod.uid.clone();
-        let claim_touched =
-            !self.claims_touched.is_empty() && self.claims_touched.remove(&uid).is_some();
+        let claim_touched = !self.claims_touched.is_empty() && self.claims_touched.remove(&uid);
         if matches!(r.outcome, Outcome::Unschedulable(_)) {
             self.room_attempt_done(&uid, None);
         }

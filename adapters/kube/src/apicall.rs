@@ -7,14 +7,6 @@ use kube::Client;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The client, rate limit and timeout API calls go through.
-pub trait Calls {
-    fn client(&self) -> &Client;
-    fn limiter(&self) -> &TokenBucket;
-    /// Timeout of each API call.
-    fn call_timeout(&self) -> Duration;
-}
-
 /// An API error as a condition message: the server's message and code.
 pub fn api_message(e: &kube::Error) -> String {
     match e {
@@ -23,7 +15,8 @@ pub fn api_message(e: &kube::Error) -> String {
     }
 }
 
-/// A client with its rate limit and per-call timeout: the [`Calls`] of work outside a bind.
+/// A client with its rate limit and per-call timeout: what each PreBind call, and PostFilter's
+/// deallocation, goes through.
 #[derive(Clone)]
 pub struct Caller {
     pub client: Client,
@@ -31,16 +24,16 @@ pub struct Caller {
     pub call_timeout: Duration,
 }
 
-impl Calls for Caller {
-    fn client(&self) -> &Client {
-        &self.client
-    }
-
-    fn limiter(&self) -> &TokenBucket {
-        &self.limiter
-    }
-
-    fn call_timeout(&self) -> Duration {
-        self.call_timeout
+impl Caller {
+    /// `f` under the rate limit and the per-call timeout: the server's answer, or the
+    /// timeout's message.
+    pub async fn call<T>(
+        &self,
+        f: impl std::future::Future<Output = Result<T, kube::Error>>,
+    ) -> Result<Result<T, kube::Error>, String> {
+        self.limiter.acquire().await;
+        tokio::time::timeout(self.call_timeout, f)
+            .await
+            .map_err(|_| format!("timed out after {:?}", self.call_timeout))
     }
 }

@@ -239,10 +239,12 @@ impl BindExecutor {
     fn spawn_with_prebind(&self, intent: BindIntent, stop: watch::Receiver<bool>) {
         let deadline = tokio::time::Instant::now() + intent.volume_timeout;
         let ctx = prebind::Context {
-            client: self.client.clone(),
+            calls: crate::apicall::Caller {
+                client: self.client.clone(),
+                limiter: self.limiter.clone(),
+                call_timeout: self.cfg.timeout,
+            },
             claims: self.claims.clone(),
-            limiter: self.limiter.clone(),
-            call_timeout: self.cfg.timeout,
             leading: self.leading.clone(),
             stop,
         };
@@ -264,7 +266,7 @@ impl BindExecutor {
                 p = volume_permits.acquire_owned() => p.expect("semaphore never closed"),
                 _ = stopping.wait_for(|s| *s) => return abandon(&engine),
             };
-            nominate(&ctx.client, &limiter, &intent).await;
+            nominate(&ctx.calls.client, &limiter, &intent).await;
             let mut outcome = if intent.provision.is_empty() && intent.bind_pvs.is_empty() {
                 PreBind::Ready
             } else {
@@ -289,7 +291,9 @@ impl BindExecutor {
                     PreBind::Abandoned
                 } else {
                     let claims = &ctx.claims.resource;
-                    match dra::bind_claims(&ctx, claims, pod, &intent.node, &intent.devices).await {
+                    match dra::bind_claims(&ctx.calls, claims, pod, &intent.node, &intent.devices)
+                        .await
+                    {
                         Ok(w) => {
                             written = w;
                             PreBind::Ready
@@ -306,7 +310,7 @@ impl BindExecutor {
                         .await
                         .expect("semaphore never closed");
                     let start = Instant::now();
-                    let result = post_binding(ctx.client.clone(), &intent, timeout).await;
+                    let result = post_binding(ctx.calls.client.clone(), &intent, timeout).await;
                     if let Some(h) = &hook {
                         h(&intent, &result, start.elapsed(), throttled);
                     }
@@ -324,7 +328,7 @@ impl BindExecutor {
             if !written.is_empty()
                 && !matches!(result, BindResult::Bound | BindResult::AlreadyBound)
             {
-                dra::unreserve(&ctx, &ctx.claims.resource, pod, &written).await;
+                dra::unreserve(&ctx.calls, &ctx.claims.resource, pod, &written).await;
             }
             // The claims as our writes left them reach the engine before the outcome: it
             // releases the pod's devices only once it holds what the server gives the claims.

@@ -47,7 +47,7 @@
 //! none or the devices' selector; `allocationTimestamp` and binding conditions are not written
 //! (their features are off).
 
-use crate::apicall::{Calls, api_message};
+use crate::apicall::{Caller, api_message};
 use k8s_openapi::api::core::v1::{NodeSelector, NodeSelectorRequirement, NodeSelectorTerm};
 use k8s_openapi::api::resource::v1::{
     AllocationResult, DeviceAllocationConfiguration, DeviceAllocationResult,
@@ -449,18 +449,14 @@ enum Failure {
 }
 
 async fn write(
-    ctx: &impl Calls,
+    ctx: &Caller,
     f: impl std::future::Future<Output = Result<ResourceClaim, kube::Error>>,
 ) -> Result<ResourceClaim, Failure> {
-    ctx.limiter().acquire().await;
-    match tokio::time::timeout(ctx.call_timeout(), f).await {
+    match ctx.call(f).await {
         Ok(Ok(c)) => Ok(c),
         Ok(Err(e)) if is_conflict(&e) => Err(Failure::Conflict(api_message(&e))),
         Ok(Err(e)) => Err(Failure::Other(api_message(&e))),
-        Err(_) => Err(Failure::Other(format!(
-            "timed out after {:?}",
-            ctx.call_timeout()
-        ))),
+        Err(timeout) => Err(Failure::Other(timeout)),
     }
 }
 
@@ -476,7 +472,7 @@ fn consumer(pod: PodRef<'_>) -> ResourceClaimConsumerReference {
 /// Write one claim's allocation (if any) and the pod's reservation (`bindClaim`). What was
 /// written is pushed to `written` as soon as it is, so a later failure can be undone.
 async fn bind_claim(
-    ctx: &impl Calls,
+    ctx: &Caller,
     claims: &ResourceClaims,
     pod: PodRef<'_>,
     node: &str,
@@ -484,7 +480,7 @@ async fn bind_claim(
     written: &mut Vec<Written>,
 ) -> Result<(), String> {
     let (ns, name) = (&*c.namespace, &*c.name);
-    let api: Api<ResourceClaim> = Api::namespaced(ctx.client().clone(), ns);
+    let api: Api<ResourceClaim> = Api::namespaced(ctx.client.clone(), ns);
     let mut state = claims
         .get(ns, name)
         .filter(|s| s.uid == *c.uid)
@@ -537,7 +533,7 @@ async fn bind_claim(
         if c.devices.is_none() && s.allocation.is_none() {
             // Allocated by another bind of ours whose write has not landed yet.
             s = claims
-                .allocated(ns, name, &c.uid, ctx.call_timeout())
+                .allocated(ns, name, &c.uid, ctx.call_timeout)
                 .await
                 .ok_or_else(|| {
                     format!(
@@ -630,7 +626,7 @@ async fn bind_claim(
 /// PreBind of the claims `devices` for `pod` on `node`. On failure, the claims written so far
 /// are unreserved before the error is returned.
 pub async fn bind_claims(
-    ctx: &impl Calls,
+    ctx: &Caller,
     claims: &ResourceClaims,
     pod: PodRef<'_>,
     node: &str,
@@ -677,7 +673,7 @@ fn same_results(a: Option<&AllocationResult>, b: Option<&AllocationResult>) -> b
 /// allocation it wrote when nobody else reserved it (see the module doc). Failures are only
 /// logged (the claim watch shows the engine what stays).
 pub async fn unreserve(
-    ctx: &impl Calls,
+    ctx: &Caller,
     claims: &ResourceClaims,
     pod: PodRef<'_>,
     written: &[Written],
@@ -692,27 +688,25 @@ pub async fn unreserve(
 
 /// Read a claim afresh; `None` when it is gone.
 async fn read(
-    ctx: &impl Calls,
+    ctx: &Caller,
     api: &Api<ResourceClaim>,
     name: &str,
 ) -> Result<Option<ClaimState>, String> {
-    ctx.limiter().acquire().await;
-    match tokio::time::timeout(ctx.call_timeout(), api.get(name)).await {
-        Ok(Ok(c)) => Ok(Some(ClaimState::of(&c))),
-        Ok(Err(kube::Error::Api(s))) if s.code == 404 => Ok(None),
-        Ok(Err(e)) => Err(api_message(&e)),
-        Err(_) => Err(format!("timed out after {:?}", ctx.call_timeout())),
+    match ctx.call(api.get(name)).await? {
+        Ok(c) => Ok(Some(ClaimState::of(&c))),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(None),
+        Err(e) => Err(api_message(&e)),
     }
 }
 
 async fn unreserve_claim(
-    ctx: &impl Calls,
+    ctx: &Caller,
     claims: &ResourceClaims,
     pod: PodRef<'_>,
     w: &Written,
 ) -> Result<(), String> {
     let (ns, name) = (w.namespace.as_str(), w.name.as_str());
-    let api: Api<ResourceClaim> = Api::namespaced(ctx.client().clone(), ns);
+    let api: Api<ResourceClaim> = Api::namespaced(ctx.client.clone(), ns);
     let fresh = |s: Option<ClaimState>| s.filter(|s| s.uid == w.state.uid);
     // 1. The pod's reservation, and the allocation when it is ours and nobody else's.
     let mut s = w.state.clone();
@@ -817,11 +811,8 @@ async fn unreserve_claim(
 /// server answers a changed claim with a conflict, and that change reaches the engine and its
 /// pod through the watch anyway). The finalizer stays; the resource-claim controller removes it
 /// once the claim is deallocated.
-pub async fn deallocate(
-    ctx: &impl Calls,
-    d: &magma_engine::dra::Deallocation,
-) -> Result<(), String> {
-    let api: Api<ResourceClaim> = Api::namespaced(ctx.client().clone(), &d.namespace);
+pub async fn deallocate(ctx: &Caller, d: &magma_engine::dra::Deallocation) -> Result<(), String> {
+    let api: Api<ResourceClaim> = Api::namespaced(ctx.client.clone(), &d.namespace);
     let body = json!({
         "metadata": {"uid": &*d.uid, "resourceVersion": &*d.resource_version},
         "status": {"allocation": null, "reservedFor": null},

@@ -22,13 +22,12 @@
 //! not before; static binding of unbound claims to existing PVs is not done (the engine does
 //! not choose PVs).
 
-use crate::apicall::api_message;
+use crate::apicall::{Caller, api_message};
 use crate::convert::{node_input, pv_node_affinity};
-use crate::ratelimit::TokenBucket;
 use crate::slim::Node;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use kube::Api;
 use kube::api::{Patch, PatchParams};
-use kube::{Api, Client};
 use magma_engine::core::StaticBinding;
 use magma_engine::model::{Interner, ResourceRegistry, compile_node, compile_node_term};
 use magma_engine::volumes::SELECTED_NODE_ANNOTATION;
@@ -36,7 +35,6 @@ use std::cmp::Ordering as CmpOrdering;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
@@ -215,27 +213,11 @@ pub enum PreBind {
 /// What PreBind needs besides the intent.
 #[derive(Clone)]
 pub struct Context {
-    pub client: Client,
+    /// The client, rate limit and per-call timeout.
+    pub calls: Caller,
     pub claims: Arc<Claims>,
-    pub limiter: Arc<TokenBucket>,
-    /// Timeout of each API call.
-    pub call_timeout: Duration,
     pub leading: watch::Receiver<bool>,
     pub stop: watch::Receiver<bool>,
-}
-
-impl crate::apicall::Calls for Context {
-    fn client(&self) -> &Client {
-        &self.client
-    }
-
-    fn limiter(&self) -> &TokenBucket {
-        &self.limiter
-    }
-
-    fn call_timeout(&self) -> Duration {
-        self.call_timeout
-    }
 }
 
 /// Compare two resourceVersions (integers, KEP-5504); `None` when either is not one.
@@ -324,11 +306,7 @@ async fn call<T>(
     ctx: &Context,
     f: impl std::future::Future<Output = Result<T, kube::Error>>,
 ) -> Result<T, String> {
-    ctx.limiter.acquire().await;
-    match tokio::time::timeout(ctx.call_timeout, f).await {
-        Ok(r) => r.map_err(|e| api_message(&e)),
-        Err(_) => Err(format!("timed out after {:?}", ctx.call_timeout)),
-    }
+    ctx.calls.call(f).await?.map_err(|e| api_message(&e))
 }
 
 /// Resolves when leadership is lost or the scheduler stops.
@@ -387,7 +365,7 @@ async fn provision(
     let patch = serde_json::json!({"metadata": {"annotations": {SELECTED_NODE_ANNOTATION: node}}});
     let mut tracked = Vec::with_capacity(claims.len());
     for (ns, name) in claims {
-        let api: Api<PersistentVolumeClaim> = Api::namespaced(ctx.client.clone(), ns);
+        let api: Api<PersistentVolumeClaim> = Api::namespaced(ctx.calls.client.clone(), ns);
         let (pp, body) = (PatchParams::default(), Patch::Merge(&patch));
         let fut = api.patch(name, &pp, &body);
         let pvc = tokio::select! {
@@ -436,10 +414,10 @@ async fn provision(
 /// someone else took meanwhile is not taken from them. The PV controller then binds the claim.
 async fn bind_static(ctx: &Context, b: &StaticBinding) -> Result<Tracked, String> {
     let fail = |e: String| format!("binding volumes: {e}");
-    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(ctx.client.clone(), &b.namespace);
+    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(ctx.calls.client.clone(), &b.namespace);
     let pvc = call(ctx, pvcs.get(&b.claim)).await.map_err(fail)?;
     let s = ClaimState::of(&pvc);
-    let pvs: Api<PersistentVolume> = Api::all(ctx.client.clone());
+    let pvs: Api<PersistentVolume> = Api::all(ctx.calls.client.clone());
     let pv = call(ctx, pvs.get(&b.pv)).await.map_err(fail)?;
     let taken = pv
         .spec
@@ -509,7 +487,7 @@ fn timed_out(tracked: &[Tracked], claims: &[(Arc<str>, Arc<str>)]) -> String {
 
 /// `checkBindings`' node affinity check of each bound PV against the node.
 async fn check_volumes(ctx: &Context, node: &str, volumes: &[String]) -> Result<(), String> {
-    let pvs: Api<PersistentVolume> = Api::all(ctx.client.clone());
+    let pvs: Api<PersistentVolume> = Api::all(ctx.calls.client.clone());
     let mut node_meta = None;
     let mut interner = Interner::default();
     for name in volumes {
@@ -522,7 +500,7 @@ async fn check_volumes(ctx: &Context, node: &str, volumes: &[String]) -> Result<
         let meta = match &node_meta {
             Some(m) => m,
             None => {
-                let nodes: Api<Node> = Api::all(ctx.client.clone());
+                let nodes: Api<Node> = Api::all(ctx.calls.client.clone());
                 let n = call(ctx, nodes.get(node))
                     .await
                     .map_err(|e| format!("binding volumes: failed to get node \"{node}\": {e}"))?;
