@@ -340,9 +340,14 @@ async fn terminating_pods_take_status_patches_and_keep_their_mark() {
     let (sim, client) = start(cfg(None)).await;
     let pods: Api<Pod> = Api::namespaced(client, "default");
     bound_pod(&sim, "victim", None).await;
+    // Set now: an older condition on a pod not yet deleted is stale, and the disruption
+    // controller would rightly reset it to False before the DELETE below.
+    let now = k8s_openapi::jiff::Timestamp::now()
+        .round(k8s_openapi::jiff::Unit::Second)
+        .unwrap();
     let condition = json!({"status": {"conditions": [{"type": "DisruptionTarget", "status": "True",
         "reason": "PreemptionByScheduler", "message": "agent-scheduler: preempting to accommodate a higher priority pod",
-        "lastTransitionTime": "2026-01-01T00:00:00Z"}]}});
+        "lastTransitionTime": now.to_string()}]}});
     pods.patch_status(
         "victim",
         &PatchParams::default(),
