@@ -691,8 +691,15 @@ impl Sim {
                     self.double_allocations.push(format!("{}/{}", k.0, k.1));
                     return Err("allocated already".into());
                 }
+                // A share gets its `shareID` when written (the adapter makes a UID).
+                let mut devices = devices.clone();
+                for (i, d) in devices.iter_mut().enumerate() {
+                    if let Some(s) = &mut d.share {
+                        s.id.get_or_insert_with(|| format!("share-{}-{}-{i}", k.0, k.1));
+                    }
+                }
                 c.allocation = Some(crate::dra::AllocationInput {
-                    devices: devices.clone(),
+                    devices,
                     nodes: Some(vec![crate::model::SelectorTermInput {
                         match_fields: vec![crate::model::SelectorRequirementInput {
                             key: "metadata.name".into(),

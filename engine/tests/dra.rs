@@ -6,6 +6,7 @@
 
 use magma_engine::PodInput;
 use magma_engine::core::StatusReason;
+use magma_engine::dra::capacity::RequestPolicyInput;
 use magma_engine::dra::cel::AttrValue;
 use magma_engine::dra::devices::{
     ClassInput, DeviceInput, DeviceTaintInput, NodesInput, SliceInput,
@@ -466,6 +467,7 @@ fn match_attribute_keeps_devices_together() {
     cl.constraints.push(ConstraintInput {
         requests: Vec::new(),
         match_attribute: format!("{DRIVER}/numa"),
+        distinct: false,
     });
     c.add_claim(cl);
     c.add_pod(with_claim(mk_pod("p", "1", "1Gi"), "pair"));
@@ -544,4 +546,211 @@ fn a_missing_class_is_reported() {
         m.contains("2 request gpu: device class tpu does not exist"),
         "{m}"
     );
+}
+
+/// A device that allows multiple allocations with `memory: 80Gi` (requests from 1Gi, the
+/// default), as kube-scheduler's ConsumableCapacity benchmark publishes them.
+fn shareable(name: &str) -> DeviceInput {
+    DeviceInput {
+        name: name.into(),
+        capacity: vec![("memory".into(), "80Gi".into())],
+        allow_multiple_allocations: true,
+        request_policies: vec![(
+            "memory".into(),
+            RequestPolicyInput {
+                default: Some("1Gi".into()),
+                valid_range: Some((Some("1Gi".into()), None, None)),
+                ..Default::default()
+            },
+        )],
+        ..Default::default()
+    }
+}
+
+/// A request for `memory` of one device of class `gpu`.
+fn memory_request(name: &str, memory: &str) -> RequestInput {
+    let mut e = exactly("gpu", &[], 1);
+    e.capacity = vec![("memory".into(), memory.into())];
+    RequestInput {
+        name: name.into(),
+        exactly: Some(e),
+        ..Default::default()
+    }
+}
+
+/// What the written shares consume of each device, in GiB: (pool/device → GiB).
+fn shared_gib(sim: &Sim) -> std::collections::BTreeMap<String, i64> {
+    let mut used = std::collections::BTreeMap::new();
+    for c in sim.claims.values() {
+        for d in c.allocation.iter().flat_map(|a| a.devices.iter()) {
+            let share = d.share.as_ref().expect("a shareable device is shared");
+            assert!(share.id.is_some(), "a share has its shareID");
+            for (name, q) in &share.consumed {
+                assert_eq!(name, "memory");
+                let gib: i64 = q.strip_suffix("Gi").expect("GiB").parse().unwrap();
+                *used.entry(format!("{}/{}", d.pool, d.device)).or_default() += gib;
+            }
+        }
+    }
+    used
+}
+
+/// Consumable capacity: pods asking 40Gi each of devices with 80Gi that allow multiple
+/// allocations, decided by four workers at once: two shares per device, never three, and the
+/// pod left over binds once a share is given back.
+#[test]
+fn shareable_devices_are_shared_until_their_capacity_is_used() {
+    let mut c = Sim::workers(4);
+    class(&mut c, "gpu", &format!("device.driver == \"{DRIVER}\""));
+    c.add_node(mk_node("n0", "64", "256Gi", 110));
+    node_slice(&mut c, "n0", vec![shareable("s0"), shareable("s1")]);
+    for i in 0..5 {
+        c.add_claim(claim(&format!("c{i}"), vec![memory_request("mem", "40Gi")]));
+        c.add_pod(with_claim(
+            mk_pod(&format!("p{i}"), "1", "1Gi"),
+            &format!("c{i}"),
+        ));
+    }
+    c.settle();
+    assert_eq!(c.bound_count(), 4);
+    assert!(c.double_allocations.is_empty());
+    let used = shared_gib(&c);
+    assert_eq!(used, [("n0/s0".into(), 80), ("n0/s1".into(), 80)].into());
+    let waiting = (0..5)
+        .find(|i| c.node_of(&format!("uid-p{i}")).is_none())
+        .unwrap();
+    assert_eq!(
+        message(&c, &format!("p{waiting}")).as_deref(),
+        Some("0/1 nodes are unavailable: 1 cannot allocate all claims.")
+    );
+    let gone = (0..5).find(|&i| i != waiting).unwrap();
+    c.delete_pod(&format!("uid-p{gone}"));
+    c.claims.remove(&("default".into(), format!("c{gone}")));
+    c.dra(DraInput::ClaimDelete {
+        namespace: "default".into(),
+        name: format!("c{gone}"),
+    });
+    c.run_for(std::time::Duration::from_secs(30));
+    assert!(c.node_of(&format!("uid-p{waiting}")).is_some());
+    assert!(shared_gib(&c).values().all(|&g| g <= 80));
+}
+
+/// Two requests of one claim may share one device (upstream's ConsumableCapacity template:
+/// two requests of 40Gi); with `distinctAttribute` on the device's name they may not.
+#[test]
+fn requests_of_one_claim_share_a_device_unless_distinct() {
+    for distinct in [false, true] {
+        let mut c = Sim::workers(1);
+        class(&mut c, "gpu", &format!("device.driver == \"{DRIVER}\""));
+        c.add_node(mk_node("n0", "64", "256Gi", 110));
+        let named = |name: &str, id: i64| {
+            let mut d = shareable(name);
+            d.attributes.push(("id".into(), AttrValue::Int(id)));
+            d
+        };
+        node_slice(&mut c, "n0", vec![named("s0", 0), named("s1", 1)]);
+        let mut cl = claim(
+            "two",
+            vec![
+                memory_request("req-0", "40Gi"),
+                memory_request("req-1", "40Gi"),
+            ],
+        );
+        if distinct {
+            cl.constraints.push(ConstraintInput {
+                requests: Vec::new(),
+                match_attribute: format!("{DRIVER}/id"),
+                distinct: true,
+            });
+        }
+        c.add_claim(cl);
+        c.add_pod(with_claim(mk_pod("p", "1", "1Gi"), "two"));
+        c.settle();
+        let a = c.claims[&("default".into(), "two".into())]
+            .allocation
+            .clone()
+            .expect("allocated");
+        let got: Vec<&str> = a.devices.iter().map(|d| d.device.as_str()).collect();
+        let want: &[&str] = if distinct {
+            &["s0", "s1"]
+        } else {
+            &["s0", "s0"]
+        };
+        assert_eq!(got, want, "distinct: {distinct}");
+    }
+}
+
+/// A device that does not allow multiple allocations is taken whole: a request's capacity only
+/// selects it (too little there: not this device), and its result carries no share.
+#[test]
+fn capacity_requests_select_ordinary_devices() {
+    let mut c = Sim::workers(1);
+    class(&mut c, "gpu", &format!("device.driver == \"{DRIVER}\""));
+    c.add_node(mk_node("n0", "64", "256Gi", 110));
+    node_slice(
+        &mut c,
+        "n0",
+        vec![gpu("small", "a100", 40), gpu("large", "h100", 80)],
+    );
+    c.add_claim(claim("big", vec![memory_request("mem", "60Gi")]));
+    c.add_pod(with_claim(mk_pod("p0", "1", "1Gi"), "big"));
+    c.add_claim(claim("more", vec![memory_request("mem", "60Gi")]));
+    c.add_pod(with_claim(mk_pod("p1", "1", "1Gi"), "more"));
+    c.settle();
+    assert_eq!(
+        c.bound_count(),
+        1,
+        "one device has 60Gi, and it is taken whole"
+    );
+    let (_, _, devices) = allocations(&c).pop().unwrap();
+    assert_eq!(devices, ["n0/large"]);
+    assert!(
+        c.claims
+            .values()
+            .flat_map(|c| c.allocation.iter().flat_map(|a| a.devices.iter()))
+            .all(|d| d.share.is_none())
+    );
+    let mut odd = claim("odd", vec![memory_request("mem", "1Gi")]);
+    if let Some(e) = odd.requests[0].exactly.as_mut() {
+        e.capacity = vec![("bandwidth".into(), "1".into())];
+    }
+    c.add_claim(odd);
+    c.add_pod(with_claim(mk_pod("p2", "1", "1Gi"), "odd"));
+    c.settle();
+    assert_eq!(
+        message(&c, "p2").as_deref(),
+        Some("0/1 nodes are unavailable: 1 cannot allocate all claims."),
+        "no device publishes the capacity asked for"
+    );
+}
+
+/// Shares of a device every node reaches are decided by workers on different nodes at once:
+/// the driver's second decision keeps the capacity (cross-node claim path).
+#[test]
+fn shares_of_a_device_every_node_reaches_never_exceed_it() {
+    let mut c = Sim::workers(4);
+    class(&mut c, "gpu", &format!("device.driver == \"{DRIVER}\""));
+    for n in ["n0", "n1", "n2", "n3"] {
+        c.add_node(mk_node(n, "64", "256Gi", 110));
+    }
+    c.dra(DraInput::Slice(SliceInput {
+        name: "fabric".into(),
+        driver: DRIVER.into(),
+        pool: "fabric".into(),
+        generation: 1,
+        slice_count: 1,
+        nodes: NodesInput::All,
+        devices: vec![shareable("pooled")],
+        shared_counters: Vec::new(),
+    }));
+    for i in 0..6 {
+        c.add_claim(claim(&format!("c{i}"), vec![memory_request("mem", "30Gi")]));
+        c.add_pod(with_claim(
+            mk_pod(&format!("p{i}"), "1", "1Gi"),
+            &format!("c{i}"),
+        ));
+    }
+    c.settle();
+    assert_eq!(c.bound_count(), 2, "80Gi holds two shares of 30Gi");
+    assert_eq!(shared_gib(&c), [("fabric/pooled".into(), 60)].into());
 }

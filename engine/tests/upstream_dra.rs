@@ -339,6 +339,7 @@ fn run(case: &Case) -> Got {
                         pool: (*pool).into(),
                         device: (*device).into(),
                         admin_access: false,
+                        share: None,
                     })
                     .collect(),
                 nodes: None,
@@ -620,6 +621,7 @@ fn constrained(mut c: ClaimInput, constraints: &[(&[&str], &str)]) -> ClaimInput
         .extend(constraints.iter().map(|(reqs, attr)| ConstraintInput {
             requests: reqs.iter().map(|r| r.to_string()).collect(),
             match_attribute: attr.to_string(),
+            distinct: false,
         }));
     c
 }
@@ -3205,6 +3207,7 @@ fn instance_1(request: &str) -> AllocatedInput {
         pool: WORKER.into(),
         device: "instance-1".into(),
         admin_access: false,
+        share: None,
     }
 }
 

@@ -8,7 +8,8 @@
 //!    (`claim ns/c got deleted in the meantime`, `… got allocated elsewhere in the meantime`).
 //! 2. The finalizer `resource.kubernetes.io/delete-protection` is added (a write of the claim
 //!    itself; kept when it is there already).
-//! 3. `status.allocation` (`devices.results` `{request, driver, pool, device, adminAccess}`, the
+//! 3. `status.allocation` (`devices.results` `{request, driver, pool, device, adminAccess}`, and
+//!    for a share of a device that allows multiple allocations `shareID` and `consumedCapacity`; the
 //!    `devices.config` of the classes and the claim as kube-scheduler's allocator copies them,
 //!    and `nodeSelector` naming the node by `metadata.name`) and the pod's entry in
 //!    `status.reservedFor` (`{resource: pods, name, uid}`) are written in one status write.
@@ -54,6 +55,7 @@ use k8s_openapi::api::resource::v1::{
     DeviceClaimConfiguration, DeviceClass, DeviceClassConfiguration, DeviceRequestAllocationResult,
     ResourceClaim, ResourceClaimConsumerReference,
 };
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use magma_engine::dra::{AllocatedInput, ClaimAllocation};
@@ -350,6 +352,18 @@ pub fn allocation(
             pool: d.pool.clone(),
             device: d.device.clone(),
             admin_access: d.admin_access.then_some(true),
+            // A share of a device that allows multiple allocations: a new `shareID` (a UID,
+            // as upstream's allocator makes) unless the engine read one, and what it consumes.
+            share_id: d.share.as_ref().map(|s| {
+                s.id.clone()
+                    .unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
+            }),
+            consumed_capacity: d.share.as_ref().map(|s| {
+                s.consumed
+                    .iter()
+                    .map(|(k, q)| (k.clone(), Quantity(q.clone())))
+                    .collect()
+            }),
             ..Default::default()
         })
         .collect();
@@ -839,6 +853,7 @@ mod tests {
             pool: "n1".into(),
             device: device.into(),
             admin_access: false,
+            share: None,
         }
     }
 
@@ -861,6 +876,36 @@ mod tests {
                     {"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]}
             })
         );
+    }
+
+    /// A share of a device that allows multiple allocations gets a new `shareID` (a UID, as
+    /// upstream's allocator makes) and its `consumedCapacity`; one read back keeps its ID.
+    #[test]
+    fn shares_get_a_share_id_and_their_consumed_capacity() {
+        let s = claim_state(json!({
+            "metadata": {"name": "c", "namespace": "ns", "uid": "u"},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu",
+                "capacity": {"requests": {"memory": "40Gi"}}}}]}}
+        }));
+        let share = |id: Option<&str>| {
+            let mut d = dev("gpu", "shared-0");
+            d.share = Some(magma_engine::dra::Share {
+                id: id.map(str::to_string),
+                consumed: vec![("memory".into(), "40Gi".into())],
+            });
+            d
+        };
+        let a = allocation(&[share(None), share(Some("kept"))], "n1", &s, |_| None);
+        let v = serde_json::to_value(&a).unwrap();
+        let results = v["devices"]["results"].as_array().unwrap();
+        let id = results[0]["shareID"].as_str().unwrap();
+        assert!(uuid::Uuid::parse_str(id).is_ok(), "{id}");
+        assert_eq!(results[0]["consumedCapacity"], json!({"memory": "40Gi"}));
+        assert_eq!(results[1]["shareID"], "kept");
+        let plain = allocation(&[dev("gpu", "gpu-0")], "n1", &s, |_| None);
+        let v = serde_json::to_value(&plain).unwrap();
+        assert!(v["devices"]["results"][0].get("shareID").is_none());
+        assert!(v["devices"]["results"][0].get("consumedCapacity").is_none());
     }
 
     /// kube-scheduler's allocator: each class's configs once, naming every request that used

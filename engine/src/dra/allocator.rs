@@ -8,9 +8,16 @@
 //! the request tolerates, and whose counters (partitionable devices) still have room.
 //! `ExactCount` takes `count` of them, `All` every one (and needs the pool complete). A request
 //! with `firstAvailable` takes the first of its subrequests that can be satisfied. `matchAttribute`
-//! constraints make every device of the requests they name agree on the attribute; they and the
-//! subrequests make it a search, done depth-first with backtracking and a step budget
-//! ([`STEP_BUDGET`]: exceeding it fails the node, as upstream's context timeout would).
+//! constraints make every device of the requests they name agree on the attribute,
+//! `distinctAttribute` ones make them all differ; they and the subrequests make it a search, done
+//! depth-first with backtracking and a step budget ([`STEP_BUDGET`]: exceeding it fails the
+//! node, as upstream's context timeout would).
+//!
+//! Consumable capacity (`capacity`): a device that allows multiple allocations is shared by
+//! requests (of this pod's claims and of others) while what they consume of its capacities
+//! fits, and consumes its counters once; a request's `capacity.requests` select devices that
+//! publish those capacities (`capacity::consumption`). Requests and devices without capacity
+//! skip all of it.
 //!
 //! A claim already allocated pins the pod to the nodes its allocation allows
 //! ([`ClaimState::Allocated`]); its devices are in use already.
@@ -45,6 +52,8 @@ pub struct Alternative {
     pub count: Count,
     pub admin: bool,
     pub tolerations: Arc<[Toleration]>,
+    /// `capacity.requests`: (name as written, milli-units); empty for most requests.
+    pub capacity: Arc<[(Arc<str>, i128)]>,
 }
 
 /// A request of a claim: one alternative (`exactly`), or several in order (`firstAvailable`).
@@ -55,11 +64,12 @@ pub struct Request {
 }
 
 /// `matchAttribute`: the devices of `requests` (every request when empty) agree on `attribute`
-/// (`domain/name`).
+/// (`domain/name`); `distinctAttribute` (`distinct`): no two of them have the same value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Constraint {
     pub requests: Box<[Arc<str>]>,
     pub attribute: Arc<str>,
+    pub distinct: bool,
 }
 
 /// A claim of the pod, as the allocator sees it.
@@ -91,6 +101,9 @@ pub struct InUse {
     pub devices: Vec<u64>,
     /// Counters consumed, in milli-units by counter id (`DevicesView::counters`).
     pub counters: Vec<i128>,
+    /// Devices that allow multiple allocations and have shares: what the shares consume, per
+    /// capacity of the device (`Device::capacity`).
+    pub shares: std::collections::BTreeMap<DevId, Box<[i128]>>,
 }
 
 impl InUse {
@@ -122,6 +135,31 @@ impl InUse {
         self.counters[i] += amount;
     }
 
+    /// What the shares of `id` consume (`None`: it has none).
+    pub fn shared(&self, id: DevId) -> Option<&[i128]> {
+        if self.shares.is_empty() {
+            return None;
+        }
+        self.shares.get(&id).map(|b| &**b)
+    }
+
+    /// Add a share of `id` consuming `amount`; false when the device had none yet (its
+    /// counters are to be consumed now).
+    pub fn add_share(&mut self, id: DevId, amount: &[i128]) -> bool {
+        match self.shares.get_mut(&id) {
+            Some(used) => {
+                for (u, a) in used.iter_mut().zip(amount) {
+                    *u += a;
+                }
+                true
+            }
+            None => {
+                self.shares.insert(id, amount.into());
+                false
+            }
+        }
+    }
+
     pub fn remove(&mut self, id: DevId) {
         if let Some(w) = self.devices.get_mut(id as usize / 64) {
             *w &= !(1 << (id % 64));
@@ -136,6 +174,8 @@ pub struct Given {
     pub request: Arc<str>,
     pub device: DevId,
     pub admin: bool,
+    /// A share of a device that allows multiple allocations: what it consumes, per capacity.
+    pub consumed: Option<Box<[i128]>>,
 }
 
 /// Why no allocation is possible on a node.
@@ -172,6 +212,8 @@ struct Search<'a> {
     taken: Vec<DevId>,
     /// Counters consumed by this pod so far: (counter id, milli-units), a few entries.
     counters: Vec<(u32, i128)>,
+    /// Shares this pod takes so far (devices that allow multiple allocations).
+    shares: Vec<(DevId, Box<[i128]>)>,
     steps: usize,
     /// A candidate was left out because its pool is invalid.
     saw_invalid: bool,
@@ -204,23 +246,69 @@ impl Search<'_> {
             return false;
         }
         // Admin access shares devices: with other claims and with the pod's other requests.
-        if !alt.admin && (self.taken.contains(&id) || self.in_use.contains(id)) {
+        // A device that allows multiple allocations is shared while its capacities last
+        // (unless someone took it whole).
+        if self.in_use.contains(id) && !alt.admin
+            || !d.multi && !alt.admin && self.taken.contains(&id)
+        {
             return false;
         }
         let tolerated = d.taints.iter().all(|t| {
             t.effect == TaintEffect::PreferNoSchedule
                 || alt.tolerations.iter().any(|tol| tol.tolerates(t))
         });
-        if !tolerated {
+        if !tolerated || !self.capacity_fits(id, alt) {
             return false;
         }
         alt.admin || d.consumes.is_empty() || self.counters_fit(id)
+    }
+
+    /// What a share of `id` for `alt` consumes (`Some` only for devices that allow multiple
+    /// allocations; `Some(None)`: the device cannot serve it).
+    fn share(&self, id: DevId, alt: &Alternative) -> Option<Option<Box<[i128]>>> {
+        let d = self.view.devices[id as usize].as_ref()?;
+        d.multi
+            .then(|| super::capacity::consumption(&alt.capacity, &d.driver, &d.capacity))
+    }
+
+    /// Does the request's capacity fit the device now (what its shares, this pod's included,
+    /// consume)? True at once for the usual request and device, which have none.
+    fn capacity_fits(&self, id: DevId, alt: &Alternative) -> bool {
+        let Some(Some(d)) = self.view.devices.get(id as usize) else {
+            return false;
+        };
+        if !d.multi {
+            return alt.capacity.is_empty()
+                || super::capacity::consumption(&alt.capacity, &d.driver, &d.capacity).is_some();
+        }
+        let Some(amount) = super::capacity::consumption(&alt.capacity, &d.driver, &d.capacity)
+        else {
+            return false;
+        };
+        let mut used: Vec<i128> = self
+            .in_use
+            .shared(id)
+            .map_or_else(|| vec![0; d.capacity.len()], <[i128]>::to_vec);
+        for (_, a) in self.shares.iter().filter(|(s, _)| *s == id) {
+            for (u, x) in used.iter_mut().zip(a.iter()) {
+                *u += x;
+            }
+        }
+        super::capacity::fits(&d.capacity, &used, &amount)
+    }
+
+    /// Has `id` a share already (then its counters are consumed already)?
+    fn has_share(&self, id: DevId) -> bool {
+        self.in_use.shared(id).is_some() || self.shares.iter().any(|(s, _)| *s == id)
     }
 
     fn counters_fit(&self, id: DevId) -> bool {
         let d = self.view.devices[id as usize]
             .as_ref()
             .expect("usable device");
+        if d.multi && self.has_share(id) {
+            return true;
+        }
         d.counters.iter().all(|&(k, amount)| {
             let cap = self.view.counters.get(k as usize).copied().unwrap_or(0);
             let mine: i128 = self
@@ -233,25 +321,46 @@ impl Search<'_> {
         })
     }
 
-    /// Admin access takes nothing: the device stays available to the pod's other requests.
-    fn take(&mut self, id: DevId, admin: bool) {
+    /// Admin access takes nothing: the device stays available to the pod's other requests. A
+    /// share takes `share` of the device's capacities, and its counters with the first share.
+    fn take(&mut self, id: DevId, admin: bool, share: Option<&[i128]>) {
         if admin {
             return;
         }
-        self.taken.push(id);
         let d = self.view.devices[id as usize]
             .as_ref()
             .expect("usable device");
-        for &(k, amount) in d.counters.iter() {
-            self.counters.push((k, amount));
+        let counted = match share {
+            Some(amount) => {
+                let first = !self.has_share(id);
+                self.shares.push((id, amount.into()));
+                first
+            }
+            None => {
+                self.taken.push(id);
+                true
+            }
+        };
+        if counted {
+            for &(k, amount) in d.counters.iter() {
+                self.counters.push((k, amount));
+            }
         }
     }
 
-    fn untake(&mut self, id: DevId, admin: bool) {
+    fn untake(&mut self, id: DevId, admin: bool, share: bool) {
         if admin {
             return;
         }
-        if let Some(i) = self.taken.iter().rposition(|&x| x == id) {
+        if share {
+            if let Some(i) = self.shares.iter().rposition(|(x, _)| *x == id) {
+                self.shares.remove(i);
+            }
+            // Its counters went with the first share, now the last one.
+            if self.has_share(id) {
+                return;
+            }
+        } else if let Some(i) = self.taken.iter().rposition(|&x| x == id) {
             self.taken.swap_remove(i);
         }
         let d = self.view.devices[id as usize]
@@ -289,7 +398,9 @@ impl Search<'_> {
                 return false;
             };
             for g in self.out[slot.claim].iter() {
-                if covers(&g.request) && self.attribute(g.device, &c.attribute) != Some(v) {
+                if covers(&g.request)
+                    && (self.attribute(g.device, &c.attribute) == Some(v)) == c.distinct
+                {
                     return false;
                 }
             }
@@ -322,19 +433,27 @@ impl Search<'_> {
                 // `All`: every matching device the node reaches, none of them in use (upstream
                 // fails the request rather than give it some of them).
                 Count::All => {
+                    // (A device shared while capacity lasts counts only if it has room:
+                    // upstream leaves the others out of "all".)
                     let reachable = local
                         .iter()
                         .chain(view.shared.iter())
                         .filter(|id| alt.candidates.binary_search(id).is_ok())
                         .filter(|&&id| {
-                            view.devices[id as usize]
-                                .as_ref()
-                                .is_some_and(|d| d.reach.admits(self.node))
+                            view.devices[id as usize].as_ref().is_some_and(|d| {
+                                d.reach.admits(self.node)
+                                    && (!d.multi || self.capacity_fits(id, alt))
+                            })
                         })
                         .count();
                     // Nor given to the pod's other requests, admin access included (upstream:
-                    // "allocating").
-                    let given = |id: &DevId| self.out.iter().flatten().any(|g| g.device == *id);
+                    // "allocating"), unless shared.
+                    let given = |id: &DevId| {
+                        self.out
+                            .iter()
+                            .flatten()
+                            .any(|g| g.device == *id && g.consumed.is_none())
+                    };
                     if reachable != usable.len() || usable.iter().any(given) {
                         continue;
                     }
@@ -382,26 +501,32 @@ impl Search<'_> {
                 return Err(());
             }
             let id = usable[k];
-            if (!alt.admin && self.taken.contains(&id))
+            let share = self.share(id, alt).flatten();
+            if (!alt.admin && share.is_none() && self.taken.contains(&id))
                 || !self.constraints_hold(slot, &alt.name, id)
             {
                 continue;
             }
-            // Counters may have been consumed by this pod's earlier picks.
-            if !alt.admin && !self.counters_fit(id) {
+            // Counters and shared capacities may have been consumed by this pod's earlier
+            // picks.
+            if !alt.admin && !self.counters_fit(id)
+                || share.is_some() && !self.capacity_fits(id, alt)
+            {
                 continue;
             }
-            self.take(id, alt.admin);
+            self.take(id, alt.admin, share.as_deref());
+            let shared = share.is_some();
             self.out[slot.claim].push(Given {
                 request: alt.name.clone(),
                 device: id,
                 admin: alt.admin,
+                consumed: share,
             });
             if self.pick(slots, i, alt, usable, k + 1, want - 1)? {
                 return Ok(true);
             }
             self.out[slot.claim].pop();
-            self.untake(id, alt.admin);
+            self.untake(id, alt.admin, shared);
             // The last request, without constraints: one device is as good as another of the
             // same alternative, so no need to try the others in its place. (An earlier
             // request's choice can matter to a later one whose selectors differ.)
@@ -467,6 +592,7 @@ pub fn allocate(
         node,
         taken: Vec::new(),
         counters: Vec::new(),
+        shares: Vec::new(),
         steps: 0,
         saw_invalid: false,
         out: vec![Vec::new(); claims.len()],

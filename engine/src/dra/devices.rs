@@ -78,6 +78,8 @@ pub struct DeviceInput {
     /// `consumesCounters`: (counter set, [(counter, quantity)]).
     pub consumes_counters: Vec<(String, Vec<(String, String)>)>,
     pub allow_multiple_allocations: bool,
+    /// `capacity[].requestPolicy`, by capacity name (devices that allow multiple allocations).
+    pub request_policies: Vec<(String, super::capacity::RequestPolicyInput)>,
 }
 
 /// A ResourceSlice.
@@ -142,6 +144,10 @@ pub struct Device {
     /// The same by counter id (`DevicesView::counters`): what the allocator reads, with no
     /// hashing per device.
     pub counters: Box<[(u32, i128)]>,
+    /// `allowMultipleAllocations`: each allocation is a share of its capacities.
+    pub multi: bool,
+    /// Its capacities (consumable when `multi`).
+    pub capacity: Box<[super::capacity::Capacity]>,
     /// Its pool is incomplete (not every slice of the newest generation is known).
     pub incomplete_pool: bool,
     /// Its pool is invalid (see `Inventory::refresh`).
@@ -342,6 +348,7 @@ impl Inventory {
                     ));
                 }
             }
+            let consumable = super::capacity::compile(&s.driver, &d.capacity, &d.request_policies)?;
             let view = DeviceView {
                 driver: s.driver.clone(),
                 attributes: view_attrs,
@@ -357,6 +364,8 @@ impl Inventory {
                 taints: taints.into(),
                 consumes: consumes.into(),
                 counters: Box::new([]),
+                multi: d.allow_multiple_allocations,
+                capacity: consumable,
                 incomplete_pool: false,
                 invalid_pool: false,
                 value: view.to_value(),

@@ -22,6 +22,7 @@
 //! changing how others are handled.
 
 pub mod allocator;
+pub mod capacity;
 pub mod cel;
 pub mod devices;
 
@@ -59,6 +60,8 @@ pub struct ExactInput {
     pub count: i64,
     pub admin_access: bool,
     pub tolerations: Vec<crate::model::TolerationInput>,
+    /// `capacity.requests`: (capacity name, quantity).
+    pub capacity: Vec<(String, String)>,
 }
 
 /// `spec.devices.requests[]`.
@@ -69,12 +72,25 @@ pub struct RequestInput {
     pub first_available: Vec<ExactInput>,
 }
 
-/// `spec.devices.constraints[]` (`matchAttribute`).
+/// `spec.devices.constraints[]`: `matchAttribute`, or `distinctAttribute` when `distinct`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ConstraintInput {
     /// Empty: every request.
     pub requests: Vec<String>,
+    /// The attribute (`domain/name`).
     pub match_attribute: String,
+    /// A `distinctAttribute` constraint: the devices' values all differ.
+    pub distinct: bool,
+}
+
+/// A share of a device that allows multiple allocations, in an allocation result.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Share {
+    /// `shareID`: `None` in an allocation Magma decided until the adapter writes it (it
+    /// assigns a new UID).
+    pub id: Option<String>,
+    /// `consumedCapacity`: (capacity name, quantity).
+    pub consumed: Vec<(String, String)>,
 }
 
 /// One device of `status.allocation.devices.results[]`.
@@ -85,6 +101,8 @@ pub struct AllocatedInput {
     pub pool: String,
     pub device: String,
     pub admin_access: bool,
+    /// `shareID` and `consumedCapacity`: set for a device that allows multiple allocations.
+    pub share: Option<Share>,
 }
 
 /// `status.allocation`.
@@ -345,8 +363,42 @@ impl PartialEq for PodClaims {
 #[derive(Debug, Clone)]
 struct Assumed {
     pod: Arc<str>,
+    /// Devices taken whole.
     devices: Vec<DevId>,
+    /// Shares of devices that allow multiple allocations: what each consumes.
+    shares: Vec<(DevId, Box<[i128]>)>,
     nodes: Option<Arc<[Term]>>,
+}
+
+impl Assumed {
+    /// Every device it takes or shares.
+    fn ids(&self) -> Vec<DevId> {
+        let mut ids = self.devices.clone();
+        ids.extend(self.shares.iter().map(|(id, _)| *id));
+        ids
+    }
+}
+
+/// Count device `id` in use: taken whole, or a share consuming `share`; its counters with the
+/// first share.
+fn take(
+    view: &devices::DevicesView,
+    in_use: &mut allocator::InUse,
+    id: DevId,
+    share: Option<&[i128]>,
+) {
+    let first = match share {
+        Some(amount) => !in_use.add_share(id, amount),
+        None => {
+            in_use.insert(id);
+            true
+        }
+    };
+    if first && let Some(Some(d)) = view.devices.get(id as usize) {
+        for &(k, amount) in d.counters.iter() {
+            in_use.consume(k, amount);
+        }
+    }
 }
 
 /// A written allocation: its devices (resolved when slices name them) and nodes.
@@ -564,7 +616,7 @@ impl Dra {
         let ours: Vec<DevId> = old
             .as_ref()
             .and_then(|o| o.assumed.as_ref())
-            .map(|a| a.devices.clone())
+            .map(Assumed::ids)
             .unwrap_or_default();
         let had = old.as_ref().is_some_and(|o| o.allocation.is_some());
         let mut taken_nodes = Vec::new();
@@ -592,7 +644,7 @@ impl Dra {
                     .filter(|d| !d.admin_access)
                     .filter_map(|d| self.inventory.id(&d.driver, &d.pool, &d.device))
                     .collect();
-                let mut assumed = a.devices.clone();
+                let mut assumed = a.ids();
                 written.sort_unstable();
                 assumed.sort_unstable();
                 written == assumed
@@ -637,26 +689,33 @@ impl Dra {
             self.in_use_dirty = false;
             let mut in_use = allocator::InUse::default();
             for c in self.claims.values() {
-                let add = |id: DevId, admin: bool, in_use: &mut allocator::InUse| {
-                    if admin {
-                        return;
-                    }
-                    in_use.insert(id);
-                    if let Some(Some(d)) = devices.devices.get(id as usize) {
-                        for &(k, amount) in d.counters.iter() {
-                            in_use.consume(k, amount);
-                        }
-                    }
-                };
                 if let Some((devs, _)) = &c.allocation {
                     for d in devs {
-                        if let Some(id) = self.inventory.id(&d.driver, &d.pool, &d.device) {
-                            add(id, d.admin_access, &mut in_use);
+                        let Some(id) = self.inventory.id(&d.driver, &d.pool, &d.device) else {
+                            continue;
+                        };
+                        // Admin access takes nothing.
+                        if d.admin_access {
+                            continue;
+                        }
+                        match (&d.share, devices.devices.get(id as usize)) {
+                            (Some(share), Some(Some(dev))) => {
+                                let amount = capacity::read_consumed(
+                                    &dev.capacity,
+                                    &dev.driver,
+                                    &share.consumed,
+                                );
+                                take(&devices, &mut in_use, id, Some(&amount));
+                            }
+                            _ => take(&devices, &mut in_use, id, None),
                         }
                     }
                 } else if let Some(a) = &c.assumed {
                     for &id in &a.devices {
-                        add(id, false, &mut in_use);
+                        take(&devices, &mut in_use, id, None);
+                    }
+                    for (id, amount) in &a.shares {
+                        take(&devices, &mut in_use, *id, Some(amount));
                     }
                 }
             }
@@ -830,12 +889,22 @@ impl Dra {
                     .map(|t| crate::model::compile_toleration(t, interner))
                     .collect::<Result<Vec<_>, _>>()
                     .map_err(|err| format!("claim {namespace}/{claim}, request {name}: {err}"))?;
+                let capacity = e
+                    .capacity
+                    .iter()
+                    .map(|(n, q)| {
+                        crate::model::parse_scaled("capacity", q, 1000)
+                            .map(|m| (Arc::from(n.as_str()), i128::from(m)))
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|err| format!("claim {namespace}/{claim}, request {name}: {err}"))?;
                 alternatives.push(allocator::Alternative {
                     name,
                     candidates,
                     count,
                     admin: e.admin_access,
                     tolerations: tolerations.into(),
+                    capacity: capacity.into(),
                 });
             }
             out.push(allocator::Request {
@@ -869,6 +938,7 @@ impl Dra {
             .map(|c| allocator::Constraint {
                 requests: c.requests.iter().map(|r| Arc::from(r.as_str())).collect(),
                 attribute: Arc::from(c.match_attribute.as_str()),
+                distinct: c.distinct,
             })
             .collect();
         Ok((out.into(), constraints))
@@ -902,29 +972,45 @@ impl Dra {
                                 pool: d.pool.to_string(),
                                 device: d.name.to_string(),
                                 admin_access: x.admin,
+                                share: x.consumed.as_ref().map(|amount| Share {
+                                    id: None,
+                                    consumed: d
+                                        .capacity
+                                        .iter()
+                                        .zip(amount.iter())
+                                        .map(|(c, m)| {
+                                            (c.name.to_string(), capacity::format_milli(*m))
+                                        })
+                                        .collect(),
+                                }),
                             })
                         })
                         .collect();
                     // Only node-local devices pin the claim to the node; otherwise the pod's
                     // node is where the devices reach too, so pinning it is right as well.
-                    let devices: Vec<DevId> =
-                        g.iter().filter(|x| !x.admin).map(|x| x.device).collect();
+                    let mut devices = Vec::new();
+                    let mut shares = Vec::new();
+                    for x in g.iter().filter(|x| !x.admin) {
+                        match &x.consumed {
+                            Some(amount) => shares.push((x.device, amount.clone())),
+                            None => devices.push(x.device),
+                        }
+                    }
                     // What is in use moves by these devices only: no rebuild unless something
                     // else changed it (a burst of pods with claims costs O(devices) each).
                     if !self.in_use_dirty {
                         let in_use = Arc::make_mut(&mut self.in_use);
                         for &id in &devices {
-                            in_use.insert(id);
-                            if let Some(Some(d)) = view.devices.get(id as usize) {
-                                for &(k, amount) in d.counters.iter() {
-                                    in_use.consume(k, amount);
-                                }
-                            }
+                            take(&view, in_use, id, None);
+                        }
+                        for (id, amount) in &shares {
+                            take(&view, in_use, *id, Some(amount));
                         }
                     }
                     entry.assumed = Some(Assumed {
                         pod: pod.clone(),
                         devices,
+                        shares,
                         nodes: Some(node_term.clone()),
                     });
                     self.assumed_by

@@ -8,9 +8,8 @@
 //!   not exactly one of `int`, `bool`, `string` and `version`: [`SliceRejected`]. The watch
 //!   logs it and removes the slice's earlier version from the engine (devices it no longer
 //!   describes must not be allocated); no other slice is affected.
-//! - A claim request Magma cannot allocate as asked (capacity requests or `distinctAttribute`
-//!   of the alpha `DRAConsumableCapacity`, an `allocationMode` other than `ExactCount`/`All`, a
-//!   selector without `cel`): the claim is still converted, with its allocation and
+//! - A claim request Magma cannot allocate as asked (an `allocationMode` other than
+//!   `ExactCount`/`All`, a selector without `cel`): the claim is still converted, with its allocation and
 //!   reservations (they hold devices whoever allocated them), and `ClaimInput::unsupported`
 //!   says why: while the claim is unallocated the engine holds its pods back with that text
 //!   (naming the claim and the request); [`claim_input`] returns the reasons for the log too.
@@ -24,15 +23,16 @@
 use super::term;
 use k8s_openapi::api::core::v1::NodeSelector;
 use k8s_openapi::api::resource::v1::{
-    DeviceAttribute, DeviceClass, DeviceSelector, DeviceSubRequest, DeviceToleration,
-    ExactDeviceRequest, ResourceClaim, ResourceSlice,
+    CapacityRequirements, DeviceAttribute, DeviceClass, DeviceSelector, DeviceSubRequest,
+    DeviceToleration, ExactDeviceRequest, ResourceClaim, ResourceSlice,
 };
+use magma_engine::dra::capacity::RequestPolicyInput;
 use magma_engine::dra::cel::AttrValue;
 use magma_engine::dra::devices::{
     ClassInput, DeviceInput, DeviceTaintInput, NodesInput, SliceInput,
 };
 use magma_engine::dra::{
-    AllocatedInput, AllocationInput, ClaimInput, ConstraintInput, ExactInput, RequestInput,
+    AllocatedInput, AllocationInput, ClaimInput, ConstraintInput, ExactInput, RequestInput, Share,
 };
 use magma_engine::model::{SelectorTermInput, TolerationInput};
 
@@ -77,7 +77,7 @@ struct Exact<'a> {
     mode: Option<&'a str>,
     count: Option<i64>,
     admin: Option<bool>,
-    capacity: bool,
+    capacity: Option<&'a CapacityRequirements>,
     tolerations: Option<&'a Vec<DeviceToleration>>,
 }
 
@@ -90,7 +90,7 @@ impl<'a> From<&'a ExactDeviceRequest> for Exact<'a> {
             mode: e.allocation_mode.as_deref(),
             count: e.count,
             admin: e.admin_access,
-            capacity: e.capacity.is_some(),
+            capacity: e.capacity.as_ref(),
             tolerations: e.tolerations.as_ref(),
         }
     }
@@ -105,7 +105,7 @@ impl<'a> From<&'a DeviceSubRequest> for Exact<'a> {
             mode: e.allocation_mode.as_deref(),
             count: e.count,
             admin: None,
-            capacity: e.capacity.is_some(),
+            capacity: e.capacity.as_ref(),
             tolerations: e.tolerations.as_ref(),
         }
     }
@@ -121,12 +121,6 @@ fn exact(e: Exact<'_>, problems: &mut Vec<String>) -> ExactInput {
             false
         }
     };
-    if e.capacity {
-        problems.push(
-            "has capacity requests, but Magma does not support the DRAConsumableCapacity feature"
-                .into(),
-        );
-    }
     ExactInput {
         name: e.name.to_owned(),
         class: e.class.to_owned(),
@@ -140,6 +134,13 @@ fn exact(e: Exact<'_>, problems: &mut Vec<String>) -> ExactInput {
             .copied()
             .flatten()
             .map(toleration)
+            .collect(),
+        capacity: e
+            .capacity
+            .and_then(|c| c.requests.as_ref())
+            .into_iter()
+            .flatten()
+            .map(|(k, q)| (k.clone(), q.0.clone()))
             .collect(),
     }
 }
@@ -182,22 +183,23 @@ pub fn claim_input(c: &ResourceClaim) -> Option<(ClaimInput, Vec<String>)> {
         requests.push(input);
     }
     let mut constraints = Vec::new();
-    for (i, k) in devices
+    for k in devices
         .and_then(|d| d.constraints.as_ref())
         .into_iter()
         .flatten()
-        .enumerate()
     {
-        if k.distinct_attribute.is_some() {
-            problems.push(format!(
-                "resourceclaim {namespace}/{name}, constraint {i}: distinctAttribute is not \
-                 supported (DRAConsumableCapacity)"
-            ));
+        if let Some(a) = &k.distinct_attribute {
+            constraints.push(ConstraintInput {
+                requests: k.requests.clone().unwrap_or_default(),
+                match_attribute: a.clone(),
+                distinct: true,
+            });
         }
         if let Some(a) = &k.match_attribute {
             constraints.push(ConstraintInput {
                 requests: k.requests.clone().unwrap_or_default(),
                 match_attribute: a.clone(),
+                distinct: false,
             });
         }
     }
@@ -217,6 +219,15 @@ pub fn claim_input(c: &ResourceClaim) -> Option<(ClaimInput, Vec<String>)> {
                     pool: r.pool.clone(),
                     device: r.device.clone(),
                     admin_access: r.admin_access.unwrap_or(false),
+                    share: r.share_id.as_ref().map(|id| Share {
+                        id: Some(id.clone()),
+                        consumed: r
+                            .consumed_capacity
+                            .iter()
+                            .flatten()
+                            .map(|(k, q)| (k.clone(), q.0.clone()))
+                            .collect(),
+                    }),
                 })
                 .collect(),
             nodes: a.node_selector.as_ref().map(node_terms),
@@ -375,6 +386,33 @@ pub fn slice_input(s: &ResourceSlice) -> Option<Result<SliceInput, SliceRejected
                 })
                 .collect(),
             allow_multiple_allocations: d.allow_multiple_allocations == Some(true),
+            request_policies: d
+                .capacity
+                .iter()
+                .flatten()
+                .filter_map(|(k, c)| {
+                    let p = c.request_policy.as_ref()?;
+                    let q = |q: &Option<
+                        k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+                    >| { q.as_ref().map(|q| q.0.clone()) };
+                    Some((
+                        k.clone(),
+                        RequestPolicyInput {
+                            default: q(&p.default),
+                            valid_values: p
+                                .valid_values
+                                .iter()
+                                .flatten()
+                                .map(|v| v.0.clone())
+                                .collect(),
+                            valid_range: p
+                                .valid_range
+                                .as_ref()
+                                .map(|r| (Some(r.min.0.clone()), q(&r.max), q(&r.step))),
+                        },
+                    ))
+                })
+                .collect(),
         });
     }
     Some(Ok(SliceInput {
@@ -450,7 +488,8 @@ mod tests {
                         "selectors": [{"cel": {"expression": "device.attributes[\"gpu.example.com\"].model == \"a100\""}}],
                         "allocationMode": "ExactCount", "count": 2, "adminAccess": true,
                         "tolerations": [{"key": "k", "operator": "Exists", "effect": "NoSchedule"}]}},
-                    {"name": "all", "exactly": {"deviceClassName": "nic", "allocationMode": "All"}},
+                    {"name": "all", "exactly": {"deviceClassName": "nic", "allocationMode": "All",
+                        "capacity": {"requests": {"bandwidth": "10G"}}}},
                     {"name": "any", "firstAvailable": [
                         {"name": "big", "deviceClassName": "gpu.example.com", "count": 1},
                         {"name": "small", "deviceClassName": "small", "allocationMode": "ExactCount",
@@ -458,12 +497,16 @@ mod tests {
                          "tolerations": [{"key": "k", "value": "v", "operator": "Equal"}]}]}],
                 "constraints": [
                     {"matchAttribute": "gpu.example.com/numa"},
-                    {"requests": ["gpu", "any"], "matchAttribute": "dra.example.com/pci"}]}},
+                    {"requests": ["gpu", "any"], "matchAttribute": "dra.example.com/pci"},
+                    {"distinctAttribute": "nic.example.com/port"}]}},
             "status": {
                 "allocation": {
                     "devices": {"results": [
                         {"request": "gpu", "driver": "gpu.example.com", "pool": "n1", "device": "gpu-0", "adminAccess": true},
-                        {"request": "any/big", "driver": "gpu.example.com", "pool": "n1", "device": "gpu-1"}]},
+                        {"request": "any/big", "driver": "gpu.example.com", "pool": "n1", "device": "gpu-1"},
+                        {"request": "all", "driver": "nic.example.com", "pool": "n1", "device": "nic-0",
+                         "shareID": "4f1c2b1e-0d2a-4a8e-9c56-2f0d9b7c1a11",
+                         "consumedCapacity": {"bandwidth": "10G"}}]},
                     "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
                         {"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]}},
                 "reservedFor": [{"resource": "pods", "name": "p", "uid": "pod-uid"}]}
@@ -490,6 +533,7 @@ mod tests {
                             all: false,
                             count: 2,
                             admin_access: true,
+                            capacity: vec![],
                             tolerations: vec![TolerationInput {
                                 key: "k".into(),
                                 operator: "Exists".into(),
@@ -504,6 +548,7 @@ mod tests {
                         exactly: Some(ExactInput {
                             class: "nic".into(),
                             all: true,
+                            capacity: vec![("bandwidth".into(), "10G".into())],
                             ..Default::default()
                         }),
                         first_available: vec![],
@@ -538,10 +583,17 @@ mod tests {
                     ConstraintInput {
                         requests: vec![],
                         match_attribute: "gpu.example.com/numa".into(),
+                        distinct: false,
                     },
                     ConstraintInput {
                         requests: vec!["gpu".into(), "any".into()],
                         match_attribute: "dra.example.com/pci".into(),
+                        distinct: false,
+                    },
+                    ConstraintInput {
+                        requests: vec![],
+                        match_attribute: "nic.example.com/port".into(),
+                        distinct: true,
                     },
                 ],
                 allocation: Some(AllocationInput {
@@ -552,6 +604,7 @@ mod tests {
                             pool: "n1".into(),
                             device: "gpu-0".into(),
                             admin_access: true,
+                            share: None,
                         },
                         AllocatedInput {
                             request: "any/big".into(),
@@ -559,6 +612,18 @@ mod tests {
                             pool: "n1".into(),
                             device: "gpu-1".into(),
                             admin_access: false,
+                            share: None,
+                        },
+                        AllocatedInput {
+                            request: "all".into(),
+                            driver: "nic.example.com".into(),
+                            pool: "n1".into(),
+                            device: "nic-0".into(),
+                            admin_access: false,
+                            share: Some(Share {
+                                id: Some("4f1c2b1e-0d2a-4a8e-9c56-2f0d9b7c1a11".into()),
+                                consumed: vec![("bandwidth".into(), "10G".into())],
+                            }),
                         },
                     ],
                     nodes: Some(vec![name_in("n1")]),
@@ -586,15 +651,14 @@ mod tests {
             "metadata": {"name": "c", "namespace": "ns", "uid": "u1"},
             "spec": {"devices": {"requests": [
                 {"name": "ok", "exactly": {"deviceClassName": "gpu"}},
-                {"name": "cap", "exactly": {"deviceClassName": "gpu",
-                    "capacity": {"requests": {"memory": "1Gi"}}}}]}}
+                {"name": "future", "exactly": {"deviceClassName": "gpu",
+                    "allocationMode": "Fraction"}}]}}
         }));
         let (i, problems) = claim_input(&c).unwrap();
         assert_eq!(
             problems,
             [
-                "resourceclaim ns/c, request \"cap\": has capacity requests, but Magma does not \
-              support the DRAConsumableCapacity feature"
+                "resourceclaim ns/c, request \"future\": allocationMode \"Fraction\" is not supported"
             ]
         );
         assert_eq!(i.unsupported.as_deref(), Some(problems[0].as_str()));
