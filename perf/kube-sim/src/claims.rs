@@ -33,13 +33,16 @@
 //! No event scans a namespace: the controller keeps, from the events it follows, which pods
 //! name each claim and template and which claims name each pod UID (`Index`), as
 //! kube-controller-manager's informer indexes do; each sync then reads those objects afresh.
+//!
+//! It uses the shared state (`inner`), the store (whose commits it follows through
+//! `State::follow`) and the DRA object rules (`dra`); `sim` starts it.
 
 use crate::deletion::DeleteOptions;
 use crate::dra;
+use crate::inner::Inner;
 use crate::managed::{Manager, Operation};
 use crate::meta;
 use crate::resources::ResourceDef;
-use crate::sim::Inner;
 use crate::store::{Event, EventType, Part, State};
 use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};
@@ -67,7 +70,7 @@ fn has_claims(pod: &Value) -> bool {
 }
 
 /// Whether a commit concerns the controller (decided under the store lock: cheap).
-pub(crate) fn relevant(ev: &Event) -> bool {
+fn relevant(ev: &Event) -> bool {
     match ev.key.as_ref() {
         "/pods" => has_claims(&ev.obj.value),
         dra::CLAIM_KEY | dra::TEMPLATE_KEY => true,
@@ -81,7 +84,12 @@ pub(crate) fn spawn(inner: &Arc<Inner>) -> Option<JoinHandle<()>> {
         return None;
     }
     let (tx, mut rx) = mpsc::unbounded_channel();
-    inner.state().set_claim_events(tx);
+    inner.state().follow(
+        |ev, _| relevant(ev),
+        move |ev| {
+            let _ = tx.send(ev);
+        },
+    );
     let inner = inner.clone();
     let rt = inner.rt.clone();
     Some(rt.spawn(async move {

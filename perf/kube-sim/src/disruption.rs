@@ -44,12 +44,15 @@
 //! budget. Unlike kube-controller-manager, a pod change resyncs every budget that selects the
 //! pod (upstream only the first it finds, and only by its new labels), and no Events are
 //! written (`NoPods`, `UnmanagedPods`, `CalculateExpectedPodCountFailed`, …).
+//!
+//! It uses the shared state (`inner`), the store (whose commits it follows through
+//! `State::follow`) and the budget rules (`policy`); `sim` starts it.
 
+use crate::inner::Inner;
 use crate::managed::Manager;
 use crate::meta;
 use crate::policy::{self, IntOrString, PDB_KEY};
 use crate::resources::ResourceDef;
-use crate::sim::Inner;
 use crate::store::{Event, EventType, Part, State};
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeSet, HashSet};
@@ -66,7 +69,7 @@ const KCM: &str = "kube-controller-manager";
 
 /// Work for the controller.
 #[derive(Debug)]
-pub(crate) enum Msg {
+enum Msg {
     /// A commit of a budget or a pod.
     Event(Arc<Event>),
     /// Sync this budget again (a `disruptedPods` entry expires).
@@ -77,7 +80,7 @@ pub(crate) enum Msg {
 
 /// Whether a commit concerns the controller (decided under the store lock: cheap). `budgets`:
 /// how many PodDisruptionBudgets exist.
-pub(crate) fn relevant(ev: &Event, budgets: usize) -> bool {
+fn relevant(ev: &Event, budgets: usize) -> bool {
     match ev.key.as_ref() {
         PDB_KEY => true,
         "/pods" => budgets > 0 || disruption_target(&ev.obj.value).is_some(),
@@ -91,7 +94,13 @@ pub(crate) fn spawn(inner: &Arc<Inner>) -> Option<JoinHandle<()>> {
         return None;
     }
     let (tx, rx) = mpsc::unbounded_channel();
-    inner.state().set_disruption_events(tx.clone());
+    let events = tx.clone();
+    inner.state().follow(
+        |ev, st| relevant(ev, st.count(PDB_KEY)),
+        move |ev| {
+            let _ = events.send(Msg::Event(ev));
+        },
+    );
     let c = Controller {
         inner: inner.clone(),
         tx,

@@ -4,10 +4,18 @@
 //! termination delay: a terminal status, then a delete with grace period 0). Lifecycle steps are
 //! spawned tasks that re-check the pod's UID, so a pod deleted or replaced meanwhile is left
 //! alone.
+//!
+//! The kubelet's side of the shared state is here too, as an `impl Inner` block: what the server
+//! calls when a pod is bound, resized or deleted gracefully (`Inner::after_bound`,
+//! `after_resized`, `after_graceful_delete`) and the status writes the lifecycle tasks make. It
+//! uses the shared state (`inner`), the store and `deletion`; the server and `sim` call it.
 
 use crate::config::SimConfig;
+use crate::deletion;
+use crate::inner::Inner;
+use crate::managed::Manager;
 use crate::meta;
-use crate::sim::Inner;
+use crate::store::Stored;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -307,7 +315,7 @@ pub(crate) fn pod_terminating(inner: &Arc<Inner>, pod: &Value) {
 /// already finished.
 pub(crate) fn set_terminated(pod: &mut Value, uid: &str) -> bool {
     if meta::meta_str(pod, "uid") != uid
-        || !crate::deletion::terminating(pod)
+        || !deletion::terminating(pod)
         || matches!(
             pod.pointer("/status/phase").and_then(Value::as_str),
             Some("Succeeded" | "Failed")
@@ -364,7 +372,7 @@ pub(crate) fn set_terminated(pod: &mut Value, uid: &str) -> bool {
 pub(crate) fn set_running(pod: &mut Value, uid: &str, host_ip: &str) -> bool {
     if meta::meta_str(pod, "uid") != uid
         || pod.pointer("/status/phase") != Some(&json!("Pending"))
-        || crate::deletion::terminating(pod)
+        || deletion::terminating(pod)
     {
         return false;
     }
@@ -469,7 +477,7 @@ pub(crate) fn actuate_resize(
 pub(crate) fn set_succeeded(pod: &mut Value, uid: &str) -> bool {
     if meta::meta_str(pod, "uid") != uid
         || pod.pointer("/status/phase") != Some(&json!("Running"))
-        || crate::deletion::terminating(pod)
+        || deletion::terminating(pod)
     {
         return false;
     }
@@ -484,4 +492,150 @@ pub(crate) fn set_succeeded(pod: &mut Value, uid: &str) -> bool {
         );
     }
     true
+}
+
+/// The field manager of the simulated kubelet's writes (node creation, pod status).
+pub(crate) fn manager() -> Manager {
+    Manager::update("kubelet")
+}
+
+/// The simulated kubelet's side of the shared state: what the server calls when a pod is bound,
+/// resized or deleted gracefully, and the lifecycle steps the tasks above run under the state
+/// lock.
+impl Inner {
+    /// Starts the KWOK lifecycle for a pod that is bound now.
+    pub(crate) fn after_bound(self: &Arc<Self>, pod: &Stored) {
+        let lifetime = pod
+            .value
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(LIFETIME_ANNOTATION))
+            .and_then(Value::as_str)
+            .and_then(|s| s.parse().ok());
+        pod_bound(
+            self,
+            pod.namespace().to_string(),
+            meta::meta_str(&pod.value, "name").to_string(),
+            meta::meta_str(&pod.value, "uid").to_string(),
+            lifetime,
+        );
+    }
+
+    /// A pod was resized (`pods/resize`): the simulated kubelet checks that its node can take
+    /// it (`resize_fits`) and actuates it or reports it pending, in its own status write
+    /// after the resize (`actuate_resize`).
+    pub(crate) fn after_resized(self: &Arc<Self>, pod: &Stored) {
+        if self.cfg.running_delay.is_none() {
+            return; // no simulated kubelet
+        }
+        let (ns, name) = (
+            pod.namespace().to_string(),
+            meta::meta_str(&pod.value, "name").to_string(),
+        );
+        let uid = meta::meta_str(&pod.value, "uid").to_string();
+        let inner = self.clone();
+        self.rt.clone().spawn(async move {
+            let mut st = inner.state();
+            let pods = st.registry.get("", "v1", "pods").expect("built in");
+            let nodes = st.registry.get("", "v1", "nodes").expect("built in");
+            let Ok(pod) = st.get(&pods, &ns, &name) else {
+                return;
+            };
+            let node_name = pod
+                .value
+                .pointer("/spec/nodeName")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            let fits = match st.get(&nodes, "", &node_name) {
+                Ok(node) => {
+                    // What the node's other admitted (running) pods need.
+                    let mut others = (0, 0);
+                    for p in st.list(&pods, None).1 {
+                        let v = &p.value;
+                        if v.pointer("/spec/nodeName").and_then(Value::as_str) == Some(&node_name)
+                            && meta::meta_str(v, "uid") != uid
+                            && v.pointer("/status/phase").and_then(Value::as_str) == Some("Running")
+                        {
+                            let (c, m) = pod_needs(v);
+                            others = (others.0 + c, others.1 + m);
+                        }
+                    }
+                    resize_fits(&pod.value, &node.value, others)
+                }
+                Err(_) => Ok(()),
+            };
+            let _ = st.modify_status(&pods, &ns, &name, &manager(), |p| {
+                actuate_resize(p, &uid, fits)
+            });
+        });
+    }
+
+    pub(crate) fn kwok_running(&self, ns: &str, name: &str, uid: &str) -> bool {
+        let mut st = self.state();
+        let pods = st.registry.get("", "v1", "pods").expect("built in");
+        let nodes = st.registry.get("", "v1", "nodes").expect("built in");
+        let node = st.get(&pods, ns, name).ok().and_then(|p| {
+            p.value
+                .pointer("/spec/nodeName")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        });
+        let Some(node) = node else { return false };
+        let host_ip = st
+            .get(&nodes, "", &node)
+            .ok()
+            .and_then(|n| {
+                n.value
+                    .pointer("/status/addresses")
+                    .and_then(Value::as_array)
+                    .and_then(|a| {
+                        a.iter()
+                            .find(|x| x["type"] == "InternalIP")
+                            .and_then(|x| x["address"].as_str())
+                            .map(str::to_string)
+                    })
+            })
+            .unwrap_or_else(|| "10.255.255.254".into());
+        st.modify_status(&pods, ns, name, &manager(), |p| {
+            set_running(p, uid, &host_ip)
+        })
+        .is_some()
+    }
+
+    pub(crate) fn kwok_succeeded(&self, ns: &str, name: &str, uid: &str) -> bool {
+        let mut st = self.state();
+        let pods = st.registry.get("", "v1", "pods").expect("built in");
+        st.modify_status(&pods, ns, name, &manager(), |p| set_succeeded(p, uid))
+            .is_some()
+    }
+
+    /// A DELETE left a pod terminating: the simulated kubelet finishes it (`pod_terminating`).
+    pub(crate) fn after_graceful_delete(self: &Arc<Self>, pod: &Stored) {
+        pod_terminating(self, &pod.value);
+    }
+
+    /// The simulated kubelet finishes a terminating pod: its terminal status (its own write),
+    /// then a delete with grace period 0 and the pod's UID as precondition, as a kubelet's
+    /// status manager sends once the pod's phase is terminal. A pod with finalizers stays
+    /// (marked with grace period 0) until they are removed.
+    pub(crate) fn kwok_finish(&self, ns: &str, name: &str, uid: &str) {
+        let mut st = self.state();
+        let pods = st.registry.get("", "v1", "pods").expect("built in");
+        let Ok(pod) = st.get(&pods, ns, name) else {
+            return;
+        };
+        if meta::meta_str(&pod.value, "uid") != uid || !deletion::terminating(&pod.value) {
+            return;
+        }
+        let _ = st.modify_status(&pods, ns, name, &manager(), |p| set_terminated(p, uid));
+        if let Err(e) = st.delete_request(&pods, ns, name, &deletion::DeleteOptions::force(uid)) {
+            tracing::debug!(pod = %format!("{ns}/{name}"), "the kubelet's delete failed: {e}");
+        }
+    }
+
+    pub(crate) fn kwok_delete(&self, ns: &str, name: &str, uid: &str) {
+        let mut st = self.state();
+        let pods = st.registry.get("", "v1", "pods").expect("built in");
+        let _ = st.delete(&pods, ns, name, Some(&serde_json::json!({"uid": uid})));
+    }
 }

@@ -614,6 +614,7 @@ mod disruption;
 mod dra;
 mod error;
 mod faults;
+mod inner;
 mod kinds;
 mod kwok;
 mod list;
@@ -624,6 +625,7 @@ mod podres;
 mod policy;
 mod protobuf;
 mod provisioner;
+mod records;
 mod resize;
 mod resources;
 mod scheduling;
@@ -647,7 +649,8 @@ pub use provisioner::{
     HOSTNAME_LABEL, NO_PROVISIONER, PROVISIONED_BY_ANNOTATION, SELECTED_NODE_ANNOTATION,
     STORAGE_PROVISIONER_ANNOTATION,
 };
-pub use sim::{BindingRecord, RequestRecord, Sim, SimError, SimHandle, SimStats, WriteRecord};
+pub use records::{BindingRecord, RequestRecord, SimStats, WriteRecord};
+pub use sim::{Sim, SimError, SimHandle};
 pub use storage::{
     BETA_STORAGE_CLASS_ANNOTATION, DEFAULT_CLASS_ANNOTATION, pvc_object, storage_class_object,
 };

@@ -3,11 +3,13 @@
 //! than, exact), `limit`/`continue` pagination with the real opaque token format and
 //! `metadata.remainingItemCount`, and the 400 / 410 / 504 answers for a bad or expired token and
 //! a version the server has not reached.
+//!
+//! It uses the shared state (`inner`) and the store; the server calls it.
 
 use crate::error::ApiError;
+use crate::inner::Inner;
 use crate::resources::ResourceDef;
 use crate::selector::{FieldSelector, LabelSelector};
-use crate::sim::Inner;
 use crate::store::Stored;
 use crate::validation::{self, FieldError};
 use base64::Engine as _;

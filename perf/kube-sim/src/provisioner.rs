@@ -43,12 +43,15 @@
 //! Unlike upstream, which emits events (`VolumeMismatch`, `FailedBinding`, `ClaimLost`) and
 //! retries a claim whose volume was missing or claimed on its periodic resync (15 s), no events
 //! are written and the claims naming a volume are synced as soon as the volume changes.
+//!
+//! It uses the shared state (`inner`), the store (whose broadcast it follows) and the storage
+//! object rules (`storage`); `sim` starts it.
 
 use crate::config::Provisioner;
 use crate::error::ApiError;
+use crate::inner::Inner;
 use crate::meta;
 use crate::resources::ResourceDef;
-use crate::sim::Inner;
 use crate::storage::{self, arr_at, str_at};
 use crate::store::{Event, EventType, Part, State};
 use crate::validation::quantity_of;

@@ -2,15 +2,20 @@
 //! injection, request decoding and the verbs (get, list, watch, create, update, patch, delete,
 //! `pods/binding`, `pods/resize`), with write recording. It holds the state lock only inside single store calls
 //! and never across an await.
+//!
+//! It uses the shared state (`inner`), the list and watch handlers and the object rules below
+//! them; `sim` builds its router. The simulated kubelet's reactions (`Inner::after_bound`, …)
+//! are `kwok`'s.
 
 use crate::error::{ApiError, json_response, success_status};
 use crate::faults::Faults;
+use crate::inner::Inner;
 use crate::list::{self, ListRequest};
 use crate::managed::{Manager, Operation};
 use crate::patch::PatchKind;
+use crate::records::RequestRecord;
 use crate::resources::{self, ResourceDef};
 use crate::selector::{FieldSelector, LabelSelector};
-use crate::sim::{Inner, RequestRecord};
 use crate::store::{Part, Stored};
 use crate::watch::{self, WatchRequest};
 use axum::Router;

@@ -1,386 +1,27 @@
-//! The running simulator: shared state (`Inner`: store, config, faults, records), start-up
-//! (namespaces, fake nodes, optional CRD, the storage controllers when configured, the resource
-//! claim and disruption controllers unless switched off), the
-//! [`SimHandle`] tests and the binary use (address, kubeconfig, direct object access, binding and
-//! write records, faults, shutdown).
+//! The running simulator, the crate's top layer: start-up ([`Sim::start`]: namespaces, the
+//! system PriorityClasses, fake nodes, the optional CRD, then the storage controllers when
+//! configured and the resource claim and disruption controllers unless switched off, the HTTP or
+//! HTTPS server) and the [`SimHandle`] tests and the binary use (address, kubeconfig, direct
+//! object access, binding and write records, faults, shutdown).
+//!
+//! It may use every module below it: the shared state (`inner`), the server, `tls`, `kwok` and
+//! the controllers; none of them uses it.
 
 use crate::config::SimConfig;
 use crate::error::ApiError;
 use crate::faults::FaultHandle;
+use crate::inner::Inner;
 use crate::kwok;
 use crate::managed::Manager;
 use crate::meta;
-use crate::resources::ResourceDef;
-use crate::store::{Part, State, Stored};
-use serde::Serialize;
+use crate::records::{BindingRecord, RequestRecord, SimStats, WriteRecord};
+use crate::store::Part;
 use serde_json::Value;
-use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::SystemTime;
+use std::sync::Arc;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
-
-/// One successful `pods/binding`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct BindingRecord {
-    /// Pod namespace.
-    pub namespace: String,
-    /// Pod name.
-    pub name: String,
-    /// Pod UID.
-    pub uid: String,
-    /// Target node.
-    pub node: String,
-    /// When the bind was committed.
-    pub at: SystemTime,
-}
-
-/// One write request (create, update, patch, delete, including subresources) and its outcome.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct WriteRecord {
-    /// Kubernetes verb (`create`, `update`, `patch`, `delete`).
-    pub verb: &'static str,
-    /// Resource with subresource, e.g. `pods/binding`, `leases`, `nodeshards/status`.
-    pub resource: String,
-    /// Namespace ("" for cluster-scoped).
-    pub namespace: String,
-    /// Object name ("" for a create with `generateName` that failed).
-    pub name: String,
-    /// HTTP status code returned.
-    pub code: u16,
-    /// When the response was produced.
-    pub at: SystemTime,
-}
-
-/// One API request of any verb (get, list, watch, create, update, patch, delete), as RBAC sees
-/// it (what a Role must grant for the request to be allowed), with the object name and the
-/// status code answered. Recorded when the response is produced (a watch when its stream opens),
-/// for every routed request whatever its outcome: failed writes (a `409` binding, an injected
-/// `500`/`429`) and requests for resources the simulator does not serve (`404`) included.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct RequestRecord {
-    /// Kubernetes verb.
-    pub verb: &'static str,
-    /// API group ("" for core).
-    pub group: String,
-    /// Resource (plural), without the subresource.
-    pub resource: String,
-    /// Subresource ("" for none), e.g. `status`, `binding`.
-    pub subresource: String,
-    /// Namespace ("" for cluster-scoped or all-namespace requests).
-    pub namespace: String,
-    /// Object name from the URL, or the name a `generateName` create was given ("" for lists,
-    /// watches and collection requests).
-    pub name: String,
-    /// The `User-Agent` header, to tell clients apart.
-    pub user_agent: String,
-    /// Whether the verb writes (create, update, patch, delete; `pods/binding` is a create).
-    pub write: bool,
-    /// HTTP status code answered (200 for a watch whose stream opened).
-    pub code: u16,
-    /// The request's protocol: `HTTP/1.1`, or `HTTP/2` when the client negotiated it (ALPN,
-    /// over HTTPS).
-    pub http_version: &'static str,
-}
-
-/// Connection and watch counters, read with [`SimHandle::stats`] or `GET /sim/stats`.
-#[derive(Debug, Default)]
-pub(crate) struct Stats {
-    /// TCP connections accepted (HTTP and HTTPS).
-    pub connections: AtomicU64,
-    /// TLS handshakes completed.
-    pub tls_handshakes: AtomicU64,
-    /// TLS handshakes that failed (e.g. a client that does not trust the CA) or timed out.
-    pub tls_handshake_failures: AtomicU64,
-    /// Watches closed because their buffer stayed full past the dispatch budget.
-    pub watches_forced_closed: AtomicU64,
-}
-
-/// A snapshot of the simulator's counters (`GET /sim/stats`, camelCase JSON).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SimStats {
-    /// TCP connections accepted since start (HTTP and HTTPS): a client that reuses its
-    /// connections keeps this flat while its request count grows.
-    pub connections_accepted: u64,
-    /// TLS handshakes completed (HTTPS mode).
-    pub tls_handshakes: u64,
-    /// TLS handshakes that failed or timed out (HTTPS mode).
-    pub tls_handshake_failures: u64,
-    /// Watches the simulator closed because they did not read fast enough, as the real watch
-    /// cache's "Forcing … watcher close due to unresponsiveness".
-    pub watches_forced_closed: u64,
-}
-
-impl Stats {
-    pub(crate) fn snapshot(&self) -> SimStats {
-        SimStats {
-            connections_accepted: self.connections.load(Ordering::Relaxed),
-            tls_handshakes: self.tls_handshakes.load(Ordering::Relaxed),
-            tls_handshake_failures: self.tls_handshake_failures.load(Ordering::Relaxed),
-            watches_forced_closed: self.watches_forced_closed.load(Ordering::Relaxed),
-        }
-    }
-}
-
-#[derive(Debug, Default)]
-pub(crate) struct Records {
-    pub requests: VecDeque<RequestRecord>,
-    pub writes: VecDeque<WriteRecord>,
-    pub bindings: VecDeque<BindingRecord>,
-}
-
-/// State shared by the HTTP handlers, the KWOK tasks and the handle.
-#[derive(Debug)]
-pub struct Inner {
-    pub(crate) cfg: SimConfig,
-    state: Mutex<State>,
-    records: Mutex<Records>,
-    pub(crate) faults: FaultHandle,
-    pub(crate) addr: Mutex<Option<SocketAddr>>,
-    /// Connection and watch counters.
-    pub(crate) stats: Arc<Stats>,
-    /// The watch dispatch time budget shared by all watches.
-    budget: Mutex<crate::watch::TimeBudget>,
-    /// The runtime the simulator was started on: KWOK tasks run there even when a helper is
-    /// called from a thread outside it.
-    pub(crate) rt: tokio::runtime::Handle,
-}
-
-impl Inner {
-    pub(crate) fn new(cfg: SimConfig) -> Arc<Self> {
-        let state = State::new(cfg.history, cfg.watch_buffer, cfg.auto_create_namespaces);
-        Arc::new(Self {
-            faults: FaultHandle::new(cfg.faults.clone()),
-            cfg,
-            state: Mutex::new(state),
-            records: Mutex::new(Records::default()),
-            addr: Mutex::new(None),
-            stats: Arc::new(Stats::default()),
-            budget: Mutex::new(crate::watch::TimeBudget::default()),
-            rt: tokio::runtime::Handle::current(),
-        })
-    }
-
-    /// The state lock; a panic while holding it poisons nothing we cannot continue from.
-    pub(crate) fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    pub(crate) fn budget(&self) -> MutexGuard<'_, crate::watch::TimeBudget> {
-        self.budget.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn records(&self) -> MutexGuard<'_, Records> {
-        self.records.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    pub(crate) fn record_write(
-        &self,
-        verb: &'static str,
-        resource: String,
-        namespace: &str,
-        name: &str,
-        code: u16,
-    ) {
-        let rec = WriteRecord {
-            verb,
-            resource,
-            namespace: namespace.to_string(),
-            name: name.to_string(),
-            code,
-            at: SystemTime::now(),
-        };
-        let limit = self.cfg.record_limit;
-        push_bounded(&mut self.records().writes, rec, limit);
-    }
-
-    pub(crate) fn record_request(&self, rec: RequestRecord) {
-        let limit = self.cfg.record_limit;
-        push_bounded(&mut self.records().requests, rec, limit);
-    }
-
-    pub(crate) fn requests(&self) -> Vec<RequestRecord> {
-        self.records().requests.iter().cloned().collect()
-    }
-
-    pub(crate) fn record_binding(&self, pod: &Stored, node: &str) {
-        let rec = BindingRecord {
-            namespace: pod.namespace().to_string(),
-            name: meta::meta_str(&pod.value, "name").to_string(),
-            uid: meta::meta_str(&pod.value, "uid").to_string(),
-            node: node.to_string(),
-            at: SystemTime::now(),
-        };
-        let limit = self.cfg.record_limit;
-        push_bounded(&mut self.records().bindings, rec, limit);
-    }
-
-    pub(crate) fn snapshot_records(&self) -> (Vec<BindingRecord>, Vec<WriteRecord>) {
-        let r = self.records();
-        (
-            r.bindings.iter().cloned().collect(),
-            r.writes.iter().cloned().collect(),
-        )
-    }
-
-    pub(crate) fn resolve(
-        &self,
-        api_version: &str,
-        plural: &str,
-    ) -> Result<Arc<ResourceDef>, ApiError> {
-        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-        self.state()
-            .registry
-            .get(group, version, plural)
-            .ok_or_else(ApiError::no_route)
-    }
-
-    /// Starts the KWOK lifecycle for a pod that is bound now.
-    pub(crate) fn after_bound(self: &Arc<Self>, pod: &Stored) {
-        let lifetime = pod
-            .value
-            .pointer("/metadata/annotations")
-            .and_then(|a| a.get(kwok::LIFETIME_ANNOTATION))
-            .and_then(Value::as_str)
-            .and_then(|s| s.parse().ok());
-        kwok::pod_bound(
-            self,
-            pod.namespace().to_string(),
-            meta::meta_str(&pod.value, "name").to_string(),
-            meta::meta_str(&pod.value, "uid").to_string(),
-            lifetime,
-        );
-    }
-
-    /// A pod was resized (`pods/resize`): the simulated kubelet checks that its node can take
-    /// it (`kwok::resize_fits`) and actuates it or reports it pending, in its own status write
-    /// after the resize (`kwok::actuate_resize`).
-    pub(crate) fn after_resized(self: &Arc<Self>, pod: &Stored) {
-        if self.cfg.running_delay.is_none() {
-            return; // no simulated kubelet
-        }
-        let (ns, name) = (
-            pod.namespace().to_string(),
-            meta::meta_str(&pod.value, "name").to_string(),
-        );
-        let uid = meta::meta_str(&pod.value, "uid").to_string();
-        let inner = self.clone();
-        self.rt.clone().spawn(async move {
-            let mut st = inner.state();
-            let pods = st.registry.get("", "v1", "pods").expect("built in");
-            let nodes = st.registry.get("", "v1", "nodes").expect("built in");
-            let Ok(pod) = st.get(&pods, &ns, &name) else {
-                return;
-            };
-            let node_name = pod
-                .value
-                .pointer("/spec/nodeName")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string();
-            let fits = match st.get(&nodes, "", &node_name) {
-                Ok(node) => {
-                    // What the node's other admitted (running) pods need.
-                    let mut others = (0, 0);
-                    for p in st.list(&pods, None).1 {
-                        let v = &p.value;
-                        if v.pointer("/spec/nodeName").and_then(Value::as_str) == Some(&node_name)
-                            && meta::meta_str(v, "uid") != uid
-                            && v.pointer("/status/phase").and_then(Value::as_str) == Some("Running")
-                        {
-                            let (c, m) = kwok::pod_needs(v);
-                            others = (others.0 + c, others.1 + m);
-                        }
-                    }
-                    kwok::resize_fits(&pod.value, &node.value, others)
-                }
-                Err(_) => Ok(()),
-            };
-            let _ = st.modify_status(&pods, &ns, &name, &kwok_manager(), |p| {
-                kwok::actuate_resize(p, &uid, fits)
-            });
-        });
-    }
-
-    pub(crate) fn kwok_running(&self, ns: &str, name: &str, uid: &str) -> bool {
-        let mut st = self.state();
-        let pods = st.registry.get("", "v1", "pods").expect("built in");
-        let nodes = st.registry.get("", "v1", "nodes").expect("built in");
-        let node = st.get(&pods, ns, name).ok().and_then(|p| {
-            p.value
-                .pointer("/spec/nodeName")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        });
-        let Some(node) = node else { return false };
-        let host_ip = st
-            .get(&nodes, "", &node)
-            .ok()
-            .and_then(|n| {
-                n.value
-                    .pointer("/status/addresses")
-                    .and_then(Value::as_array)
-                    .and_then(|a| {
-                        a.iter()
-                            .find(|x| x["type"] == "InternalIP")
-                            .and_then(|x| x["address"].as_str())
-                            .map(str::to_string)
-                    })
-            })
-            .unwrap_or_else(|| "10.255.255.254".into());
-        st.modify_status(&pods, ns, name, &kwok_manager(), |p| {
-            kwok::set_running(p, uid, &host_ip)
-        })
-        .is_some()
-    }
-
-    pub(crate) fn kwok_succeeded(&self, ns: &str, name: &str, uid: &str) -> bool {
-        let mut st = self.state();
-        let pods = st.registry.get("", "v1", "pods").expect("built in");
-        st.modify_status(&pods, ns, name, &kwok_manager(), |p| {
-            kwok::set_succeeded(p, uid)
-        })
-        .is_some()
-    }
-
-    /// A DELETE left a pod terminating: the simulated kubelet finishes it (`kwok::pod_terminating`).
-    pub(crate) fn after_graceful_delete(self: &Arc<Self>, pod: &Stored) {
-        kwok::pod_terminating(self, &pod.value);
-    }
-
-    /// The simulated kubelet finishes a terminating pod: its terminal status (its own write),
-    /// then a delete with grace period 0 and the pod's UID as precondition, as a kubelet's
-    /// status manager sends once the pod's phase is terminal. A pod with finalizers stays
-    /// (marked with grace period 0) until they are removed.
-    pub(crate) fn kwok_finish(&self, ns: &str, name: &str, uid: &str) {
-        let mut st = self.state();
-        let pods = st.registry.get("", "v1", "pods").expect("built in");
-        let Ok(pod) = st.get(&pods, ns, name) else {
-            return;
-        };
-        if meta::meta_str(&pod.value, "uid") != uid || !crate::deletion::terminating(&pod.value) {
-            return;
-        }
-        let _ = st.modify_status(&pods, ns, name, &kwok_manager(), |p| {
-            kwok::set_terminated(p, uid)
-        });
-        if let Err(e) =
-            st.delete_request(&pods, ns, name, &crate::deletion::DeleteOptions::force(uid))
-        {
-            tracing::debug!(pod = %format!("{ns}/{name}"), "the kubelet's delete failed: {e}");
-        }
-    }
-
-    pub(crate) fn kwok_delete(&self, ns: &str, name: &str, uid: &str) {
-        let mut st = self.state();
-        let pods = st.registry.get("", "v1", "pods").expect("built in");
-        let _ = st.delete(&pods, ns, name, Some(&serde_json::json!({"uid": uid})));
-    }
-}
 
 /// Errors starting the simulator.
 #[derive(Debug, thiserror::Error)]
@@ -450,7 +91,7 @@ impl Sim {
                     &nodes,
                     None,
                     kwok::node_object(&cfg, &name, i),
-                    Some(&kwok_manager()),
+                    Some(&kwok::manager()),
                     None,
                 )?;
             }
@@ -722,10 +363,7 @@ impl SimHandle {
 
     /// Forgets the binding, write and request records.
     pub fn clear_records(&self) {
-        let mut r = self.inner.records();
-        r.requests.clear();
-        r.writes.clear();
-        r.bindings.clear();
+        self.inner.clear_records();
     }
 
     /// Stops accepting requests, closes every watch and waits for the server to finish.
@@ -747,19 +385,6 @@ impl SimHandle {
             }
         }
     }
-}
-
-/// Append to a record log that keeps only the newest `limit` entries.
-fn push_bounded<T>(log: &mut std::collections::VecDeque<T>, item: T, limit: usize) {
-    if log.len() >= limit {
-        log.pop_front();
-    }
-    log.push_back(item);
-}
-
-/// The field manager of the simulated kubelet's writes (node creation, pod status).
-fn kwok_manager() -> Manager {
-    Manager::update("kubelet")
 }
 
 /// The field manager of objects created through [`SimHandle::create`].

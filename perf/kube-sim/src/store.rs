@@ -4,6 +4,11 @@
 //! lock, which is held only for map updates and one serialization (never for I/O): it assigns the
 //! next `resourceVersion`, appends the event to the history and broadcasts it, so a watcher that
 //! subscribes and copies the history under the same lock sees every event exactly once.
+//!
+//! The store is the bottom layer of the running simulator: it uses the object rules (`admission`,
+//! `deletion`, `kinds`, `managed`, `patch`, `storage`, …) and nothing that holds the shared state.
+//! The controllers that follow its commits register with [`State::follow`], so it does not know
+//! them.
 
 use crate::admission::Admission;
 use crate::deletion;
@@ -18,7 +23,7 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::broadcast;
 
 /// An object and its JSON encoding (computed once per write, shared by lists and watches).
 #[derive(Debug)]
@@ -113,14 +118,25 @@ pub struct State {
     evicted_rv: u64,
     tx: broadcast::Sender<Arc<Event>>,
     auto_create_namespaces: bool,
-    /// The commits the resource claim controller follows (pods with claims, claims,
-    /// templates), when it runs.
-    claim_events: Option<mpsc::UnboundedSender<Arc<Event>>>,
-    /// The commits the disruption controller follows (budgets; pods while budgets exist or
-    /// when they carry a `DisruptionTarget` condition), when it runs.
-    disruption_events: Option<mpsc::UnboundedSender<crate::disruption::Msg>>,
+    /// The controllers that follow commits (the resource claim and disruption controllers,
+    /// when they run), in the order they registered.
+    followers: Vec<Follower>,
     /// The admission plugins that run.
     admission: Admission,
+}
+
+/// A controller following the store's commits on its own channel (see [`State::follow`]).
+struct Follower {
+    /// Whether the controller follows a commit: decided under the state lock, so cheap.
+    wants: fn(&Event, &State) -> bool,
+    /// Hands a commit over.
+    send: Box<dyn Fn(Arc<Event>) + Send>,
+}
+
+impl std::fmt::Debug for Follower {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Follower").finish_non_exhaustive()
+    }
 }
 
 /// What a DELETE request did.
@@ -172,8 +188,7 @@ impl State {
             evicted_rv: 0,
             tx,
             auto_create_namespaces,
-            claim_events: None,
-            disruption_events: None,
+            followers: Vec::new(),
             admission: Admission::default(),
         }
     }
@@ -191,17 +206,19 @@ impl State {
             .unwrap_or_default()
     }
 
-    /// Hands the resource claim controller the commits it follows from now on.
-    pub(crate) fn set_claim_events(&mut self, tx: mpsc::UnboundedSender<Arc<Event>>) {
-        self.claim_events = Some(tx);
-    }
-
-    /// Hands the disruption controller the commits it follows from now on.
-    pub(crate) fn set_disruption_events(
+    /// Hands a controller, from now on, every commit `wants` accepts (called under the state
+    /// lock, after the commit is in the history and before it is broadcast to watches), through
+    /// `send`. This is how the controllers that run beside the server follow the store without
+    /// the store knowing them.
+    pub(crate) fn follow(
         &mut self,
-        tx: mpsc::UnboundedSender<crate::disruption::Msg>,
+        wants: fn(&Event, &State) -> bool,
+        send: impl Fn(Arc<Event>) + Send + 'static,
     ) {
-        self.disruption_events = Some(tx);
+        self.followers.push(Follower {
+            wants,
+            send: Box::new(send),
+        });
     }
 
     /// The current global resourceVersion.
@@ -238,15 +255,10 @@ impl State {
             self.evicted_rv = old.rv;
         }
         self.history.push_back(ev.clone());
-        if let Some(tx) = &self.claim_events
-            && crate::claims::relevant(&ev)
-        {
-            let _ = tx.send(ev.clone());
-        }
-        if let Some(tx) = &self.disruption_events
-            && crate::disruption::relevant(&ev, self.count(crate::policy::PDB_KEY))
-        {
-            let _ = tx.send(crate::disruption::Msg::Event(ev.clone()));
+        for f in &self.followers {
+            if (f.wants)(&ev, self) {
+                (f.send)(ev.clone());
+            }
         }
         // No receivers is fine.
         let _ = self.tx.send(ev);

@@ -3,9 +3,11 @@
 //! `127.0.0.1`, `::1`, `localhost` and the in-cluster `kubernetes.default.svc` names, rustls with
 //! ALPN `h2` and `http/1.1`, and a listener that accepts TCP connections at once and runs every
 //! TLS handshake in its own task (a slow or failed handshake never holds up others). Accepted
-//! connections and handshakes are counted in [`crate::sim::Stats`].
+//! connections and handshakes are counted in [`crate::records::Stats`].
+//!
+//! It uses only the counters (`records`); `sim` starts its listener.
 
-use crate::sim::Stats;
+use crate::records::Stats;
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
     KeyPair, KeyUsagePurpose,

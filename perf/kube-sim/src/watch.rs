@@ -24,11 +24,14 @@
 //! (`if len(ch) == 0 { flusher.Flush() }`), and Go's HTTP writers send their 4 KiB buffer as it
 //! fills. So a watch that is behind gets its events in chunks of about 4 KiB (HTTP/2 `DATA`
 //! frames, HTTP/1.1 chunks), and one that keeps up gets one chunk per event ([`Coalesce`]).
+//!
+//! It uses the shared state (`inner`, which holds the dispatch budget, [`crate::inner::TimeBudget`])
+//! and the store; the server calls it.
 
 use crate::error::ApiError;
+use crate::inner::Inner;
 use crate::resources::ResourceDef;
 use crate::selector::{FieldSelector, LabelSelector};
-use crate::sim::Inner;
 use crate::store::{Event, EventType, WatchStart};
 use axum::body::Body;
 use axum::response::Response;
@@ -52,40 +55,6 @@ pub(crate) const CHAN_SIZE_TRIGGER: usize = 10;
 pub(crate) const CHAN_SIZE_INDEX: usize = 1000;
 /// `maxWatchChanSizeWithoutIndex`.
 pub(crate) const CHAN_SIZE_NO_INDEX: usize = 100;
-/// The cacher's `refreshPerSecond` and `maxBudget`.
-const BUDGET_REFRESH_PER_SECOND: Duration = Duration::from_millis(50);
-const BUDGET_MAX: Duration = Duration::from_millis(100);
-
-/// The dispatch time budget shared by all watches (`timeBudget`).
-#[derive(Debug)]
-pub(crate) struct TimeBudget {
-    budget: Duration,
-    last: Instant,
-}
-
-impl Default for TimeBudget {
-    fn default() -> Self {
-        Self {
-            budget: BUDGET_MAX,
-            last: Instant::now(),
-        }
-    }
-}
-
-impl TimeBudget {
-    fn take(&mut self) -> Duration {
-        let now = Instant::now();
-        let acc = BUDGET_REFRESH_PER_SECOND.mul_f64(now.duration_since(self.last).as_secs_f64());
-        self.budget = (self.budget + acc).min(BUDGET_MAX);
-        self.last = now;
-        std::mem::take(&mut self.budget)
-    }
-
-    fn give_back(&mut self, unused: Duration) {
-        self.budget = (self.budget + unused).min(BUDGET_MAX);
-    }
-}
-
 /// What a watch request asked for.
 #[derive(Debug)]
 pub(crate) struct WatchRequest {

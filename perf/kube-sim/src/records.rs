@@ -1,0 +1,129 @@
+//! What the simulator records for tests and benchmarks to read back: the [`BindingRecord`]s,
+//! [`WriteRecord`]s and [`RequestRecord`]s (bounded logs, oldest dropped first) and the
+//! connection and watch counters ([`Stats`], read as [`SimStats`]). Plain data: it uses no other
+//! module of the crate; [`crate::inner::Inner`] holds the logs and the counters, the server and
+//! the TLS listener fill them.
+
+use serde::Serialize;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::SystemTime;
+
+/// One successful `pods/binding`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BindingRecord {
+    /// Pod namespace.
+    pub namespace: String,
+    /// Pod name.
+    pub name: String,
+    /// Pod UID.
+    pub uid: String,
+    /// Target node.
+    pub node: String,
+    /// When the bind was committed.
+    pub at: SystemTime,
+}
+
+/// One write request (create, update, patch, delete, including subresources) and its outcome.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WriteRecord {
+    /// Kubernetes verb (`create`, `update`, `patch`, `delete`).
+    pub verb: &'static str,
+    /// Resource with subresource, e.g. `pods/binding`, `leases`, `nodeshards/status`.
+    pub resource: String,
+    /// Namespace ("" for cluster-scoped).
+    pub namespace: String,
+    /// Object name ("" for a create with `generateName` that failed).
+    pub name: String,
+    /// HTTP status code returned.
+    pub code: u16,
+    /// When the response was produced.
+    pub at: SystemTime,
+}
+
+/// One API request of any verb (get, list, watch, create, update, patch, delete), as RBAC sees
+/// it (what a Role must grant for the request to be allowed), with the object name and the
+/// status code answered. Recorded when the response is produced (a watch when its stream opens),
+/// for every routed request whatever its outcome: failed writes (a `409` binding, an injected
+/// `500`/`429`) and requests for resources the simulator does not serve (`404`) included.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RequestRecord {
+    /// Kubernetes verb.
+    pub verb: &'static str,
+    /// API group ("" for core).
+    pub group: String,
+    /// Resource (plural), without the subresource.
+    pub resource: String,
+    /// Subresource ("" for none), e.g. `status`, `binding`.
+    pub subresource: String,
+    /// Namespace ("" for cluster-scoped or all-namespace requests).
+    pub namespace: String,
+    /// Object name from the URL, or the name a `generateName` create was given ("" for lists,
+    /// watches and collection requests).
+    pub name: String,
+    /// The `User-Agent` header, to tell clients apart.
+    pub user_agent: String,
+    /// Whether the verb writes (create, update, patch, delete; `pods/binding` is a create).
+    pub write: bool,
+    /// HTTP status code answered (200 for a watch whose stream opened).
+    pub code: u16,
+    /// The request's protocol: `HTTP/1.1`, or `HTTP/2` when the client negotiated it (ALPN,
+    /// over HTTPS).
+    pub http_version: &'static str,
+}
+
+/// Connection and watch counters, read with [`crate::SimHandle::stats`] or `GET /sim/stats`.
+#[derive(Debug, Default)]
+pub(crate) struct Stats {
+    /// TCP connections accepted (HTTP and HTTPS).
+    pub connections: AtomicU64,
+    /// TLS handshakes completed.
+    pub tls_handshakes: AtomicU64,
+    /// TLS handshakes that failed (e.g. a client that does not trust the CA) or timed out.
+    pub tls_handshake_failures: AtomicU64,
+    /// Watches closed because their buffer stayed full past the dispatch budget.
+    pub watches_forced_closed: AtomicU64,
+}
+
+/// A snapshot of the simulator's counters (`GET /sim/stats`, camelCase JSON).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SimStats {
+    /// TCP connections accepted since start (HTTP and HTTPS): a client that reuses its
+    /// connections keeps this flat while its request count grows.
+    pub connections_accepted: u64,
+    /// TLS handshakes completed (HTTPS mode).
+    pub tls_handshakes: u64,
+    /// TLS handshakes that failed or timed out (HTTPS mode).
+    pub tls_handshake_failures: u64,
+    /// Watches the simulator closed because they did not read fast enough, as the real watch
+    /// cache's "Forcing … watcher close due to unresponsiveness".
+    pub watches_forced_closed: u64,
+}
+
+impl Stats {
+    pub(crate) fn snapshot(&self) -> SimStats {
+        SimStats {
+            connections_accepted: self.connections.load(Ordering::Relaxed),
+            tls_handshakes: self.tls_handshakes.load(Ordering::Relaxed),
+            tls_handshake_failures: self.tls_handshake_failures.load(Ordering::Relaxed),
+            watches_forced_closed: self.watches_forced_closed.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// The bounded logs, behind [`crate::inner::Inner`]'s records lock.
+#[derive(Debug, Default)]
+pub(crate) struct Records {
+    pub requests: VecDeque<RequestRecord>,
+    pub writes: VecDeque<WriteRecord>,
+    pub bindings: VecDeque<BindingRecord>,
+}
+
+/// Append to a record log that keeps only the newest `limit` entries.
+pub(crate) fn push_bounded<T>(log: &mut VecDeque<T>, item: T, limit: usize) {
+    if log.len() >= limit {
+        log.pop_front();
+    }
+    log.push_back(item);
+}
