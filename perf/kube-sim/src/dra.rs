@@ -11,7 +11,16 @@
 //! capacity and taints within their limits), the immutability of claim and template specs and
 //! of a slice's driver, pool name and node name, and claim status writes (`reservedFor` at most
 //! 256 distinct consumers and only with an allocation, none added to a claim being deleted; a
-//! new `allocation` checked, a set one immutable). Lists too long are refused with `Too many` before their items are looked at.
+//! new `allocation` checked, a set one immutable; `devices` entries naming allocated devices).
+//! Lists too long are refused with `Too many` before their items are looked at.
+//!
+//! Consumable capacity (KEP-5075, `DRAConsumableCapacity`, on by default in v1.36) is checked as
+//! upstream checks it: a multi-allocatable device's `requestPolicy` (`validateRequestPolicy`:
+//! `validValues` xor `validRange`, each needing a `default` it admits), `shareID`s in RFC 4122
+//! form (`validateUID`), a constraint needing `matchAttribute` or `distinctAttribute`. Every
+//! quantity (capacity values and policies, counters, a request's `capacity.requests`, a
+//! result's `consumedCapacity`) is parsed as the decoder does, a bad one a 400; upstream
+//! validates requests and consumed capacity no further (no key or sign checks), nor does this.
 
 use crate::error::ApiError;
 use crate::meta;
@@ -47,6 +56,12 @@ const ID_MAX: usize = 32;
 const POOL_NAME_MAX: usize = 253;
 const OPAQUE_PARAMETERS_MAX: usize = 10 * 1024;
 const SHARED_COUNTERS_MAX: usize = 8;
+/// `CapacityRequestPolicyDiscreteMaxOptions`.
+const POLICY_VALUES_MAX: usize = 10;
+/// The longest attribute or capacity name shown in a path (`attributeAndCapacityMaxKeyLength`).
+const QUALIFIED_NAME_KEY_MAX: usize = 63 + 1 + ID_MAX;
+const DEVICE_STATUS_CONDITIONS_MAX: usize = 8;
+const DEVICE_STATUS_DATA_MAX: usize = 10 * 1024;
 
 /// Whether a storage key is one of the kinds of this module.
 pub(crate) fn handles(key: &str) -> bool {
@@ -67,29 +82,134 @@ fn present(obj: &Value, ptr: &str) -> bool {
     obj.pointer(ptr).is_some_and(|x| !x.is_null())
 }
 
-/// The 400 the decoder answers for a capacity value that is not a quantity.
-fn decode(def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
-    if def.key.as_ref() != SLICE_KEY {
-        return Ok(());
+/// `resource.Quantity.UnmarshalJSON`: `null` is zero, a string is parsed without its quotes and
+/// surrounding white space, any other JSON value as its text. `Err` is the decoder's message.
+fn parse_quantity(q: &Value) -> Result<i128, &'static str> {
+    match q {
+        Value::Null => Ok(0),
+        Value::String(t) => v::parse_quantity(t.trim()),
+        other => v::parse_quantity(&other.to_string()),
     }
-    for d in arr(obj, "/spec/devices") {
-        if let Some(cap) = d.get("capacity").and_then(Value::as_object) {
-            for c in cap.values() {
-                let q = c.get("value").cloned().unwrap_or(Value::Null);
-                let text = match &q {
-                    Value::String(t) => t.clone(),
-                    Value::Number(n) => n.to_string(),
-                    _ => String::new(),
-                };
-                if let Err(m) = v::parse_quantity(&text) {
-                    return Err(ApiError::bad_request(format!(
-                        "ResourceSlice in version \"v1\" cannot be handled as a ResourceSlice: {m}"
-                    )));
-                }
+}
+
+/// The JSON values of the `resource.Quantity` fields of an object of `def`.
+fn quantities<'a>(def: &ResourceDef, obj: &'a Value) -> Vec<&'a Value> {
+    fn map_values<'a>(out: &mut Vec<&'a Value>, m: Option<&'a Value>, field: Option<&str>) {
+        for x in m
+            .and_then(Value::as_object)
+            .into_iter()
+            .flat_map(Map::values)
+        {
+            match field {
+                Some(f) => out.extend(x.get(f)),
+                None => out.push(x),
             }
         }
     }
+    fn requests<'a>(out: &mut Vec<&'a Value>, devices: Option<&'a Value>) {
+        for r in devices.map_or(&[][..], |d| arr(d, "/requests")) {
+            let subs = arr(r, "/firstAvailable").iter();
+            for e in r.get("exactly").into_iter().chain(subs) {
+                map_values(out, e.pointer("/capacity/requests"), None);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    match def.key.as_ref() {
+        SLICE_KEY => {
+            for d in arr(obj, "/spec/devices") {
+                let caps = d.get("capacity").and_then(Value::as_object);
+                for c in caps.into_iter().flat_map(Map::values) {
+                    // A missing value is a zero quantity, as `null` is.
+                    out.push(c.get("value").unwrap_or(&Value::Null));
+                    if let Some(p) = c.get("requestPolicy") {
+                        out.extend(p.get("default"));
+                        out.extend(arr(p, "/validValues"));
+                        for f in ["min", "max", "step"] {
+                            out.extend(p.get("validRange").and_then(|r| r.get(f)));
+                        }
+                    }
+                }
+                for cc in arr(d, "/consumesCounters") {
+                    map_values(&mut out, cc.get("counters"), Some("value"));
+                }
+            }
+            for cs in arr(obj, "/spec/sharedCounters") {
+                map_values(&mut out, cs.get("counters"), Some("value"));
+            }
+        }
+        CLAIM_KEY => {
+            requests(&mut out, obj.pointer("/spec/devices"));
+            for r in arr(obj, "/status/allocation/devices/results") {
+                map_values(&mut out, r.get("consumedCapacity"), None);
+            }
+        }
+        TEMPLATE_KEY => requests(&mut out, obj.pointer("/spec/spec/devices")),
+        _ => {}
+    }
+    out
+}
+
+/// The 400 the decoder answers for a quantity field that is not a quantity.
+fn decode(def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
+    for q in quantities(def, obj) {
+        if let Err(m) = parse_quantity(q) {
+            let kind = &def.kind;
+            return Err(ApiError::bad_request(format!(
+                "{kind} in version \"v1\" cannot be handled as a {kind}: {m}"
+            )));
+        }
+    }
     Ok(())
+}
+
+/// A decoded `resource.Quantity`: its value in nano-units and the format `String()` uses.
+#[derive(Debug, Clone, Copy)]
+struct Quantity {
+    nanos: i128,
+    format: v::QuantityFormat,
+}
+
+impl Quantity {
+    /// A field that has been decoded (see [`decode`]).
+    fn of(q: &Value) -> Self {
+        let text = match q {
+            Value::String(t) => t.trim().to_string(),
+            other => other.to_string(),
+        };
+        Self {
+            nanos: parse_quantity(q).unwrap_or(0),
+            format: v::quantity_format(&text),
+        }
+    }
+
+    /// `Quantity.String()`: the canonical form messages show.
+    fn string(&self) -> String {
+        v::canonical_nanos(self.nanos, self.format)
+    }
+
+    /// `Quantity.Value()`: rounded up, away from zero, to a whole number.
+    fn value(&self) -> i128 {
+        const NANO: i128 = 1_000_000_000;
+        let whole = self.nanos / NANO;
+        if self.nanos % NANO == 0 {
+            whole
+        } else {
+            whole + self.nanos.signum()
+        }
+    }
+
+    /// `Quantity.Add`: the sum keeps this quantity's format unless this one is zero.
+    fn plus(&self, other: &Self) -> Self {
+        Self {
+            nanos: self.nanos.saturating_add(other.nanos),
+            format: if self.nanos == 0 {
+                other.format
+            } else {
+                self.format
+            },
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -223,6 +343,20 @@ fn name_key(item: &Value) -> String {
     s(item, "/name").to_string()
 }
 
+/// `fldPath.Key(truncateIfTooLong(key, max))`: a map entry's path, a long key shortened in the
+/// middle.
+fn key_path(path: &str, key: &str, max: usize) -> String {
+    let max = max.max(16);
+    if key.len() <= max {
+        return format!("{path}[{key}]");
+    }
+    let rest = max - 3;
+    let b = key.as_bytes();
+    let head = String::from_utf8_lossy(&b[..rest.div_ceil(2)]);
+    let tail = String::from_utf8_lossy(&b[b.len() - rest / 2..]);
+    format!("{path}[{head}...{tail}]")
+}
+
 fn driver_name(name: &str, path: &str) -> Vec<FieldError> {
     v::csi_driver_name(name, path)
 }
@@ -307,6 +441,60 @@ fn pool_name(name: &str, path: &str) -> Vec<FieldError> {
         errs.extend(dns_subdomain(part, path));
     }
     errs
+}
+
+/// `github.com/google/uuid.Validate`: the four forms it accepts.
+fn uuid_error(id: &str) -> Option<String> {
+    let hex = |c: u8| c.is_ascii_hexdigit();
+    let b = id.as_bytes();
+    let b = match b.len() {
+        36 => b,
+        45 => {
+            if !b[..9].eq_ignore_ascii_case(b"urn:uuid:") {
+                let prefix = String::from_utf8_lossy(&b[..9]);
+                return Some(format!("invalid urn prefix: {}", quote(&prefix)));
+            }
+            &b[9..]
+        }
+        38 => {
+            if b[0] != b'{' || b[37] != b'}' {
+                return Some("invalid bracketed UUID format".into());
+            }
+            &b[1..37]
+        }
+        32 => {
+            return (!b.iter().all(|&c| hex(c))).then(|| "invalid UUID format".into());
+        }
+        n => return Some(format!("invalid UUID length: {n}")),
+    };
+    let dashes = [8, 13, 18, 23];
+    let ok = b.iter().enumerate().all(|(i, &c)| {
+        if dashes.contains(&i) {
+            c == b'-'
+        } else {
+            hex(c)
+        }
+    });
+    (!ok).then(|| "invalid UUID format".into())
+}
+
+/// `validateUID` (a `shareID`): a UUID, and in its normalized form.
+fn uid(id: &str, path: &str) -> Vec<FieldError> {
+    if let Some(e) = uuid_error(id) {
+        return vec![FieldError::invalid_str(
+            path,
+            id,
+            &format!("error validating uid: {e}"),
+        )];
+    }
+    if id.len() != 36 || id != id.to_ascii_lowercase() {
+        return vec![FieldError::invalid_str(
+            path,
+            id,
+            "uid must be in RFC 4122 normalized form, `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` with lowercase hexadecimal characters",
+        )];
+    }
+    Vec::new()
 }
 
 fn node_name(name: &str, path: &str) -> Vec<FieldError> {
@@ -588,7 +776,11 @@ fn device_claim(devices: &Value, path: &str, stored: bool) -> Vec<FieldError> {
             } else if let Some(d) = c.get("distinctAttribute").and_then(Value::as_str) {
                 errs.extend(fully_qualified_name(d, &format!("{p}.distinctAttribute")));
             } else {
-                errs.push(FieldError::required(format!("{p}.matchAttribute"), ""));
+                // The message upstream gives when `DRAConsumableCapacity` is on (as in v1.36).
+                errs.push(FieldError::required(
+                    p,
+                    r#"exactly one of "matchAttribute" or "distinctAttribute" is required, but multiple fields are set"#,
+                ));
             }
         },
     );
@@ -760,6 +952,211 @@ fn semver(s: &str) -> bool {
         && build.is_none_or(|b| b.split('.').all(ident_ok))
 }
 
+/// The quantity at `field` of `obj`, unless absent or `null` (a nil `*resource.Quantity`).
+fn optional_quantity(obj: &Value, field: &str) -> Option<Quantity> {
+    obj.get(field).filter(|q| !q.is_null()).map(Quantity::of)
+}
+
+/// `validateRequestPolicy`: a multi-allocatable device's capacity policy sets at most one of
+/// `validValues` and `validRange`, and either needs a `default` it admits.
+fn request_policy(errs: &mut Vec<FieldError>, capacity: &Quantity, policy: &Value, path: &str) {
+    let values = arr(policy, "/validValues");
+    let range = policy.get("validRange").filter(|r| !r.is_null());
+    let default = optional_quantity(policy, "default");
+    if !values.is_empty() && range.is_some() {
+        errs.push(FieldError::forbidden(
+            path,
+            r#"exactly one policy can be specified, cannot specify "validValues" and "validRange" at the same time"#,
+        ));
+        return;
+    }
+    let required = |kind: &str| {
+        FieldError::required(
+            format!("{path}.default"),
+            &format!("required when {kind} is defined"),
+        )
+    };
+    if !values.is_empty() {
+        match default {
+            None => errs.push(required("validValues")),
+            Some(d) => valid_values(errs, &d, capacity, values, &format!("{path}.validValues")),
+        }
+    } else if let Some(r) = range {
+        match default {
+            None => errs.push(required("validRange")),
+            Some(d) => valid_range(errs, &d, capacity, r, &format!("{path}.validRange")),
+        }
+    }
+}
+
+/// `validateRequestPolicyValidValues`: ascending, at most 10, none above the capacity, no two
+/// with the same whole value, the default among them.
+fn valid_values(
+    errs: &mut Vec<FieldError>,
+    default: &Quantity,
+    capacity: &Quantity,
+    values: &[Value],
+    path: &str,
+) {
+    let qs: Vec<Quantity> = values.iter().map(Quantity::of).collect();
+    for (i, w) in qs.windows(2).enumerate() {
+        if w[0].nanos > w[1].nanos {
+            errs.push(FieldError::invalid_str(
+                format!("{path}[{}]", i + 1),
+                &w[1].string(),
+                "values must be sorted in ascending order",
+            ));
+        }
+    }
+    let mut found = false;
+    if qs.len() > POLICY_VALUES_MAX {
+        // `validateSet` stops here, so the default is never found.
+        errs.push(FieldError::too_many(path, qs.len(), POLICY_VALUES_MAX));
+    } else {
+        for (i, q) in qs.iter().enumerate() {
+            if q.nanos > capacity.nanos {
+                errs.push(FieldError::invalid_str(
+                    format!("{path}[{i}]"),
+                    &q.string(),
+                    &format!(
+                        "option is larger than capacity value: {}",
+                        capacity.string()
+                    ),
+                ));
+            }
+            found |= q.nanos == default.nanos;
+        }
+        // Upstream's set key is `Value()`, the whole number rounded up.
+        let mut seen = HashSet::new();
+        for (i, q) in qs.iter().enumerate() {
+            let key = q.value().to_string();
+            if !seen.insert(key.clone()) {
+                errs.push(FieldError::duplicate(format!("{path}[{i}]"), quote(&key)));
+            }
+        }
+    }
+    if !found {
+        errs.push(FieldError::invalid_str(
+            path,
+            &default.string(),
+            "default value is not valid according to the requestPolicy",
+        ));
+    }
+}
+
+/// `validateRequestPolicyRange`: a `min`, bounds within the capacity and each other, the
+/// default within them and on a step.
+fn valid_range(
+    errs: &mut Vec<FieldError>,
+    default: &Quantity,
+    capacity: &Quantity,
+    range: &Value,
+    path: &str,
+) {
+    let Some(min) = optional_quantity(range, "min") else {
+        errs.push(FieldError::required(
+            format!("{path}.min"),
+            "required when validRange is defined",
+        ));
+        return;
+    };
+    let (cap, min_s) = (capacity.string(), min.string());
+    if min.nanos > capacity.nanos {
+        errs.push(FieldError::invalid_str(
+            format!("{path}.min"),
+            &min_s,
+            &format!("min is larger than capacity value: {cap}"),
+        ));
+    }
+    // v1.36 reports the default's bounds at `min` and `max` (later releases: at `default`).
+    if default.nanos < min.nanos {
+        errs.push(FieldError::invalid_str(
+            format!("{path}.min"),
+            &default.string(),
+            &format!("default is less than min: {min_s}"),
+        ));
+    }
+    let max = optional_quantity(range, "max");
+    if let Some(max) = max {
+        let p = format!("{path}.max");
+        let max_s = max.string();
+        if min.nanos > max.nanos {
+            let msg = format!("min is larger than max: {max_s}");
+            errs.push(FieldError::invalid_str(&p, &min_s, &msg));
+        }
+        if max.nanos > capacity.nanos {
+            let msg = format!("max is larger than capacity value: {cap}");
+            errs.push(FieldError::invalid_str(&p, &max_s, &msg));
+        }
+        if default.nanos > max.nanos {
+            let msg = format!("default is more than max: {max_s}");
+            errs.push(FieldError::invalid_str(&p, &default.string(), &msg));
+        }
+    }
+    let Some(step) = optional_quantity(range, "step") else {
+        return;
+    };
+    let p = format!("{path}.step");
+    let step_s = step.string();
+    if step.nanos <= 0 {
+        // v1.36.0 divides by a zero step (a panic, #139653) and takes a negative one; upstream's
+        // fix (#139698) refuses both.
+        errs.push(FieldError::invalid_str(
+            p,
+            &step_s,
+            "must be greater than zero",
+        ));
+        return;
+    }
+    let added = min.plus(&step);
+    if added.nanos > capacity.nanos {
+        errs.push(FieldError::invalid_str(
+            &p,
+            &step_s,
+            &format!(
+                "one step {} is larger than capacity value: {cap}",
+                added.string()
+            ),
+        ));
+    }
+    // The step arithmetic is on `Value()` as an int64, which a bound above its range does not
+    // fit (v1.36.0 divides by its truncation; upstream's fix, #140666, refuses it).
+    let bounds = [
+        ("default", Some(*default)),
+        ("min", Some(min)),
+        ("max", max),
+    ];
+    let mut unsafe_bound = false;
+    for (name, q) in bounds.into_iter().chain([("step", Some(step))]) {
+        if let Some(q) = q
+            && q.value() > i128::from(i64::MAX)
+        {
+            errs.push(FieldError::invalid_str(
+                format!("{path}.{name}"),
+                &q.string(),
+                "must not be larger than 9223372036854775807",
+            ));
+            unsafe_bound = true;
+        }
+    }
+    if unsafe_bound {
+        return;
+    }
+    let on_step = |errs: &mut Vec<FieldError>, q: &Quantity| {
+        if (q.value() - min.value()) % step.value() != 0 {
+            errs.push(FieldError::invalid_str(
+                &p,
+                &q.string(),
+                &format!("value is not a multiple of a given step ({step_s}) from ({min_s})"),
+            ));
+        }
+    };
+    on_step(errs, default);
+    if let Some(max) = max {
+        on_step(errs, &max);
+    }
+}
+
 fn device(
     errs: &mut Vec<FieldError>,
     d: &Value,
@@ -782,20 +1179,32 @@ fn device(
     }
     let mut keys: Vec<(&String, &Value)> = attrs.into_iter().flatten().collect();
     keys.sort_by(|a, b| a.0.cmp(b.0));
+    let attrs_path = format!("{path}.attributes");
     for (k, a) in keys {
-        errs.extend(qualified_name(k, &format!("{path}.attributes")));
-        attribute(errs, a, &format!("{path}.attributes[{k}]"));
+        errs.extend(qualified_name(k, &attrs_path));
+        attribute(errs, a, &key_path(&attrs_path, k, QUALIFIED_NAME_KEY_MAX));
     }
     let same_caps = old.is_some_and(|o| v::same(o.get("capacity"), d.get("capacity")));
     if !same_caps {
         let multi = d.get("allowMultipleAllocations").and_then(Value::as_bool) == Some(true);
         let mut keys: Vec<(&String, &Value)> = caps.into_iter().flatten().collect();
         keys.sort_by(|a, b| a.0.cmp(b.0));
+        let caps_path = format!("{path}.capacity");
         for (k, c) in keys {
-            errs.extend(qualified_name(k, &format!("{path}.capacity")));
-            if !multi && present(c, "/requestPolicy") {
+            errs.extend(qualified_name(k, &caps_path));
+            let Some(policy) = c.get("requestPolicy").filter(|p| !p.is_null()) else {
+                continue;
+            };
+            let p = format!(
+                "{}.requestPolicy",
+                key_path(&caps_path, k, QUALIFIED_NAME_KEY_MAX)
+            );
+            if multi {
+                let value = Quantity::of(c.get("value").unwrap_or(&Value::Null));
+                request_policy(errs, &value, policy, &p);
+            } else {
                 errs.push(FieldError::forbidden(
-                    format!("{path}.capacity[{k}].requestPolicy"),
+                    p,
                     "allowMultipleAllocations must be true",
                 ));
             }
@@ -1047,6 +1456,9 @@ fn allocation(errs: &mut Vec<FieldError>, a: &Value, path: &str, names: &HashSet
                 None,
                 toleration,
             );
+            if let Some(id) = r.get("shareID").filter(|x| !x.is_null()) {
+                errs.extend(uid(id.as_str().unwrap_or(""), &format!("{p}.shareID")));
+            }
         },
     );
     list_items(
@@ -1074,6 +1486,75 @@ fn allocation(errs: &mut Vec<FieldError>, a: &Value, path: &str, names: &HashSet
     }
 }
 
+/// `structured.SharedDeviceID.String()`: `driver/pool/device[/shareID]`, the key of an allocated
+/// device and of its status entry.
+fn shared_device_id(d: &Value) -> String {
+    let id = format!("{}/{}/{}", s(d, "/driver"), s(d, "/pool"), s(d, "/device"));
+    match s(d, "/shareID") {
+        "" => id,
+        share => format!("{id}/{share}"),
+    }
+}
+
+/// `validateDeviceStatus` over `status.devices`, keyed by the shared device ID: each entry names an
+/// allocated device (with its `shareID`). Its `networkData` is not checked.
+fn device_statuses(errs: &mut Vec<FieldError>, status: &Value) {
+    let allocated: HashSet<String> = arr(status, "/allocation/devices/results")
+        .iter()
+        .map(shared_device_id)
+        .collect();
+    let devices = arr(status, "/devices");
+    for (i, d) in devices.iter().enumerate() {
+        let p = format!("status.devices[{i}]");
+        errs.extend(driver_name(s(d, "/driver"), &format!("{p}.driver")));
+        errs.extend(pool_name(s(d, "/pool"), &format!("{p}.pool")));
+        errs.extend(dns_label(s(d, "/device"), &format!("{p}.device")));
+        if let Some(id) = d.get("shareID").filter(|x| !x.is_null()) {
+            errs.extend(uid(id.as_str().unwrap_or(""), &format!("{p}.shareID")));
+        }
+        let id = shared_device_id(d);
+        if !allocated.contains(&id) {
+            // A `SharedDeviceID` is rendered with its `String()`, unquoted.
+            errs.push(FieldError::invalid(
+                &p,
+                id,
+                "must be an allocated device in the claim",
+            ));
+        }
+        let conditions = arr(d, "/conditions");
+        if conditions.len() > DEVICE_STATUS_CONDITIONS_MAX {
+            errs.push(FieldError::too_many(
+                format!("{p}.conditions"),
+                conditions.len(),
+                DEVICE_STATUS_CONDITIONS_MAX,
+            ));
+        }
+        errs.extend(crate::policy::validate_conditions(
+            conditions,
+            &format!("{p}.conditions"),
+        ));
+        if let Some(data) = d.get("data").filter(|x| !x.is_null()) {
+            let dp = format!("{p}.data");
+            if data.to_string().len() > DEVICE_STATUS_DATA_MAX {
+                errs.push(FieldError::too_long(dp, DEVICE_STATUS_DATA_MAX));
+            } else if !data.is_object() {
+                errs.push(FieldError::invalid(
+                    dp,
+                    quote("<value omitted>"),
+                    "must be a valid JSON object",
+                ));
+            }
+        }
+    }
+    let mut seen = HashSet::new();
+    for (i, d) in devices.iter().enumerate() {
+        let id = shared_device_id(d);
+        if !seen.insert(id.clone()) {
+            errs.push(FieldError::duplicate(format!("status.devices[{i}]"), id));
+        }
+    }
+}
+
 fn validate_claim_status(claim: &Value, old: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let status = claim.get("status").unwrap_or(&Value::Null);
@@ -1086,6 +1567,7 @@ fn validate_claim_status(claim: &Value, old: &Value) -> Vec<FieldError> {
         Some(&|r: &Value| s(r, "/uid").to_string()),
         consumer_ref,
     );
+    device_statuses(&mut errs, status);
     let alloc = status.get("allocation").filter(|a| !a.is_null());
     if !reserved.is_empty() && alloc.is_none() {
         errs.push(FieldError::forbidden(
@@ -1203,6 +1685,7 @@ pub(crate) fn admit_status_update(
     new: &mut Value,
     name: &str,
 ) -> Result<(), ApiError> {
+    decode(def, new)?;
     after_record(def, new);
     let errs = match def.key.as_ref() {
         CLAIM_KEY => validate_claim_status(new, old),
@@ -1241,5 +1724,73 @@ mod tests {
             "p: Invalid value: \"\": the domain must not be empty"
         );
         assert_eq!(c_identifier("1x", "p").len(), 1);
+    }
+
+    #[test]
+    fn uuids_as_google_uuid_validates_them() {
+        assert_eq!(uuid_error("0b9a1a77-3a47-4d36-9f49-6a1c2c3d4e5f"), None);
+        assert_eq!(uuid_error("0b9a1a773a474d369f496a1c2c3d4e5f"), None);
+        assert_eq!(uuid_error("{0b9a1a77-3a47-4d36-9f49-6a1c2c3d4e5f}"), None);
+        assert_eq!(
+            uuid_error("URN:uuid:0b9a1a77-3a47-4d36-9f49-6a1c2c3d4e5f"),
+            None
+        );
+        assert_eq!(
+            uuid_error("urn:uid::0b9a1a77-3a47-4d36-9f49-6a1c2c3d4e5f").as_deref(),
+            Some("invalid urn prefix: \"urn:uid::\"")
+        );
+        assert_eq!(
+            uuid_error("(0b9a1a77-3a47-4d36-9f49-6a1c2c3d4e5f)").as_deref(),
+            Some("invalid bracketed UUID format")
+        );
+        assert_eq!(
+            uuid_error("0b9a1a77_3a47-4d36-9f49-6a1c2c3d4e5f").as_deref(),
+            Some("invalid UUID format")
+        );
+        assert_eq!(uuid_error("").as_deref(), Some("invalid UUID length: 0"));
+        // Valid, but not the normalized form a share ID must have.
+        let braced = uid("{0b9a1a77-3a47-4d36-9f49-6a1c2c3d4e5f}", "p");
+        assert!(braced[0].message().contains("RFC 4122 normalized form"));
+    }
+
+    #[test]
+    fn quantities_round_up_and_add_as_resource_quantity() {
+        let q = |s: &str| Quantity::of(&json!(s));
+        assert_eq!(q("1500m").value(), 2);
+        assert_eq!(q("-1500m").value(), -2);
+        assert_eq!(q("2").value(), 2);
+        assert_eq!(q(" 1Gi ").string(), "1Gi");
+        assert_eq!(q("1Gi").plus(&q("512Mi")).string(), "1536Mi");
+        assert_eq!(q("0").plus(&q("1Gi")).string(), "1Gi");
+        assert_eq!(Quantity::of(&Value::Null).string(), "0");
+        assert_eq!(parse_quantity(&json!(true)), Err(v::QUANTITY_FORMAT));
+    }
+
+    #[test]
+    fn long_map_keys_are_shortened_in_paths() {
+        assert_eq!(key_path("p", "k", 96), "p[k]");
+        let key = format!("{}/{}", "d".repeat(63), "n".repeat(40));
+        let path = key_path("p", &key, 96);
+        assert_eq!(path.len(), "p[]".len() + 96);
+        assert!(path.starts_with("p[ddd") && path.ends_with("nnn]") && path.contains("..."));
+    }
+
+    #[test]
+    fn a_step_beyond_int64_is_refused_before_the_arithmetic() {
+        let mut errs = Vec::new();
+        let huge = json!("18446744073709551616");
+        valid_range(
+            &mut errs,
+            &Quantity::of(&json!("0")),
+            &Quantity::of(&huge),
+            &json!({"min": "0", "step": huge}),
+            "r",
+        );
+        assert_eq!(
+            errs.iter().map(FieldError::message).collect::<Vec<_>>(),
+            [
+                "r.step: Invalid value: \"18446744073709551616\": must not be larger than 9223372036854775807"
+            ]
+        );
     }
 }

@@ -342,17 +342,19 @@
 //!   `perDeviceNodeSelection`, at most 128 devices (64 with taints, counters or list
 //!   attributes), per device at most 32 attributes and capacities, one value per attribute,
 //!   strings and versions at most 64 bytes, semver versions, no `requestPolicy` without
-//!   `allowMultipleAllocations`, at most 16 taints with a label key and effect
+//!   `allowMultipleAllocations` and consumable capacity's `validValues`/`validRange` policies
+//!   as `validateRequestPolicy` checks them, at most 16 taints with a label key and effect
 //!   `NoExecute`/`NoSchedule`/`None`, per-device node selection only with
-//!   `perDeviceNodeSelection`; a capacity that is not a quantity is a 400 as in decoding.
+//!   `perDeviceNodeSelection`; any DRA quantity that does not parse is a 400 as in decoding.
 //!   Updates: claim and template specs are immutable (`spec: Invalid value: …: field is
 //!   immutable`), slices keep `driver`, `pool.name` and `nodeName`. Claim `/status` writes:
 //!   `reservedFor` at most 256 entries with `resource`, `name` and a unique `uid`, only with an
 //!   `allocation` (`may not be specified when `allocated` is not set`), none added while the
 //!   claim has a `deletionTimestamp` (`new entries may not be added while
 //!   `deallocationRequested` or `deletionTimestamp` are set`); a new `allocation`'s
-//!   results name requests of the claim, valid drivers, pools and devices; a set allocation is
-//!   immutable. ResourceSlices take the field selectors `spec.nodeName`, `spec.driver` and
+//!   results name requests of the claim, valid drivers, pools, devices and `shareID` UUIDs;
+//!   `devices` entries name allocated shares; a set allocation is immutable. ResourceSlices
+//!   take the field selectors `spec.nodeName`, `spec.driver` and
 //!   `metadata.name` (others: 400 `field label not supported for resource.k8s.io/v1,
 //!   Kind=ResourceSlice: …`), the other DRA kinds `metadata.name`/`metadata.namespace`.
 //!   managedFields treat the v1 atomic lists (`requests` of a claim's devices, `devices`,
@@ -578,10 +580,9 @@
 //! kubelet may report aggregates for others); a malformed quantity in a resize PATCH is a 400
 //! (the real patch path answers a 422 on `patch`); container resource names are not
 //! validated; no ResourceQuota or LimitRanger admission. DRA: fields of feature gates that are
-//! off in v1.36 are kept rather than dropped; bindings conditions, counters, consumable
-//! capacity request policies and network device data are barely checked; the CEL check knows
-//! no function signatures and no cost limit (see `cel.rs`); no DeviceTaintRules or events of
-//! the claim controller
+//! off in v1.36 are kept rather than dropped; bindings conditions, counters and network
+//! device data are barely checked; the CEL check knows no function signatures and no cost
+//! limit (see `cel.rs`); no DeviceTaintRules or events of the claim controller
 //! (`FailedResourceClaimCreation`), and claims of pods that are done are not made again.
 //! PriorityClasses: the built-in classes are created once at start (the real hook re-creates
 //! them at every API server start; [`SimHandle::delete`] can remove them for good); `kubectl get

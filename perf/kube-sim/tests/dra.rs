@@ -328,6 +328,290 @@ async fn slices_are_validated_with_the_real_messages() {
     sim.shutdown().await;
 }
 
+/// The message of the 400 a quantity that does not parse gets while decoding.
+fn bad_quantity(kind: &str) -> String {
+    format!(
+        "{kind} in version \"v1\" cannot be handled as a {kind}: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+    )
+}
+
+/// Consumable capacity (KEP-5075): a multi-allocatable device's `requestPolicy` is checked as
+/// `validateRequestPolicy` does, and its quantities are decoded.
+#[tokio::test]
+async fn request_policies_of_consumable_capacity_are_validated_with_the_real_messages() {
+    let (sim, _) = start(small()).await;
+    let pool = json!({"name": "p", "generation": 1, "resourceSliceCount": 1});
+    let shared = |capacity: Value| {
+        json!({"driver": "d.example.com", "pool": pool, "allNodes": true,
+               "devices": [{"name": "d0", "allowMultipleAllocations": true, "capacity": capacity}]})
+    };
+    // Every form of policy, a capacity without one, and one without a value (zero, as decoded).
+    create(
+        &sim,
+        SLICES,
+        &slice(
+            "ok",
+            shared(json!({
+                "mem": {"value": "8Gi", "requestPolicy": {"default": "1Gi",
+                    "validRange": {"min": "1Gi", "max": "8Gi", "step": "1Gi"}}},
+                "cores": {"value": 16, "requestPolicy": {"default": "4", "validValues": ["2", "4", "8", "16"]}},
+                "bw": {"value": "100", "requestPolicy": {"default": "10"}},
+                "open": {"value": "1k", "requestPolicy": {"default": "0", "validRange": {"min": "0"}}},
+                "ports": {"value": "4"},
+                "slots": {}
+            })),
+        ),
+    )
+    .await;
+    const CAP: &str = "spec.devices[0].capacity";
+    let cases: Vec<(Value, Vec<String>)> = vec![
+        (
+            json!({"mem": {"value": "8Gi", "requestPolicy": {"default": "1Gi", "validValues": ["1Gi"],
+                "validRange": {"min": "1Gi"}}}}),
+            vec![format!(
+                "{CAP}[mem].requestPolicy: Forbidden: exactly one policy can be specified, cannot specify \"validValues\" and \"validRange\" at the same time"
+            )],
+        ),
+        (
+            json!({"mem": {"value": "8Gi", "requestPolicy": {"validValues": ["1Gi"]}},
+                   "vram": {"value": "8Gi", "requestPolicy": {"validRange": {"min": "1Gi"}}}}),
+            vec![
+                format!(
+                    "{CAP}[mem].requestPolicy.default: Required value: required when validValues is defined"
+                ),
+                format!(
+                    "{CAP}[vram].requestPolicy.default: Required value: required when validRange is defined"
+                ),
+            ],
+        ),
+        (
+            json!({"cores": {"value": "8", "requestPolicy": {"default": "3", "validValues": ["1500m", "2", "8", "4", "16"]}}}),
+            vec![
+                format!(
+                    "{CAP}[cores].requestPolicy.validValues[3]: Invalid value: \"4\": values must be sorted in ascending order"
+                ),
+                format!(
+                    "{CAP}[cores].requestPolicy.validValues[4]: Invalid value: \"16\": option is larger than capacity value: 8"
+                ),
+                // 1500m is 2 as a whole number (rounded up), the key upstream compares.
+                format!("{CAP}[cores].requestPolicy.validValues[1]: Duplicate value: \"2\""),
+                format!(
+                    "{CAP}[cores].requestPolicy.validValues: Invalid value: \"3\": default value is not valid according to the requestPolicy"
+                ),
+            ],
+        ),
+        (
+            json!({"cores": {"value": "64", "requestPolicy": {"default": "1",
+                "validValues": (1..=11).map(|i| i.to_string()).collect::<Vec<_>>()}}}),
+            vec![
+                format!(
+                    "{CAP}[cores].requestPolicy.validValues: Too many: 11: must have at most 10 items"
+                ),
+                format!(
+                    "{CAP}[cores].requestPolicy.validValues: Invalid value: \"1\": default value is not valid according to the requestPolicy"
+                ),
+            ],
+        ),
+        (
+            json!({"mem": {"value": "8Gi", "requestPolicy": {"default": "1Gi", "validRange": {"max": "2Gi"}}}}),
+            vec![format!(
+                "{CAP}[mem].requestPolicy.validRange.min: Required value: required when validRange is defined"
+            )],
+        ),
+        (
+            json!({"mem": {"value": "1Gi", "requestPolicy": {"default": "512Mi",
+                "validRange": {"min": "2Gi", "max": "1536Mi", "step": "1Gi"}}}}),
+            [
+                "min: Invalid value: \"2Gi\": min is larger than capacity value: 1Gi",
+                "min: Invalid value: \"512Mi\": default is less than min: 2Gi",
+                "max: Invalid value: \"2Gi\": min is larger than max: 1536Mi",
+                "max: Invalid value: \"1536Mi\": max is larger than capacity value: 1Gi",
+                "step: Invalid value: \"1Gi\": one step 3Gi is larger than capacity value: 1Gi",
+                "step: Invalid value: \"512Mi\": value is not a multiple of a given step (1Gi) from (2Gi)",
+                "step: Invalid value: \"1536Mi\": value is not a multiple of a given step (1Gi) from (2Gi)",
+            ]
+            .map(|m| format!("{CAP}[mem].requestPolicy.validRange.{m}"))
+            .to_vec(),
+        ),
+        (
+            json!({"a": {"value": "10", "requestPolicy": {"default": "6", "validRange": {"min": "0", "max": "4"}}},
+                   "b": {"value": "10", "requestPolicy": {"default": "0", "validRange": {"min": "0", "step": "0"}}}}),
+            vec![
+                format!(
+                    "{CAP}[a].requestPolicy.validRange.max: Invalid value: \"6\": default is more than max: 4"
+                ),
+                format!(
+                    "{CAP}[b].requestPolicy.validRange.step: Invalid value: \"0\": must be greater than zero"
+                ),
+            ],
+        ),
+    ];
+    for (capacity, want) in cases {
+        let (code, got) = curl(
+            &sim,
+            "POST",
+            SLICES,
+            None,
+            Some(&slice("s", shared(capacity.clone()))),
+        )
+        .await;
+        assert_eq!(causes(code, &got), want, "{capacity}");
+    }
+    // A policy's quantities are decoded: a bad one is a 400.
+    let (code, got) = curl(
+        &sim,
+        "POST",
+        SLICES,
+        None,
+        Some(&slice(
+            "s",
+            shared(
+                json!({"mem": {"value": "8Gi", "requestPolicy": {"default": "1Gi",
+                "validRange": {"min": "1Gi", "step": "one"}}}}),
+            ),
+        )),
+    )
+    .await;
+    assert_eq!(code, 400, "{got}");
+    assert_eq!(got["message"], bad_quantity("ResourceSlice"));
+    sim.shutdown().await;
+}
+
+/// A claim's capacity requests and an allocation's consumed capacity are only decoded (upstream
+/// validates neither their names nor their signs); shares are UUIDs; a constraint needs one of
+/// `matchAttribute` and `distinctAttribute`; device statuses name allocated shares.
+#[tokio::test]
+async fn consumable_capacity_of_claims_is_checked_as_upstream_does() {
+    let (sim, _) = start(SimConfig {
+        resource_claim_controller: false,
+        ..small()
+    })
+    .await;
+    let with_capacity = |requests: Value| {
+        json!([{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com", "capacity": {"requests": requests}}},
+               {"name": "nic", "firstAvailable": [{"name": "fast", "deviceClassName": "nic.example.com",
+                    "capacity": {"requests": {"dra.example.com/bandwidth": "10G"}}}]}])
+    };
+    let mut c = claim(
+        "c",
+        with_capacity(json!({"memory": "1Gi", "odd/name/here": "-1"})),
+    );
+    c["spec"]["devices"]["constraints"] =
+        json!([{"requests": ["gpu", "nic"], "distinctAttribute": "dra.example.com/numa"}]);
+    let c = create(&sim, CLAIMS, &c).await;
+    assert_eq!(
+        c["spec"]["devices"]["requests"][0]["exactly"]["capacity"]["requests"]["odd/name/here"],
+        "-1"
+    );
+    let mut bad = claim("bad", gpu_request());
+    bad["spec"]["devices"]["constraints"] = json!([{"requests": ["gpu"]}]);
+    let (code, got) = curl(&sim, "POST", CLAIMS, None, Some(&bad)).await;
+    assert_eq!(
+        causes(code, &got),
+        [
+            "spec.devices.constraints[0]: Required value: exactly one of \"matchAttribute\" or \"distinctAttribute\" is required, but multiple fields are set"
+        ]
+    );
+    let (code, got) = curl(
+        &sim,
+        "POST",
+        CLAIMS,
+        None,
+        Some(&claim("bad", with_capacity(json!({"memory": "lots"})))),
+    )
+    .await;
+    assert_eq!(
+        (code, got["message"].clone()),
+        (400, json!(bad_quantity("ResourceClaim")))
+    );
+    let mut t = template("t");
+    t["spec"]["spec"]["devices"]["requests"] = with_capacity(json!({"memory": "1Qi"}));
+    let (code, got) = curl(&sim, "POST", TEMPLATES, None, Some(&t)).await;
+    assert_eq!(code, 400, "{got}");
+
+    // Status: the scheduler's allocation of a share.
+    let status = |s: Value| {
+        let mut c = c.clone();
+        c["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("resourceVersion");
+        c["status"] = s;
+        c
+    };
+    const SHARE: &str = "0b9a1a77-3a47-4d36-9f49-6a1c2c3d4e5f";
+    let allocation = |share: &str, consumed: Value| {
+        json!({"devices": {"results": [{"request": "gpu", "driver": "gpu.example.com", "pool": "n1",
+            "device": "gpu-0", "shareID": share, "consumedCapacity": consumed}]}})
+    };
+    let path = format!("{CLAIMS}/c/status");
+    let put = |s: Value| {
+        let body = status(s);
+        let sim = &sim;
+        let path = path.clone();
+        async move { curl(sim, "PUT", &path, None, Some(&body)).await }
+    };
+    let result = "status.allocation.devices.results[0].shareID";
+    for (share, want) in [
+        (
+            "share-1",
+            format!(
+                "{result}: Invalid value: \"share-1\": error validating uid: invalid UUID length: 7"
+            ),
+        ),
+        (
+            "0b9a1a77-3a47-4d36-9f49-6a1c2c3d4e5g",
+            format!(
+                "{result}: Invalid value: \"0b9a1a77-3a47-4d36-9f49-6a1c2c3d4e5g\": error validating uid: invalid UUID format"
+            ),
+        ),
+        (
+            "0B9A1A77-3A47-4D36-9F49-6A1C2C3D4E5F",
+            format!(
+                "{result}: Invalid value: \"0B9A1A77-3A47-4D36-9F49-6A1C2C3D4E5F\": uid must be in RFC 4122 normalized form, `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` with lowercase hexadecimal characters"
+            ),
+        ),
+    ] {
+        let (code, got) =
+            put(json!({"allocation": allocation(share, json!({"memory": "1Gi"}))})).await;
+        assert_eq!(causes(code, &got), [want], "{share}");
+    }
+    let (code, got) =
+        put(json!({"allocation": allocation(SHARE, json!({"memory": "lots"}))})).await;
+    assert_eq!(
+        (code, got["message"].clone()),
+        (400, json!(bad_quantity("ResourceClaim")))
+    );
+    // A device status must name an allocated share.
+    let entry = |share: &str| json!({"driver": "gpu.example.com", "pool": "n1", "device": "gpu-0", "shareID": share});
+    let other = "5f4e3d2c-1c6a-49f9-b64d-a7731a9a0b90";
+    let (code, got) = put(
+        json!({"allocation": allocation(SHARE, json!({"memory": "1Gi", "x/y/z": "-1"})),
+        "devices": [entry(SHARE), entry(other), entry(SHARE)]}),
+    )
+    .await;
+    assert_eq!(
+        causes(code, &got),
+        [
+            format!(
+                "status.devices[1]: Invalid value: gpu.example.com/n1/gpu-0/{other}: must be an allocated device in the claim"
+            ),
+            format!("status.devices[2]: Duplicate value: gpu.example.com/n1/gpu-0/{SHARE}"),
+        ]
+    );
+    let (code, got) = put(
+        json!({"allocation": allocation(SHARE, json!({"memory": "1Gi", "x/y/z": "-1"})),
+        "devices": [entry(SHARE)]}),
+    )
+    .await;
+    assert_eq!(code, 200, "{got}");
+    assert_eq!(
+        got["status"]["allocation"]["devices"]["results"][0]["shareID"],
+        SHARE
+    );
+    sim.shutdown().await;
+}
+
 #[tokio::test]
 async fn claim_specs_are_immutable_and_status_writes_are_checked() {
     let (sim, _) = start(small()).await;
