@@ -1,7 +1,7 @@
 //! Which admission plugins run: kube-apiserver's `--disable-admission-plugins` as
 //! [`crate::SimConfig::disable_admission_plugins`] takes it. Three of the plugins that are on by
 //! default change what kube-sim does and can be switched off: `Priority` (see `scheduling.rs`),
-//! `DefaultStorageClass` and `PersistentVolumeClaimResize` (see `storage.rs`). The other names
+//! `DefaultStorageClass` and `PersistentVolumeClaimResize` (see `storage/pvc.rs`). The other names
 //! kube-apiserver registers are accepted and change nothing, kube-sim not running those plugins;
 //! any other name is refused with kube-apiserver's own message (`AdmissionOptions.Validate`).
 
