@@ -281,6 +281,10 @@ impl Report {
                         String::new()
                     } else {
                         format!(", ALLOCATED TWICE: {:?}", d.shared_devices)
+                    } + &if d.overcommitted_shares.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", SHARES OVER CAPACITY: {:?}", d.overcommitted_shares)
                     },
                     d.bound_pods_with_claims,
                     if d.bound_pods_off_their_claims.is_empty() {

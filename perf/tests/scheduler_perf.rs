@@ -194,6 +194,11 @@ const UPSTREAM_DRA: &str = concat!(
     "/../../shared/upstream/scheduler_perf/dra/performance-config.yaml"
 );
 
+const UPSTREAM_CONSUMABLE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../shared/upstream/scheduler_perf/dra/consumablecapacity/performance-config.yaml"
+);
+
 /// upstream's SchedulingWithResourceClaimTemplate/fast, unmodified; run as the one below.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs ../shared/upstream/scheduler_perf beside the repository; .ci/run runs it when present"]
@@ -216,7 +221,40 @@ async fn upstream_dra_claim_template_fast_workload() {
     let d = w.dra.as_ref().expect("a DRA summary");
     assert_eq!(d.claims["test"], (10, 10), "{d:?}");
     assert!(
-        d.shared_devices.is_empty() && d.bound_pods_off_their_claims.is_empty(),
+        d.shared_devices.is_empty()
+            && d.overcommitted_shares.is_empty()
+            && d.bound_pods_off_their_claims.is_empty(),
+        "{d:?}"
+    );
+}
+
+/// Upstream's ConsumableCapacity (v1beta2 objects, created as v1): a claim of two 40Gi
+/// requests of a device with 80Gi that allows multiple allocations, allocated as shares
+/// within the device's capacity.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs ../shared/upstream/scheduler_perf beside the repository; .ci/run runs it when present"]
+async fn upstream_dra_consumable_capacity_fast_workload() {
+    let file = Path::new(UPSTREAM_CONSUMABLE);
+    assert!(
+        file.exists(),
+        "{UPSTREAM_CONSUMABLE} is not present on this machine: nothing was checked"
+    );
+    let opts = Options {
+        test_case: Some("ConsumableCapacity".into()),
+        workload: Some("fast".into()),
+        timeout: Duration::from_secs(60),
+        ..Options::new(file)
+    };
+    let report = run(&opts).await.unwrap();
+    let w = &report.workloads[0];
+    assert_eq!(w.status, Status::Ran, "{w:#?}");
+    let d = w.dra.as_ref().expect("a DRA summary");
+    assert_eq!(d.claims["test"], (1, 1), "{d:?}");
+    assert_eq!(d.bound_pods_with_claims, 1, "{d:?}");
+    assert!(
+        d.shared_devices.is_empty()
+            && d.overcommitted_shares.is_empty()
+            && d.bound_pods_off_their_claims.is_empty(),
         "{d:?}"
     );
 }

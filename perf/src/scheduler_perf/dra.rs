@@ -25,18 +25,13 @@ use anyhow::Context;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
 use magma_engine::dra::allocator::{self, Allocation};
-use magma_engine::dra::cel::AttrValue;
-use magma_engine::dra::devices::{
-    ClassInput, DeviceInput, DeviceTaintInput, NodesInput, SliceInput,
-};
-use magma_engine::dra::{
-    AllocatedInput, AllocationInput, ClaimInput, ClaimSource, ConstraintInput, Dra, DraInput,
-    ExactInput, PodClaim, RequestInput,
-};
+use magma_engine::dra::devices::{ClassInput, NodesInput, SliceInput};
+use magma_engine::dra::{ClaimInput, ClaimSource, Dra, DraInput, PodClaim};
 use magma_engine::model::{
     Interner, NodeInput, NodeMeta, ResourceRegistry, SelectorRequirementInput, SelectorTermInput,
-    TolerationInput, compile_node, compile_node_term,
+    compile_node, compile_node_term, parse_scaled,
 };
+use magma_kube::convert::dra as convert;
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
@@ -44,6 +39,9 @@ use std::sync::Arc;
 
 /// `resource.k8s.io/v1`, the only DRA version kube-sim serves (and the one upstream writes).
 pub const API_VERSION: &str = "resource.k8s.io/v1";
+
+/// `resource.k8s.io/v1beta2`: the same schema as `v1` (upstream's templates still use it).
+pub const V1BETA2: &str = "resource.k8s.io/v1beta2";
 
 /// The API of a `resource.k8s.io/v1` kind by its plural.
 pub fn api(
@@ -248,233 +246,39 @@ fn arr<'a>(v: &'a Value, ptr: &str) -> &'a [Value] {
         .map_or(&[], Vec::as_slice)
 }
 
-fn quantity(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Number(n) => n.to_string(),
-        _ => String::new(),
+/// An object as listed, typed (`resource.k8s.io/v1`).
+fn typed<T: serde::de::DeserializeOwned>(v: &Value) -> anyhow::Result<T> {
+    serde_json::from_value(v.clone()).with_context(|| {
+        format!(
+            "{} {}",
+            v["kind"].as_str().unwrap_or("object"),
+            v.pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+        )
+    })
+}
+
+/// A ResourceSlice, converted as the scheduler's adapter converts it.
+pub fn slice_input(v: &Value) -> anyhow::Result<SliceInput> {
+    match convert::slice_input(&typed(v)?) {
+        Some(Ok(s)) => Ok(s),
+        Some(Err(r)) => anyhow::bail!("resourceslice {}: {}", r.name, r.error),
+        None => anyhow::bail!("a resourceslice without a name"),
     }
 }
 
-fn requirements(v: &Value, ptr: &str) -> Vec<SelectorRequirementInput> {
-    arr(v, ptr)
-        .iter()
-        .map(|r| SelectorRequirementInput {
-            key: s(r, "/key"),
-            operator: s(r, "/operator"),
-            values: arr(r, "/values")
-                .iter()
-                .filter_map(|x| x.as_str().map(str::to_owned))
-                .collect(),
-        })
-        .collect()
+/// A DeviceClass, converted as the scheduler's adapter converts it.
+pub fn class_input(v: &Value) -> anyhow::Result<ClassInput> {
+    convert::class_input(&typed(v)?).context("a deviceclass without a name")
 }
 
-/// `nodeSelectorTerms` of a `NodeSelector`.
-fn terms(selector: &Value) -> Vec<SelectorTermInput> {
-    arr(selector, "/nodeSelectorTerms")
-        .iter()
-        .map(|t| SelectorTermInput {
-            match_expressions: requirements(t, "/matchExpressions"),
-            match_fields: requirements(t, "/matchFields"),
-        })
-        .collect()
-}
-
-/// Where a slice (or, with `perDeviceNodeSelection`, a device) says its devices can be used.
-fn nodes_of(v: &Value) -> Option<NodesInput> {
-    if let Some(n) = v
-        .get("nodeName")
-        .and_then(Value::as_str)
-        .filter(|n| !n.is_empty())
-    {
-        return Some(NodesInput::Node(n.to_owned()));
-    }
-    if let Some(sel) = v.get("nodeSelector").filter(|x| x.is_object()) {
-        return Some(NodesInput::Selector(terms(sel)));
-    }
-    if v.get("allNodes").and_then(Value::as_bool) == Some(true) {
-        return Some(NodesInput::All);
-    }
-    if v.get("perDeviceNodeSelection").and_then(Value::as_bool) == Some(true) {
-        return Some(NodesInput::PerDevice);
-    }
-    None
-}
-
-fn counter_sets(v: &Value, ptr: &str, name: &str) -> Vec<(String, Vec<(String, String)>)> {
-    arr(v, ptr)
-        .iter()
-        .map(|set| {
-            let counters = set
-                .get("counters")
-                .and_then(Value::as_object)
-                .into_iter()
-                .flatten()
-                .map(|(c, q)| (c.clone(), quantity(q.get("value").unwrap_or(&Value::Null))))
-                .collect();
-            (s(set, name), counters)
-        })
-        .collect()
-}
-
-/// A ResourceSlice (`resource.k8s.io/v1`).
-pub fn slice_input(v: &Value) -> SliceInput {
-    let spec = &v["spec"];
-    let devices = arr(spec, "/devices")
-        .iter()
-        .map(|d| DeviceInput {
-            name: s(d, "/name"),
-            attributes: d
-                .get("attributes")
-                .and_then(Value::as_object)
-                .into_iter()
-                .flatten()
-                .filter_map(|(k, a)| {
-                    let value = if let Some(i) = a.get("int").and_then(Value::as_i64) {
-                        AttrValue::Int(i)
-                    } else if let Some(b) = a.get("bool").and_then(Value::as_bool) {
-                        AttrValue::Bool(b)
-                    } else if let Some(x) = a.get("string").and_then(Value::as_str) {
-                        AttrValue::String(x.to_owned())
-                    } else {
-                        AttrValue::Version(a.get("version")?.as_str()?.to_owned())
-                    };
-                    Some((k.clone(), value))
-                })
-                .collect(),
-            capacity: d
-                .get("capacity")
-                .and_then(Value::as_object)
-                .into_iter()
-                .flatten()
-                .map(|(k, c)| (k.clone(), quantity(c.get("value").unwrap_or(&Value::Null))))
-                .collect(),
-            taints: arr(d, "/taints")
-                .iter()
-                .map(|t| DeviceTaintInput {
-                    key: s(t, "/key"),
-                    value: s(t, "/value"),
-                    effect: s(t, "/effect"),
-                })
-                .collect(),
-            nodes: nodes_of(d),
-            consumes_counters: counter_sets(d, "/consumesCounters", "/counterSet"),
-            allow_multiple_allocations: d
-                .get("allowMultipleAllocations")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
-        })
-        .collect();
-    SliceInput {
-        name: s(v, "/metadata/name"),
-        driver: s(spec, "/driver"),
-        pool: s(spec, "/pool/name"),
-        generation: spec
-            .pointer("/pool/generation")
-            .and_then(Value::as_i64)
-            .unwrap_or(0),
-        slice_count: spec
-            .pointer("/pool/resourceSliceCount")
-            .and_then(Value::as_i64)
-            .unwrap_or(1),
-        nodes: nodes_of(spec).unwrap_or(NodesInput::All),
-        devices,
-        shared_counters: counter_sets(spec, "/sharedCounters", "/name"),
-    }
-}
-
-/// A DeviceClass.
-pub fn class_input(v: &Value) -> ClassInput {
-    ClassInput {
-        name: s(v, "/metadata/name"),
-        selectors: arr(v, "/spec/selectors")
-            .iter()
-            .filter_map(|x| x.pointer("/cel/expression")?.as_str().map(str::to_owned))
-            .collect(),
-    }
-}
-
-fn exact_input(name: String, e: &Value) -> ExactInput {
-    ExactInput {
-        name,
-        class: s(e, "/deviceClassName"),
-        selectors: arr(e, "/selectors")
-            .iter()
-            .filter_map(|x| x.pointer("/cel/expression")?.as_str().map(str::to_owned))
-            .collect(),
-        all: e.get("allocationMode").and_then(Value::as_str) == Some("All"),
-        count: e.get("count").and_then(Value::as_i64).unwrap_or(1),
-        admin_access: e.get("adminAccess").and_then(Value::as_bool) == Some(true),
-        tolerations: arr(e, "/tolerations")
-            .iter()
-            .map(|t| TolerationInput {
-                key: s(t, "/key"),
-                operator: s(t, "/operator"),
-                value: s(t, "/value"),
-                effect: s(t, "/effect"),
-            })
-            .collect(),
-    }
-}
-
-/// A ResourceClaim.
-pub fn claim_input(v: &Value) -> ClaimInput {
-    let meta = &v["metadata"];
-    let alloc = v.pointer("/status/allocation").filter(|a| a.is_object());
-    ClaimInput {
-        namespace: s(meta, "/namespace"),
-        name: s(meta, "/name"),
-        uid: s(meta, "/uid"),
-        owner_uid: arr(meta, "/ownerReferences")
-            .iter()
-            .find(|o| o.get("controller").and_then(Value::as_bool) == Some(true))
-            .map(|o| s(o, "/uid")),
-        deleting: meta.get("deletionTimestamp").is_some_and(|t| !t.is_null()),
-        requests: arr(v, "/spec/devices/requests")
-            .iter()
-            .map(|r| RequestInput {
-                name: s(r, "/name"),
-                exactly: r
-                    .get("exactly")
-                    .filter(|e| e.is_object())
-                    .map(|e| exact_input(String::new(), e)),
-                first_available: arr(r, "/firstAvailable")
-                    .iter()
-                    .map(|sub| exact_input(s(sub, "/name"), sub))
-                    .collect(),
-            })
-            .collect(),
-        constraints: arr(v, "/spec/devices/constraints")
-            .iter()
-            .map(|c| ConstraintInput {
-                requests: arr(c, "/requests")
-                    .iter()
-                    .filter_map(|r| r.as_str().map(str::to_owned))
-                    .collect(),
-                match_attribute: s(c, "/matchAttribute"),
-            })
-            .collect(),
-        allocation: alloc.map(|a| AllocationInput {
-            devices: arr(a, "/devices/results")
-                .iter()
-                .map(|r| AllocatedInput {
-                    request: s(r, "/request"),
-                    driver: s(r, "/driver"),
-                    pool: s(r, "/pool"),
-                    device: s(r, "/device"),
-                    admin_access: r.get("adminAccess").and_then(Value::as_bool) == Some(true),
-                })
-                .collect(),
-            nodes: a.get("nodeSelector").filter(|n| n.is_object()).map(terms),
-        }),
-        unsupported: None,
-        resource_version: s(meta, "/resourceVersion"),
-        reserved_for: arr(v, "/status/reservedFor")
-            .iter()
-            .map(|r| s(r, "/uid"))
-            .collect(),
-    }
+/// A ResourceClaim, converted as the scheduler's adapter converts it (what Magma cannot
+/// allocate as asked is in `ClaimInput::unsupported`).
+pub fn claim_input(v: &Value) -> anyhow::Result<ClaimInput> {
+    convert::claim_input(&typed(v)?)
+        .map(|(c, _)| c)
+        .context("a resourceclaim without a namespace or name")
 }
 
 /// What the allocator reads of a node: its name and labels.
@@ -613,7 +417,10 @@ pub async fn alloc_resource_claims(
     let mut interner = Interner::default();
     let mut registry = ResourceRegistry::default();
     let mut dra = Dra::default();
-    let slice_inputs: Vec<SliceInput> = slices.iter().map(slice_input).collect();
+    let slice_inputs: Vec<SliceInput> = slices
+        .iter()
+        .map(slice_input)
+        .collect::<anyhow::Result<_>>()?;
     // Where each device can be used, for the allocation's node selector.
     let mut reach: HashMap<(String, String, String), NodesInput> = HashMap::new();
     for si in &slice_inputs {
@@ -632,14 +439,24 @@ pub async fn alloc_resource_claims(
     );
     errors.extend(
         dra.apply(
-            DraInput::ClassReset(classes.iter().map(class_input).collect()),
+            DraInput::ClassReset(
+                classes
+                    .iter()
+                    .map(class_input)
+                    .collect::<anyhow::Result<_>>()?,
+            ),
             &mut interner,
         )
         .errors,
     );
     errors.extend(
         dra.apply(
-            DraInput::ClaimReset(all_claims.iter().map(claim_input).collect()),
+            DraInput::ClaimReset(
+                all_claims
+                    .iter()
+                    .map(claim_input)
+                    .collect::<anyhow::Result<_>>()?,
+            ),
             &mut interner,
         )
         .errors,
@@ -701,6 +518,12 @@ pub async fn alloc_resource_claims(
                     if d.admin_access {
                         r["adminAccess"] = json!(true);
                     }
+                    // A share of a device that allows multiple allocations: a new shareID.
+                    if let Some(share) = &d.share {
+                        r["shareID"] = json!(uuid::Uuid::new_v4().to_string());
+                        r["consumedCapacity"] =
+                            share.consumed.iter().map(|(k, q)| (k.clone(), json!(q))).collect();
+                    }
                     r
                 })
                 .collect();
@@ -738,8 +561,11 @@ pub struct DraSummary {
     pub claims: BTreeMap<String, (usize, usize)>,
     /// Devices allocated to claims (admin access excepted).
     pub devices_allocated: usize,
-    /// `driver/pool/device` allocated to more than one claim.
+    /// `driver/pool/device` allocated to more than one claim (shares of a device that allows
+    /// multiple allocations excepted: those are checked against its capacity).
     pub shared_devices: Vec<String>,
+    /// `driver/pool/device capacity`: shares consuming more than the device has.
+    pub overcommitted_shares: Vec<String>,
     /// Bound pods using claims.
     pub bound_pods_with_claims: usize,
     /// `<namespace>/<pod> on <node>: <why>`: bound with a claim not made, not allocated, or
@@ -790,6 +616,8 @@ pub async fn summary(client: &kube::Client) -> anyhow::Result<Option<DraSummary>
         ..DraSummary::default()
     };
     let mut owners: HashMap<String, usize> = HashMap::new();
+    // (device, capacity) → milli-units the shares of it consume.
+    let mut consumed: HashMap<(String, String), i128> = HashMap::new();
     // (namespace, name) → the node its allocation is pinned to (`Some(None)`: anywhere).
     let mut allocated: HashMap<(String, String), Option<String>> = HashMap::new();
     for c in &claims {
@@ -807,9 +635,50 @@ pub async fn summary(client: &kube::Client) -> anyhow::Result<Option<DraSummary>
             }
             out.devices_allocated += 1;
             let id = format!("{}/{}/{}", s(r, "/driver"), s(r, "/pool"), s(r, "/device"));
+            if r.get("shareID").is_some_and(Value::is_string) {
+                for (name, q) in r
+                    .get("consumedCapacity")
+                    .and_then(Value::as_object)
+                    .into_iter()
+                    .flatten()
+                {
+                    let m = q
+                        .as_str()
+                        .map_or(Ok(0), |q| parse_scaled("capacity", q, 1000));
+                    *consumed.entry((id.clone(), name.clone())).or_default() +=
+                        i128::from(m.unwrap_or(i64::MAX));
+                }
+                continue;
+            }
             *owners.entry(id).or_default() += 1;
         }
     }
+    // What the shares consume against what the devices publish.
+    for sl in &slices {
+        let (driver, pool) = (s(sl, "/spec/driver"), s(sl, "/spec/pool/name"));
+        for d in arr(sl, "/spec/devices") {
+            let id = format!("{driver}/{pool}/{}", s(d, "/name"));
+            for (name, c) in d
+                .get("capacity")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+            {
+                let have = c
+                    .get("value")
+                    .and_then(Value::as_str)
+                    .and_then(|q| parse_scaled("capacity", q, 1000).ok())
+                    .map_or(0, i128::from);
+                if consumed
+                    .get(&(id.clone(), name.clone()))
+                    .is_some_and(|&u| u > have)
+                {
+                    out.overcommitted_shares.push(format!("{id} {name}"));
+                }
+            }
+        }
+    }
+    out.overcommitted_shares.sort();
     out.shared_devices = owners
         .into_iter()
         .filter(|(_, n)| *n > 1)
@@ -891,14 +760,13 @@ mod tests {
             v["spec"]["devices"][1]["attributes"]["dra.example.com/numa"]["int"],
             1
         );
-        let si = slice_input(&v);
+        let si = slice_input(&v).unwrap();
         assert_eq!(si.nodes, NodesInput::Node("n1".into()));
         assert_eq!(si.devices.len(), 2);
-        assert!(
-            si.devices[0]
-                .attributes
-                .contains(&("driverVersion".into(), AttrValue::Version("1.2.3".into())))
-        );
+        assert!(si.devices[0].attributes.contains(&(
+            "driverVersion".into(),
+            magma_engine::dra::cel::AttrValue::Version("1.2.3".into())
+        )));
         assert_eq!(
             si.devices[0].capacity,
             [("memory".to_string(), "1Gi".to_string())]
@@ -950,7 +818,8 @@ mod tests {
             }},
             "status": {"allocation": {"devices": {"results": [
                 {"request": "a", "driver": "d", "pool": "p", "device": "i"}]}}}
-        }));
+        }))
+        .unwrap();
         assert_eq!(c.owner_uid.as_deref(), Some("p"));
         let a = c.requests[0].exactly.as_ref().unwrap();
         assert_eq!((a.class.as_str(), a.count, a.selectors.len()), ("k", 2, 1));

@@ -889,7 +889,18 @@ impl Executor {
         count: usize,
         namespace: Option<&str>,
     ) -> anyhow::Result<()> {
-        let obj = t.render(index, count)?;
+        let mut obj = t.render(index, count)?;
+        // `resource.k8s.io/v1beta2` has `v1`'s schema: a target serving only `v1` (kube-sim)
+        // gets the object as `v1`, as the real API server converts it.
+        if obj["apiVersion"] == dra::V1BETA2
+            && !self.resources.contains_key(&format!(
+                "{}/{}",
+                dra::V1BETA2,
+                obj["kind"].as_str().unwrap_or("")
+            ))
+        {
+            obj["apiVersion"] = dra::API_VERSION.into();
+        }
         let api = self
             .api_for(&obj, namespace)
             .await

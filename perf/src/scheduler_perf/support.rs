@@ -40,6 +40,10 @@ const IMPLEMENTED_GATES: &[(&str, &str)] = &[
         "Magma's allocator keeps devices within their pool's shared counters (sharedCounters/consumesCounters)",
     ),
     (
+        "DRAConsumableCapacity",
+        "Magma's allocator shares devices that allow multiple allocations while their capacities last (requestPolicy, capacity requests, distinctAttribute) and writes shareID and consumedCapacity",
+    ),
+    (
         "DRAResourceClaimDeviceStatus",
         "claims' status.devices is written by drivers; kube-scheduler does not read it either",
     ),
@@ -50,10 +54,6 @@ const FEATURE_REASONS: &[(&str, &str)] = &[
     (
         "DRAExtendedResource",
         "Magma does not serve extended resources from DRA devices (DeviceClass extendedResourceName)",
-    ),
-    (
-        "DRAConsumableCapacity",
-        "Magma's allocator neither shares devices (allowMultipleAllocations) nor allocates their capacity",
     ),
     (
         "DRADeviceTaints",
@@ -225,6 +225,12 @@ fn created_objects(ops: &[Op], embedded: bool, f: &mut Findings) {
             None
         } else if !SIM_KINDS.contains(&kind) {
             Some(format!("kube-sim does not serve {kind}s"))
+        } else if version == super::dra::V1BETA2 {
+            // Same schema as v1: created as v1, as the real API server converts it.
+            f.notes.push(format!(
+                "{what}: created as resource.k8s.io/v1 (kube-sim serves v1 only; v1beta2 has its schema)"
+            ));
+            None
         } else if version.starts_with("resource.k8s.io/") && version != SIM_DRA_VERSION {
             Some(format!(
                 "kube-sim serves resource.k8s.io at v1 only, not {version} (the real API server converts)"
