@@ -923,13 +923,9 @@ impl Cache {
         let given =
             crate::dra::allocator::allocate(&snap.devices, &snap.in_use, &claims.claims, &meta)
                 .ok()?;
-        let term = crate::model::Term {
-            expressions: Box::new([]),
-            fields: Box::new([crate::model::Requirement::name_in(meta.name_id)]),
-        };
         Some(
             self.dra
-                .assume(&pod.uid, &claims.claims, &given, Arc::from([term])),
+                .assume(&pod.uid, &claims.claims, &given, &meta, &mut self.interner),
         )
     }
 

@@ -700,14 +700,7 @@ impl Sim {
                 }
                 c.allocation = Some(crate::dra::AllocationInput {
                     devices,
-                    nodes: Some(vec![crate::model::SelectorTermInput {
-                        match_fields: vec![crate::model::SelectorRequirementInput {
-                            key: "metadata.name".into(),
-                            operator: "In".into(),
-                            values: vec![b.node.to_string()],
-                        }],
-                        ..Default::default()
-                    }]),
+                    nodes: a.node_selector.clone().map(|t| vec![t]),
                 });
             }
             if !c.reserved_for.iter().any(|u| **u == *b.pod.uid) {

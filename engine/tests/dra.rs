@@ -15,7 +15,7 @@ use magma_engine::dra::{
     ClaimInput, ConstraintInput, DraInput, ExactInput, PodClaimInput, RequestInput,
 };
 use magma_engine::model::TolerationInput;
-use magma_engine::testing::{Sim, mk_node, mk_pod};
+use magma_engine::testing::{Sim, mk_node, mk_pod, with_labels};
 use std::collections::BTreeSet;
 
 const DRIVER: &str = "gpu.example.com";
@@ -112,13 +112,18 @@ fn message(sim: &Sim, name: &str) -> Option<String> {
     Some(m.to_owned())
 }
 
-/// The devices allocated to each claim: (claim, node of its nodeSelector, devices).
+/// The devices allocated to each claim: (claim, node its nodeSelector names or "" for none,
+/// devices).
 fn allocations(sim: &Sim) -> Vec<(String, String, Vec<String>)> {
     sim.claims
         .values()
         .filter_map(|c| {
             let a = c.allocation.as_ref()?;
-            let node = a.nodes.as_ref()?[0].match_fields[0].values[0].clone();
+            let node = a
+                .nodes
+                .as_ref()
+                .and_then(|n| n[0].match_fields.first())
+                .map_or(String::new(), |r| r.values[0].clone());
             let devices = a
                 .devices
                 .iter()
@@ -241,6 +246,94 @@ fn devices_every_node_reaches_are_given_once() {
     );
     let devices: BTreeSet<String> = allocations(&c).into_iter().flat_map(|a| a.2).collect();
     assert_eq!(devices.len(), 2);
+}
+
+/// The allocation's node selector is upstream's: none for devices every node reaches (a pod
+/// sharing the claim may go to any node), the slice's own selector for devices of a selected
+/// pool (its pods go where that selector allows), the node for a node-local device.
+#[test]
+fn the_allocation_reaches_the_nodes_its_devices_reach() {
+    use magma_engine::model::{SelectorRequirementInput, SelectorTermInput};
+    let mut c = Sim::workers(2);
+    class(&mut c, "nic", "device.driver == \"nic.example.com\"");
+    for (n, rack) in [("n0", "r0"), ("n1", "r0"), ("n2", "r1")] {
+        c.add_node(with_labels(
+            mk_node(n, "64", "256Gi", 110),
+            &[("rack", rack), ("kubernetes.io/hostname", n)],
+        ));
+    }
+    let rack0 = SelectorTermInput {
+        match_expressions: vec![SelectorRequirementInput {
+            key: "rack".into(),
+            operator: "In".into(),
+            values: vec!["r0".into()],
+        }],
+        match_fields: vec![],
+    };
+    for (name, nodes) in [
+        ("fabric", NodesInput::All),
+        ("rack0", NodesInput::Selector(vec![rack0.clone()])),
+    ] {
+        c.dra(DraInput::Slice(SliceInput {
+            name: name.into(),
+            driver: "nic.example.com".into(),
+            pool: name.into(),
+            generation: 1,
+            slice_count: 1,
+            nodes,
+            devices: vec![gpu(&format!("{name}-nic"), name, 1)],
+            shared_counters: Vec::new(),
+        }));
+    }
+    let nic = |sel: &str| RequestInput {
+        name: "nic".into(),
+        exactly: Some(exactly("nic", &[sel], 1)),
+        ..Default::default()
+    };
+    c.add_claim(claim(
+        "everywhere",
+        vec![nic(
+            "device.attributes[\"nic.example.com\"].model == \"fabric\"",
+        )],
+    ));
+    c.add_claim(claim(
+        "in-rack",
+        vec![nic(
+            "device.attributes[\"nic.example.com\"].model == \"rack0\"",
+        )],
+    ));
+    let on = |p: PodInput, node: &str| {
+        let mut p = p;
+        p.node_selector = vec![("kubernetes.io/hostname".into(), node.into())];
+        p
+    };
+    c.add_pod(on(with_claim(mk_pod("a", "1", "1Gi"), "everywhere"), "n0"));
+    c.add_pod(on(with_claim(mk_pod("b", "1", "1Gi"), "in-rack"), "n0"));
+    c.settle();
+    assert_eq!(c.bound_count(), 2);
+    let written = |name: &str| {
+        c.claims[&("default".to_string(), name.to_string())]
+            .allocation
+            .clone()
+            .unwrap()
+            .nodes
+    };
+    assert_eq!(written("everywhere"), None);
+    assert_eq!(written("in-rack"), Some(vec![rack0]));
+    // Pods sharing the claims follow what the allocation allows, not the first pod's node.
+    c.add_pod(on(with_claim(mk_pod("a2", "1", "1Gi"), "everywhere"), "n2"));
+    c.add_pod(on(with_claim(mk_pod("b2", "1", "1Gi"), "in-rack"), "n1"));
+    c.add_pod(on(with_claim(mk_pod("b3", "1", "1Gi"), "in-rack"), "n2"));
+    c.settle();
+    assert_eq!(c.node_of("uid-a2"), Some("n2"));
+    assert_eq!(c.node_of("uid-b2"), Some("n1"));
+    assert_eq!(c.node_of("uid-b3"), None);
+    assert_eq!(
+        message(&c, "b3").as_deref(),
+        Some(
+            "0/3 nodes are unavailable: 1 resourceclaim not available on the node, 2 node(s) didn't match Pod's node affinity/selector."
+        )
+    );
 }
 
 /// A claim two pods name is allocated once, for the first pod's node; the second pod follows it

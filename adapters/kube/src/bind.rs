@@ -291,9 +291,7 @@ impl BindExecutor {
                     PreBind::Abandoned
                 } else {
                     let claims = &ctx.claims.resource;
-                    match dra::bind_claims(&ctx.calls, claims, pod, &intent.node, &intent.devices)
-                        .await
-                    {
+                    match dra::bind_claims(&ctx.calls, claims, pod, &intent.devices).await {
                         Ok(w) => {
                             written = w;
                             PreBind::Ready

@@ -118,6 +118,25 @@ pub(crate) fn term(t: &NodeSelectorTerm) -> SelectorTermInput {
     }
 }
 
+fn api_requirement(r: &SelectorRequirementInput) -> NodeSelectorRequirement {
+    NodeSelectorRequirement {
+        key: r.key.clone(),
+        operator: r.operator.clone(),
+        values: (!r.values.is_empty()).then(|| r.values.clone()),
+    }
+}
+
+/// The inverse of [`term`]: a term as the API writes it (empty lists left out).
+pub(crate) fn api_term(t: &SelectorTermInput) -> NodeSelectorTerm {
+    let reqs = |rs: &[SelectorRequirementInput]| {
+        (!rs.is_empty()).then(|| rs.iter().map(api_requirement).collect())
+    };
+    NodeSelectorTerm {
+        match_expressions: reqs(&t.match_expressions),
+        match_fields: reqs(&t.match_fields),
+    }
+}
+
 fn pairs(map: Option<&BTreeMap<String, String>>) -> Vec<(String, String)> {
     map.map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
         .unwrap_or_default()

@@ -11,7 +11,8 @@
 //! 3. `status.allocation` (`devices.results` `{request, driver, pool, device, adminAccess}`, and
 //!    for a share of a device that allows multiple allocations `shareID` and `consumedCapacity`; the
 //!    `devices.config` of the classes and the claim as kube-scheduler's allocator copies them,
-//!    and `nodeSelector` naming the node by `metadata.name`) and the pod's entry in
+//!    and the engine's `nodeSelector`: the node by `metadata.name` when a device is local to it,
+//!    the slices' selectors otherwise, none for devices every node reaches) and the pod's entry in
 //!    `status.reservedFor` (`{resource: pods, name, uid}`) are written in one status write.
 //!
 //! A claim allocated already (`devices: None`) gets only step 3's reservation, unless it is
@@ -49,7 +50,7 @@
 //! (their features are off).
 
 use crate::apicall::{Caller, api_message};
-use k8s_openapi::api::core::v1::{NodeSelector, NodeSelectorRequirement, NodeSelectorTerm};
+use k8s_openapi::api::core::v1::NodeSelector;
 use k8s_openapi::api::resource::v1::{
     AllocationResult, DeviceAllocationConfiguration, DeviceAllocationResult,
     DeviceClaimConfiguration, DeviceClass, DeviceClassConfiguration, DeviceRequestAllocationResult,
@@ -59,6 +60,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use magma_engine::dra::{AllocatedInput, ClaimAllocation};
+use magma_engine::model::SelectorTermInput;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -334,13 +336,13 @@ pub struct Written {
     pub state: ClaimState,
 }
 
-/// `status.allocation` for `devices` on `node`: the results, the configs kube-scheduler's
+/// `status.allocation` for `devices` with `node_selector` (the engine's): the results, the configs kube-scheduler's
 /// allocator copies (each class's `config` once, naming every request that used the class,
 /// then the claim's configs that apply to an allocated request or subrequest), and the node
 /// selector.
 pub fn allocation(
     devices: &[AllocatedInput],
-    node: &str,
+    node_selector: Option<&SelectorTermInput>,
     claim: &ClaimState,
     class_config: impl Fn(&str) -> Option<Arc<[DeviceClassConfiguration]>>,
 ) -> AllocationResult {
@@ -438,15 +440,8 @@ pub fn allocation(
             results: Some(results),
             config: (!config.is_empty()).then_some(config),
         }),
-        node_selector: Some(NodeSelector {
-            node_selector_terms: vec![NodeSelectorTerm {
-                match_fields: Some(vec![NodeSelectorRequirement {
-                    key: "metadata.name".into(),
-                    operator: "In".into(),
-                    values: Some(vec![node.to_owned()]),
-                }]),
-                ..Default::default()
-            }],
+        node_selector: node_selector.map(|t| NodeSelector {
+            node_selector_terms: vec![crate::convert::api_term(t)],
         }),
         allocation_timestamp: None,
     }
@@ -489,7 +484,6 @@ async fn bind_claim(
     ctx: &Caller,
     claims: &ResourceClaims,
     pod: PodRef<'_>,
-    node: &str,
     c: &ClaimAllocation,
     written: &mut Vec<Written>,
 ) -> Result<(), String> {
@@ -594,7 +588,7 @@ async fn bind_claim(
                     }
                 }
             }
-            alloc = Some(allocation(devices, node, &s, |class| {
+            alloc = Some(allocation(devices, c.node_selector.as_ref(), &s, |class| {
                 claims.class_config(class)
             }));
         }
@@ -637,18 +631,17 @@ async fn bind_claim(
     Err(last)
 }
 
-/// PreBind of the claims `devices` for `pod` on `node`. On failure, the claims written so far
+/// PreBind of the claims `devices` for `pod`. On failure, the claims written so far
 /// are unreserved before the error is returned.
 pub async fn bind_claims(
     ctx: &Caller,
     claims: &ResourceClaims,
     pod: PodRef<'_>,
-    node: &str,
     devices: &[ClaimAllocation],
 ) -> Result<Vec<Written>, String> {
     let mut written = Vec::new();
     for c in devices {
-        if let Err(e) = bind_claim(ctx, claims, pod, node, c, &mut written).await {
+        if let Err(e) = bind_claim(ctx, claims, pod, c, &mut written).await {
             unreserve(ctx, claims, pod, &written).await;
             return Err(e);
         }
@@ -857,6 +850,47 @@ mod tests {
         }
     }
 
+    fn on_n1() -> SelectorTermInput {
+        SelectorTermInput {
+            match_expressions: vec![],
+            match_fields: vec![magma_engine::model::SelectorRequirementInput {
+                key: "metadata.name".into(),
+                operator: "In".into(),
+                values: vec!["n1".into()],
+            }],
+        }
+    }
+
+    /// The engine's node selector is written as it is: a slice's label selector (an `Exists`
+    /// requirement has no `values`), or none for devices every node reaches.
+    #[test]
+    fn the_allocation_carries_the_engines_node_selector() {
+        let s = claim_state(json!({
+            "metadata": {"name": "c", "namespace": "ns", "uid": "u", "resourceVersion": "5"},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}
+        }));
+        let everywhere = allocation(&[dev("gpu", "gpu-0")], None, &s, |_| None);
+        assert_eq!(
+            serde_json::to_value(&everywhere)
+                .unwrap()
+                .get("nodeSelector"),
+            None
+        );
+        let rack = SelectorTermInput {
+            match_expressions: vec![magma_engine::model::SelectorRequirementInput {
+                key: "rack".into(),
+                operator: "Exists".into(),
+                values: vec![],
+            }],
+            match_fields: vec![],
+        };
+        let a = allocation(&[dev("gpu", "gpu-0")], Some(&rack), &s, |_| None);
+        assert_eq!(
+            serde_json::to_value(&a).unwrap()["nodeSelector"],
+            json!({"nodeSelectorTerms": [{"matchExpressions": [{"key": "rack", "operator": "Exists"}]}]})
+        );
+    }
+
     #[test]
     fn the_allocation_names_the_node_and_the_devices() {
         let s = claim_state(json!({
@@ -865,7 +899,7 @@ mod tests {
         }));
         let mut admin = dev("gpu", "gpu-1");
         admin.admin_access = true;
-        let a = allocation(&[dev("gpu", "gpu-0"), admin], "n1", &s, |_| None);
+        let a = allocation(&[dev("gpu", "gpu-0"), admin], Some(&on_n1()), &s, |_| None);
         assert_eq!(
             serde_json::to_value(&a).unwrap(),
             json!({
@@ -895,14 +929,19 @@ mod tests {
             });
             d
         };
-        let a = allocation(&[share(None), share(Some("kept"))], "n1", &s, |_| None);
+        let a = allocation(
+            &[share(None), share(Some("kept"))],
+            Some(&on_n1()),
+            &s,
+            |_| None,
+        );
         let v = serde_json::to_value(&a).unwrap();
         let results = v["devices"]["results"].as_array().unwrap();
         let id = results[0]["shareID"].as_str().unwrap();
         assert!(uuid::Uuid::parse_str(id).is_ok(), "{id}");
         assert_eq!(results[0]["consumedCapacity"], json!({"memory": "40Gi"}));
         assert_eq!(results[1]["shareID"], "kept");
-        let plain = allocation(&[dev("gpu", "gpu-0")], "n1", &s, |_| None);
+        let plain = allocation(&[dev("gpu", "gpu-0")], Some(&on_n1()), &s, |_| None);
         let v = serde_json::to_value(&plain).unwrap();
         assert!(v["devices"]["results"][0].get("shareID").is_none());
         assert!(v["devices"]["results"][0].get("consumedCapacity").is_none());
@@ -941,7 +980,7 @@ mod tests {
         };
         let a = allocation(
             &[dev("a", "g0"), dev("b/small", "g1"), dev("c", "g2")],
-            "n1",
+            Some(&on_n1()),
             &s,
             class,
         );

@@ -21,8 +21,8 @@
 
 use super::cel::{AttrValue, DeviceView, Selector, root_context};
 use crate::model::{
-    Interner, ModelError, NodeMeta, SelectorTermInput, Taint, TaintEffect, Term, compile_node_term,
-    parse_scaled,
+    Interner, ModelError, NodeMeta, SelectorRequirementInput, SelectorTermInput, Taint,
+    TaintEffect, Term, compile_node_term, parse_scaled,
 };
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -109,16 +109,89 @@ pub struct ClassInput {
 pub enum Reach {
     /// One node (its name id).
     Node(u32),
-    /// The nodes any of these terms match.
-    Selector(Arc<[Term]>),
+    /// The nodes any of these terms match; `source` is the selector as the slice gives it
+    /// (what an allocation's node selector is made of).
+    Selector {
+        terms: Arc<[Term]>,
+        source: Arc<[SelectorTermInput]>,
+    },
     All,
 }
 
+/// Where one device of an allocation can be used, for [`allocation_node_selector`].
+#[derive(Debug, Clone, Copy)]
+pub enum DeviceNodes<'a> {
+    /// Local to one node.
+    Node,
+    /// The nodes the (one-term) selector matches.
+    Selector(&'a [SelectorTermInput]),
+    /// Every node.
+    All,
+}
+
+/// The node selector of an allocation of devices made for the node `node` (upstream's
+/// `createNodeSelector`): a device local to a node restricts the allocation to that node (by
+/// `metadata.name`); otherwise the requirements of the devices' selectors are put together in
+/// one term, each once; `None` when every device is available on every node. A selector of
+/// more than one term is an error, as upstream's (the API server accepts one term only).
+pub fn allocation_node_selector<'a>(
+    devices: impl IntoIterator<Item = DeviceNodes<'a>>,
+    node: &str,
+) -> Result<Option<SelectorTermInput>, String> {
+    let mut term = SelectorTermInput::default();
+    for d in devices {
+        match d {
+            DeviceNodes::Node => {
+                return Ok(Some(SelectorTermInput {
+                    match_expressions: Vec::new(),
+                    match_fields: vec![SelectorRequirementInput {
+                        key: "metadata.name".into(),
+                        operator: "In".into(),
+                        values: vec![node.to_owned()],
+                    }],
+                }));
+            }
+            DeviceNodes::Selector(terms) => match terms {
+                [] => {}
+                [t] => {
+                    for r in &t.match_expressions {
+                        if !term.match_expressions.contains(r) {
+                            term.match_expressions.push(r.clone());
+                        }
+                    }
+                    for r in &t.match_fields {
+                        if !term.match_fields.contains(r) {
+                            term.match_fields.push(r.clone());
+                        }
+                    }
+                }
+                _ => {
+                    return Err(format!(
+                        "unsupported node selector with {} terms",
+                        terms.len()
+                    ));
+                }
+            },
+            DeviceNodes::All => {}
+        }
+    }
+    Ok((!term.match_expressions.is_empty() || !term.match_fields.is_empty()).then_some(term))
+}
+
 impl Reach {
+    /// What [`allocation_node_selector`] reads of it.
+    pub fn device_nodes(&self) -> DeviceNodes<'_> {
+        match self {
+            Reach::Node(_) => DeviceNodes::Node,
+            Reach::Selector { source, .. } => DeviceNodes::Selector(source),
+            Reach::All => DeviceNodes::All,
+        }
+    }
+
     pub fn admits(&self, node: &NodeMeta) -> bool {
         match self {
             Reach::Node(n) => *n == node.name_id,
-            Reach::Selector(terms) => terms.iter().any(|t| t.matches(node)),
+            Reach::Selector { terms, .. } => terms.iter().any(|t| t.matches(node)),
             Reach::All => true,
         }
     }
@@ -264,13 +337,21 @@ impl Inventory {
     ) -> Result<Option<Reach>, ModelError> {
         Ok(Some(match nodes {
             NodesInput::Node(n) => Reach::Node(interner.intern(n)),
-            NodesInput::Selector(terms) => Reach::Selector(
-                terms
+            // The API server accepts exactly one term; so does the allocation's node selector.
+            NodesInput::Selector(terms) if terms.len() != 1 => {
+                return Err(ModelError::ResourceClaim(format!(
+                    "nodeSelector must have exactly one node selector term, not {}",
+                    terms.len()
+                )));
+            }
+            NodesInput::Selector(terms) => Reach::Selector {
+                terms: terms
                     .iter()
                     .map(|t| compile_node_term(t, interner))
                     .collect::<Result<Vec<_>, _>>()?
                     .into(),
-            ),
+                source: terms.clone().into(),
+            },
             NodesInput::All => Reach::All,
             NodesInput::PerDevice => return Ok(None),
         }))
@@ -691,5 +772,50 @@ impl Inventory {
     pub fn view(&mut self) -> Arc<DevicesView> {
         self.refresh();
         self.view.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Upstream's `createNodeSelector`: a node-local device wins; selectors of one term are put
+    /// together, each requirement once; devices every node reaches add nothing.
+    #[test]
+    fn the_allocation_node_selector_as_create_node_selector() {
+        let term = |key: &str| SelectorTermInput {
+            match_expressions: vec![SelectorRequirementInput {
+                key: key.into(),
+                operator: "In".into(),
+                values: vec!["true".into()],
+            }],
+            match_fields: vec![],
+        };
+        let (a, b) = ([term("a")], [term("b")]);
+        let on_n1 = allocation_node_selector([DeviceNodes::Selector(&a), DeviceNodes::Node], "n1");
+        let n1 = on_n1.unwrap().unwrap();
+        assert_eq!(n1.match_fields[0].key, "metadata.name");
+        assert_eq!(n1.match_fields[0].values, ["n1"]);
+        assert!(n1.match_expressions.is_empty());
+        let both = allocation_node_selector(
+            [
+                DeviceNodes::Selector(&a),
+                DeviceNodes::All,
+                DeviceNodes::Selector(&b),
+                DeviceNodes::Selector(&a),
+            ],
+            "n1",
+        );
+        let keys: Vec<_> = both
+            .unwrap()
+            .unwrap()
+            .match_expressions
+            .into_iter()
+            .map(|r| r.key)
+            .collect();
+        assert_eq!(keys, ["a", "b"]);
+        assert_eq!(allocation_node_selector([DeviceNodes::All], "n1"), Ok(None));
+        let two = [term("a"), term("b")];
+        assert!(allocation_node_selector([DeviceNodes::Selector(&two)], "n1").is_err());
     }
 }

@@ -28,6 +28,7 @@ pub mod devices;
 
 use crate::event::{self, Events};
 use crate::model::{Interner, ModelError, Term};
+use crate::resource_version::resource_version_order;
 use devices::DevId;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -490,6 +491,10 @@ pub struct ClaimAllocation {
     /// The devices to write, `None` when the claim is allocated already (only the pod's
     /// reservation is added).
     pub devices: Option<Vec<AllocatedInput>>,
+    /// The allocation's node selector (one term), as upstream's allocator makes it: the node
+    /// by `metadata.name` when a device is local to it, else the requirements of the selectors
+    /// of the slices (or devices) given, `None` when every device is available on every node.
+    pub node_selector: Option<crate::model::SelectorTermInput>,
 }
 
 impl Dra {
@@ -585,7 +590,7 @@ impl Dra {
         // already shown us) changes nothing.
         if let Some(o) = self.claims.get(&k)
             && *o.uid == *c.uid
-            && crate::shard::resource_version_order(&c.resource_version, &o.resource_version)
+            && resource_version_order(&c.resource_version, &o.resource_version)
                 .is_some_and(|ord| ord.is_lt())
         {
             return (Vec::new(), false);
@@ -951,7 +956,8 @@ impl Dra {
         pod: &Arc<str>,
         claims: &[allocator::PodClaim],
         given: &allocator::Allocation,
-        node_term: Arc<[Term]>,
+        node: &crate::model::NodeMeta,
+        interner: &mut Interner,
     ) -> Vec<ClaimAllocation> {
         let view = self.inventory.view();
         let mut out = Vec::with_capacity(claims.len());
@@ -959,6 +965,7 @@ impl Dra {
             let Some(entry) = self.claims.get_mut(&key(&c.namespace, &c.name)) else {
                 continue;
             };
+            let mut node_selector = None;
             let devices = match c.state {
                 allocator::ClaimState::Allocated { .. } => None,
                 allocator::ClaimState::Unallocated { .. } => {
@@ -986,8 +993,29 @@ impl Dra {
                             })
                         })
                         .collect();
-                    // Only node-local devices pin the claim to the node; otherwise the pod's
-                    // node is where the devices reach too, so pinning it is right as well.
+                    let reach = g.iter().filter_map(|x| {
+                        let d = view.devices.get(x.device as usize)?.as_ref()?;
+                        Some(d.reach.device_nodes())
+                    });
+                    // Slices with selectors of one term only are taken, and requirements that
+                    // compiled once compile together: the fallback (the node) is never used.
+                    let pin_node = || crate::model::Term {
+                        expressions: Box::new([]),
+                        fields: Box::new([crate::model::Requirement::name_in(node.name_id)]),
+                    };
+                    node_selector = devices::allocation_node_selector(reach, &node.name)
+                        .unwrap_or_else(|_| {
+                            devices::allocation_node_selector(
+                                [devices::DeviceNodes::Node],
+                                &node.name,
+                            )
+                            .ok()
+                            .flatten()
+                        });
+                    let nodes = node_selector.as_ref().map(|t| {
+                        Arc::from([crate::model::compile_node_term(t, interner)
+                            .unwrap_or_else(|_| pin_node())])
+                    });
                     let mut devices = Vec::new();
                     let mut shares = Vec::new();
                     for x in g.iter().filter(|x| !x.admin) {
@@ -1011,7 +1039,7 @@ impl Dra {
                         pod: pod.clone(),
                         devices,
                         shares,
-                        nodes: Some(node_term.clone()),
+                        nodes,
                     });
                     self.assumed_by
                         .entry(pod.clone())
@@ -1025,6 +1053,7 @@ impl Dra {
                 name: c.name.clone(),
                 uid: c.uid.clone(),
                 devices,
+                node_selector,
             });
         }
         out

@@ -25,11 +25,11 @@ use anyhow::Context;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
 use magma_engine::dra::allocator::{self, Allocation};
-use magma_engine::dra::devices::{ClassInput, NodesInput, SliceInput};
+use magma_engine::dra::devices::{ClassInput, SliceInput};
 use magma_engine::dra::{ClaimInput, ClaimSource, Dra, DraInput, PodClaim};
 use magma_engine::model::{
     Interner, NodeInput, NodeMeta, ResourceRegistry, SelectorRequirementInput, SelectorTermInput,
-    compile_node, compile_node_term, parse_scaled,
+    compile_node, parse_scaled,
 };
 use magma_kube::convert::dra as convert;
 use serde::Serialize;
@@ -304,18 +304,6 @@ fn node_meta(
         .meta)
 }
 
-/// `matchFields metadata.name In [node]` (upstream's `nodeSelectorForNode`).
-fn node_term(node: &str) -> SelectorTermInput {
-    SelectorTermInput {
-        match_expressions: Vec::new(),
-        match_fields: vec![SelectorRequirementInput {
-            key: "metadata.name".into(),
-            operator: "In".into(),
-            values: vec![node.into()],
-        }],
-    }
-}
-
 fn term_json(t: &SelectorTermInput) -> Value {
     let reqs = |rs: &[SelectorRequirementInput]| -> Vec<Value> {
         rs.iter()
@@ -336,42 +324,6 @@ fn term_json(t: &SelectorTermInput) -> Value {
         o.insert("matchFields".into(), json!(reqs(&t.match_fields)));
     }
     Value::Object(o)
-}
-
-/// Upstream's `createNodeSelector`: the node when a device is local to it; else one term with
-/// the requirements of every device's (single-term) node selector, each once; else none.
-fn allocation_node_selector(reach: &[&NodesInput], node: &str) -> anyhow::Result<Option<Value>> {
-    let mut term = SelectorTermInput::default();
-    for r in reach {
-        match r {
-            NodesInput::Node(_) => {
-                return Ok(Some(
-                    json!({"nodeSelectorTerms": [term_json(&node_term(node))]}),
-                ));
-            }
-            NodesInput::Selector(ts) => match ts.as_slice() {
-                [] => {}
-                [t] => {
-                    for e in &t.match_expressions {
-                        if !term.match_expressions.contains(e) {
-                            term.match_expressions.push(e.clone());
-                        }
-                    }
-                    for f in &t.match_fields {
-                        if !term.match_fields.contains(f) {
-                            term.match_fields.push(f.clone());
-                        }
-                    }
-                }
-                _ => anyhow::bail!("unsupported node selector with {} terms", ts.len()),
-            },
-            NodesInput::All | NodesInput::PerDevice => {}
-        }
-    }
-    Ok(
-        (!term.match_expressions.is_empty() || !term.match_fields.is_empty())
-            .then(|| json!({"nodeSelectorTerms": [term_json(&term)]})),
-    )
 }
 
 /// `allocResourceClaims`: how many claims it allocated.
@@ -421,17 +373,6 @@ pub async fn alloc_resource_claims(
         .iter()
         .map(slice_input)
         .collect::<anyhow::Result<_>>()?;
-    // Where each device can be used, for the allocation's node selector.
-    let mut reach: HashMap<(String, String, String), NodesInput> = HashMap::new();
-    for si in &slice_inputs {
-        for d in &si.devices {
-            let r = match &si.nodes {
-                NodesInput::PerDevice => d.nodes.clone().unwrap_or(NodesInput::All),
-                other => other.clone(),
-            };
-            reach.insert((si.driver.clone(), si.pool.clone(), d.name.clone()), r);
-        }
-    }
     let mut errors = Vec::new();
     errors.extend(
         dra.apply(DraInput::SliceReset(slice_inputs), &mut interner)
@@ -499,18 +440,21 @@ pub async fn alloc_resource_claims(
             else {
                 continue;
             };
-            let term = compile_node_term(&node_term(&node.name), &mut interner)
-                .map_err(|e| anyhow::anyhow!("node {}: {e}", node.name))?;
-            let written = dra.assume(
-                &Arc::from(consumer.as_str()),
-                &resolved.claims,
-                &given,
-                Arc::from(vec![term]),
-            );
-            let devices = written
+            // The engine's allocation: the devices and upstream's node selector for them.
+            let Some(written) = dra
+                .assume(
+                    &Arc::from(consumer.as_str()),
+                    &resolved.claims,
+                    &given,
+                    node,
+                    &mut interner,
+                )
                 .into_iter()
-                .find_map(|w| w.devices)
-                .unwrap_or_default();
+                .find(|w| w.devices.is_some())
+            else {
+                continue;
+            };
+            let devices = written.devices.unwrap_or_default();
             let results: Vec<Value> = devices
                 .iter()
                 .map(|d| {
@@ -527,13 +471,9 @@ pub async fn alloc_resource_claims(
                     r
                 })
                 .collect();
-            let reaches: Vec<&NodesInput> = devices
-                .iter()
-                .filter_map(|d| reach.get(&(d.driver.clone(), d.pool.clone(), d.device.clone())))
-                .collect();
             let mut allocation = json!({"devices": {"results": results}});
-            if let Some(sel) = allocation_node_selector(&reaches, &node.name)? {
-                allocation["nodeSelector"] = sel;
+            if let Some(t) = &written.node_selector {
+                allocation["nodeSelector"] = json!({"nodeSelectorTerms": [term_json(t)]});
             }
             let mut obj = claim;
             obj["status"]["allocation"] = allocation;
@@ -761,7 +701,10 @@ mod tests {
             1
         );
         let si = slice_input(&v).unwrap();
-        assert_eq!(si.nodes, NodesInput::Node("n1".into()));
+        assert_eq!(
+            si.nodes,
+            magma_engine::dra::devices::NodesInput::Node("n1".into())
+        );
         assert_eq!(si.devices.len(), 2);
         assert!(si.devices[0].attributes.contains(&(
             "driverVersion".into(),
@@ -770,35 +713,6 @@ mod tests {
         assert_eq!(
             si.devices[0].capacity,
             [("memory".to_string(), "1Gi".to_string())]
-        );
-    }
-
-    #[test]
-    fn the_allocation_node_selector_as_create_node_selector() {
-        let local = NodesInput::Node("n1".into());
-        let sel = NodesInput::Selector(vec![SelectorTermInput {
-            match_expressions: vec![SelectorRequirementInput {
-                key: "node-with-dra".into(),
-                operator: "In".into(),
-                values: vec!["true".into()],
-            }],
-            match_fields: vec![],
-        }]);
-        assert_eq!(
-            allocation_node_selector(&[&sel, &local], "n1")
-                .unwrap()
-                .unwrap(),
-            json!({"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]})
-        );
-        assert_eq!(
-            allocation_node_selector(&[&sel, &sel], "n1")
-                .unwrap()
-                .unwrap(),
-            json!({"nodeSelectorTerms": [{"matchExpressions": [{"key": "node-with-dra", "operator": "In", "values": ["true"]}]}]})
-        );
-        assert_eq!(
-            allocation_node_selector(&[&NodesInput::All], "n1").unwrap(),
-            None
         );
     }
 
