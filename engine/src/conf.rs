@@ -3,9 +3,14 @@
 //! validation with clear errors, and compilation into the [`Profile`] every worker reads from
 //! the snapshot it is scheduling against (so a reload takes effect at the next cycle).
 //!
-//! Owns parsing and validation only; the adapter reads files and watches for changes.
+//! Owns parsing and validation only; the adapter reads files and watches for changes. Uses
+//! [`profile`](crate::profile) (the types it compiles into, re-exported here) and the plugins'
+//! declarations of their switches and weights (`plugins`); the snapshot and the plugins do not
+//! know it.
 
-use crate::plugins::{FilterSwitches, ScoreWeights, volume_binding};
+use crate::plugins::volume_binding;
+use crate::profile::{FilterSwitches, ScoreWeights};
+pub use crate::profile::{Profile, Sampling};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -124,26 +129,6 @@ pub struct SchedulerConf {
     pub metrics: BTreeMap<String, ArgValue>,
 }
 
-/// Feasible-node sampling (flags `--minimum-feasible-nodes`, `--minimum-percentage-nodes-to-find`,
-/// `--percentage-nodes-to-find`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Sampling {
-    pub minimum_feasible_nodes: u32,
-    pub minimum_percentage_nodes_to_find: u32,
-    /// 0 = adaptive (`50 - N/125` %).
-    pub percentage_nodes_to_find: u32,
-}
-
-impl Default for Sampling {
-    fn default() -> Self {
-        Self {
-            minimum_feasible_nodes: 100,
-            minimum_percentage_nodes_to_find: 5,
-            percentage_nodes_to_find: 0,
-        }
-    }
-}
-
 impl Sampling {
     /// Validate flag values (upstream does not; out-of-range values break its sampling).
     pub fn new(min_feasible: i64, min_pct: i64, pct: i64) -> Result<Sampling, ConfError> {
@@ -174,44 +159,6 @@ impl Sampling {
             percentage_nodes_to_find: pct as u32,
         })
     }
-
-    /// Upstream's `numFeasibleNodesToFind`: all nodes up to the minimum, otherwise a percentage
-    /// (adaptive `50 - N/125`, floored at the minimum percentage), never below the minimum.
-    /// N=1000 → 420; 5000 → 500; 6000 → 300; 10000 → 500.
-    pub fn nodes_to_find(&self, n: usize) -> usize {
-        let min = self.minimum_feasible_nodes as usize;
-        if n <= min || self.percentage_nodes_to_find >= 100 {
-            return n;
-        }
-        let pct = if self.percentage_nodes_to_find > 0 {
-            self.percentage_nodes_to_find as i64
-        } else {
-            (50 - (n as i64) / 125).max(self.minimum_percentage_nodes_to_find as i64)
-        };
-        let num = (n as i64 * pct / 100) as usize;
-        num.max(min)
-    }
-}
-
-/// The compiled configuration the workers use.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Profile {
-    /// Which filters are on (each plugin declares its `predicates` switch and default).
-    pub filters: FilterSwitches,
-    /// Scorer weights (each plugin declares its `nodeorder` key and default).
-    pub weights: ScoreWeights,
-    /// `configurations[allocate].candidateNodeCount`, default 3, must be > 0.
-    pub candidate_node_count: usize,
-    /// `volumebinding.bindTimeoutSeconds` (`predicates` argument, default 600): how long a bind
-    /// waits for the claims it provisions to be bound.
-    pub volume_bind_timeout: std::time::Duration,
-    /// `predicate.DynamicResourceAllocationEnable` (default true, as upstream follows the DRA
-    /// feature gate): false keeps every pod with ResourceClaims pending with a condition that
-    /// says so (`plugins::dynamic_resources`). Upstream ignores the key; Magma honours it.
-    pub dynamic_resources: bool,
-    pub sampling: Sampling,
-    /// Things the configuration asks for that Magma accepts but does not do, for the log.
-    pub warnings: Vec<String>,
 }
 
 impl Default for Profile {

@@ -69,11 +69,14 @@
 //!      dropped and asked again (they may be older than the relist).
 //! 7. Own shard missing: no view. Hard mode then schedules nothing (the pods are reported
 //!    unschedulable with the reason); soft mode schedules like `none`. Nothing is written.
+//!
+//! Uses only `clock`, `event`, `mutation` and `resource_version`: the snapshot carries the
+//! [`View`] (and checks that its chunk is one mask word, [`MASK_SLOTS`]), not the other way.
 
 use crate::clock::Nanos;
 use crate::event::{self, Events};
 use crate::mutation;
-use crate::snapshot::CHUNK;
+pub use crate::resource_version::resource_version_order;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
@@ -187,18 +190,6 @@ pub struct WrittenStatus {
     pub resource_version: Option<String>,
 }
 
-/// How two resourceVersions of one resource order: `Some` when both are integers, as every
-/// Kubernetes API server since 1.35 guarantees (KEP-5504, "comparable resource versions"; etcd's
-/// revisions before that), `None` when either is not (only equality then means anything).
-pub fn resource_version_order(a: &str, b: &str) -> Option<std::cmp::Ordering> {
-    let parse = |s: &str| {
-        s.parse::<u64>()
-            .ok()
-            .filter(|v| *v > 0 && !s.starts_with('0'))
-    };
-    Some(parse(a)?.cmp(&parse(b)?))
-}
-
 /// Whether an object at resourceVersion `seen` includes a write answered with `written`: it is
 /// that write's echo or newer. Versions that do not compare include only themselves.
 fn includes(seen: Option<&str>, written: Option<&str>) -> bool {
@@ -207,6 +198,10 @@ fn includes(seen: Option<&str>, written: Option<&str>) -> bool {
         _ => false,
     }
 }
+
+/// Node slots per mask word of a [`NodeSet`]: one word per snapshot chunk (the snapshot checks
+/// that its `CHUNK` is this).
+pub const MASK_SLOTS: usize = u64::BITS as usize;
 
 /// The node slots of a view, as one bit per slot: `masks[c]` bit `i` is slot `c·64 + i`
 /// (a chunk is 64 slots, so one word per chunk).
@@ -221,7 +216,7 @@ impl NodeSet {
     pub fn from_slots(slots: impl IntoIterator<Item = u32>) -> NodeSet {
         let mut s = NodeSet::default();
         for slot in slots {
-            let (c, i) = (slot as usize / CHUNK, slot as usize % CHUNK);
+            let (c, i) = (slot as usize / MASK_SLOTS, slot as usize % MASK_SLOTS);
             if s.masks.len() <= c {
                 s.masks.resize(c + 1, 0);
             }
@@ -240,7 +235,7 @@ impl NodeSet {
     }
 
     pub fn contains(&self, slot: u32) -> bool {
-        self.mask(slot as usize / CHUNK) & (1 << (slot as usize % CHUNK)) != 0
+        self.mask(slot as usize / MASK_SLOTS) & (1 << (slot as usize % MASK_SLOTS)) != 0
     }
 }
 

@@ -11,16 +11,21 @@
 //! clones the top vector — one pointer per 4,096 nodes — so building the next snapshot costs
 //! O(changed chunks + N/4096), and taking one is a single atomic load (`sync::Published`).
 //!
-//! Owns the layout only; the cache decides what goes in, the workers only read.
+//! Owns the layout only; the cache decides what goes in, the workers only read. Beside the
+//! model's node and pod descriptions it carries the [`Profile`](crate::profile::Profile) in
+//! force, the sharding [`View`](crate::shard::View) and the CSI limits (`volumes`); it knows
+//! neither the configuration file (`conf`) nor the plugins that read it.
 
-use crate::conf::Profile;
 use crate::model::{HostPort, Namespaces, NodeMeta, PodInfo, Slot};
+use crate::profile::Profile;
 use crate::shard::View;
 use crate::volumes::CsiLimits;
 use std::sync::Arc;
 
 /// Node slots per chunk.
 pub const CHUNK: usize = 64;
+// The sharding view is a mask word per chunk (`shard::NodeSet`).
+const _: () = assert!(CHUNK == crate::shard::MASK_SLOTS);
 /// Chunks per segment.
 pub const SEGMENT: usize = 64;
 /// Slots per segment.

@@ -543,7 +543,7 @@ pub struct PodInput {
     /// `metadata.deletionTimestamp` is set.
     pub terminating: bool,
     /// `spec.volumes` that use claims (others need no scheduling).
-    pub volumes: Vec<crate::volumes::PodVolumeInput>,
+    pub volumes: Vec<PodVolumeInput>,
     /// The `PodResizePending` condition's reason is `Infeasible`: the containers count at their
     /// status (`ContainerInput::status`), not at their spec.
     pub resize_infeasible: bool,
@@ -559,6 +559,16 @@ pub struct PodInput {
     /// Its `DisruptionTarget` condition is `True` with reason `PreemptionByScheduler`: a
     /// scheduler's preemption is evicting it.
     pub preempted: bool,
+}
+
+/// A pod volume as the adapter sees it (only those that use claims; `volumes` resolves them).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PodVolumeInput {
+    pub name: String,
+    /// `persistentVolumeClaim.claimName`.
+    pub claim: Option<String>,
+    /// An `ephemeral` volume: its claim is `<pod>-<volume>`, made by the ephemeral controller.
+    pub ephemeral: bool,
 }
 
 /// Pod-level resources (`spec.resources`, KEP-2837) and the pod-level in-place resize status

@@ -19,7 +19,10 @@
 //!
 //! [`conf`](crate::conf) reads switches and weights from this declaration (unknown-key warnings
 //! included), the cache asks [`node_flags`] when it writes a slot, and `allocate` runs
-//! [`Filters`] and [`Scores`]: none of them names a plugin.
+//! [`Filters`] and [`Scores`]: none of them names a plugin. Only the profile's
+//! [`FilterSwitches`] and [`ScoreWeights`] have a field per plugin: they are declared in
+//! [`profile`](crate::profile), below the snapshot that carries them, and this chain gives them
+//! their defaults, keys and reading.
 //!
 //! # The chain
 //!
@@ -95,13 +98,15 @@
 //! }
 //! ```
 //!
-//! then `pub mod node_ready;` and one line in the `filters` list at the bottom of this file, at
-//! its place in upstream's order: `node_ready: NodeReady(node_ready::NodeReady),`. That line
-//! gives it a switch in `Profile::filters` (read by `conf` with its default, and its key known
-//! to the unknown-argument check), a variant `Failure::NodeReady` whose message and wake-ups
-//! are the ones above, its flag in [`node_flags`], and its place in both forms of the chain. A
-//! scorer is the same with [`Scorer`] (and [`Normalize`] when kube-scheduler normalises it) and
-//! a line under `scores` or `normalized`.
+//! then `pub mod node_ready;`, one line in the `filters` list at the bottom of this file, at
+//! its place in upstream's order: `node_ready: NodeReady(node_ready::NodeReady),`, and its
+//! field `node_ready: bool` at the same place in `profile::FilterSwitches` (the compiler points
+//! at a missing one). That line gives its switch in `Profile::filters` its default (read by
+//! `conf`, and its key known to the unknown-argument check), a variant `Failure::NodeReady`
+//! whose message and wake-ups are the ones above, its flag in [`node_flags`], and its place in
+//! both forms of the chain. A scorer is the same with [`Scorer`] (and [`Normalize`] when
+//! kube-scheduler normalises it), a line under `scores` or `normalized`, and its field in
+//! `profile::ScoreWeights`.
 //!
 //! The plugins own no state: they read snapshots and compiled pods only.
 
@@ -126,6 +131,7 @@ mod tests;
 use crate::dra::PodClaims;
 use crate::event::Events;
 use crate::model::{CompiledPod, HostPort, Interner, NodeMeta, ResourceRegistry};
+pub use crate::profile::{FilterSwitches, ScoreWeights};
 use crate::snapshot::{Chunk, Snapshot, flags};
 use crate::volumes::PodVolumes;
 
@@ -393,12 +399,8 @@ macro_rules! plugins {
         scores { $($s:ident: $S:ty,)* }
         normalized { $($n:ident: $N:ty,)* }
     ) => {
-        /// Which filters are on (`predicates` arguments; `Filter::SWITCH`).
-        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-        pub struct FilterSwitches {
-            $(pub $f: bool,)*
-        }
-
+        // `FilterSwitches` and `ScoreWeights` are declared in `profile` (the snapshot carries
+        // them): their fields must be exactly this chain's, which these literals check.
         impl FilterSwitches {
             /// Every switch at its default.
             pub const DEFAULT: FilterSwitches = FilterSwitches {
@@ -426,13 +428,6 @@ macro_rules! plugins {
                     },)*
                 })
             }
-        }
-
-        /// Scorer weights (`nodeorder` arguments; `Scorer::WEIGHT`). Zero disables a scorer.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-        pub struct ScoreWeights {
-            $(pub $s: i64,)*
-            $(pub $n: i64,)*
         }
 
         impl ScoreWeights {

@@ -36,6 +36,8 @@ use crate::model::{
     Interner, LabelSelector, LabelSelectorInput, ModelError, SelectorTermInput, Term,
     compile_labels, compile_selector, parse_scaled,
 };
+// A pod's volumes are part of the pod (`model`); the claims they name are resolved here.
+pub use crate::model::PodVolumeInput;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
@@ -62,16 +64,6 @@ pub type CsiVolumes = Box<[(u32, u32)]>;
 /// kube-scheduler uses a random prefix chosen at start; this one cannot be a CSI volume handle
 /// in practice either, and keeps test output readable.
 pub const UNBOUND_HANDLE_PREFIX: &str = "\u{0}unbound/";
-
-/// A pod volume as the adapter sees it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PodVolumeInput {
-    pub name: String,
-    /// `persistentVolumeClaim.claimName`.
-    pub claim: Option<String>,
-    /// An `ephemeral` volume: its claim is `<pod>-<volume>`, made by the ephemeral controller.
-    pub ephemeral: bool,
-}
 
 /// A PersistentVolumeClaim.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
