@@ -1,16 +1,17 @@
 //! Magma's engine: the I/O-free core of a fast-path Kubernetes scheduler.
 //!
-//! Layout (DESIGN.md §1–3): [`model`] (compact objects and validated conversions), [`conf`]
-//! (Volcano's config schema), [`cache`] (the single writer) building [`snapshot`]s and
-//! reporting cluster [`event`]s, [`queue`] (activeQ/backoffQ/unschedulable pool),
-//! [`plugins`] (one file per filter/scorer plugin, the chain declared once in
-//! `plugins/mod.rs`, which also shows how to add one) + [`allocate`] (the scan, candidate
-//! selection, failure messages), [`binder`] (per-node bind versions and the claim), [`shard`]
-//! (the NodeShard coordinator, the snapshot's sharding `View`, and `Sharding`, the driver's
-//! side of it), [`worker`] (the scheduling cycle and `Worker::turn`, the worker loop's body),
-//! [`core`] (the driver's state machine) and [`engine`] (threads). [`mutation`] names the
-//! deliberate bugs the loom models must catch; `testing` (feature `testing`) is the
-//! deterministic harness the engine's tests and the loom models drive it with.
+//! Layout (DESIGN.md §1–3): [`model`] (compact objects and validated conversions: pods, nodes,
+//! selectors), [`conf`] (Volcano's config schema, compiled into the [`profile`] every snapshot
+//! carries), [`cache`] (the single writer) building [`snapshot`]s and reporting cluster
+//! [`event`]s, [`queue`] (activeQ/backoffQ/unschedulable pool), [`plugins`] (one file per
+//! filter/scorer plugin, the chain declared once in `plugins/mod.rs`, which also shows how to
+//! add one) + [`allocate`] (the scan, candidate selection, failure messages), [`binder`]
+//! (per-node bind versions and the claim), [`shard`] (the NodeShard coordinator, the snapshot's
+//! sharding `View`, and `Sharding`, the driver's side of it; [`resource_version`] orders the
+//! versions it and [`dra`] compare), [`worker`] (the scheduling cycle and `Worker::turn`, the
+//! worker loop's body), [`core`] (the driver's state machine) and [`engine`] (threads).
+//! [`mutation`] names the deliberate bugs the loom models must catch; `testing` (feature
+//! `testing`) is the deterministic harness the engine's tests and the loom models drive it with.
 //!
 //! No tokio, no kube, no HTTP, no OS clock, no sleeps: inputs are [`core::Input`]s, outputs are
 //! [`core::Intent`]s, and time comes from a [`clock::Clock`].

@@ -7,8 +7,12 @@
 //! pod's own namespace, an empty `namespaceSelector` every namespace; `matchLabelKeys` and
 //! `mismatchLabelKeys` add `key in (value)` / `key notin (value)` for the pod's own labels (as
 //! the API server merges them into the selector), keys the pod lacks being ignored.
+//!
+//! Owns these types and conversions. Uses the model's shared parts (`model`: interner, errors)
+//! and its selector requirements (`selector`), nothing else.
 
-use super::{Interner, ModelError, SelectorRequirementInput};
+use super::selector::SelectorRequirementInput;
+use super::{Interner, ModelError};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

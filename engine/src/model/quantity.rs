@@ -2,6 +2,8 @@
 //! floating point, into the integer units the engine counts in: millicores for CPU, whole units
 //! (bytes, devices, pods) for everything else. Rounding follows `resource.Quantity`: values are
 //! rounded up (`MilliValue`/`Value` use ceiling), so `0.1m` CPU counts as 1m.
+//!
+//! Owns the parser; uses only the model's error type.
 
 use super::ModelError;
 

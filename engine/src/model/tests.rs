@@ -1,6 +1,8 @@
 //! Conversion tests: Kubernetes' effective-request rule, selector and toleration semantics,
 //! and rejection of malformed input.
 
+use super::pod::compile_port;
+use super::selector::{compile_requirement, compile_term};
 use super::*;
 
 fn c(reqs: &[(&str, &str)]) -> ContainerInput {
@@ -452,7 +454,7 @@ fn gates_and_unschedulable_toleration_precomputed() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Pod-level resources (`pod_resources`)
+// Pod-level resources (`pod::resources`)
 // ---------------------------------------------------------------------------------------------
 
 fn kv(pairs: &[(&str, &str)]) -> Vec<(String, String)> {

@@ -15,12 +15,14 @@
 //!   with the server's cause text, so a pod that reaches the scheduler some other way is never
 //!   placed on a reading of its spec the server would not have allowed.
 //!
-//! Owns only these two rules; uses the model's quantity parser and resource lists.
+//! Owns only these two rules; uses the pod's inputs (`pod`), the model's quantity parser and
+//! resource lists, nothing else.
 
-use super::quantity::parse_scaled;
-use super::{
-    ContainerInput, ModelError, PodInput, PodResourcesInput, ResourceList, ResourceRegistry, Side,
-    Slot, max_into, slot_of, validate_resource_name,
+use super::{ContainerInput, PodInput, PodResourcesInput};
+use crate::model::quantity::parse_scaled;
+use crate::model::{
+    ModelError, ResourceList, ResourceRegistry, Side, Slot, max_into, slot_of,
+    validate_resource_name,
 };
 
 const HUGEPAGES: &str = "hugepages-";
