@@ -29,7 +29,8 @@ use super::devices::{DevId, DevicesView};
 use crate::model::{NodeMeta, TaintEffect, Term, Toleration};
 use std::sync::Arc;
 
-/// Most device choices the search may try for one pod on one node.
+/// Most device choices the search may make for one pod on one node (devices it turns away
+/// without choosing them are not counted).
 pub const STEP_BUDGET: usize = 10_000;
 
 /// Most devices one claim's allocation holds (`AllocationResultsMaxSize`).
@@ -47,8 +48,13 @@ pub enum Count {
 pub struct Alternative {
     /// `req`, or `req/sub` for a subrequest (as the allocation result names it).
     pub name: Arc<str>,
-    /// The devices its class's and its own selectors match, ascending.
+    /// The devices its class's and its own selectors match and that have the capacity it asks
+    /// for, ascending.
     pub candidates: Arc<[DevId]>,
+    /// Parallel to `candidates`: what a share of each consumes (empty for a device taken
+    /// whole); `None` when no candidate is shared and no capacity is asked
+    /// (`devices::Serving::consumes`).
+    pub consumes: Option<Arc<[Box<[i128]>]>>,
     pub count: Count,
     pub admin: bool,
     pub tolerations: Arc<[Toleration]>,
@@ -231,8 +237,8 @@ struct Slot<'a> {
 }
 
 impl Search<'_> {
-    /// Can `id` be given to `alt` on this node now?
-    fn usable(&mut self, id: DevId, alt: &Alternative) -> bool {
+    /// Can `id` (`alt.candidates[ci]`) be given to `alt` on this node now?
+    fn usable(&mut self, id: DevId, ci: usize, alt: &Alternative) -> bool {
         let Some(Some(d)) = self.view.devices.get(id as usize) else {
             return false;
         };
@@ -257,44 +263,42 @@ impl Search<'_> {
             t.effect == TaintEffect::PreferNoSchedule
                 || alt.tolerations.iter().any(|tol| tol.tolerates(t))
         });
-        if !tolerated || !self.capacity_fits(id, alt) {
+        if !tolerated || !self.capacity_fits(id, ci, alt) {
             return false;
         }
         alt.admin || d.consumes.is_empty() || self.counters_fit(id)
     }
 
-    /// What a share of `id` for `alt` consumes (`Some` only for devices that allow multiple
-    /// allocations; `Some(None)`: the device cannot serve it).
-    fn share(&self, id: DevId, alt: &Alternative) -> Option<Option<Box<[i128]>>> {
-        let d = self.view.devices[id as usize].as_ref()?;
-        d.multi
-            .then(|| super::capacity::consumption(&alt.capacity, &d.driver, &d.capacity))
+    /// What a share of `id` (`alt.candidates[ci]`) consumes; `None` for a device taken whole.
+    fn share<'a>(&self, id: DevId, ci: usize, alt: &'a Alternative) -> Option<&'a [i128]> {
+        let d = self.view.devices.get(id as usize)?.as_ref()?;
+        if !d.multi {
+            return None;
+        }
+        alt.consumes.as_ref().map(|c| &*c[ci])
     }
 
-    /// Does the request's capacity fit the device now (what its shares, this pod's included,
-    /// consume)? True at once for the usual request and device, which have none.
-    fn capacity_fits(&self, id: DevId, alt: &Alternative) -> bool {
+    /// Does a share of `id` (`alt.candidates[ci]`) fit the device now, beside what its shares
+    /// (this pod's included) consume? True at once for a device taken whole (the candidates
+    /// have what the request asks) and for a request and cluster without capacity.
+    fn capacity_fits(&self, id: DevId, ci: usize, alt: &Alternative) -> bool {
+        let Some(amount) = self.share(id, ci, alt) else {
+            return true;
+        };
         let Some(Some(d)) = self.view.devices.get(id as usize) else {
             return false;
         };
-        if !d.multi {
-            return alt.capacity.is_empty()
-                || super::capacity::consumption(&alt.capacity, &d.driver, &d.capacity).is_some();
-        }
-        let Some(amount) = super::capacity::consumption(&alt.capacity, &d.driver, &d.capacity)
-        else {
-            return false;
-        };
-        let mut used: Vec<i128> = self
-            .in_use
-            .shared(id)
-            .map_or_else(|| vec![0; d.capacity.len()], <[i128]>::to_vec);
-        for (_, a) in self.shares.iter().filter(|(s, _)| *s == id) {
-            for (u, x) in used.iter_mut().zip(a.iter()) {
-                *u += x;
+        let used = self.in_use.shared(id);
+        d.capacity.iter().enumerate().all(|(i, c)| {
+            let mut total = used.and_then(|u| u.get(i)).copied().unwrap_or(0)
+                + amount.get(i).copied().unwrap_or(0);
+            for (s, a) in &self.shares {
+                if *s == id {
+                    total += a.get(i).copied().unwrap_or(0);
+                }
             }
-        }
-        super::capacity::fits(&d.capacity, &used, &amount)
+            total <= c.value
+        })
     }
 
     /// Has `id` a share already (then its counters are consumed already)?
@@ -419,45 +423,45 @@ impl Search<'_> {
             .get(&self.node.name_id)
             .map_or(&[][..], Vec::as_slice);
         for alt in slot.request.alternatives.iter() {
-            // The node's own devices and those more than one node reaches, ascending within
-            // each: the candidates are looked up, not scanned (there may be one per device of
-            // the cluster).
-            let mut usable: Vec<DevId> = Vec::new();
-            for &id in local.iter().chain(view.shared.iter()) {
-                if alt.candidates.binary_search(&id).is_ok() && self.usable(id, alt) {
-                    usable.push(id);
+            let mut usable = Vec::new();
+            let (want, complete) = match alt.count {
+                // The first `want` usable devices first: most pods get them, and the scan
+                // stops there (there may be one device per node of the cluster, and this runs
+                // per node). All of them only if the search needs others (constraints,
+                // counters, the pod's earlier picks).
+                Count::Exact(n) => {
+                    let want = n as usize;
+                    (want, self.collect(local, alt, want, &mut usable))
                 }
-            }
-            let want = match alt.count {
-                Count::Exact(n) => n as usize,
                 // `All`: every matching device the node reaches, none of them in use (upstream
                 // fails the request rather than give it some of them).
                 Count::All => {
+                    self.collect(local, alt, usize::MAX, &mut usable);
                     // (A device shared while capacity lasts counts only if it has room:
                     // upstream leaves the others out of "all".)
                     let reachable = local
                         .iter()
                         .chain(view.shared.iter())
-                        .filter(|id| alt.candidates.binary_search(id).is_ok())
-                        .filter(|&&id| {
+                        .filter_map(|&id| Some((id, alt.candidates.binary_search(&id).ok()?)))
+                        .filter(|&(id, ci)| {
                             view.devices[id as usize].as_ref().is_some_and(|d| {
                                 d.reach.admits(self.node)
-                                    && (!d.multi || self.capacity_fits(id, alt))
+                                    && (!d.multi || self.capacity_fits(id, ci, alt))
                             })
                         })
                         .count();
                     // Nor given to the pod's other requests, admin access included (upstream:
                     // "allocating"), unless shared.
-                    let given = |id: &DevId| {
+                    let given = |&(id, _): &(DevId, usize)| {
                         self.out
                             .iter()
                             .flatten()
-                            .any(|g| g.device == *id && g.consumed.is_none())
+                            .any(|g| g.device == id && g.consumed.is_none())
                     };
                     if reachable != usable.len() || usable.iter().any(given) {
                         continue;
                     }
-                    usable.len()
+                    (usable.len(), true)
                 }
             };
             // A claim holds at most `MAX_RESULTS` devices (`AllocationResultsMaxSize`).
@@ -474,8 +478,39 @@ impl Search<'_> {
                 return Ok(true);
             }
             debug_assert_eq!(self.out[slot.claim].len(), before);
+            if !complete {
+                usable.clear();
+                self.collect(local, alt, usize::MAX, &mut usable);
+                if self.pick(slots, i, alt, &usable, 0, want)? {
+                    return Ok(true);
+                }
+            }
         }
         Ok(false)
+    }
+
+    /// The devices `alt` can use on this node now, with their candidate index: the node's own
+    /// then those more than one node reaches, ascending within each (the candidates are looked
+    /// up, not scanned), at most `limit`. Whether every device was looked at.
+    fn collect(
+        &mut self,
+        local: &[DevId],
+        alt: &Alternative,
+        limit: usize,
+        out: &mut Vec<(DevId, usize)>,
+    ) -> bool {
+        let view = self.view;
+        for &id in local.iter().chain(view.shared.iter()) {
+            if out.len() >= limit {
+                return false;
+            }
+            if let Ok(ci) = alt.candidates.binary_search(&id)
+                && self.usable(id, ci, alt)
+            {
+                out.push((id, ci));
+            }
+        }
+        true
     }
 
     /// Pick `want` more devices for `alt` from `usable[from..]`, then go on with slot `i + 1`.
@@ -484,7 +519,7 @@ impl Search<'_> {
         slots: &[Slot<'_>],
         i: usize,
         alt: &Alternative,
-        usable: &[DevId],
+        usable: &[(DevId, usize)],
         from: usize,
         want: usize,
     ) -> Result<bool, ()> {
@@ -496,12 +531,8 @@ impl Search<'_> {
             if usable.len() - k < want {
                 break;
             }
-            self.steps += 1;
-            if self.steps > STEP_BUDGET {
-                return Err(());
-            }
-            let id = usable[k];
-            let share = self.share(id, alt).flatten();
+            let (id, ci) = usable[k];
+            let share = self.share(id, ci, alt);
             if (!alt.admin && share.is_none() && self.taken.contains(&id))
                 || !self.constraints_hold(slot, &alt.name, id)
             {
@@ -510,17 +541,23 @@ impl Search<'_> {
             // Counters and shared capacities may have been consumed by this pod's earlier
             // picks.
             if !alt.admin && !self.counters_fit(id)
-                || share.is_some() && !self.capacity_fits(id, alt)
+                || share.is_some() && !self.capacity_fits(id, ci, alt)
             {
                 continue;
             }
-            self.take(id, alt.admin, share.as_deref());
+            // A choice made: the budget counts these (each costs a descent), not the devices
+            // a check turns away (those cost a scan of the usable ones at most).
+            self.steps += 1;
+            if self.steps > STEP_BUDGET {
+                return Err(());
+            }
+            self.take(id, alt.admin, share);
             let shared = share.is_some();
             self.out[slot.claim].push(Given {
                 request: alt.name.clone(),
                 device: id,
                 admin: alt.admin,
-                consumed: share,
+                consumed: share.map(Box::from),
             });
             if self.pick(slots, i, alt, usable, k + 1, want - 1)? {
                 return Ok(true);

@@ -247,6 +247,23 @@ pub struct Matching {
     pub errors: Arc<[(DevId, Arc<str>)]>,
 }
 
+/// The devices that can serve a request (its selectors match, and it can consume what the
+/// request asks of their capacities), with what a share of each consumes
+/// ([`Inventory::serving`]).
+#[derive(Debug, Clone)]
+pub struct Serving {
+    /// Ascending.
+    pub devices: Arc<[DevId]>,
+    pub errors: Arc<[(DevId, Arc<str>)]>,
+    /// Parallel to `devices`: what one share of a device that allows multiple allocations
+    /// consumes of each capacity (empty for a device taken whole). `None` when no device is
+    /// shared and the request asks no capacity (nothing to check).
+    pub consumes: Option<Arc<[Box<[i128]>]>>,
+}
+
+/// A memo key of [`Inventory::serving`]: the selectors and the capacity asked.
+type ServingKey = (Vec<Arc<str>>, Arc<[(Arc<str>, i128)]>);
+
 /// The devices and classes (see the module doc).
 #[derive(Default)]
 pub struct Inventory {
@@ -264,6 +281,10 @@ pub struct Inventory {
     selectors: HashMap<Arc<str>, (Selector, Vec<u8>)>,
     /// Memoised answers of [`Inventory::matching`] per selector list.
     sets: HashMap<Vec<Arc<str>>, Matching>,
+    /// Memoised answers of [`Inventory::serving`] for requests that consume capacity.
+    serving: HashMap<ServingKey, Serving>,
+    /// Devices (of any generation) that allow multiple allocations.
+    multi_devices: usize,
     root: Option<cel::Context<'static, 'static>>,
     /// How many slices name each device id.
     refs: Vec<u32>,
@@ -552,6 +573,7 @@ impl Inventory {
     fn changed(&mut self) {
         self.dirty = true;
         self.sets.clear();
+        self.serving.clear();
         for (_, results) in self.selectors.values_mut() {
             results.clear();
         }
@@ -575,6 +597,7 @@ impl Inventory {
             return;
         }
         self.dirty = false;
+        self.multi_devices = self.devices.iter().flatten().filter(|d| d.multi).count();
         self.current = vec![false; self.devices.len()];
         let mut have: HashMap<(Arc<str>, Arc<str>), i64> = HashMap::new();
         for s in self.slices.values() {
@@ -680,6 +703,50 @@ impl Inventory {
             shared,
             counters,
         });
+    }
+
+    /// The devices that can serve a request with `selectors` asking `capacity` (memoised):
+    /// those the selectors match ([`Inventory::matching`]) that have what it asks, with what a
+    /// share of each consumes (`capacity::consumption`, computed once per device and request
+    /// instead of per node and device in the Filter). Requests that ask no capacity on
+    /// clusters without shared devices pay only for `matching`.
+    pub fn serving(
+        &mut self,
+        selectors: &[Arc<str>],
+        capacity: &Arc<[(Arc<str>, i128)]>,
+    ) -> Serving {
+        let m = self.matching(selectors);
+        if capacity.is_empty() && self.multi_devices == 0 {
+            return Serving {
+                devices: m.devices,
+                errors: m.errors,
+                consumes: None,
+            };
+        }
+        let key = (selectors.to_vec(), capacity.clone());
+        if let Some(hit) = self.serving.get(&key) {
+            return hit.clone();
+        }
+        let mut devices = Vec::with_capacity(m.devices.len());
+        let mut consumes = Vec::with_capacity(m.devices.len());
+        for &id in m.devices.iter() {
+            let Some(Some(d)) = self.devices.get(id as usize) else {
+                continue;
+            };
+            let Some(amount) = super::capacity::consumption(capacity, &d.driver, &d.capacity)
+            else {
+                continue;
+            };
+            devices.push(id);
+            consumes.push(if d.multi { amount } else { Box::default() });
+        }
+        let answer = Serving {
+            devices: devices.into(),
+            errors: m.errors,
+            consumes: Some(consumes.into()),
+        };
+        self.serving.insert(key, answer.clone());
+        answer
     }
 
     /// The devices every one of `selectors` matches (memoised), and those on which a selector

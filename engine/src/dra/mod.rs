@@ -874,7 +874,17 @@ impl Dra {
                 // A selector that fails on some device (does not compile, reads a missing
                 // attribute) holds the pod back, as upstream's Filter error does: binding it
                 // elsewhere would hide the problem.
-                let m = self.inventory.matching(&selectors);
+                let capacity: Arc<[(Arc<str>, i128)]> = e
+                    .capacity
+                    .iter()
+                    .map(|(n, q)| {
+                        crate::model::parse_scaled("capacity", q, 1000)
+                            .map(|m| (Arc::from(n.as_str()), i128::from(m)))
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|err| format!("claim {namespace}/{claim}, request {name}: {err}"))?
+                    .into();
+                let m = self.inventory.serving(&selectors, &capacity);
                 for (id, e) in m.errors.iter() {
                     let node = self.inventory.device(*id).and_then(|d| match d.reach {
                         devices::Reach::Node(n) => Some(n),
@@ -894,22 +904,14 @@ impl Dra {
                     .map(|t| crate::model::compile_toleration(t, interner))
                     .collect::<Result<Vec<_>, _>>()
                     .map_err(|err| format!("claim {namespace}/{claim}, request {name}: {err}"))?;
-                let capacity = e
-                    .capacity
-                    .iter()
-                    .map(|(n, q)| {
-                        crate::model::parse_scaled("capacity", q, 1000)
-                            .map(|m| (Arc::from(n.as_str()), i128::from(m)))
-                    })
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(|err| format!("claim {namespace}/{claim}, request {name}: {err}"))?;
                 alternatives.push(allocator::Alternative {
                     name,
                     candidates,
+                    consumes: m.consumes,
                     count,
                     admin: e.admin_access,
                     tolerations: tolerations.into(),
-                    capacity: capacity.into(),
+                    capacity,
                 });
             }
             out.push(allocator::Request {
