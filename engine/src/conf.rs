@@ -6,7 +6,7 @@
 //! Owns parsing and validation only; the adapter reads files and watches for changes. Uses
 //! [`profile`](crate::profile) (the types it compiles into, re-exported here) and the plugins'
 //! declarations of their switches and weights (`plugins`); the snapshot and the plugins do not
-//! know it.
+//! use it (only the plugins' tests do).
 
 use crate::plugins::volume_binding;
 use crate::profile::{FilterSwitches, ScoreWeights};

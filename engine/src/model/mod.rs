@@ -20,8 +20,8 @@
 //!   `pod/resources.rs`).
 //!
 //! Owns those types and touches nothing else of the engine, with one exception: `pod`
-//! compiles a pod's ResourceClaims with `dra`'s claim types, and `dra` (like `volumes`) uses
-//! only the files before `pod`.
+//! compiles a pod's ResourceClaims with `dra`'s claim types, and `dra` (like `volumes`, which
+//! only re-exports `PodVolumeInput` at its old path) uses only the files before `pod`.
 
 mod node;
 mod pod;
