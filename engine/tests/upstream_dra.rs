@@ -60,11 +60,7 @@
 //!
 //! Ported: 161 `TestAllocator` rows and 24 `TestPlugin` rows ("wrong-topology" is checked at
 //! the Filter and at PostFilter, where the claim is deallocated). All give upstream's outcome
-//! except five allocator rows. One looks like an engine bug: `known_differences_to_fix`
-//! (ignored) asserts upstream's expectation for
-//! "consumable-capacity-multi-allocatable-device-allocation-mode-all-allocating-insufficient"
-//! (Magma leaves a shared device the pod's own earlier request exhausted out of `All`).
-//! On four, Magma deliberately differs; `magma_differs_from_upstream` asserts Magma's outcome
+//! except four allocator rows, where Magma deliberately differs; `magma_differs_from_upstream` asserts Magma's outcome
 //! for those, with upstream's expectation beside each:
 //!
 //! - A request for `All` devices that a `matchAttribute` constraint cannot be met for
@@ -4078,21 +4074,14 @@ fn allocator_distinct_constraint_rows() {
     ]);
 }
 
-/// Ported rows on which Magma's outcome looks wrong (an engine bug, not a deliberate
-/// difference). Each asserts upstream's expectation; ignored until the engine is fixed:
-///
-/// - "consumable-capacity-multi-allocatable-device-allocation-mode-all-allocating-
-///   insufficient": `req-0` takes all of device-1's capacity-0, then `req-1` asks for `All`
-///   devices. Upstream's "all" is every matching device with room beside what other claims use
-///   (device-1 and device-2), so device-1, exhausted by the pod's own `req-0`, cannot be given
-///   and nothing is allocated. Magma counts the pod's earlier shares when it decides which
-///   shared devices belong to "all" (`allocator::Search::solve`, `Count::All`:
-///   `capacity_fits` includes `self.shares`), leaves device-1 out and gives `req-1` device-2
-///   alone. (For devices taken whole Magma does as upstream: "all-devices-no-solution".)
+/// "consumable-capacity-multi-allocatable-device-allocation-mode-all-allocating-insufficient":
+/// `req-0` takes all of device-1's capacity-0, then `req-1` asks for `All` devices. Upstream's
+/// "all" is every matching device with room beside what other claims use (device-1 and
+/// device-2), so device-1, exhausted by the pod's own `req-0`, cannot be given and nothing is
+/// allocated. (Found by this port: Magma used to leave device-1 out of "all" and give `req-1`
+/// device-2 alone.)
 #[test]
-#[ignore = "engine bug: consumable-capacity-multi-allocatable-device-allocation-mode-all-\
-            allocating-insufficient gives req-1 device-2 alone (upstream: nothing allocated)"]
-fn known_differences_to_fix() {
+fn allocator_consumable_capacity_all_counts_the_pods_own_shares() {
     table(vec![(
         "consumable-capacity-multi-allocatable-device-allocation-mode-all-allocating-\
              insufficient",

@@ -282,6 +282,11 @@ impl Search<'_> {
     /// (this pod's included) consume? True at once for a device taken whole (the candidates
     /// have what the request asks) and for a request and cluster without capacity.
     fn capacity_fits(&self, id: DevId, ci: usize, alt: &Alternative) -> bool {
+        self.capacity_fits_beside(id, ci, alt, true)
+    }
+
+    /// [`Self::capacity_fits`], counting this pod's own shares only if `mine`.
+    fn capacity_fits_beside(&self, id: DevId, ci: usize, alt: &Alternative, mine: bool) -> bool {
         let Some(amount) = self.share(id, ci, alt) else {
             return true;
         };
@@ -292,7 +297,7 @@ impl Search<'_> {
         d.capacity.iter().enumerate().all(|(i, c)| {
             let mut total = used.and_then(|u| u.get(i)).copied().unwrap_or(0)
                 + amount.get(i).copied().unwrap_or(0);
-            for (s, a) in &self.shares {
+            for (s, a) in self.shares.iter().filter(|_| mine) {
                 if *s == id {
                     total += a.get(i).copied().unwrap_or(0);
                 }
@@ -437,8 +442,9 @@ impl Search<'_> {
                 // fails the request rather than give it some of them).
                 Count::All => {
                     self.collect(local, alt, usize::MAX, &mut usable);
-                    // (A device shared while capacity lasts counts only if it has room:
-                    // upstream leaves the others out of "all".)
+                    // (A device shared while capacity lasts counts only if other claims'
+                    // shares leave it room: upstream leaves the others out of "all". One the
+                    // pod's own earlier requests used up is in "all" and fails it.)
                     let reachable = local
                         .iter()
                         .chain(view.shared.iter())
@@ -446,7 +452,7 @@ impl Search<'_> {
                         .filter(|&(id, ci)| {
                             view.devices[id as usize].as_ref().is_some_and(|d| {
                                 d.reach.admits(self.node)
-                                    && (!d.multi || self.capacity_fits(id, ci, alt))
+                                    && (!d.multi || self.capacity_fits_beside(id, ci, alt, false))
                             })
                         })
                         .count();

@@ -27,25 +27,12 @@ pub mod cel;
 pub mod devices;
 
 use crate::event::{self, Events};
+pub use crate::model::pod_claims::{ClaimSource, PodClaim, PodClaimInput, compile_claims};
 use crate::model::{Interner, ModelError, Term};
 use crate::resource_version::resource_version_order;
 use devices::DevId;
 use std::collections::HashMap;
 use std::sync::Arc;
-
-/// `spec.resourceClaims[]` of a pod as the adapter sees it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PodClaimInput {
-    /// The pod's name for the claim (`spec.resourceClaims[].name`).
-    pub name: String,
-    /// `resourceClaimName`.
-    pub claim: Option<String>,
-    /// `resourceClaimTemplateName`.
-    pub template: Option<String>,
-    /// The pod's `status.resourceClaimStatuses` entry for `name`, if any: the claim made from the
-    /// template (`None` inside: no claim is needed).
-    pub made: Option<Option<String>>,
-}
 
 /// One request or subrequest of a claim (`exactly`, or an entry of `firstAvailable`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -155,57 +142,6 @@ pub enum DraInput {
     Class(devices::ClassInput),
     ClassDelete(String),
     ClassReset(Vec<devices::ClassInput>),
-}
-
-/// Where a pod's claim comes from (compiled).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum ClaimSource {
-    /// `resourceClaimName`.
-    Named(Arc<str>),
-    /// A template: the claim the controller made (`Some(None)`: none is needed), or `None` while
-    /// the pod's status names none yet.
-    Template(Option<Option<Arc<str>>>),
-}
-
-/// One of a pod's claims (compiled).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct PodClaim {
-    pub name: Arc<str>,
-    pub source: ClaimSource,
-}
-
-/// Compile `spec.resourceClaims`: names unique and not empty, exactly one source each (the API
-/// server's rules).
-pub fn compile_claims(inputs: &[PodClaimInput]) -> Result<Box<[PodClaim]>, ModelError> {
-    let mut out: Vec<PodClaim> = Vec::with_capacity(inputs.len());
-    for c in inputs {
-        if c.name.is_empty() || out.iter().any(|o| *o.name == *c.name) {
-            return Err(ModelError::ResourceClaim(format!(
-                "spec.resourceClaims: the claim name {:?} must be unique and not empty",
-                c.name
-            )));
-        }
-        let source = match (&c.claim, &c.template) {
-            (Some(n), None) if !n.is_empty() => ClaimSource::Named(Arc::from(n.as_str())),
-            (None, Some(t)) if !t.is_empty() => ClaimSource::Template(
-                c.made
-                    .as_ref()
-                    .map(|m| m.as_deref().filter(|n| !n.is_empty()).map(Arc::from)),
-            ),
-            _ => {
-                return Err(ModelError::ResourceClaim(format!(
-                    "spec.resourceClaims[{:?}]: exactly one of resourceClaimName and \
-                     resourceClaimTemplateName must be set",
-                    c.name
-                )));
-            }
-        };
-        out.push(PodClaim {
-            name: Arc::from(c.name.as_str()),
-            source,
-        });
-    }
-    Ok(out.into())
 }
 
 /// Why no node can take a pod because of its claims. Strings are interned ids (`Interner`).

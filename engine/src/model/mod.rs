@@ -19,13 +19,16 @@
 //! - `pod`: pod compilation ([`CompiledPod`], [`compile_pod`]; pod-level resources in
 //!   `pod/resources.rs`).
 //!
-//! Owns those types and touches nothing else of the engine, with one exception: `pod`
-//! compiles a pod's ResourceClaims with `dra`'s claim types, and `dra` (like `volumes`, which
-//! only re-exports `PodVolumeInput` at its old path) uses only the files before `pod`.
+//! - `pod_claims`: the pod's `spec.resourceClaims` (which claims, from where), compiled with
+//!   the pod; `dra` re-exports them at their old paths.
+//!
+//! Owns those types and touches nothing else of the engine: `dra` and `volumes` use the model,
+//! never the other way round.
 
 mod node;
 mod pod;
 mod pod_affinity;
+pub mod pod_claims;
 mod quantity;
 mod selector;
 
@@ -107,7 +110,7 @@ pub enum ModelError {
     BindingMode(String),
     #[error("volume {0:?}: a pod volume name must not be empty or repeated")]
     VolumeName(String),
-    /// `spec.resourceClaims` the API server would refuse (`dra::compile_claims`).
+    /// `spec.resourceClaims` the API server would refuse (`pod_claims::compile_claims`).
     #[error("{0}")]
     ResourceClaim(String),
     /// Pod-level resources the API server would refuse, with its causes (`pod::resources`).

@@ -6,7 +6,7 @@
 //! Owns these types and that conversion. Uses the rest of the model (`model`'s interner,
 //! errors and resource lists, `quantity`, `node`'s taints, `selector`, `pod_affinity`) and,
 //! alone in the model, one thing above it: a pod's ResourceClaims are compiled by `dra`
-//! ([`crate::dra::compile_claims`]), which uses the model's other files only.
+//! ([`super::pod_claims::compile_claims`]), which uses the model's other files only.
 
 mod resources;
 
@@ -15,6 +15,7 @@ use super::pod_affinity::{
     PodAffinityInput, PodInfo, SpreadConstraint, TopologySpreadInput, compile_labels,
     compile_pod_affinity, compile_spread,
 };
+use super::pod_claims::{PodClaim, PodClaimInput, compile_claims};
 use super::quantity::parse_scaled;
 use super::selector::{
     SelectorTermInput, Term, Toleration, TolerationInput, compile_term, compile_toleration,
@@ -23,7 +24,6 @@ use super::{
     CPU, DEFAULT_NONZERO_MEMORY, DEFAULT_NONZERO_MILLI_CPU, Interner, MEMORY, ModelError, PODS,
     ResourceList, ResourceRegistry, Side, Slot, add_into, get, max_into, parse_list, slot_of,
 };
-use crate::dra::{PodClaim, PodClaimInput, compile_claims};
 use std::sync::Arc;
 
 // ---------------------------------------------------------------------------------------------
