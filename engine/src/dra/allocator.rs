@@ -432,8 +432,8 @@ impl Search<'_> {
             let (want, complete) = match alt.count {
                 // The first `want` usable devices first: most pods get them, and the scan
                 // stops there (there may be one device per node of the cluster, and this runs
-                // per node). All of them only if the search needs others (constraints,
-                // counters, the pod's earlier picks).
+                // per node). Four times as many each time the search needs others
+                // (constraints, counters, the pod's earlier picks), up to all of them.
                 Count::Exact(n) => {
                     let want = n as usize;
                     (want, self.collect(local, alt, want, &mut usable))
@@ -484,9 +484,11 @@ impl Search<'_> {
                 return Ok(true);
             }
             debug_assert_eq!(self.out[slot.claim].len(), before);
-            if !complete {
+            let (mut limit, mut complete) = (want, complete);
+            while !complete {
+                limit = limit.saturating_mul(4);
                 usable.clear();
-                self.collect(local, alt, usize::MAX, &mut usable);
+                complete = self.collect(local, alt, limit, &mut usable);
                 if self.pick(slots, i, alt, &usable, 0, want)? {
                     return Ok(true);
                 }
