@@ -72,7 +72,8 @@ fn has_claims(pod: &Value) -> bool {
 /// Whether a commit concerns the controller (decided under the store lock: cheap).
 fn relevant(ev: &Event) -> bool {
     match ev.key.as_ref() {
-        "/pods" => has_claims(&ev.obj.value),
+        // Parsed only when the encoding names the field.
+        "/pods" => ev.obj.mentions("\"resourceClaims\"") && has_claims(&ev.obj.value()),
         dra::CLAIM_KEY | dra::TEMPLATE_KEY => true,
         _ => false,
     }
@@ -125,7 +126,7 @@ struct Index {
 
 impl Index {
     fn observe(&mut self, ev: &Event) {
-        let obj = &ev.obj.value;
+        let obj = &ev.obj.value();
         let ns = meta::meta_str(obj, "namespace");
         let name = meta::meta_str(obj, "name");
         let gone = ev.etype == EventType::Deleted;
@@ -264,7 +265,7 @@ fn owning_pod(claim: &Value) -> Option<(&str, &str)> {
 }
 
 fn on_event(inner: &Inner, index: &mut Index, ev: &Event) {
-    let obj = &ev.obj.value;
+    let obj = &ev.obj.value();
     let ns = meta::meta_str(obj, "namespace").to_string();
     match (ev.key.as_ref(), ev.etype) {
         ("/pods", EventType::Deleted) => pod_gone(inner, index, &ns, meta::meta_str(obj, "uid")),
@@ -343,7 +344,7 @@ fn sync_pod(inner: &Inner, index: &mut Index, ns: &str, name: &str) {
     };
     // Read in place (a pod is a few KB: no copy per event).
     let mut stored = pod;
-    let pod = &stored.value;
+    let pod = &stored.value();
     let mut statuses: Vec<Value> = Vec::new();
     if !pod_done(pod) {
         for pc in arr(pod, "/spec/resourceClaims") {
@@ -357,7 +358,7 @@ fn sync_pod(inner: &Inner, index: &mut Index, ns: &str, name: &str) {
             if let Some((existing, _)) = claim_name(pod, pc)
                 && st
                     .get(&d.claims, ns, &existing)
-                    .is_ok_and(|c| owned_by(&c.value, pod))
+                    .is_ok_and(|c| owned_by(&c.value(), pod))
             {
                 continue;
             }
@@ -371,7 +372,7 @@ fn sync_pod(inner: &Inner, index: &mut Index, ns: &str, name: &str) {
                 .into_iter()
                 .find(|c| {
                     st.get(&d.claims, ns, c).is_ok_and(|c| {
-                        owned_by(&c.value, pod) && s(&c.value, &annotation) == pc_name
+                        owned_by(&c.value(), pod) && s(&c.value(), &annotation) == pc_name
                     })
                 });
             let claim_name = match found {
@@ -380,7 +381,7 @@ fn sync_pod(inner: &Inner, index: &mut Index, ns: &str, name: &str) {
                     let Ok(t) = st.get(&d.templates, ns, template) else {
                         continue; // until the template exists
                     };
-                    let t = t.value.clone();
+                    let t = t.value();
                     let mut annotations = t
                         .pointer("/spec/metadata/annotations")
                         .cloned()
@@ -409,7 +410,7 @@ fn sync_pod(inner: &Inner, index: &mut Index, ns: &str, name: &str) {
                         None,
                     ) {
                         Ok(c) => {
-                            let claim = meta::meta_str(&c.value, "name").to_string();
+                            let claim = c.name().to_string();
                             index.made(ns, meta::meta_str(pod, "uid"), &claim);
                             claim
                         }
@@ -451,7 +452,7 @@ fn sync_pod(inner: &Inner, index: &mut Index, ns: &str, name: &str) {
             stored = w;
         }
     }
-    let pod = &stored.value;
+    let pod = &stored.value();
     if s(pod, "/spec/nodeName").is_empty() {
         return; // the scheduler reserves
     }
@@ -462,7 +463,7 @@ fn sync_pod(inner: &Inner, index: &mut Index, ns: &str, name: &str) {
         let Ok(claim) = st.get(&d.claims, ns, &claim_name) else {
             continue;
         };
-        let claim = claim.value.clone();
+        let claim = claim.value();
         if check_owner && !owned_by(&claim, pod) {
             continue;
         }
@@ -499,7 +500,7 @@ fn sync_claim(inner: &Inner, ns: &str, name: &str) {
     let Ok(claim) = st.get(&d.claims, ns, name) else {
         return;
     };
-    let claim = claim.value.clone();
+    let claim = claim.value();
     let reserved = arr(&claim, "/status/reservedFor").to_vec();
     let valid: Vec<Value> = reserved
         .iter()
@@ -509,7 +510,7 @@ fn sync_claim(inner: &Inner, ns: &str, name: &str) {
             }
             match st.get(&d.pods, ns, s(r, "/name")) {
                 Err(_) => false,
-                Ok(p) => meta::meta_str(&p.value, "uid") == s(r, "/uid") && !pod_done(&p.value),
+                Ok(p) => p.uid() == s(r, "/uid") && !pod_done(&p.value()),
             }
         })
         .cloned()
@@ -539,7 +540,7 @@ fn sync_claim(inner: &Inner, ns: &str, name: &str) {
             Some(&Manager::update(KCM)),
             None,
         ) {
-            Ok(w) => claim = w.value.clone(),
+            Ok(w) => claim = w.value(),
             Err(e) => {
                 tracing::warn!(claim = %format!("{ns}/{name}"), "releasing failed: {e}");
                 return;
@@ -563,7 +564,7 @@ fn sync_claim(inner: &Inner, ns: &str, name: &str) {
                 Some(&Manager::update(KCM)),
                 None,
             ) {
-                Ok(w) => claim = w.value.clone(),
+                Ok(w) => claim = w.value(),
                 Err(e) => {
                     tracing::warn!(claim = %format!("{ns}/{name}"), "removing the finalizer failed: {e}");
                     return;
@@ -590,7 +591,7 @@ fn sync_claim(inner: &Inner, ns: &str, name: &str) {
                 Some(&Manager::update(KCM)),
                 None,
             ) {
-                Ok(w) => claim = w.value.clone(),
+                Ok(w) => claim = w.value(),
                 Err(e) => {
                     tracing::warn!(claim = %format!("{ns}/{name}"), "deallocating failed: {e}");
                     return;
@@ -619,7 +620,7 @@ fn sync_claim(inner: &Inner, ns: &str, name: &str) {
     }
     if let Some((pod_name, pod_uid)) = owning_pod(&claim)
         && let Ok(pod) = st.get(&d.pods, ns, pod_name)
-        && (meta::meta_str(&pod.value, "uid") != pod_uid || pod_done(&pod.value))
+        && (pod.uid() != pod_uid || pod_done(&pod.value()))
     {
         let _ = st.delete_request(&d.claims, ns, name, &DeleteOptions::default());
     }
@@ -633,7 +634,7 @@ fn pod_gone(inner: &Inner, index: &Index, ns: &str, uid: &str) {
         let d = defs(&st);
         let alive = |o: &Value| {
             st.get(&d.pods, ns, s(o, "/name"))
-                .is_ok_and(|p| meta::meta_str(&p.value, "uid") == s(o, "/uid"))
+                .is_ok_and(|p| p.uid() == s(o, "/uid"))
         };
         let claims: Vec<_> = Index::get(&index.claims_by_uid, ns, uid)
             .into_iter()
@@ -642,20 +643,21 @@ fn pod_gone(inner: &Inner, index: &Index, ns: &str, uid: &str) {
         let reserving = claims
             .iter()
             .filter(|c| {
-                arr(&c.value, "/status/reservedFor")
+                arr(&c.value(), "/status/reservedFor")
                     .iter()
                     .any(|r| s(r, "/uid") == uid)
             })
-            .map(|c| meta::meta_str(&c.value, "name").to_string())
+            .map(|c| c.name().to_string())
             .collect();
         let orphans = claims
             .iter()
             .filter(|c| {
-                let owners = arr(&c.value, "/metadata/ownerReferences");
+                let c = c.value();
+                let owners = arr(&c, "/metadata/ownerReferences");
                 owners.iter().any(|o| s(o, "/uid") == uid)
                     && owners.iter().all(|o| s(o, "/kind") == "Pod" && !alive(o))
             })
-            .map(|c| meta::meta_str(&c.value, "name").to_string())
+            .map(|c| c.name().to_string())
             .collect();
         (reserving, orphans)
     };

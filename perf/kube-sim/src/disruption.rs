@@ -83,7 +83,12 @@ enum Msg {
 fn relevant(ev: &Event, budgets: usize) -> bool {
     match ev.key.as_ref() {
         PDB_KEY => true,
-        "/pods" => budgets > 0 || disruption_target(&ev.obj.value).is_some(),
+        // Parsed only when the encoding names the condition.
+        "/pods" => {
+            budgets > 0
+                || (ev.obj.mentions("DisruptionTarget")
+                    && disruption_target(&ev.obj.value()).is_some())
+        }
         _ => false,
     }
 }
@@ -178,7 +183,7 @@ impl Controller {
     }
 
     fn on_event(&mut self, ev: &Event, budgets: &mut BTreeSet<(String, String)>) {
-        let obj = &ev.obj.value;
+        let obj = &ev.obj.value();
         let ns = meta::meta_str(obj, "namespace").to_string();
         if ev.key.as_ref() == PDB_KEY {
             budgets.insert((ns, meta::meta_str(obj, "name").to_string()));
@@ -189,14 +194,15 @@ impl Controller {
             let st = self.inner.state();
             let d = defs(&st);
             for b in st.list(&d.pdbs, Some(&ns)).1 {
-                let sel = b.value.pointer("/spec/selector");
+                let b_v = b.value();
+                let sel = b_v.pointer("/spec/selector");
                 if policy::selects(sel, labels(obj))
                     || ev
                         .prev
                         .as_ref()
-                        .is_some_and(|p| policy::selects(sel, labels(&p.value)))
+                        .is_some_and(|p| policy::selects(sel, labels(&p.value())))
                 {
-                    budgets.insert((ns.clone(), meta::meta_str(&b.value, "name").to_string()));
+                    budgets.insert((ns.clone(), b.name().to_string()));
                 }
             }
         }
@@ -218,7 +224,7 @@ impl Controller {
         let Ok(pod) = st.get(&d.pods, ns, name) else {
             return;
         };
-        match stale_after(&pod.value, timeout) {
+        match stale_after(&pod.value(), timeout) {
             None => return,
             Some(after) if !after.is_zero() => {
                 drop(st);
@@ -232,7 +238,7 @@ impl Controller {
             }
             Some(_) => {}
         }
-        let mut p = pod.value.clone();
+        let mut p = pod.value();
         let generation = p
             .pointer("/metadata/generation")
             .cloned()
@@ -386,12 +392,12 @@ fn find_controller(st: &State, r: &Value, ns: &str) -> Result<Option<(String, i6
     let Ok(owner) = st.get(&def, ns, s("name")) else {
         return Ok(None);
     };
-    if meta::meta_str(&owner.value, "uid") != s("uid") {
+    if owner.uid() != s("uid") {
         return Ok(None);
     }
     let pointer = format!("/{}", path.trim_start_matches('.').replace('.', "/"));
     let replicas = owner
-        .value
+        .value()
         .pointer(&pointer)
         .and_then(Value::as_i64)
         .unwrap_or(0);
@@ -490,18 +496,19 @@ fn int(v: &Value, field: &str) -> i64 {
 fn sync(inner: &Inner, ns: &str, name: &str) -> Option<Duration> {
     let mut st = inner.state();
     let d = defs(&st);
-    let pdb = st.get(&d.pdbs, ns, name).ok()?.value.clone();
+    let pdb = st.get(&d.pdbs, ns, name).ok()?.value();
     let generation = pdb
         .pointer("/metadata/generation")
         .and_then(Value::as_i64)
         .unwrap_or(0);
     let sel = pdb.pointer("/spec/selector");
     let all = st.list(&d.pods, Some(ns)).1;
-    let pods: Vec<&Value> = all
+    let pods: Vec<Value> = all
         .iter()
-        .map(|p| &p.value)
+        .map(|p| p.value())
         .filter(|p| policy::selects(sel, labels(p)))
         .collect();
+    let pods: Vec<&Value> = pods.iter().collect();
     let old_status = pdb.get("status").cloned().unwrap_or_else(|| json!({}));
     let mut status = old_status.clone();
     let mut recheck = None;

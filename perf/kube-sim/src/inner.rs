@@ -13,7 +13,6 @@
 use crate::config::SimConfig;
 use crate::error::ApiError;
 use crate::faults::FaultHandle;
-use crate::meta;
 use crate::records::{BindingRecord, Records, RequestRecord, Stats, WriteRecord, push_bounded};
 use crate::resources::ResourceDef;
 use crate::store::{State, Stored};
@@ -135,8 +134,8 @@ impl Inner {
     pub(crate) fn record_binding(&self, pod: &Stored, node: &str) {
         let rec = BindingRecord {
             namespace: pod.namespace().to_string(),
-            name: meta::meta_str(&pod.value, "name").to_string(),
-            uid: meta::meta_str(&pod.value, "uid").to_string(),
+            name: pod.name().to_string(),
+            uid: pod.uid().to_string(),
             node: node.to_string(),
             at: SystemTime::now(),
         };

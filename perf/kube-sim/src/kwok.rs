@@ -167,6 +167,23 @@ pub(crate) fn pod_bound(
     });
 }
 
+/// A node's `InternalIP` address, read from its encoding without building the whole object.
+fn internal_ip(node: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Node {
+        #[serde(default)]
+        status: Value,
+    }
+    let n: Node = serde_json::from_slice(node).ok()?;
+    n.status
+        .get("addresses")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|x| x["type"] == "InternalIP")
+        .and_then(|x| x["address"].as_str())
+        .map(str::to_string)
+}
+
 /// The pod-level part of a running pod's status, as a v1.36 kubelet reports it for a pod with
 /// pod-level resources: `status.resources` (the requests and limits applied at pod level) and
 /// `status.allocatedResources` (the pod-level requests it admitted). Pods without pod-level
@@ -505,17 +522,21 @@ pub(crate) fn manager() -> Manager {
 impl Inner {
     /// Starts the KWOK lifecycle for a pod that is bound now.
     pub(crate) fn after_bound(self: &Arc<Self>, pod: &Stored) {
+        // Parsed only when the encoding names the annotation.
         let lifetime = pod
-            .value
-            .pointer("/metadata/annotations")
-            .and_then(|a| a.get(LIFETIME_ANNOTATION))
-            .and_then(Value::as_str)
-            .and_then(|s| s.parse().ok());
+            .mentions(LIFETIME_ANNOTATION)
+            .then(|| pod.value())
+            .and_then(|v| {
+                v.pointer("/metadata/annotations")
+                    .and_then(|a| a.get(LIFETIME_ANNOTATION))
+                    .and_then(Value::as_str)
+                    .and_then(|s| s.parse().ok())
+            });
         pod_bound(
             self,
             pod.namespace().to_string(),
-            meta::meta_str(&pod.value, "name").to_string(),
-            meta::meta_str(&pod.value, "uid").to_string(),
+            pod.name().to_string(),
+            pod.uid().to_string(),
             lifetime,
         );
     }
@@ -527,11 +548,8 @@ impl Inner {
         if self.cfg.running_delay.is_none() {
             return; // no simulated kubelet
         }
-        let (ns, name) = (
-            pod.namespace().to_string(),
-            meta::meta_str(&pod.value, "name").to_string(),
-        );
-        let uid = meta::meta_str(&pod.value, "uid").to_string();
+        let (ns, name) = (pod.namespace().to_string(), pod.name().to_string());
+        let uid = pod.uid().to_string();
         let inner = self.clone();
         self.rt.clone().spawn(async move {
             let mut st = inner.state();
@@ -540,18 +558,13 @@ impl Inner {
             let Ok(pod) = st.get(&pods, &ns, &name) else {
                 return;
             };
-            let node_name = pod
-                .value
-                .pointer("/spec/nodeName")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string();
+            let node_name = pod.index().field("spec.nodeName").unwrap_or("").to_string();
             let fits = match st.get(&nodes, "", &node_name) {
                 Ok(node) => {
                     // What the node's other admitted (running) pods need.
                     let mut others = (0, 0);
                     for p in st.list(&pods, None).1 {
-                        let v = &p.value;
+                        let v = &p.value();
                         if v.pointer("/spec/nodeName").and_then(Value::as_str) == Some(&node_name)
                             && meta::meta_str(v, "uid") != uid
                             && v.pointer("/status/phase").and_then(Value::as_str) == Some("Running")
@@ -560,7 +573,7 @@ impl Inner {
                             others = (others.0 + c, others.1 + m);
                         }
                     }
-                    resize_fits(&pod.value, &node.value, others)
+                    resize_fits(&pod.value(), &node.value(), others)
                 }
                 Err(_) => Ok(()),
             };
@@ -574,27 +587,15 @@ impl Inner {
         let mut st = self.state();
         let pods = st.registry.get("", "v1", "pods").expect("built in");
         let nodes = st.registry.get("", "v1", "nodes").expect("built in");
-        let node = st.get(&pods, ns, name).ok().and_then(|p| {
-            p.value
-                .pointer("/spec/nodeName")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        });
+        let node = st
+            .get(&pods, ns, name)
+            .ok()
+            .and_then(|p| p.index().field("spec.nodeName").map(str::to_string));
         let Some(node) = node else { return false };
         let host_ip = st
             .get(&nodes, "", &node)
             .ok()
-            .and_then(|n| {
-                n.value
-                    .pointer("/status/addresses")
-                    .and_then(Value::as_array)
-                    .and_then(|a| {
-                        a.iter()
-                            .find(|x| x["type"] == "InternalIP")
-                            .and_then(|x| x["address"].as_str())
-                            .map(str::to_string)
-                    })
-            })
+            .and_then(|n| internal_ip(&n.json))
             .unwrap_or_else(|| "10.255.255.254".into());
         st.modify_status(&pods, ns, name, &manager(), |p| {
             set_running(p, uid, &host_ip)
@@ -611,7 +612,7 @@ impl Inner {
 
     /// A DELETE left a pod terminating: the simulated kubelet finishes it (`pod_terminating`).
     pub(crate) fn after_graceful_delete(self: &Arc<Self>, pod: &Stored) {
-        pod_terminating(self, &pod.value);
+        pod_terminating(self, &pod.value());
     }
 
     /// The simulated kubelet finishes a terminating pod: its terminal status (its own write),
@@ -624,7 +625,7 @@ impl Inner {
         let Ok(pod) = st.get(&pods, ns, name) else {
             return;
         };
-        if meta::meta_str(&pod.value, "uid") != uid || !deletion::terminating(&pod.value) {
+        if pod.uid() != uid || !deletion::terminating(&pod.value()) {
             return;
         }
         let _ = st.modify_status(&pods, ns, name, &manager(), |p| set_terminated(p, uid));

@@ -192,7 +192,7 @@ async fn wait_for(inner: &Arc<Inner>, rv: u64) -> Result<(), ApiError> {
 
 /// The key a page continues after: `ns/name` across namespaces, `name` otherwise.
 fn item_key(def: &ResourceDef, all_namespaces: bool, o: &Stored) -> String {
-    let name = crate::meta::meta_str(&o.value, "name");
+    let name = o.name();
     if def.namespaced && all_namespaces {
         format!("{}/{name}", o.namespace())
     } else {
@@ -256,7 +256,7 @@ pub(crate) async fn serve(
     while i < items.len() {
         let it = &items[i];
         i += 1;
-        if !labels.matches(&it.value) || !fields.matches(&it.value) {
+        if !labels.matches(it.index()) || !fields.matches(it.index()) {
             continue;
         }
         if picked > 0 {

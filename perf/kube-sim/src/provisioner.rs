@@ -174,7 +174,7 @@ fn class_of(st: &State, d: &Defs, claim: &Value) -> Option<Value> {
     if name.is_empty() {
         return None;
     }
-    let sc = st.get(&d.sc, "", name).ok()?.value.clone();
+    let sc = st.get(&d.sc, "", name).ok()?.value();
     (str_at(&sc, "/provisioner") != NO_PROVISIONER).then_some(sc)
 }
 
@@ -230,18 +230,15 @@ fn volume_bound_to_claim(pv: &Value, claim: &Value) -> bool {
 /// bound to it.
 fn prebound_volume(st: &State, d: &Defs, claim: &Value) -> Option<Value> {
     let (_, pvs) = st.list(&d.pv, None);
-    pvs.iter()
-        .map(|s| &s.value)
-        .find(|pv| {
-            volume_bound_to_claim(pv, claim)
-                && matches!(
-                    str_at(pv, "/spec/claimRef/kind"),
-                    "" | "PersistentVolumeClaim"
-                )
-                && !matches!(str_at(pv, "/status/phase"), "Released" | "Failed")
-                && satisfies(pv, claim)
-        })
-        .cloned()
+    pvs.iter().map(|s| s.value()).find(|pv| {
+        volume_bound_to_claim(pv, claim)
+            && matches!(
+                str_at(pv, "/spec/claimRef/kind"),
+                "" | "PersistentVolumeClaim"
+            )
+            && !matches!(str_at(pv, "/status/phase"), "Released" | "Failed")
+            && satisfies(pv, claim)
+    })
 }
 
 fn claim_ref(claim: &Value) -> Value {
@@ -273,19 +270,13 @@ fn bind(st: &mut State, d: &Defs, pv: &Value, claim: &Value) -> Result<(), ApiEr
         if mark {
             set_annotation(&mut pv, BOUND_BY_CONTROLLER_ANNOTATION, "yes");
         }
-        pv = st
-            .update(&d.pv, "", &pv_name, pv, Part::Main)?
-            .value
-            .clone();
+        pv = st.update(&d.pv, "", &pv_name, pv, Part::Main)?.value();
     }
     // updateVolumePhase
     if str_at(&pv, "/status/phase") != "Bound" {
         let mut n = pv.clone();
         n["status"]["phase"] = json!("Bound");
-        pv = st
-            .update(&d.pv, "", &pv_name, n, Part::Status)?
-            .value
-            .clone();
+        pv = st.update(&d.pv, "", &pv_name, n, Part::Status)?.value();
     }
     // bindClaimToVolume
     let mut c = claim.clone();
@@ -302,7 +293,7 @@ fn bind(st: &mut State, d: &Defs, pv: &Value, claim: &Value) -> Result<(), ApiEr
         dirty = true;
     }
     if dirty {
-        c = st.update(&d.pvc, &ns, &name, c, Part::Main)?.value.clone();
+        c = st.update(&d.pvc, &ns, &name, c, Part::Main)?.value();
     }
     // updateClaimStatus(Bound, volume)
     update_claim_status(st, d, &c, "Bound", Some(&pv))
@@ -369,7 +360,7 @@ fn sync_requested_volume(st: &mut State, d: &Defs, claim: &Value) -> Result<(), 
         // Retried when the volume appears.
         return update_claim_status(st, d, claim, "Pending", None);
     };
-    let pv = pv.value.clone();
+    let pv = pv.value();
     if claim_ref_of(&pv).is_none() {
         if let Some(why) = mismatch(&pv, claim) {
             tracing::debug!(claim = %claim_key(claim), "cannot bind to requested volume {volume:?}: {why}");
@@ -406,7 +397,7 @@ fn sync_bound_claim(st: &mut State, d: &Defs, claim: &Value) -> Result<(), ApiEr
     let Ok(pv) = st.get(&d.pv, "", volume) else {
         return lost(st);
     };
-    let pv = pv.value.clone();
+    let pv = pv.value();
     match claim_ref_of(&pv) {
         Some(r) if str_at(r, "/uid") != meta::meta_str(claim, "uid") => lost(st),
         _ => bind(st, d, &pv, claim),
@@ -449,7 +440,8 @@ fn volume_affinity(
     let node = st
         .get(&d.nodes, "", node_name)
         .map_err(|_| format!("selected node {node_name:?} not found"))?;
-    let labels = node.value.pointer("/metadata/labels");
+    let node = node.value();
+    let labels = node.pointer("/metadata/labels");
     let label = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
     let mut keys: Vec<&str> = Vec::new();
     for t in terms {
@@ -519,7 +511,7 @@ fn provision(inner: &Inner, ns: &str, name: &str, uid: &str) {
     let Ok(claim) = st.get(&d.pvc, ns, name) else {
         return;
     };
-    let claim = claim.value.clone();
+    let claim = claim.value();
     if meta::meta_str(&claim, "uid") != uid || !pending(&claim) {
         return;
     }
@@ -536,7 +528,7 @@ fn provision(inner: &Inner, ns: &str, name: &str, uid: &str) {
     };
     let pv_name = format!("pvc-{uid}");
     let pv = match st.get(&d.pv, "", &pv_name) {
-        Ok(pv) => pv.value.clone(),
+        Ok(pv) => pv.value(),
         Err(_) => {
             let affinity = match volume_affinity(&st, &d, &class, node.as_deref()) {
                 Ok(a) => a,
@@ -547,7 +539,7 @@ fn provision(inner: &Inner, ns: &str, name: &str, uid: &str) {
             };
             let obj = volume_for(&claim, &class, &pv_name, affinity);
             match st.create(&d.pv, None, obj) {
-                Ok(s) => s.value.clone(),
+                Ok(s) => s.value(),
                 Err(e) => {
                     tracing::warn!(claim = %format!("{ns}/{name}"), "creating the volume failed: {e}");
                     return;
@@ -569,7 +561,7 @@ fn delete_released(inner: &Inner, name: &str, uid: &str) {
     let Ok(pv) = st.get(&d.pv, "", name) else {
         return;
     };
-    if meta::meta_str(&pv.value, "uid") == uid && str_at(&pv.value, "/status/phase") == "Released" {
+    if pv.uid() == uid && str_at(&pv.value(), "/status/phase") == "Released" {
         let _ = st.delete(&d.pv, "", name, Some(&json!({"uid": uid})));
     }
 }
@@ -594,7 +586,7 @@ impl Controller {
     }
 
     fn on_event(&mut self, ev: &Event) {
-        let obj = &ev.obj.value;
+        let obj = &ev.obj.value();
         match (ev.key.as_ref(), ev.etype) {
             (storage::PVC_KEY, EventType::Deleted) => self.claim_deleted(obj),
             (storage::PVC_KEY, _) => {
@@ -630,10 +622,10 @@ impl Controller {
                     st.list(&d.pvc, None)
                         .1
                         .iter()
-                        .map(|s| &s.value)
+                        .map(|s| s.value())
                         .filter(|c| pending(c) && storage::claim_class(c) == class)
                         .map(|c| {
-                            let (ns, name, _) = ids(c);
+                            let (ns, name, _) = ids(&c);
                             (ns, name)
                         })
                         .collect()
@@ -657,7 +649,7 @@ impl Controller {
             let Ok(claim) = st.get(&d.pvc, ns, name) else {
                 return;
             };
-            let claim = claim.value.clone();
+            let claim = claim.value();
             let named = if annotation(&claim, BIND_COMPLETED_ANNOTATION).is_some() {
                 Some(sync_bound_claim(&mut st, &d, &claim))
             } else if !str_at(&claim, "/spec/volumeName").is_empty() {
@@ -725,7 +717,7 @@ impl Controller {
             let Ok(pv) = st.get(&d.pv, "", name) else {
                 return;
             };
-            let mut pv = pv.value.clone();
+            let mut pv = pv.value();
             let phase = str_at(&pv, "/status/phase");
             let uid = str_at(&pv, "/spec/claimRef/uid");
             if uid.is_empty() {
@@ -747,7 +739,7 @@ impl Controller {
                     str_at(&pv, "/spec/claimRef/name"),
                 )
                 .ok();
-            if claim.is_some_and(|c| meta::meta_str(&c.value, "uid") == uid) {
+            if claim.is_some_and(|c| c.uid() == uid) {
                 return;
             }
             pv
@@ -764,7 +756,7 @@ impl Controller {
             st.list(&d.pv, None)
                 .1
                 .iter()
-                .map(|s| s.value.clone())
+                .map(|s| s.value())
                 .filter(|pv| !uid.is_empty() && str_at(pv, "/spec/claimRef/uid") == uid)
                 .collect()
         };
@@ -781,7 +773,7 @@ impl Controller {
                 let Ok(cur) = st.get(&d.pv, "", &name) else {
                     continue;
                 };
-                let mut cur = cur.value.clone();
+                let mut cur = cur.value();
                 if meta::meta_str(&cur, "uid") != uid {
                     continue;
                 }
@@ -819,10 +811,10 @@ impl Controller {
         st.list(&d.pvc, None)
             .1
             .iter()
-            .map(|s| &s.value)
+            .map(|s| s.value())
             .filter(|c| str_at(c, "/spec/volumeName") == volume)
             .map(|c| {
-                let (ns, name, _) = ids(c);
+                let (ns, name, _) = ids(&c);
                 (ns, name)
             })
             .collect()
@@ -834,11 +826,7 @@ impl Controller {
             let st = self.inner.state();
             let d = defs(&st);
             let values = |def: &ResourceDef| -> Vec<Value> {
-                st.list(def, None)
-                    .1
-                    .iter()
-                    .map(|s| s.value.clone())
-                    .collect()
+                st.list(def, None).1.iter().map(|s| s.value()).collect()
             };
             (values(&d.pvc), values(&d.pv))
         };

@@ -1,5 +1,8 @@
 //! Label selectors (`=`, `==`, `!=`, `in`, `notin`, `key`, `!key`) and field selectors
-//! (`=`, `==`, `!=` joined by commas) with the per-resource field whitelist of the real server.
+//! (`=`, `==`, `!=` joined by commas) with the per-resource field whitelist of the real server,
+//! matched against an object's [`Index`]: its labels and the fields a selector may name, taken
+//! from the object once when it is stored, so that a stored version is never parsed again to be
+//! selected (the store keeps objects as serialized bytes).
 
 use crate::meta;
 use serde_json::Value;
@@ -127,14 +130,10 @@ impl LabelSelector {
         self.reqs.is_empty()
     }
 
-    /// Matches an object's `metadata.labels`.
-    pub fn matches(&self, obj: &Value) -> bool {
-        let labels = obj
-            .get("metadata")
-            .and_then(|m| m.get("labels"))
-            .and_then(Value::as_object);
+    /// Matches an object's `metadata.labels` (their string values, from its index).
+    pub fn matches(&self, obj: &Index) -> bool {
         self.reqs.iter().all(|r| {
-            let v = labels.and_then(|l| l.get(&r.key)).and_then(Value::as_str);
+            let v = obj.label(&r.key);
             match r.op {
                 LabelOp::Eq => v == Some(r.values[0].as_str()),
                 LabelOp::NotEq => v != Some(r.values[0].as_str()),
@@ -235,8 +234,8 @@ impl FieldSelector {
             .map(|(_, _, v)| v.as_str())
     }
 
-    /// Matches an object; missing fields compare as "".
-    pub fn matches(&self, obj: &Value) -> bool {
+    /// Matches an object (its index); missing fields compare as "".
+    pub fn matches(&self, obj: &Index) -> bool {
         self.reqs.iter().all(|(field, eq, want)| {
             // The legacy `name` field of PVs and PVCs is `metadata.name`.
             let field = if field == "name" {
@@ -244,13 +243,133 @@ impl FieldSelector {
             } else {
                 field
             };
-            let got = match meta::path(obj, field) {
-                None => String::new(),
-                Some(Value::String(s)) => s.clone(),
-                Some(other) => other.to_string(),
-            };
-            (got == *want) == *eq
+            (obj.field(field).unwrap_or("") == want) == *eq
         })
+    }
+}
+
+/// The fields of a resource that field selectors may name (`field_supported`), found in `obj`:
+/// each with its path and its value as a selector compares it (a string as it is, any other
+/// value as JSON; missing or null: absent).
+fn selectable_fields<'a>(plural: &str, obj: &'a Value, mut f: impl FnMut(&str, &'a Value)) {
+    let mut at = |path: &str| {
+        if let Some(v) = meta::path(obj, path) {
+            f(path, v);
+        }
+    };
+    at("metadata.name");
+    at("metadata.namespace");
+    let fixed: &[&str] = match plural {
+        "resourceslices" => &["spec.nodeName", "spec.driver"],
+        "pods" => &[
+            "spec.nodeName",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "spec.hostNetwork",
+            "status.phase",
+            "status.podIP",
+            "status.nominatedNodeName",
+        ],
+        "nodes" => &["spec.unschedulable"],
+        "namespaces" => &["status.phase"],
+        "events" => &["reason", "reportingController", "source", "type"],
+        _ => &[],
+    };
+    for path in fixed {
+        at(path);
+    }
+    if plural == "events" {
+        // `involvedObject.*` and `regarding.*`: every field of the reference.
+        for top in ["involvedObject", "regarding"] {
+            if let Some(m) = obj.get(top).and_then(Value::as_object) {
+                for (k, v) in m {
+                    if !v.is_null() {
+                        f(&format!("{top}.{k}"), v);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What selectors read of a stored object, taken from it once: its string labels, and the
+/// fields of its resource that field selectors may name (`metadata.name` and
+/// `metadata.namespace` always, `metadata.uid` and `metadata.resourceVersion` for the store). Kept compact, since every
+/// retained version of every object has one: one string holding every key and value, and where
+/// each ends.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Index {
+    /// Keys and values back to back; label keys start with `l`, field paths with `f`.
+    text: Box<str>,
+    /// Per entry, where its key and its value end in `text` (an entry starts where the one
+    /// before it ends).
+    ends: Box<[(u32, u32)]>,
+}
+
+impl Index {
+    /// The index of `obj`, an object of the resource `plural`.
+    pub fn new(plural: &str, obj: &Value) -> Self {
+        let mut text = String::new();
+        let mut ends = Vec::new();
+        let mut push = |kind: char, key: &str, value: &str| {
+            text.push(kind);
+            text.push_str(key);
+            let k = text.len() as u32;
+            text.push_str(value);
+            ends.push((k, text.len() as u32));
+        };
+        if let Some(labels) = obj.pointer("/metadata/labels").and_then(Value::as_object) {
+            for (k, v) in labels {
+                if let Some(v) = v.as_str() {
+                    push('l', k, v);
+                }
+            }
+        }
+        selectable_fields(plural, obj, |path, v| match v {
+            Value::String(s) => push('f', path, s),
+            other => push('f', path, &other.to_string()),
+        });
+        for internal in ["uid", "resourceVersion"] {
+            if let Some(v) = obj
+                .get("metadata")
+                .and_then(|m| m.get(internal))
+                .and_then(Value::as_str)
+            {
+                push('f', &format!("metadata.{internal}"), v);
+            }
+        }
+        Self {
+            text: text.into_boxed_str(),
+            ends: ends.into_boxed_slice(),
+        }
+    }
+
+    fn find(&self, kind: char, key: &str) -> Option<&str> {
+        let mut start = 0usize;
+        for &(k, v) in self.ends.iter() {
+            let (k, v) = (k as usize, v as usize);
+            let entry_key = &self.text[start..k];
+            if entry_key.len() == key.len() + 1
+                && entry_key.starts_with(kind)
+                && &entry_key[1..] == key
+            {
+                return Some(&self.text[k..v]);
+            }
+            start = v;
+        }
+        None
+    }
+
+    /// The value of label `key` (string values only).
+    pub fn label(&self, key: &str) -> Option<&str> {
+        self.find('l', key)
+    }
+
+    /// A selectable field (`spec.nodeName`), as a field selector compares it; None when the
+    /// object does not have it (or it is null).
+    pub fn field(&self, path: &str) -> Option<&str> {
+        self.find('f', path)
     }
 }
 
@@ -267,7 +386,7 @@ mod tests {
 
     #[test]
     fn label_operators() {
-        let p = pod(json!({"app": "web", "tier": "fe"}), "");
+        let p = Index::new("pods", &pod(json!({"app": "web", "tier": "fe"}), ""));
         let m = |s: &str| LabelSelector::parse(s).unwrap().matches(&p);
         assert!(m("app=web") && m("app==web") && m("app!=db") && m("app") && m("!missing"));
         assert!(m("app in (web, db)") && m("tier notin (be)") && m("app=web,tier in (fe)"));
@@ -279,7 +398,7 @@ mod tests {
 
     #[test]
     fn field_selectors() {
-        let p = pod(json!({}), "");
+        let p = Index::new("pods", &pod(json!({}), ""));
         let m = |s: &str| FieldSelector::parse(s, "pods").unwrap().matches(&p);
         assert!(m("spec.nodeName=") && m("spec.schedulerName=magma,spec.nodeName="));
         assert!(m("status.phase!=Running") && m("metadata.name==p") && m("spec.hostNetwork=false"));

@@ -594,14 +594,13 @@ fn serve_verb(
                 .create_by(def, t.ns.as_deref(), obj, Some(&mgr), None)?;
             if def.key.as_ref() == "/pods"
                 && created
-                    .value
-                    .pointer("/spec/nodeName")
-                    .and_then(Value::as_str)
+                    .index()
+                    .field("spec.nodeName")
                     .is_some_and(|n| !n.is_empty())
             {
                 inner.after_bound(&created);
             }
-            let n = crate::meta::meta_str(&created.value, "name").to_string();
+            let n = created.name().to_string();
             Ok(Served::Response(
                 201,
                 stored_response(201, &created),
@@ -661,7 +660,7 @@ fn serve_verb(
                 // Stores without `ReturnDeletedObject` answer a Status naming what went.
                 let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
                     "status": "Success", "details": {"name": name, "group": def.group,
-                    "kind": def.plural, "uid": crate::meta::meta_str(&d.obj.value, "uid")}});
+                    "kind": def.plural, "uid": d.obj.uid()}});
                 return Ok(Served::Response(code, json_value(code, &status), None));
             }
             ok(code, d.obj)

@@ -251,14 +251,14 @@ impl SimHandle {
         )?;
         if def.key.as_ref() == "/pods"
             && stored
-                .value
+                .value()
                 .pointer("/spec/nodeName")
                 .and_then(Value::as_str)
                 .is_some()
         {
             self.inner.after_bound(&stored);
         }
-        Ok(stored.value.clone())
+        Ok(stored.value())
     }
 
     /// Creates a fake node like the ones made at start.
@@ -296,7 +296,7 @@ impl SimHandle {
         name: &str,
     ) -> Result<Value, ApiError> {
         let def = self.inner.resolve(api_version, plural)?;
-        Ok(self.inner.state().get(&def, ns, name)?.value.clone())
+        Ok(self.inner.state().get(&def, ns, name)?.value())
     }
 
     /// Lists objects (all namespaces when `ns` is None).
@@ -308,7 +308,7 @@ impl SimHandle {
     ) -> Result<Vec<Value>, ApiError> {
         let def = self.inner.resolve(api_version, plural)?;
         let (_, items) = self.inner.state().list(&def, ns);
-        Ok(items.iter().map(|s| s.value.clone()).collect())
+        Ok(items.iter().map(|s| s.value()).collect())
     }
 
     /// Replaces an object's status directly.
@@ -325,8 +325,7 @@ impl SimHandle {
             .inner
             .state()
             .update(&def, &ns, &name, obj, Part::Status)?
-            .value
-            .clone())
+            .value())
     }
 
     /// Deletes an object directly.
@@ -338,12 +337,7 @@ impl SimHandle {
         name: &str,
     ) -> Result<Value, ApiError> {
         let def = self.inner.resolve(api_version, plural)?;
-        Ok(self
-            .inner
-            .state()
-            .delete(&def, ns, name, None)?
-            .value
-            .clone())
+        Ok(self.inner.state().delete(&def, ns, name, None)?.value())
     }
 
     /// Every successful binding so far, in commit order.

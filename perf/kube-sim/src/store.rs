@@ -1,9 +1,19 @@
 //! The in-memory object store: one global `resourceVersion` counter, objects per resource held as
-//! `serde_json::Value` plus their serialized bytes, a bounded history of watch events, and the
-//! broadcast fan-out to watchers. Every write goes through [`State::commit`] under the single state
-//! lock, which is held only for map updates and one serialization (never for I/O): it assigns the
-//! next `resourceVersion`, appends the event to the history and broadcasts it, so a watcher that
-//! subscribes and copies the history under the same lock sees every event exactly once.
+//! their serialized bytes with a small selector index ([`Stored`]), a bounded history of watch
+//! events, and the broadcast fan-out to watchers. Every write goes through [`State::commit`] under
+//! the single state lock, which is held only for map updates and one serialization (never for
+//! I/O): it assigns the next `resourceVersion`, appends the event to the history and broadcasts
+//! it, so a watcher that subscribes and copies the history under the same lock sees every event
+//! exactly once.
+//!
+//! Memory: each version of an object exists once, as a [`Stored`] shared by the table (while it
+//! is current), the history events that name it (as their object, or as the next event's
+//! previous state) and the watches that have it queued; nothing keeps a version once the table
+//! has replaced it and the history (`--history` events) has moved past every event naming it.
+//! A version is never held as a `serde_json::Value` tree, which costs several times its
+//! encoding (a bound pod was about 50–70 KB with its versions as trees, BENCHMARKS.md): writes,
+//! controllers and the kubelet parse the current object once per operation, and selectors read
+//! the index taken at commit.
 //!
 //! The store is the bottom layer of the running simulator: it uses the object rules (`admission`,
 //! `deletion`, `kinds`, `managed`, `patch`, `storage`, …) and nothing that holds the shared state.
@@ -18,6 +28,7 @@ use crate::managed::{self, Manager, Scope};
 use crate::meta;
 use crate::patch::{self, PatchKind};
 use crate::resources::{Registry, ResourceDef};
+use crate::selector::Index;
 use crate::storage;
 use bytes::Bytes;
 use serde_json::{Value, json};
@@ -25,24 +36,67 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use tokio::sync::broadcast;
 
-/// An object and its JSON encoding (computed once per write, shared by lists and watches).
+/// One version of an object: its JSON encoding (computed once per write, shared by lists,
+/// watches and the history) and what selectors read of it ([`Index`]). The object itself is
+/// not kept as a `serde_json::Value`: a `Value` tree costs several times its encoding, and
+/// every retained version of every object has one of these. Whoever needs the object parses it
+/// ([`Stored::value`]), once per operation.
 #[derive(Debug)]
 pub struct Stored {
-    /// The object.
-    pub value: Value,
-    /// `serde_json::to_vec(&value)`.
+    /// `serde_json::to_vec` of the object.
     pub json: Bytes,
+    index: Index,
 }
 
 impl Stored {
-    fn new(value: Value) -> Arc<Self> {
-        let json = Bytes::from(serde_json::to_vec(&value).expect("Value serializes"));
-        Arc::new(Self { value, json })
+    /// Serializes `value`, an object of `def`.
+    pub(crate) fn new(def: &ResourceDef, value: &Value) -> Arc<Self> {
+        let mut json = serde_json::to_vec(value).expect("Value serializes");
+        // Kept for as long as the version is retained: no spare capacity.
+        json.shrink_to_fit();
+        Arc::new(Self {
+            json: Bytes::from(json),
+            index: Index::new(&def.plural, value),
+        })
+    }
+
+    /// The object, parsed from its encoding (a new `Value` each call: parse once per use).
+    pub fn value(&self) -> Value {
+        serde_json::from_slice(&self.json).expect("a stored object parses")
+    }
+
+    /// What selectors read of it.
+    pub fn index(&self) -> &Index {
+        &self.index
     }
 
     /// `metadata.namespace`.
     pub fn namespace(&self) -> &str {
-        meta::meta_str(&self.value, "namespace")
+        self.index.field("metadata.namespace").unwrap_or("")
+    }
+
+    /// `metadata.name`.
+    pub fn name(&self) -> &str {
+        self.index.field("metadata.name").unwrap_or("")
+    }
+
+    /// `metadata.uid`.
+    pub fn uid(&self) -> &str {
+        self.index.field("metadata.uid").unwrap_or("")
+    }
+
+    /// `metadata.resourceVersion` (0 when missing).
+    pub fn resource_version(&self) -> u64 {
+        self.index
+            .field("metadata.resourceVersion")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Whether the encoding contains `needle` (a cheap test before parsing: an object whose
+    /// encoding does not name a field cannot have it).
+    pub fn mentions(&self, needle: &str) -> bool {
+        memchr::memmem::find(&self.json, needle.as_bytes()).is_some()
     }
 }
 
@@ -199,10 +253,10 @@ impl State {
     }
 
     /// The stored PriorityClasses (for the Priority admission plugin).
-    fn priority_classes(&self) -> Vec<Arc<Stored>> {
+    fn priority_classes(&self) -> Vec<Value> {
         self.tables
             .get(crate::scheduling::PC_KEY)
-            .map(|t| t.values().cloned().collect())
+            .map(|t| t.values().map(|c| c.value()).collect())
             .unwrap_or_default()
     }
 
@@ -235,7 +289,7 @@ impl State {
             meta::meta_str(&obj, "namespace").to_string(),
             name_of(&obj).to_string(),
         );
-        let stored = Stored::new(obj);
+        let stored = Stored::new(def, &obj);
         let table = self.tables.entry(def.key.clone()).or_default();
         let prev = if etype == EventType::Deleted {
             table.remove(&key)
@@ -307,12 +361,7 @@ impl State {
             .list(def, ns)
             .1
             .into_iter()
-            .map(|o| {
-                (
-                    (o.namespace().to_string(), name_of(&o.value).to_string()),
-                    o,
-                )
-            })
+            .map(|o| ((o.namespace().to_string(), o.name().to_string()), o))
             .collect();
         for e in self.history.iter().rev() {
             if e.rv <= at {
@@ -321,10 +370,7 @@ impl State {
             if e.key != def.key || ns.is_some_and(|n| e.obj.namespace() != n) {
                 continue;
             }
-            let key = (
-                e.obj.namespace().to_string(),
-                name_of(&e.obj.value).to_string(),
-            );
+            let key = (e.obj.namespace().to_string(), e.obj.name().to_string());
             match &e.prev {
                 None => {
                     objs.remove(&key);
@@ -410,11 +456,7 @@ impl State {
                     &name
                 };
                 let classes = self.priority_classes();
-                pod_priority = Some(crate::scheduling::resolve_pod(
-                    &obj,
-                    shown,
-                    classes.iter().map(|c| &c.value),
-                )?);
+                pod_priority = Some(crate::scheduling::resolve_pod(&obj, shown, classes.iter())?);
             }
         }
         if name.is_empty() {
@@ -466,12 +508,7 @@ impl State {
                 crate::scheduling::admit_create(&mut obj, &name)?;
                 if self.admission.priority {
                     let classes = self.priority_classes();
-                    crate::scheduling::check_global_default(
-                        &obj,
-                        &name,
-                        classes.iter().map(|c| &c.value),
-                        false,
-                    )?;
+                    crate::scheduling::check_global_default(&obj, &name, classes.iter(), false)?;
                 }
             }
             k if crate::dra::handles(k) => crate::dra::admit_create(def, &mut obj, &name)?,
@@ -479,7 +516,9 @@ impl State {
                 let default_class = if k == storage::PVC_KEY && self.admission.default_storage_class
                 {
                     self.storage_class_def().and_then(|sc| {
-                        storage::default_class(self.list(&sc, None).1.iter().map(|s| &s.value))
+                        let classes: Vec<Value> =
+                            self.list(&sc, None).1.iter().map(|s| s.value()).collect();
+                        storage::default_class(classes.iter())
                     })
                 } else {
                     None
@@ -554,14 +593,15 @@ impl State {
             ));
         }
         let old = self.get(def, ns, name)?;
+        let old_v = old.value();
         let want_rv = meta::meta_str(&obj, "resourceVersion");
-        if !want_rv.is_empty() && want_rv != meta::meta_str(&old.value, "resourceVersion") {
+        if !want_rv.is_empty() && want_rv != meta::meta_str(&old_v, "resourceVersion") {
             return Err(ApiError::stale(&def.group, &def.plural, name));
         }
         let rv_given = !want_rv.is_empty();
         let mut new = match part {
             Part::Status => {
-                let mut n = old.value.clone();
+                let mut n = old_v.clone();
                 match obj.get("status") {
                     Some(s) => n["status"] = s.clone(),
                     None => {
@@ -571,10 +611,10 @@ impl State {
                     }
                 }
                 if storage::handles(&def.key) {
-                    storage::admit_status_update(def, &old.value, &mut n, name, rv_given)?;
+                    storage::admit_status_update(def, &old_v, &mut n, name, rv_given)?;
                 }
                 if crate::dra::handles(&def.key) {
-                    crate::dra::admit_status_update(def, &old.value, &mut n, name)?;
+                    crate::dra::admit_status_update(def, &old_v, &mut n, name)?;
                 }
                 if def.key.as_ref() == crate::policy::PDB_KEY {
                     crate::policy::admit_status_update(&mut n, name)?;
@@ -582,12 +622,12 @@ impl State {
                 n
             }
             Part::Resize => {
-                let mut n = crate::resize::resize(&old.value, obj, name)?;
-                bump_generation(def, &old.value, &mut n);
+                let mut n = crate::resize::resize(&old_v, obj, name)?;
+                bump_generation(def, &old_v, &mut n);
                 n
             }
             Part::Main => {
-                let om = old.value.get("metadata").cloned().unwrap_or_default();
+                let om = old_v.get("metadata").cloned().unwrap_or_default();
                 let m = meta::metadata_mut(&mut obj);
                 for f in [
                     "name",
@@ -605,7 +645,7 @@ impl State {
                     };
                 }
                 if def.status {
-                    match old.value.get("status") {
+                    match old_v.get("status") {
                         Some(s) => obj["status"] = s.clone(),
                         None => {
                             if let Some(o) = obj.as_object_mut() {
@@ -616,44 +656,39 @@ impl State {
                 }
                 if def.key.as_ref() == "/pods" {
                     crate::scheduling::decode_pod(&obj)?;
-                    kinds::default_pod_update(&old.value, &mut obj, self.admission.priority);
-                    kinds::validate_pod_update(&old.value, &obj, name)?;
+                    kinds::default_pod_update(&old_v, &mut obj, self.admission.priority);
+                    kinds::validate_pod_update(&old_v, &obj, name)?;
                 }
                 if def.key.as_ref() == crate::scheduling::PC_KEY {
-                    crate::scheduling::admit_update(&old.value, &mut obj, name)?;
+                    crate::scheduling::admit_update(&old_v, &mut obj, name)?;
                     if self.admission.priority {
                         let classes = self.priority_classes();
-                        crate::scheduling::check_global_default(
-                            &obj,
-                            name,
-                            classes.iter().map(|c| &c.value),
-                            true,
-                        )?;
+                        crate::scheduling::check_global_default(&obj, name, classes.iter(), true)?;
                     }
                 }
                 if crate::dra::handles(&def.key) {
-                    crate::dra::admit_update(def, &old.value, &mut obj, name)?;
+                    crate::dra::admit_update(def, &old_v, &mut obj, name)?;
                 }
                 if def.key.as_ref() == crate::policy::PDB_KEY {
-                    crate::policy::admit_update(&old.value, &mut obj, name)?;
+                    crate::policy::admit_update(&old_v, &mut obj, name)?;
                 }
                 if storage::handles(&def.key) {
-                    storage::admit_update(def, &old.value, &mut obj, name)?;
+                    storage::admit_update(def, &old_v, &mut obj, name)?;
                     if def.key.as_ref() == storage::PVC_KEY && self.admission.pvc_resize {
                         let sc = self.storage_class_def();
-                        storage::resize_admission(&old.value, &obj, name, |class| {
+                        storage::resize_admission(&old_v, &obj, name, |class| {
                             let sc = sc.as_ref()?;
-                            self.get(sc, "", class).ok().map(|s| s.value.clone())
+                            self.get(sc, "", class).ok().map(|s| s.value())
                         })?;
                     }
                 }
-                bump_generation(def, &old.value, &mut obj);
+                bump_generation(def, &old_v, &mut obj);
                 obj
             }
         };
         meta::metadata_mut(&mut new).insert(
             "resourceVersion".into(),
-            old.value["metadata"]["resourceVersion"].clone(),
+            old_v["metadata"]["resourceVersion"].clone(),
         );
         if let Some(mgr) = manager {
             let sub = match part {
@@ -661,26 +696,18 @@ impl State {
                 Part::Status => "status",
                 Part::Resize => "resize",
             };
-            managed::record(
-                Some(&old.value),
-                &mut new,
-                mgr,
-                sub,
-                scope(def, part),
-                applied,
-            );
+            managed::record(Some(&old_v), &mut new, mgr, sub, scope(def, part), applied);
         }
-        if new == old.value {
+        if new == old_v {
             // The real server does not write (nor bump the version) for a no-op update.
             return Ok(old);
         }
-        if part == Part::Main && finalizes(def) && deletion::delete_during_update(&old.value, &new)
-        {
+        if part == Part::Main && finalizes(def) && deletion::delete_during_update(&old_v, &new) {
             // `shouldDeleteDuringUpdate`: the last finalizer of an object whose deletion waited
             // for it is gone; the object is deleted (the event carries its stored state) and the
             // request gets the object it sent.
-            self.commit(def, old.value.clone(), EventType::Deleted);
-            return Ok(Stored::new(new));
+            self.commit(def, old_v.clone(), EventType::Deleted);
+            return Ok(Stored::new(def, &new));
         }
         if def.key.as_ref() == "apiextensions.k8s.io/customresourcedefinitions"
             && part == Part::Main
@@ -709,7 +736,7 @@ impl State {
     ) -> Result<Arc<Stored>, ApiError> {
         let applied = (kind == PatchKind::Apply).then_some(body);
         let old = match self.get(def, ns, name) {
-            Ok(o) => o,
+            Ok(o) => o.value(),
             Err(_) if kind == PatchKind::Apply && part == Part::Main => {
                 let mut obj = body.clone();
                 meta::metadata_mut(&mut obj).insert("name".into(), json!(name));
@@ -717,7 +744,7 @@ impl State {
             }
             Err(e) => return Err(e),
         };
-        let mut new = old.value.clone();
+        let mut new = old;
         match kind {
             PatchKind::Merge | PatchKind::Apply => patch::merge_patch(&mut new, body),
             PatchKind::Strategic => {
@@ -747,9 +774,10 @@ impl State {
         preconditions: Option<&Value>,
     ) -> Result<Arc<Stored>, ApiError> {
         let old = self.get(def, ns, name)?;
+        let old_v = old.value();
         if let Some(p) = preconditions {
             if let Some(uid) = p.get("uid").and_then(Value::as_str) {
-                let have = meta::meta_str(&old.value, "uid");
+                let have = meta::meta_str(&old_v, "uid");
                 if uid != have {
                     return Err(ApiError::conflict(
                         &def.group,
@@ -762,7 +790,7 @@ impl State {
                 }
             }
             if let Some(rv) = p.get("resourceVersion").and_then(Value::as_str) {
-                let have = meta::meta_str(&old.value, "resourceVersion");
+                let have = meta::meta_str(&old_v, "resourceVersion");
                 if rv != have {
                     return Err(ApiError::conflict(
                         &def.group,
@@ -779,16 +807,14 @@ impl State {
             "/namespaces" => self.delete_namespace_contents(name),
             "apiextensions.k8s.io/customresourcedefinitions" => {
                 if let (Some(g), Some(p)) = (
-                    old.value.pointer("/spec/group").and_then(Value::as_str),
-                    old.value
-                        .pointer("/spec/names/plural")
-                        .and_then(Value::as_str),
+                    old_v.pointer("/spec/group").and_then(Value::as_str),
+                    old_v.pointer("/spec/names/plural").and_then(Value::as_str),
                 ) {
                     let key: Arc<str> = format!("{g}/{p}").into();
                     if let Some(d) = self.registry.defs().iter().find(|d| d.key == key).cloned() {
                         let (_, items) = self.list(&d, None);
                         for it in items {
-                            self.commit(&d, it.value.clone(), EventType::Deleted);
+                            self.commit(&d, it.value(), EventType::Deleted);
                         }
                     }
                     self.registry.remove(g, p);
@@ -796,7 +822,7 @@ impl State {
             }
             _ => {}
         }
-        Ok(self.commit(def, old.value.clone(), EventType::Deleted))
+        Ok(self.commit(def, old_v.clone(), EventType::Deleted))
     }
 
     /// A DELETE request as the generic registry store serves it: the options validated, the
@@ -814,17 +840,18 @@ impl State {
         opts: &deletion::DeleteOptions,
     ) -> Result<Deleted, ApiError> {
         let old = self.get(def, ns, name)?;
+        let old_v = old.value();
         opts.validate()?;
         if def.key.as_ref() == crate::scheduling::PC_KEY {
             crate::scheduling::check_delete(name)?;
         }
-        opts.check_preconditions(&def.group, &def.kind, &old.value)?;
+        opts.check_preconditions(&def.group, &def.kind, &old_v)?;
         if !finalizes(def) {
             let obj = self.delete(def, ns, name, None)?;
             return Ok(Deleted { obj, gone: true });
         }
         let now = std::time::SystemTime::now();
-        let mut obj = old.value.clone();
+        let mut obj = old_v.clone();
         let mut grace = opts.grace_period_seconds;
         let before = if def.key.as_ref() == "/pods" {
             deletion::before_delete_pod(&mut obj, &mut grace, now)
@@ -842,13 +869,13 @@ impl State {
         }
         let finalizers = deletion::has_finalizers(&obj);
         if !before.graceful && !finalizers {
-            let obj = self.commit(def, old.value.clone(), EventType::Deleted);
+            let obj = self.commit(def, old_v.clone(), EventType::Deleted);
             return Ok(Deleted { obj, gone: true });
         }
         if !before.graceful {
             // Waiting for finalizers: marked, not deleted (no write when already marked).
             deletion::mark_as_deleting(&mut obj, now);
-            if obj == old.value {
+            if obj == old_v {
                 return Ok(Deleted {
                     obj: old,
                     gone: false,
@@ -864,7 +891,7 @@ impl State {
                 gone: false,
             });
         }
-        let obj = self.commit(def, updated.value.clone(), EventType::Deleted);
+        let obj = self.commit(def, updated.value(), EventType::Deleted);
         Ok(Deleted { obj, gone: true })
     }
 
@@ -884,7 +911,7 @@ impl State {
             seen.push(d.key.clone());
             let (_, items) = self.list(&d, Some(ns));
             for it in items {
-                self.commit(&d, it.value.clone(), EventType::Deleted);
+                self.commit(&d, it.value(), EventType::Deleted);
             }
         }
     }
@@ -901,7 +928,8 @@ impl State {
             .get("", "v1", "pods")
             .expect("pods are built in");
         let old = self.get(&def, ns, name)?;
-        let mut pod = old.value.clone();
+        let old_v = old.value();
+        let mut pod = old_v.clone();
         let node = kinds::apply_binding(&mut pod, binding, name)?;
         Ok((self.commit(&def, pod, EventType::Modified), node))
     }
@@ -927,18 +955,12 @@ impl State {
         f: impl FnOnce(&mut Value) -> bool,
     ) -> Option<Arc<Stored>> {
         let old = self.get(def, ns, name).ok()?;
-        let mut v = old.value.clone();
+        let old_v = old.value();
+        let mut v = old_v.clone();
         if !f(&mut v) {
             return None;
         }
-        managed::record(
-            Some(&old.value),
-            &mut v,
-            manager,
-            "status",
-            Scope::Status,
-            None,
-        );
+        managed::record(Some(&old_v), &mut v, manager, "status", Scope::Status, None);
         Some(self.commit(def, v, EventType::Modified))
     }
 
@@ -954,12 +976,13 @@ impl State {
         f: impl FnOnce(&mut Value) -> bool,
     ) -> Option<Arc<Stored>> {
         let old = self.get(def, ns, name).ok()?;
-        let mut v = old.value.clone();
-        if !f(&mut v) || v == old.value {
+        let old_v = old.value();
+        let mut v = old_v.clone();
+        if !f(&mut v) || v == old_v {
             return None;
         }
         managed::record(
-            Some(&old.value),
+            Some(&old_v),
             &mut v,
             manager,
             "status",
@@ -979,9 +1002,7 @@ impl State {
                 items
                     .into_iter()
                     .map(|obj| {
-                        let rv = meta::meta_str(&obj.value, "resourceVersion")
-                            .parse()
-                            .unwrap_or(0);
+                        let rv = obj.resource_version();
                         Arc::new(Event {
                             rv,
                             key: key.clone(),
@@ -1082,19 +1103,19 @@ mod tests {
                 json!({"metadata": {"name": "a"}, "data": {"k": "v"}}),
             )
             .unwrap();
-        assert_eq!(a.value["kind"], "ConfigMap");
+        assert_eq!(a.value()["kind"], "ConfigMap");
         let e = s
             .create(&cm, Some("default"), json!({"metadata": {"name": "a"}}))
             .unwrap_err();
         assert_eq!(e.reason, "AlreadyExists");
-        let mut upd = a.value.clone();
+        let mut upd = a.value();
         upd["data"]["k"] = json!("w");
         let b = s
             .update(&cm, "default", "a", upd.clone(), Part::Main)
             .unwrap();
         assert_ne!(
-            b.value["metadata"]["resourceVersion"],
-            a.value["metadata"]["resourceVersion"]
+            b.value()["metadata"]["resourceVersion"],
+            a.value()["metadata"]["resourceVersion"]
         );
         assert_eq!(
             s.update(&cm, "default", "a", upd, Part::Main)
@@ -1150,8 +1171,8 @@ mod tests {
             .create(&cm, Some("default"), json!({"metadata": {"name": "a"}}))
             .unwrap();
         let b = s
-            .update(&cm, "default", "a", a.value.clone(), Part::Main)
+            .update(&cm, "default", "a", a.value(), Part::Main)
             .unwrap();
-        assert_eq!(a.value, b.value);
+        assert_eq!(a.value(), b.value());
     }
 }

@@ -32,12 +32,12 @@ use crate::error::ApiError;
 use crate::inner::Inner;
 use crate::resources::ResourceDef;
 use crate::selector::{FieldSelector, LabelSelector};
-use crate::store::{Event, EventType, WatchStart};
+use crate::store::{Event, EventType, Stored, WatchStart};
 use axum::body::Body;
 use axum::response::Response;
 use bytes::{BufMut, Bytes, BytesMut};
 use http::{HeaderValue, header};
-use serde_json::{Value, json};
+use serde_json::json;
 use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -104,8 +104,8 @@ enum Item {
 }
 
 impl WatchRequest {
-    fn selects(&self, obj: &Value) -> bool {
-        self.labels.matches(obj) && self.fields.matches(obj)
+    fn selects(&self, obj: &Stored) -> bool {
+        self.labels.matches(obj.index()) && self.fields.matches(obj.index())
     }
 
     /// The indexed trigger: pods watched with an exact `spec.nodeName`.
@@ -133,13 +133,8 @@ impl WatchRequest {
         match self.trigger() {
             None => true,
             Some(want) => {
-                let node = |v: &Value| {
-                    v.pointer("/spec/nodeName")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        == want
-                };
-                node(&ev.obj.value) || ev.prev.as_ref().is_some_and(|p| node(&p.value))
+                let node = |o: &Stored| o.index().field("spec.nodeName").unwrap_or("") == want;
+                node(&ev.obj) || ev.prev.as_ref().is_some_and(|p| node(p))
             }
         }
     }
@@ -147,18 +142,18 @@ impl WatchRequest {
     /// The line this watch sends for `ev` (`cacheWatcher.convertToWatchEvent`): `ADDED` /
     /// `MODIFIED` / `DELETED` as the object enters, stays in or leaves the selection.
     fn render(&self, ev: &Event) -> Option<Bytes> {
-        let cur = self.selects(&ev.obj.value);
+        let cur = self.selects(&ev.obj);
         match ev.etype {
             EventType::Added | EventType::Deleted => {
                 cur.then(|| event_line(ev.etype.as_str(), &ev.obj.json))
             }
             EventType::Modified => {
-                let old = ev.prev.as_ref().is_some_and(|p| self.selects(&p.value));
+                let old = ev.prev.as_ref().is_some_and(|p| self.selects(p));
                 match (cur, old) {
                     (true, true) => Some(event_line("MODIFIED", &ev.obj.json)),
                     (true, false) => Some(event_line("ADDED", &ev.obj.json)),
                     (false, true) => {
-                        let mut gone = ev.prev.as_ref()?.value.clone();
+                        let mut gone = ev.prev.as_ref()?.value();
                         crate::meta::metadata_mut(&mut gone)
                             .insert("resourceVersion".into(), json!(ev.rv.to_string()));
                         Some(event_line(

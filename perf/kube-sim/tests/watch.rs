@@ -370,3 +370,115 @@ async fn a_watch_delay_sends_events_in_order_after_the_writes_answers() {
     );
     assert_eq!(names, ["a", "b", "c"], "in commit order");
 }
+
+/// `GET path` through the client: the body as the server wrote it.
+async fn raw(client: &kube::Client, path: &str) -> String {
+    client
+        .request_text(http::Request::get(path).body(Vec::new()).unwrap())
+        .await
+        .unwrap()
+}
+
+/// The lines of a watch from `rv` that ends after a second: (type, object as sent).
+async fn replay(client: &kube::Client, query: &str, rv: &str) -> Vec<(String, String)> {
+    let body = raw(
+        client,
+        &format!("/api/v1/namespaces/default/configmaps?watch=1&resourceVersion={rv}&timeoutSeconds=1{query}"),
+    )
+    .await;
+    body.lines()
+        .map(|l| {
+            let rest = l.strip_prefix("{\"type\":\"").unwrap();
+            let (t, obj) = rest.split_once("\",\"object\":").unwrap();
+            (t.to_string(), obj.strip_suffix('}').unwrap().to_string())
+        })
+        .collect()
+}
+
+/// Versions are kept as their serialized bytes only (the store's module doc): a watch from an
+/// old version after many updates replays every version byte for byte as it was served then,
+/// a list at an exact old version returns the object as it was, a selector replays the object
+/// entering and leaving it (leaving: its previous state at the new version), and once the
+/// history has moved past the version the watch gets 410.
+#[tokio::test]
+async fn replay_after_many_updates_sends_each_version_as_it_was() {
+    const UPDATES: usize = 60;
+    let (sim, client) = start(SimConfig {
+        history: 100,
+        ..small()
+    })
+    .await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let from = list_rv(&cms).await;
+    let path = "/api/v1/namespaces/default/configmaps/c";
+    cms.create(&PostParams::default(), &cm("c")).await.unwrap();
+    let mut served = vec![raw(&client, path).await];
+    for i in 0..UPDATES {
+        let patch = json!({"metadata": {"labels": {"sel": if i % 3 == 0 { "yes" } else { "no" }}},
+                           "data": {"k": format!("v{i}"), "big": "x".repeat(i * 10)}});
+        cms.patch("c", &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .unwrap();
+        served.push(raw(&client, path).await);
+    }
+    // Every version, as GET served it.
+    let all = replay(&client, "", &from).await;
+    assert_eq!(all.len(), UPDATES + 1);
+    assert_eq!(all[0].0, "ADDED");
+    for (i, (t, obj)) in all.iter().enumerate() {
+        if i > 0 {
+            assert_eq!(t, "MODIFIED");
+        }
+        assert_eq!(obj, &served[i], "version {i}");
+    }
+    // A list at an exact version in the middle: the object as it was then.
+    let mid: serde_json::Value = serde_json::from_str(&served[UPDATES / 2]).unwrap();
+    let mid_rv = mid["metadata"]["resourceVersion"].as_str().unwrap();
+    let list: serde_json::Value = serde_json::from_str(
+        &raw(
+            &client,
+            &format!("/api/v1/namespaces/default/configmaps?resourceVersion={mid_rv}&resourceVersionMatch=Exact"),
+        )
+        .await,
+    )
+    .unwrap();
+    assert_eq!(list["items"][0], mid);
+    // With a selector: ADDED as it starts matching, DELETED (its previous state at the new
+    // version) as it stops, nothing while it stays out.
+    let sel = replay(&client, "&labelSelector=sel%3Dyes", &from).await;
+    let mut want = Vec::new();
+    for i in 0..UPDATES {
+        let v = i + 1; // served[v] is the version after update i
+        match (i % 3 == 0, i > 0 && (i - 1) % 3 == 0) {
+            (true, _) => want.push(("ADDED".to_string(), served[v].clone())),
+            (false, true) => {
+                let mut gone: serde_json::Value = serde_json::from_str(&served[v - 1]).unwrap();
+                let now: serde_json::Value = serde_json::from_str(&served[v]).unwrap();
+                gone["metadata"]["resourceVersion"] = now["metadata"]["resourceVersion"].clone();
+                want.push(("DELETED".to_string(), serde_json::to_string(&gone).unwrap()));
+            }
+            _ => {}
+        }
+    }
+    let got: Vec<(String, serde_json::Value)> = sel
+        .iter()
+        .map(|(t, o)| (t.clone(), serde_json::from_str(o).unwrap()))
+        .collect();
+    let want: Vec<(String, serde_json::Value)> = want
+        .iter()
+        .map(|(t, o)| (t.clone(), serde_json::from_str(o).unwrap()))
+        .collect();
+    assert_eq!(got, want);
+    // 100 more writes: the history (100 events) no longer reaches the first version.
+    for i in 0..100 {
+        let patch = json!({"data": {"k": format!("w{i}")}});
+        cms.patch("c", &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .unwrap();
+    }
+    let expired = replay(&client, "", &from).await;
+    assert_eq!(expired.len(), 1);
+    assert_eq!(expired[0].0, "ERROR");
+    assert!(expired[0].1.contains("\"code\":410"), "{}", expired[0].1);
+    sim.shutdown().await;
+}
