@@ -13,7 +13,7 @@
 use crate::config::SimConfig;
 use crate::error::ApiError;
 use crate::faults::FaultHandle;
-use crate::records::{BindingRecord, Records, RequestRecord, Stats, WriteRecord, push_bounded};
+use crate::records::{BindingRecord, Records, RequestRecord, Stats, WriteRecord};
 use crate::resources::ResourceDef;
 use crate::store::{State, Stored};
 use std::net::SocketAddr;
@@ -119,16 +119,16 @@ impl Inner {
             at: SystemTime::now(),
         };
         let limit = self.cfg.record_limit;
-        push_bounded(&mut self.records().writes, rec, limit);
+        self.records().push_write(rec, limit);
     }
 
     pub(crate) fn record_request(&self, rec: RequestRecord) {
         let limit = self.cfg.record_limit;
-        push_bounded(&mut self.records().requests, rec, limit);
+        self.records().push_request(rec, limit);
     }
 
     pub(crate) fn requests(&self) -> Vec<RequestRecord> {
-        self.records().requests.iter().cloned().collect()
+        self.records().requests()
     }
 
     pub(crate) fn record_binding(&self, pod: &Stored, node: &str) {
@@ -140,15 +140,12 @@ impl Inner {
             at: SystemTime::now(),
         };
         let limit = self.cfg.record_limit;
-        push_bounded(&mut self.records().bindings, rec, limit);
+        self.records().push_binding(rec, limit);
     }
 
     pub(crate) fn snapshot_records(&self) -> (Vec<BindingRecord>, Vec<WriteRecord>) {
         let r = self.records();
-        (
-            r.bindings.iter().cloned().collect(),
-            r.writes.iter().cloned().collect(),
-        )
+        (r.bindings(), r.writes())
     }
 
     pub(crate) fn resolve(
@@ -166,8 +163,6 @@ impl Inner {
     /// Forgets the binding, write and request records.
     pub(crate) fn clear_records(&self) {
         let mut r = self.records();
-        r.requests.clear();
-        r.writes.clear();
-        r.bindings.clear();
+        r.clear();
     }
 }

@@ -5,7 +5,8 @@
 //! the TLS listener fill them.
 
 use serde::Serialize;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
@@ -112,16 +113,179 @@ impl Stats {
     }
 }
 
-/// The bounded logs, behind [`crate::inner::Inner`]'s records lock.
+/// Strings that repeat from record to record (resources, namespaces, user agents, nodes),
+/// each kept once and named by its number. Object names and UIDs are not interned.
+#[derive(Debug, Default)]
+struct Interner {
+    ids: HashMap<Arc<str>, u32>,
+    strs: Vec<Arc<str>>,
+}
+
+impl Interner {
+    fn id(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.ids.get(s) {
+            return i;
+        }
+        let a: Arc<str> = s.into();
+        let i = u32::try_from(self.strs.len()).expect("fewer than 2^32 distinct strings");
+        self.strs.push(a.clone());
+        self.ids.insert(a, i);
+        i
+    }
+
+    fn get(&self, i: u32) -> String {
+        self.strs[i as usize].to_string()
+    }
+}
+
+/// A [`RequestRecord`] as the log keeps it.
+#[derive(Debug)]
+struct Request {
+    verb: &'static str,
+    http_version: &'static str,
+    group: u32,
+    resource: u32,
+    subresource: u32,
+    namespace: u32,
+    user_agent: u32,
+    name: Box<str>,
+    write: bool,
+    code: u16,
+}
+
+/// A [`WriteRecord`] as the log keeps it.
+#[derive(Debug)]
+struct Write {
+    verb: &'static str,
+    resource: u32,
+    namespace: u32,
+    name: Box<str>,
+    code: u16,
+    at: SystemTime,
+}
+
+/// A [`BindingRecord`] as the log keeps it.
+#[derive(Debug)]
+struct Binding {
+    namespace: u32,
+    node: u32,
+    name: Box<str>,
+    uid: Box<str>,
+    at: SystemTime,
+}
+
+/// The bounded logs, behind [`crate::inner::Inner`]'s records lock. A log grows with every
+/// request (about three per bound pod) up to the record limit, so each entry is kept compact:
+/// its repeating strings interned, the rest boxed; the public records are made as they are read.
 #[derive(Debug, Default)]
 pub(crate) struct Records {
-    pub requests: VecDeque<RequestRecord>,
-    pub writes: VecDeque<WriteRecord>,
-    pub bindings: VecDeque<BindingRecord>,
+    strings: Interner,
+    requests: VecDeque<Request>,
+    writes: VecDeque<Write>,
+    bindings: VecDeque<Binding>,
+}
+
+impl Records {
+    pub(crate) fn push_request(&mut self, r: RequestRecord, limit: usize) {
+        let s = &mut self.strings;
+        let rec = Request {
+            verb: r.verb,
+            http_version: r.http_version,
+            group: s.id(&r.group),
+            resource: s.id(&r.resource),
+            subresource: s.id(&r.subresource),
+            namespace: s.id(&r.namespace),
+            user_agent: s.id(&r.user_agent),
+            name: r.name.into_boxed_str(),
+            write: r.write,
+            code: r.code,
+        };
+        push_bounded(&mut self.requests, rec, limit);
+    }
+
+    pub(crate) fn push_write(&mut self, r: WriteRecord, limit: usize) {
+        let s = &mut self.strings;
+        let rec = Write {
+            verb: r.verb,
+            resource: s.id(&r.resource),
+            namespace: s.id(&r.namespace),
+            name: r.name.into_boxed_str(),
+            code: r.code,
+            at: r.at,
+        };
+        push_bounded(&mut self.writes, rec, limit);
+    }
+
+    pub(crate) fn push_binding(&mut self, r: BindingRecord, limit: usize) {
+        let s = &mut self.strings;
+        let rec = Binding {
+            namespace: s.id(&r.namespace),
+            node: s.id(&r.node),
+            name: r.name.into_boxed_str(),
+            uid: r.uid.into_boxed_str(),
+            at: r.at,
+        };
+        push_bounded(&mut self.bindings, rec, limit);
+    }
+
+    pub(crate) fn requests(&self) -> Vec<RequestRecord> {
+        let s = &self.strings;
+        self.requests
+            .iter()
+            .map(|r| RequestRecord {
+                verb: r.verb,
+                group: s.get(r.group),
+                resource: s.get(r.resource),
+                subresource: s.get(r.subresource),
+                namespace: s.get(r.namespace),
+                name: r.name.to_string(),
+                user_agent: s.get(r.user_agent),
+                write: r.write,
+                code: r.code,
+                http_version: r.http_version,
+            })
+            .collect()
+    }
+
+    pub(crate) fn writes(&self) -> Vec<WriteRecord> {
+        let s = &self.strings;
+        self.writes
+            .iter()
+            .map(|w| WriteRecord {
+                verb: w.verb,
+                resource: s.get(w.resource),
+                namespace: s.get(w.namespace),
+                name: w.name.to_string(),
+                code: w.code,
+                at: w.at,
+            })
+            .collect()
+    }
+
+    pub(crate) fn bindings(&self) -> Vec<BindingRecord> {
+        let s = &self.strings;
+        self.bindings
+            .iter()
+            .map(|b| BindingRecord {
+                namespace: s.get(b.namespace),
+                name: b.name.to_string(),
+                uid: b.uid.to_string(),
+                node: s.get(b.node),
+                at: b.at,
+            })
+            .collect()
+    }
+
+    /// Forgets every record (the interned strings stay: they are few).
+    pub(crate) fn clear(&mut self) {
+        self.requests.clear();
+        self.writes.clear();
+        self.bindings.clear();
+    }
 }
 
 /// Append to a record log that keeps only the newest `limit` entries.
-pub(crate) fn push_bounded<T>(log: &mut VecDeque<T>, item: T, limit: usize) {
+fn push_bounded<T>(log: &mut VecDeque<T>, item: T, limit: usize) {
     if log.len() >= limit {
         log.pop_front();
     }

@@ -1,6 +1,8 @@
 //! What the simulator keeps per bound pod, in windows: pods created over HTTP, bound over HTTP
-//! (64 at a time, a pod watch open as the scheduler's), marked Running by the simulated kubelet;
-//! after each window the process's RSS (the system allocator, as the `kube-sim` binary's). Ignored by default; run in release:
+//! (64 at a time, with a watch of the window's pods open), marked Running by the simulated kubelet;
+//! after each window the bind rate, the process's CPU per pod over the window (creates, binds,
+//! the kubelet's writes; the client's share included) and its RSS (the system allocator, as the
+//! `kube-sim` binary's). Ignored by default; run in release:
 //! `cargo test -p kube-sim --release --test memory -- --ignored --nocapture`
 //! (`MEM_PODS`, `MEM_WINDOWS`, `MEM_HISTORY` change the window size, the number of windows and
 //! `--history`).
@@ -23,6 +25,30 @@ fn rss_mib() -> f64 {
                 .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
         })
         .map_or(0.0, |kib| kib / 1024.0)
+}
+
+/// CPU time this process has used (user + system), in ms.
+fn cpu_ms() -> f64 {
+    let tck: f64 = std::process::Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(100.0);
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command name: state is the first, utime the 12th, stime the 13th.
+    let rest: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or("", |(_, r)| r)
+        .split_whitespace()
+        .collect();
+    let ticks = |i: usize| {
+        rest.get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(11) + ticks(12)) * 1000.0 / tck
 }
 
 fn env(name: &str, default: usize) -> usize {
@@ -58,6 +84,7 @@ async fn retained_per_bound_pod() {
         )
         .unwrap();
         let api: Api<Pod> = Api::namespaced(client.clone(), &ns);
+        let cpu0 = cpu_ms();
         futures::stream::iter(0..pods)
             .for_each_concurrent(CONCURRENCY, |i| {
                 let (api, ns) = (api.clone(), ns.clone());
@@ -108,12 +135,13 @@ async fn retained_per_bound_pod() {
             .await
             .unwrap()
             .unwrap();
+        let cpu = (cpu_ms() - cpu0) / pods as f64;
         let first = *first_rate.get_or_insert(rate);
         let bound = (w + 1) * pods;
         let rss = rss_mib();
         println!(
-            "window {w}: {rate:.0} binds/s ({:.2} of the first); {bound} pods bound: RSS {rss:.0} MiB \
-             (+{:.0} B/pod)",
+            "window {w}: {rate:.0} binds/s ({:.2} of the first), {cpu:.3} CPU ms/pod (the client's \
+             included); {bound} pods bound: RSS {rss:.0} MiB (+{:.0} B/pod)",
             rate / first,
             (rss - base_rss) * (1 << 20) as f64 / bound as f64,
         );
