@@ -110,6 +110,10 @@ pub struct InUse {
     /// Devices that allow multiple allocations and have shares: what the shares consume, per
     /// capacity of the device (`Device::capacity`).
     pub shares: std::collections::BTreeMap<DevId, Box<[i128]>>,
+    /// One bit per device id: a device that allows multiple allocations whose shares leave
+    /// one of its capacities less than any share consumes (`capacity::least_share`): no
+    /// request can have it, and the Filter skips it at the cost of a bit test.
+    pub exhausted: Vec<u64>,
 }
 
 impl InUse {
@@ -125,6 +129,23 @@ impl InUse {
             self.devices.resize(w + 1, 0);
         }
         self.devices[w] |= 1 << (id % 64);
+    }
+
+    /// Is `id` taken whole, or shared until no share fits ([`InUse::exhausted`])? Admin
+    /// access aside, no request can have it.
+    pub fn unavailable(&self, id: DevId) -> bool {
+        let (w, bit) = (id as usize / 64, 1u64 << (id % 64));
+        self.devices.get(w).is_some_and(|x| x & bit != 0)
+            || self.exhausted.get(w).is_some_and(|x| x & bit != 0)
+    }
+
+    /// Mark `id` exhausted.
+    pub fn exhaust(&mut self, id: DevId) {
+        let w = id as usize / 64;
+        if self.exhausted.len() <= w {
+            self.exhausted.resize(w + 1, 0);
+        }
+        self.exhausted[w] |= 1 << (id % 64);
     }
 
     /// What is consumed of counter `id`.
@@ -511,6 +532,10 @@ impl Search<'_> {
         for &id in local.iter().chain(view.shared.iter()) {
             if out.len() >= limit {
                 return false;
+            }
+            // Devices in use first, at a bit test each: after a burst they are most of them.
+            if !alt.admin && self.in_use.unavailable(id) {
+                continue;
             }
             if let Ok(ci) = alt.candidates.binary_search(&id)
                 && self.usable(id, ci, alt)

@@ -153,6 +153,27 @@ fn consumed(requested: Option<i128>, cap: &Capacity) -> i128 {
     }
 }
 
+/// The least one share of `cap` consumes, whatever the request asks: the policy's `default`
+/// (not asked) or the smallest amount an asked one is rounded up to (`validRange.min`, the
+/// first of `validValues`); 0 when an asked amount is taken as it is. A device whose capacity
+/// has less than this left can take no more shares.
+pub fn least_share(cap: &Capacity) -> i128 {
+    let not_asked = cap
+        .policy
+        .as_ref()
+        .and_then(|p| p.default)
+        .unwrap_or(cap.value);
+    let asked = match &cap.policy {
+        None => 0,
+        Some(p) => match (&p.range, p.valid_values.first()) {
+            (Some(Range { min: Some(min), .. }), _) => *min,
+            (_, Some(v)) => *v,
+            _ => 0,
+        },
+    };
+    asked.min(not_asked).max(0)
+}
+
 /// `violatesPolicy`.
 fn violates(amount: i128, p: &Policy) -> bool {
     if p.default == Some(amount) {
@@ -309,6 +330,31 @@ mod tests {
             default: Some(min.into()),
             valid_range: Some((Some(min.into()), max.map(Into::into), step.map(Into::into))),
             ..Default::default()
+        }
+    }
+
+    /// The least a share consumes bounds every consumption: no asked amount gives less.
+    #[test]
+    fn least_share_is_a_floor_of_every_consumption() {
+        let values = RequestPolicyInput {
+            default: Some("2Gi".into()),
+            valid_values: vec!["1Gi".into(), "2Gi".into(), "4Gi".into()],
+            ..Default::default()
+        };
+        for (c, least) in [
+            (cap("8Gi", None), 0),
+            (cap("8Gi", Some(range("1Gi", None, Some("1Gi")))), GI * 1000),
+            (cap("8Gi", Some(values)), GI * 1000),
+        ] {
+            assert_eq!(least_share(&c[0]), least);
+            for q in ["0", "1", "512Mi", "1Gi", "3Gi", "8Gi"] {
+                if let Some(amount) = consumption_of(&ask(q), &c) {
+                    assert!(amount[0] >= least, "{q}: {} < {least}", amount[0]);
+                }
+            }
+            if let Some(amount) = consumption_of(&[], &c) {
+                assert!(amount[0] >= least);
+            }
         }
     }
 

@@ -331,6 +331,16 @@ fn take(
             true
         }
     };
+    if share.is_some()
+        && let Some(Some(d)) = view.devices.get(id as usize)
+        && let Some(used) = in_use.shared(id)
+        && d.capacity.iter().zip(used).any(|(c, u)| {
+            let least = capacity::least_share(c);
+            least > 0 && c.value - u < least
+        })
+    {
+        in_use.exhaust(id);
+    }
     if first && let Some(Some(d)) = view.devices.get(id as usize) {
         for &(k, amount) in d.counters.iter() {
             in_use.consume(k, amount);
