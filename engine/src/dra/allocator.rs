@@ -114,6 +114,10 @@ pub struct InUse {
     /// one of its capacities less than any share consumes (`capacity::least_share`): no
     /// request can have it, and the Filter skips it at the cost of a bit test.
     pub exhausted: Vec<u64>,
+    /// One bit per device id: a device whose counters no longer fit beside what is consumed
+    /// (partitionable devices). It counts only while the device has no share (a shared
+    /// device's counters were consumed with its first share).
+    pub counters_out: Vec<u64>,
 }
 
 impl InUse {
@@ -137,15 +141,17 @@ impl InUse {
         let (w, bit) = (id as usize / 64, 1u64 << (id % 64));
         self.devices.get(w).is_some_and(|x| x & bit != 0)
             || self.exhausted.get(w).is_some_and(|x| x & bit != 0)
+            || self.counters_out.get(w).is_some_and(|x| x & bit != 0) && self.shared(id).is_none()
     }
 
     /// Mark `id` exhausted.
     pub fn exhaust(&mut self, id: DevId) {
-        let w = id as usize / 64;
-        if self.exhausted.len() <= w {
-            self.exhausted.resize(w + 1, 0);
-        }
-        self.exhausted[w] |= 1 << (id % 64);
+        set_bit(&mut self.exhausted, id);
+    }
+
+    /// Mark `id` as one whose counters no longer fit.
+    pub fn counters_out(&mut self, id: DevId) {
+        set_bit(&mut self.counters_out, id);
     }
 
     /// What is consumed of counter `id`.
@@ -192,6 +198,14 @@ impl InUse {
             *w &= !(1 << (id % 64));
         }
     }
+}
+
+fn set_bit(bits: &mut Vec<u64>, id: DevId) {
+    let w = id as usize / 64;
+    if bits.len() <= w {
+        bits.resize(w + 1, 0);
+    }
+    bits[w] |= 1 << (id % 64);
 }
 
 /// One device given to a request.

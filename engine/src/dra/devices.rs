@@ -323,6 +323,8 @@ pub struct DevicesView {
     /// Counter sets of partitionable devices: capacity in milli-units by counter id (0 for a
     /// counter no current slice defines).
     pub counters: Vec<i128>,
+    /// By counter id: the devices that consume it.
+    pub by_counter: Vec<Vec<DevId>>,
 }
 
 impl std::fmt::Debug for Inventory {
@@ -657,6 +659,7 @@ impl Inventory {
         }
         let mut by_node: HashMap<u32, Vec<DevId>> = HashMap::new();
         let mut shared = Vec::new();
+        let mut by_counter: Vec<Vec<DevId>> = Vec::new();
         let mut devices = self.devices.clone();
         for (id, d) in devices.iter_mut().enumerate() {
             let Some(dev) = d else { continue };
@@ -674,6 +677,12 @@ impl Inventory {
                         (counter_id(ids, k), *amount)
                     })
                     .collect();
+                for &(k, _) in dev.counters.iter() {
+                    if by_counter.len() <= k as usize {
+                        by_counter.resize_with(k as usize + 1, Vec::new);
+                    }
+                    by_counter[k as usize].push(id as DevId);
+                }
             }
             let key = (dev.driver.clone(), dev.pool.clone());
             let want = self.pools.get(&key).map_or(i64::MAX, |p| p.slice_count);
@@ -702,6 +711,7 @@ impl Inventory {
             by_node,
             shared,
             counters,
+            by_counter,
         });
     }
 

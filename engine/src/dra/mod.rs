@@ -345,6 +345,19 @@ fn take(
         for &(k, amount) in d.counters.iter() {
             in_use.consume(k, amount);
         }
+        // The devices sharing these counters that no longer fit: the Filter skips them.
+        for &(k, _) in d.counters.iter() {
+            for &other in view.by_counter.get(k as usize).into_iter().flatten() {
+                let Some(Some(o)) = view.devices.get(other as usize) else {
+                    continue;
+                };
+                if o.counters.iter().any(|&(c, need)| {
+                    in_use.used(c) + need > view.counters.get(c as usize).copied().unwrap_or(0)
+                }) {
+                    in_use.counters_out(other);
+                }
+            }
+        }
     }
 }
 
