@@ -381,6 +381,40 @@ async fn pods_sharing_a_claim_land_on_its_node() {
     sim.shutdown().await;
 }
 
+/// A claim on a device every node reaches (an `allNodes` slice) is written with no node
+/// selector, as upstream's `createNodeSelector` writes it: pods sharing it go to any node, not
+/// only the first one's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_on_a_device_every_node_reaches_pins_no_node() {
+    let (sim, s) = cluster(2).await;
+    gpu_class(&sim);
+    create(
+        &sim,
+        "resourceslices",
+        json!({"metadata": {"name": "fabric"}, "spec": {
+            "driver": DRIVER, "allNodes": true,
+            "pool": {"name": "fabric", "generation": 1, "resourceSliceCount": 1},
+            "devices": [plain("nic-0")]}}),
+    );
+    claim(&sim, "fabric", json!({"exactly": exactly(&[], json!({}))}));
+    for (p, node) in [("on-0", NODES[0]), ("on-1", NODES[1])] {
+        let mut obj = pod(p, json!({"resourceClaimName": "fabric"}));
+        obj["spec"]["nodeSelector"] = json!({"kubernetes.io/hostname": node});
+        create(&sim, "pods", obj);
+    }
+    assert_eq!(wait_bound(&sim, "on-0").await, NODES[0]);
+    assert_eq!(wait_bound(&sim, "on-1").await, NODES[1]);
+    let c = get_claim(&sim, "fabric").unwrap();
+    assert_eq!(c["status"]["allocation"]["nodeSelector"], Value::Null, "{c}");
+    assert_eq!(
+        results(&c),
+        [("gpu".to_owned(), "fabric".to_owned(), "nic-0".to_owned())]
+    );
+    assert_eq!(reserved(&c).len(), 2, "{c}");
+    s.stop().await;
+    sim.shutdown().await;
+}
+
 /// Selectors on attributes and capacity: each claim gets only a device they match (taken in
 /// an order where any other choice would leave a later claim without one), and a selector no
 /// device matches keeps its pod waiting.
