@@ -252,6 +252,22 @@ impl State {
         self.admission = admission;
     }
 
+    /// The stored PriorityClasses that may resolve a pod naming `named` ("" for none): that
+    /// one and those whose encoding names `globalDefault` (the only ones that can be a default).
+    fn priority_classes_for(&self, named: &str) -> Vec<Value> {
+        self.tables
+            .get(crate::scheduling::PC_KEY)
+            .map(|t| {
+                t.values()
+                    .filter(|c| {
+                        (!named.is_empty() && c.name() == named) || c.mentions("globalDefault")
+                    })
+                    .map(|c| c.value())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// The stored PriorityClasses (for the Priority admission plugin).
     fn priority_classes(&self) -> Vec<Value> {
         self.tables
@@ -455,7 +471,13 @@ impl State {
                 } else {
                     &name
                 };
-                let classes = self.priority_classes();
+                // Only the classes the plugin can pick (the one named, any global default),
+                // parsed: every pod create passes here.
+                let named = obj
+                    .pointer("/spec/priorityClassName")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                let classes = self.priority_classes_for(named);
                 pod_priority = Some(crate::scheduling::resolve_pod(&obj, shown, classes.iter())?);
             }
         }
