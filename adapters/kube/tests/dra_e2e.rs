@@ -405,7 +405,11 @@ async fn a_claim_on_a_device_every_node_reaches_pins_no_node() {
     assert_eq!(wait_bound(&sim, "on-0").await, NODES[0]);
     assert_eq!(wait_bound(&sim, "on-1").await, NODES[1]);
     let c = get_claim(&sim, "fabric").unwrap();
-    assert_eq!(c["status"]["allocation"]["nodeSelector"], Value::Null, "{c}");
+    assert_eq!(
+        c["status"]["allocation"]["nodeSelector"],
+        Value::Null,
+        "{c}"
+    );
     assert_eq!(
         results(&c),
         [("gpu".to_owned(), "fabric".to_owned(), "nic-0".to_owned())]
