@@ -293,14 +293,38 @@ fn selectable_fields<'a>(plural: &str, obj: &'a Value, mut f: impl FnMut(&str, &
     }
 }
 
+/// The field paths an [`Index`] names by one letter instead of spelling them out (every field
+/// `selectable_fields` can give but the references of events, and the two the store reads).
+const KNOWN_FIELDS: &[&str] = &[
+    "metadata.name",
+    "metadata.namespace",
+    "metadata.uid",
+    "metadata.resourceVersion",
+    "spec.nodeName",
+    "spec.driver",
+    "spec.restartPolicy",
+    "spec.schedulerName",
+    "spec.serviceAccountName",
+    "spec.hostNetwork",
+    "status.phase",
+    "status.podIP",
+    "status.nominatedNodeName",
+    "spec.unschedulable",
+    "reason",
+    "reportingController",
+    "source",
+    "type",
+];
+
 /// What selectors read of a stored object, taken from it once: its string labels, and the
 /// fields of its resource that field selectors may name (`metadata.name` and
-/// `metadata.namespace` always, `metadata.uid` and `metadata.resourceVersion` for the store). Kept compact, since every
-/// retained version of every object has one: one string holding every key and value, and where
-/// each ends.
+/// `metadata.namespace` always, `metadata.uid` and `metadata.resourceVersion` for the store).
+/// Kept compact, since every retained version of every object has one: one string holding every
+/// key and value, and where each ends.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Index {
-    /// Keys and values back to back; label keys start with `l`, field paths with `f`.
+    /// Keys and values back to back. A key is `l` and the label's key, `F` and a letter naming
+    /// one of [`KNOWN_FIELDS`], or `f` and another field's path.
     text: Box<str>,
     /// Per entry, where its key and its value end in `text` (an entry starts where the one
     /// before it ends).
@@ -326,9 +350,13 @@ impl Index {
                 }
             }
         }
+        let mut push_field = |path: &str, value: &str| match known(path) {
+            Some(letter) => push('F', letter.encode_utf8(&mut [0; 4]), value),
+            None => push('f', path, value),
+        };
         selectable_fields(plural, obj, |path, v| match v {
-            Value::String(s) => push('f', path, s),
-            other => push('f', path, &other.to_string()),
+            Value::String(s) => push_field(path, s),
+            other => push_field(path, &other.to_string()),
         });
         for internal in ["uid", "resourceVersion"] {
             if let Some(v) = obj
@@ -336,7 +364,7 @@ impl Index {
                 .and_then(|m| m.get(internal))
                 .and_then(Value::as_str)
             {
-                push('f', &format!("metadata.{internal}"), v);
+                push_field(&format!("metadata.{internal}"), v);
             }
         }
         Self {
@@ -369,8 +397,19 @@ impl Index {
     /// A selectable field (`spec.nodeName`), as a field selector compares it; None when the
     /// object does not have it (or it is null).
     pub fn field(&self, path: &str) -> Option<&str> {
-        self.find('f', path)
+        match known(path) {
+            Some(letter) => self.find('F', letter.encode_utf8(&mut [0; 4])),
+            None => self.find('f', path),
+        }
     }
+}
+
+/// The letter naming `path` in an index, when it is one of [`KNOWN_FIELDS`].
+fn known(path: &str) -> Option<char> {
+    KNOWN_FIELDS
+        .iter()
+        .position(|p| *p == path)
+        .map(|i| char::from(b'A' + i as u8))
 }
 
 #[cfg(test)]
@@ -394,6 +433,31 @@ mod tests {
         assert!(m("missing notin (x)") && !m("missing in (x)"));
         assert!(m(""));
         assert!(LabelSelector::parse("app in web").is_err());
+    }
+
+    /// Known fields by letter, other fields and labels spelled out: each reads back as it was.
+    #[test]
+    fn index_reads_back_labels_and_fields() {
+        let ev = json!({"metadata": {"name": "e", "namespace": "ns", "uid": "u1",
+                                     "resourceVersion": "7", "labels": {"a": "1", "n": 2}},
+                        "involvedObject": {"kind": "Pod", "name": "p"}, "reason": "Scheduled",
+                        "source": {"component": "magma"}, "type": null});
+        let i = Index::new("events", &ev);
+        assert_eq!(i.label("a"), Some("1"));
+        assert_eq!(i.label("n"), None, "a label that is not a string");
+        assert_eq!(i.field("metadata.name"), Some("e"));
+        assert_eq!(i.field("metadata.uid"), Some("u1"));
+        assert_eq!(i.field("metadata.resourceVersion"), Some("7"));
+        assert_eq!(i.field("involvedObject.kind"), Some("Pod"));
+        assert_eq!(i.field("involvedObject.name"), Some("p"));
+        assert_eq!(i.field("reason"), Some("Scheduled"));
+        assert_eq!(i.field("source"), Some(r#"{"component":"magma"}"#));
+        assert_eq!(i.field("type"), None, "null is missing");
+        assert_eq!(i.field("spec.nodeName"), None);
+        let m = |s: &str| FieldSelector::parse(s, "events").unwrap().matches(&i);
+        assert!(m("involvedObject.kind=Pod,reason=Scheduled,type="));
+        assert!(!m("involvedObject.uid!="));
+        assert!(KNOWN_FIELDS.len() < 26);
     }
 
     #[test]
