@@ -43,10 +43,10 @@ use crate::inner::Inner;
 use crate::managed::{Manager, Operation};
 use crate::meta;
 use crate::resources::ResourceDef;
-use crate::store::{Event, EventType, Part, State};
+use crate::store::{Event, EventType, Part, State, Stored};
 use serde_json::{Value, json};
-use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{Arc, MutexGuard};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -69,14 +69,83 @@ fn has_claims(pod: &Value) -> bool {
         .is_some_and(|a| !a.is_empty())
 }
 
-/// Whether a commit concerns the controller (decided under the store lock: cheap).
+/// Whether a commit may concern the controller (decided under the store lock: cheap, nothing
+/// parsed). A pod is handed over when its encoding has a non-empty `resourceClaims` list (the
+/// encoding is compact, and only `spec.resourceClaims` is a list of objects by that name); the
+/// controller checks the parsed pod again ([`has_claims`]) and ignores any other.
 fn relevant(ev: &Event) -> bool {
     match ev.key.as_ref() {
-        // Parsed only when the encoding names the field.
-        "/pods" => ev.obj.mentions("\"resourceClaims\"") && has_claims(&ev.obj.value()),
+        "/pods" => ev.obj.mentions("\"resourceClaims\":[{"),
         dra::CLAIM_KEY | dra::TEMPLATE_KEY => true,
         _ => false,
     }
+}
+
+/// How many parsed versions [`Parsed`] keeps.
+const PARSED_MAX: usize = 64;
+
+/// The objects the controller parsed lately, by version: a stored version never changes, so
+/// its parse holds for as long as the version lives. Each event's object is parsed once (its
+/// index update and its syncs share it), and a sync that reads a version an earlier event or
+/// sync parsed (the pod an event named, the claim just written, a template) does not parse it
+/// again. Bounded (the last [`PARSED_MAX`] versions), so it keeps no more than a few objects
+/// alive whatever the number of pods.
+#[derive(Default)]
+struct Parsed {
+    recent: VecDeque<(Arc<Stored>, Arc<Value>)>,
+}
+
+impl Parsed {
+    /// The parse of `s`, if kept.
+    fn cached(&self, s: &Arc<Stored>) -> Option<Arc<Value>> {
+        self.recent
+            .iter()
+            .find(|(k, _)| Arc::ptr_eq(k, s))
+            .map(|(_, v)| v.clone())
+    }
+
+    /// The parse of `s` (parsed now unless kept).
+    fn get(&mut self, s: &Arc<Stored>) -> Arc<Value> {
+        if let Some(v) = self.cached(s) {
+            return v;
+        }
+        let v = Arc::new(s.value());
+        if self.recent.len() >= PARSED_MAX {
+            self.recent.pop_back();
+        }
+        self.recent.push_front((s.clone(), v.clone()));
+        v
+    }
+}
+
+/// The state lock, the definitions, and an object's current version with its parse.
+type Current<'a> = (MutexGuard<'a, State>, Defs, Arc<Stored>, Arc<Value>);
+
+/// The state lock with the current version of an object and its parse, parsed without the lock
+/// held: the version is read under the lock, parsed after releasing it, and read again (a
+/// write in between means another try; after a few, it is parsed under the lock).
+fn read_current<'a>(
+    inner: &'a Inner,
+    parsed: &mut Parsed,
+    def: impl Fn(&Defs) -> &Arc<ResourceDef>,
+    ns: &str,
+    name: &str,
+) -> Option<Current<'a>> {
+    for attempt in 0..3 {
+        let st = inner.state();
+        let d = defs(&st);
+        let cur = st.get(def(&d), ns, name).ok()?;
+        if let Some(v) = parsed.cached(&cur) {
+            return Some((st, d, cur, v));
+        }
+        if attempt == 2 {
+            let v = parsed.get(&cur);
+            return Some((st, d, cur, v));
+        }
+        drop(st);
+        parsed.get(&cur);
+    }
+    unreachable!("the last attempt returns")
 }
 
 /// Starts the controller when the configuration asks for it.
@@ -95,9 +164,15 @@ pub(crate) fn spawn(inner: &Arc<Inner>) -> Option<JoinHandle<()>> {
     let rt = inner.rt.clone();
     Some(rt.spawn(async move {
         let mut index = Index::default();
+        let mut parsed = Parsed::default();
         while let Some(ev) = rx.recv().await {
-            index.observe(&ev);
-            on_event(&inner, &mut index, &ev);
+            // Parsed once, outside the state lock, for every step below.
+            let obj = parsed.get(&ev.obj);
+            if ev.key.as_ref() == "/pods" && !has_claims(&obj) {
+                continue; // `relevant` lets through pods that may have claims
+            }
+            index.observe(&ev, &obj);
+            on_event(&inner, &mut index, &mut parsed, &ev, &obj);
         }
     }))
 }
@@ -125,8 +200,7 @@ struct Index {
 }
 
 impl Index {
-    fn observe(&mut self, ev: &Event) {
-        let obj = &ev.obj.value();
+    fn observe(&mut self, ev: &Event, obj: &Value) {
         let ns = meta::meta_str(obj, "namespace");
         let name = meta::meta_str(obj, "name");
         let gone = ev.etype == EventType::Deleted;
@@ -264,31 +338,33 @@ fn owning_pod(claim: &Value) -> Option<(&str, &str)> {
         })
 }
 
-fn on_event(inner: &Inner, index: &mut Index, ev: &Event) {
-    let obj = &ev.obj.value();
+/// `obj`: the event's object, parsed.
+fn on_event(inner: &Inner, index: &mut Index, parsed: &mut Parsed, ev: &Event, obj: &Value) {
     let ns = meta::meta_str(obj, "namespace").to_string();
     match (ev.key.as_ref(), ev.etype) {
-        ("/pods", EventType::Deleted) => pod_gone(inner, index, &ns, meta::meta_str(obj, "uid")),
+        ("/pods", EventType::Deleted) => {
+            pod_gone(inner, index, parsed, &ns, meta::meta_str(obj, "uid"));
+        }
         ("/pods", _) => {
-            sync_pod(inner, index, &ns, meta::meta_str(obj, "name"));
+            sync_pod(inner, index, parsed, &ns, meta::meta_str(obj, "name"));
             if pod_done(obj) {
                 for name in claim_names(obj) {
-                    sync_claim(inner, &ns, &name);
+                    sync_claim(inner, parsed, &ns, &name);
                 }
             }
         }
         (dra::TEMPLATE_KEY, EventType::Added | EventType::Modified) => {
             let template = meta::meta_str(obj, "name");
             for p in Index::get(&index.pods_by_template, &ns, template) {
-                sync_pod(inner, index, &ns, &p);
+                sync_pod(inner, index, parsed, &ns, &p);
             }
         }
         (dra::CLAIM_KEY, EventType::Added | EventType::Modified) => {
             let claim = meta::meta_str(obj, "name").to_string();
-            sync_claim(inner, &ns, &claim);
+            sync_claim(inner, parsed, &ns, &claim);
             // Scheduled pods using it may need a reservation.
             for p in Index::get(&index.pods_by_claim, &ns, &claim) {
-                sync_pod(inner, index, &ns, &p);
+                sync_pod(inner, index, parsed, &ns, &p);
             }
         }
         _ => {}
@@ -325,6 +401,23 @@ fn owned_by(claim: &Value, pod: &Value) -> bool {
     owning_pod(claim).is_some_and(|(_, uid)| uid == meta::meta_str(pod, "uid"))
 }
 
+/// [`owned_by`] for a stored claim, parsed (through `parsed`) only when its encoding names the
+/// pod's UID.
+fn stored_owned_by(parsed: &mut Parsed, claim: &Arc<Stored>, pod: &Value) -> bool {
+    let uid = meta::meta_str(pod, "uid");
+    !uid.is_empty() && claim.mentions(uid) && owned_by(&parsed.get(claim), pod)
+}
+
+/// [`pod_done`] for a stored pod, read from its index (`status.phase`, `spec.nodeName`) and
+/// parsed only when its encoding names a `deletionTimestamp`.
+fn stored_pod_done(pod: &Stored) -> bool {
+    let index = pod.index();
+    matches!(index.field("status.phase"), Some("Succeeded" | "Failed"))
+        || (index.field("spec.nodeName").unwrap_or("").is_empty()
+            && pod.mentions("\"deletionTimestamp\"")
+            && crate::deletion::terminating(&pod.value()))
+}
+
 /// The `generateName` of a claim made for a pod claim (`<pod>-<claim>-`, shortened past 57).
 fn generate_name(pod: &str, claim: &str) -> String {
     let name = format!("{pod}-{claim}-");
@@ -336,15 +429,12 @@ fn generate_name(pod: &str, claim: &str) -> String {
     format!("{}-{}", &pod[..p], &claim[..c])
 }
 
-fn sync_pod(inner: &Inner, index: &mut Index, ns: &str, name: &str) {
-    let mut st = inner.state();
-    let d = defs(&st);
-    let Ok(pod) = st.get(&d.pods, ns, name) else {
+fn sync_pod(inner: &Inner, index: &mut Index, parsed: &mut Parsed, ns: &str, name: &str) {
+    let Some((mut st, d, mut stored, pod)) = read_current(inner, parsed, |d| &d.pods, ns, name)
+    else {
         return;
     };
-    // Read in place (a pod is a few KB: no copy per event).
-    let mut stored = pod;
-    let pod = &stored.value();
+    let pod = &*pod;
     let mut statuses: Vec<Value> = Vec::new();
     if !pod_done(pod) {
         for pc in arr(pod, "/spec/resourceClaims") {
@@ -358,7 +448,7 @@ fn sync_pod(inner: &Inner, index: &mut Index, ns: &str, name: &str) {
             if let Some((existing, _)) = claim_name(pod, pc)
                 && st
                     .get(&d.claims, ns, &existing)
-                    .is_ok_and(|c| owned_by(&c.value(), pod))
+                    .is_ok_and(|c| stored_owned_by(parsed, &c, pod))
             {
                 continue;
             }
@@ -372,7 +462,8 @@ fn sync_pod(inner: &Inner, index: &mut Index, ns: &str, name: &str) {
                 .into_iter()
                 .find(|c| {
                     st.get(&d.claims, ns, c).is_ok_and(|c| {
-                        owned_by(&c.value(), pod) && s(&c.value(), &annotation) == pc_name
+                        stored_owned_by(parsed, &c, pod)
+                            && s(&parsed.get(&c), &annotation) == pc_name
                     })
                 });
             let claim_name = match found {
@@ -381,7 +472,8 @@ fn sync_pod(inner: &Inner, index: &mut Index, ns: &str, name: &str) {
                     let Ok(t) = st.get(&d.templates, ns, template) else {
                         continue; // until the template exists
                     };
-                    let t = t.value();
+                    // One parse per template version, kept across pods.
+                    let t = parsed.get(&t);
                     let mut annotations = t
                         .pointer("/spec/metadata/annotations")
                         .cloned()
@@ -452,10 +544,15 @@ fn sync_pod(inner: &Inner, index: &mut Index, ns: &str, name: &str) {
             stored = w;
         }
     }
-    let pod = &stored.value();
-    if s(pod, "/spec/nodeName").is_empty() {
+    if stored
+        .index()
+        .field("spec.nodeName")
+        .unwrap_or("")
+        .is_empty()
+    {
         return; // the scheduler reserves
     }
+    let pod = &*parsed.get(&stored);
     for pc in arr(pod, "/spec/resourceClaims") {
         let Some((claim_name, check_owner)) = claim_name(pod, pc) else {
             continue;
@@ -463,7 +560,10 @@ fn sync_pod(inner: &Inner, index: &mut Index, ns: &str, name: &str) {
         let Ok(claim) = st.get(&d.claims, ns, &claim_name) else {
             continue;
         };
-        let claim = claim.value();
+        if !claim.mentions("\"allocation\"") {
+            continue; // not allocated: nothing to reserve
+        }
+        let claim = parsed.get(&claim);
         if check_owner && !owned_by(&claim, pod) {
             continue;
         }
@@ -475,7 +575,7 @@ fn sync_pod(inner: &Inner, index: &mut Index, ns: &str, name: &str) {
             && !reserved.iter().any(|r| s(r, "/uid") == uid)
             && reserved.len() < RESERVED_FOR_MAX
         {
-            let mut c = claim.clone();
+            let mut c = (*claim).clone();
             let mut list = reserved.to_vec();
             list.push(json!({"resource": "pods", "name": name, "uid": uid}));
             c["status"]["reservedFor"] = Value::Array(list);
@@ -494,13 +594,10 @@ fn sync_pod(inner: &Inner, index: &mut Index, ns: &str, name: &str) {
     }
 }
 
-fn sync_claim(inner: &Inner, ns: &str, name: &str) {
-    let mut st = inner.state();
-    let d = defs(&st);
-    let Ok(claim) = st.get(&d.claims, ns, name) else {
+fn sync_claim(inner: &Inner, parsed: &mut Parsed, ns: &str, name: &str) {
+    let Some((mut st, d, _, claim)) = read_current(inner, parsed, |d| &d.claims, ns, name) else {
         return;
     };
-    let claim = claim.value();
     let reserved = arr(&claim, "/status/reservedFor").to_vec();
     let valid: Vec<Value> = reserved
         .iter()
@@ -510,7 +607,7 @@ fn sync_claim(inner: &Inner, ns: &str, name: &str) {
             }
             match st.get(&d.pods, ns, s(r, "/name")) {
                 Err(_) => false,
-                Ok(p) => p.uid() == s(r, "/uid") && !pod_done(&p.value()),
+                Ok(p) => p.uid() == s(r, "/uid") && !stored_pod_done(&p),
             }
         })
         .cloned()
@@ -520,7 +617,7 @@ fn sync_claim(inner: &Inner, ns: &str, name: &str) {
         .any(|f| f.as_str() == Some(dra::DELETE_PROTECTION_FINALIZER));
     let mut claim = claim;
     if valid.len() < reserved.len() {
-        let mut c = claim.clone();
+        let mut c = (*claim).clone();
         let status = c["status"].as_object_mut().expect("claim status");
         if valid.is_empty() {
             status.remove("reservedFor");
@@ -540,7 +637,7 @@ fn sync_claim(inner: &Inner, ns: &str, name: &str) {
             Some(&Manager::update(KCM)),
             None,
         ) {
-            Ok(w) => claim = w.value(),
+            Ok(w) => claim = parsed.get(&w),
             Err(e) => {
                 tracing::warn!(claim = %format!("{ns}/{name}"), "releasing failed: {e}");
                 return;
@@ -551,7 +648,7 @@ fn sync_claim(inner: &Inner, ns: &str, name: &str) {
                 .pointer("/status/allocation")
                 .is_none_or(Value::is_null)
         {
-            let mut c = claim.clone();
+            let mut c = (*claim).clone();
             if let Some(Value::Array(f)) = c.pointer_mut("/metadata/finalizers") {
                 f.retain(|x| x.as_str() != Some(dra::DELETE_PROTECTION_FINALIZER));
             }
@@ -564,7 +661,7 @@ fn sync_claim(inner: &Inner, ns: &str, name: &str) {
                 Some(&Manager::update(KCM)),
                 None,
             ) {
-                Ok(w) => claim = w.value(),
+                Ok(w) => claim = parsed.get(&w),
                 Err(e) => {
                     tracing::warn!(claim = %format!("{ns}/{name}"), "removing the finalizer failed: {e}");
                     return;
@@ -578,7 +675,7 @@ fn sync_claim(inner: &Inner, ns: &str, name: &str) {
             .pointer("/status/allocation")
             .is_some_and(|a| !a.is_null())
         {
-            let mut c = claim.clone();
+            let mut c = (*claim).clone();
             if let Some(status) = c["status"].as_object_mut() {
                 status.remove("allocation");
             }
@@ -591,14 +688,14 @@ fn sync_claim(inner: &Inner, ns: &str, name: &str) {
                 Some(&Manager::update(KCM)),
                 None,
             ) {
-                Ok(w) => claim = w.value(),
+                Ok(w) => claim = parsed.get(&w),
                 Err(e) => {
                     tracing::warn!(claim = %format!("{ns}/{name}"), "deallocating failed: {e}");
                     return;
                 }
             }
         }
-        let mut c = claim.clone();
+        let mut c = (*claim).clone();
         if let Some(Value::Array(f)) = c.pointer_mut("/metadata/finalizers") {
             f.retain(|x| x.as_str() != Some(dra::DELETE_PROTECTION_FINALIZER));
         }
@@ -620,7 +717,7 @@ fn sync_claim(inner: &Inner, ns: &str, name: &str) {
     }
     if let Some((pod_name, pod_uid)) = owning_pod(&claim)
         && let Ok(pod) = st.get(&d.pods, ns, pod_name)
-        && (pod.uid() != pod_uid || pod_done(&pod.value()))
+        && (pod.uid() != pod_uid || stored_pod_done(&pod))
     {
         let _ = st.delete_request(&d.claims, ns, name, &DeleteOptions::default());
     }
@@ -628,7 +725,7 @@ fn sync_claim(inner: &Inner, ns: &str, name: &str) {
 
 /// A pod was deleted: its reservations are released, and the claims it alone owned are
 /// garbage-collected.
-fn pod_gone(inner: &Inner, index: &Index, ns: &str, uid: &str) {
+fn pod_gone(inner: &Inner, index: &Index, parsed: &mut Parsed, ns: &str, uid: &str) {
     let (reserving, orphans): (Vec<String>, Vec<String>) = {
         let st = inner.state();
         let d = defs(&st);
@@ -636,33 +733,34 @@ fn pod_gone(inner: &Inner, index: &Index, ns: &str, uid: &str) {
             st.get(&d.pods, ns, s(o, "/name"))
                 .is_ok_and(|p| p.uid() == s(o, "/uid"))
         };
+        // Each parsed once (usually kept from the claim's last event).
         let claims: Vec<_> = Index::get(&index.claims_by_uid, ns, uid)
             .into_iter()
             .filter_map(|c| st.get(&d.claims, ns, &c).ok())
+            .map(|c| (c.name().to_string(), parsed.get(&c)))
             .collect();
         let reserving = claims
             .iter()
-            .filter(|c| {
-                arr(&c.value(), "/status/reservedFor")
+            .filter(|(_, c)| {
+                arr(c, "/status/reservedFor")
                     .iter()
                     .any(|r| s(r, "/uid") == uid)
             })
-            .map(|c| c.name().to_string())
+            .map(|(name, _)| name.clone())
             .collect();
         let orphans = claims
             .iter()
-            .filter(|c| {
-                let c = c.value();
-                let owners = arr(&c, "/metadata/ownerReferences");
+            .filter(|(_, c)| {
+                let owners = arr(c, "/metadata/ownerReferences");
                 owners.iter().any(|o| s(o, "/uid") == uid)
                     && owners.iter().all(|o| s(o, "/kind") == "Pod" && !alive(o))
             })
-            .map(|c| c.name().to_string())
+            .map(|(name, _)| name.clone())
             .collect();
         (reserving, orphans)
     };
     for c in reserving {
-        sync_claim(inner, ns, &c);
+        sync_claim(inner, parsed, ns, &c);
     }
     let mut st = inner.state();
     let d = defs(&st);
@@ -684,5 +782,30 @@ mod tests {
         let n = generate_name(&long, "claim-name");
         assert!(n.len() <= 57, "{n}");
         assert!(n.starts_with("ppp") && n.contains("-clai"), "{n}");
+    }
+
+    /// The filter under the lock reads bytes only: every pod with claims passes, a pod with an
+    /// empty list or none does not, and whatever passes is checked again parsed.
+    #[test]
+    fn relevant_pods() {
+        let registry = crate::resources::Registry::default();
+        let pods = registry.get("", "v1", "pods").expect("built in");
+        let ev = |pod: Value| Event {
+            rv: 1,
+            key: pods.key.clone(),
+            etype: EventType::Added,
+            obj: Stored::new(&pods, &pod),
+            prev: None,
+        };
+        let with = json!({"metadata": {"name": "a", "annotations": {"x": "resourceClaims"}},
+            "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"}]}});
+        assert!(relevant(&ev(with.clone())) && has_claims(&with));
+        for without in [
+            json!({"metadata": {"name": "b"}, "spec": {"resourceClaims": []}}),
+            json!({"metadata": {"name": "c", "annotations": {"resourceClaims": "[{"}},
+                   "spec": {"containers": [{"resources": {"claims": [{"name": "gpu"}]}}]}}),
+        ] {
+            assert!(!relevant(&ev(without.clone())) && !has_claims(&without));
+        }
     }
 }
