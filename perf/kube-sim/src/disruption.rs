@@ -78,17 +78,14 @@ enum Msg {
     StalePod(String, String),
 }
 
-/// Whether a commit concerns the controller (decided under the store lock: cheap). `budgets`:
-/// how many PodDisruptionBudgets exist.
+/// Whether a commit may concern the controller (decided under the store lock: cheap, nothing
+/// parsed). `budgets`: how many PodDisruptionBudgets exist. Without budgets, a pod is handed
+/// over when its encoding names the `DisruptionTarget` condition; the controller, which parses
+/// it, does nothing for one that does not have it (no budget selects it, no stale condition).
 fn relevant(ev: &Event, budgets: usize) -> bool {
     match ev.key.as_ref() {
         PDB_KEY => true,
-        // Parsed only when the encoding names the condition.
-        "/pods" => {
-            budgets > 0
-                || (ev.obj.mentions("DisruptionTarget")
-                    && disruption_target(&ev.obj.value()).is_some())
-        }
+        "/pods" => budgets > 0 || ev.obj.mentions("DisruptionTarget"),
         _ => false,
     }
 }
@@ -183,27 +180,33 @@ impl Controller {
     }
 
     fn on_event(&mut self, ev: &Event, budgets: &mut BTreeSet<(String, String)>) {
-        let obj = &ev.obj.value();
-        let ns = meta::meta_str(obj, "namespace").to_string();
+        let ns = ev.obj.namespace().to_string();
         if ev.key.as_ref() == PDB_KEY {
-            budgets.insert((ns, meta::meta_str(obj, "name").to_string()));
+            budgets.insert((ns, ev.obj.name().to_string()));
             return;
         }
-        // A pod: the budgets that select it, before or after the change.
-        {
+        // A pod: the budgets that select it, before or after the change (the budgets read
+        // under the lock, every object parsed once after it).
+        let pdbs = {
             let st = self.inner.state();
             let d = defs(&st);
-            for b in st.list(&d.pdbs, Some(&ns)).1 {
-                let b_v = b.value();
-                let sel = b_v.pointer("/spec/selector");
-                if policy::selects(sel, labels(obj))
-                    || ev
-                        .prev
-                        .as_ref()
-                        .is_some_and(|p| policy::selects(sel, labels(&p.value())))
-                {
-                    budgets.insert((ns.clone(), b.name().to_string()));
-                }
+            st.list(&d.pdbs, Some(&ns)).1
+        };
+        let obj = &ev.obj.value();
+        let prev = if pdbs.is_empty() {
+            None
+        } else {
+            ev.prev.as_ref().map(|p| p.value())
+        };
+        for b in pdbs {
+            let b_v = b.value();
+            let sel = b_v.pointer("/spec/selector");
+            if policy::selects(sel, labels(obj))
+                || prev
+                    .as_ref()
+                    .is_some_and(|p| policy::selects(sel, labels(p)))
+            {
+                budgets.insert((ns.clone(), b.name().to_string()));
             }
         }
         if ev.etype != EventType::Deleted

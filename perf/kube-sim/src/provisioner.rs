@@ -586,6 +586,10 @@ impl Controller {
     }
 
     fn on_event(&mut self, ev: &Event) {
+        // It sees every commit: only those of its kinds are parsed, once.
+        if ![storage::PVC_KEY, storage::PV_KEY, storage::SC_KEY].contains(&ev.key.as_ref()) {
+            return;
+        }
         let obj = &ev.obj.value();
         match (ev.key.as_ref(), ev.etype) {
             (storage::PVC_KEY, EventType::Deleted) => self.claim_deleted(obj),
