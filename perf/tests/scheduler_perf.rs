@@ -3,7 +3,7 @@
 //! in-process scheduler, asserting on the JSON report; and, run explicitly, the smallest
 //! SchedulingBasic workload of the unmodified upstream file when `/work/shared` has it.
 
-use magma_perf::scheduler_perf::{Options, Status, run};
+use magma_perf::scheduler_perf::{Options, Report, Status, run};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -199,22 +199,28 @@ const UPSTREAM_CONSUMABLE: &str = concat!(
     "/../../shared/upstream/scheduler_perf/dra/consumablecapacity/performance-config.yaml"
 );
 
+/// Replay upstream's unmodified `file` (outside the repository), one workload of one test
+/// case. Without the file it fails: it never passes having checked nothing.
+async fn upstream_report(file: &str, test_case: &str, workload: &str) -> Report {
+    let path = Path::new(file);
+    assert!(
+        path.exists(),
+        "{file} is not present on this machine: nothing was checked"
+    );
+    let opts = Options {
+        test_case: Some(test_case.into()),
+        workload: Some(workload.into()),
+        timeout: Duration::from_secs(60),
+        ..Options::new(path)
+    };
+    run(&opts).await.unwrap()
+}
+
 /// upstream's SchedulingWithResourceClaimTemplate/fast, unmodified; run as the one below.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs ../shared/upstream/scheduler_perf beside the repository; .ci/run runs it when present"]
 async fn upstream_dra_claim_template_fast_workload() {
-    let file = Path::new(UPSTREAM_DRA);
-    assert!(
-        file.exists(),
-        "{UPSTREAM_DRA} is not present on this machine: nothing was checked"
-    );
-    let opts = Options {
-        test_case: Some("SchedulingWithResourceClaimTemplate".into()),
-        workload: Some("fast".into()),
-        timeout: Duration::from_secs(60),
-        ..Options::new(file)
-    };
-    let report = run(&opts).await.unwrap();
+    let report = upstream_report(UPSTREAM_DRA, "SchedulingWithResourceClaimTemplate", "fast").await;
     let w = &report.workloads[0];
     assert_eq!(w.status, Status::Ran, "{w:#?}");
     assert_eq!(w.measurements[0].pods_measured, 10);
@@ -234,18 +240,7 @@ async fn upstream_dra_claim_template_fast_workload() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs ../shared/upstream/scheduler_perf beside the repository; .ci/run runs it when present"]
 async fn upstream_dra_consumable_capacity_fast_workload() {
-    let file = Path::new(UPSTREAM_CONSUMABLE);
-    assert!(
-        file.exists(),
-        "{UPSTREAM_CONSUMABLE} is not present on this machine: nothing was checked"
-    );
-    let opts = Options {
-        test_case: Some("ConsumableCapacity".into()),
-        workload: Some("fast".into()),
-        timeout: Duration::from_secs(60),
-        ..Options::new(file)
-    };
-    let report = run(&opts).await.unwrap();
+    let report = upstream_report(UPSTREAM_CONSUMABLE, "ConsumableCapacity", "fast").await;
     let w = &report.workloads[0];
     assert_eq!(w.status, Status::Ran, "{w:#?}");
     let d = w.dra.as_ref().expect("a DRA summary");
@@ -265,18 +260,7 @@ async fn upstream_dra_consumable_capacity_fast_workload() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs ../shared/upstream/scheduler_perf beside the repository; .ci/run runs it when present"]
 async fn upstream_scheduling_basic_smallest_workload() {
-    let file = Path::new(UPSTREAM_MISC);
-    assert!(
-        file.exists(),
-        "{UPSTREAM_MISC} is not present on this machine: nothing was checked"
-    );
-    let opts = Options {
-        test_case: Some("SchedulingBasic".into()),
-        workload: Some("5Nodes".into()),
-        timeout: Duration::from_secs(60),
-        ..Options::new(file)
-    };
-    let report = run(&opts).await.unwrap();
+    let report = upstream_report(UPSTREAM_MISC, "SchedulingBasic", "5Nodes").await;
     assert_eq!(report.workloads.len(), 1);
     let w = &report.workloads[0];
     assert_eq!(w.status, Status::Ran, "{w:#?}");

@@ -851,14 +851,7 @@ mod tests {
     }
 
     fn on_n1() -> SelectorTermInput {
-        SelectorTermInput {
-            match_expressions: vec![],
-            match_fields: vec![magma_engine::model::SelectorRequirementInput {
-                key: "metadata.name".into(),
-                operator: "In".into(),
-                values: vec!["n1".into()],
-            }],
-        }
+        magma_engine::dra::devices::node_name_term("n1")
     }
 
     /// The engine's node selector is written as it is: a slice's label selector (an `Exists`

@@ -129,6 +129,18 @@ pub enum DeviceNodes<'a> {
     All,
 }
 
+/// `metadata.name In [node]`: the node selector term of an allocation local to `node`.
+pub fn node_name_term(node: &str) -> SelectorTermInput {
+    SelectorTermInput {
+        match_expressions: Vec::new(),
+        match_fields: vec![SelectorRequirementInput {
+            key: "metadata.name".into(),
+            operator: "In".into(),
+            values: vec![node.to_owned()],
+        }],
+    }
+}
+
 /// The node selector of an allocation of devices made for the node `node` (upstream's
 /// `createNodeSelector`): a device local to a node restricts the allocation to that node (by
 /// `metadata.name`); otherwise the requirements of the devices' selectors are put together in
@@ -141,16 +153,7 @@ pub fn allocation_node_selector<'a>(
     let mut term = SelectorTermInput::default();
     for d in devices {
         match d {
-            DeviceNodes::Node => {
-                return Ok(Some(SelectorTermInput {
-                    match_expressions: Vec::new(),
-                    match_fields: vec![SelectorRequirementInput {
-                        key: "metadata.name".into(),
-                        operator: "In".into(),
-                        values: vec![node.to_owned()],
-                    }],
-                }));
-            }
+            DeviceNodes::Node => return Ok(Some(node_name_term(node))),
             DeviceNodes::Selector(terms) => match terms {
                 [] => {}
                 [t] => {

@@ -965,14 +965,7 @@ impl Dra {
                         fields: Box::new([crate::model::Requirement::name_in(node.name_id)]),
                     };
                     node_selector = devices::allocation_node_selector(reach, &node.name)
-                        .unwrap_or_else(|_| {
-                            devices::allocation_node_selector(
-                                [devices::DeviceNodes::Node],
-                                &node.name,
-                            )
-                            .ok()
-                            .flatten()
-                        });
+                        .unwrap_or_else(|_| Some(devices::node_name_term(&node.name)));
                     let nodes = node_selector.as_ref().map(|t| {
                         Arc::from([crate::model::compile_node_term(t, interner)
                             .unwrap_or_else(|_| pin_node())])
