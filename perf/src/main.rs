@@ -124,6 +124,11 @@ struct SchedulerPerfArgs {
     /// `<dir>/<testcase>_<workload>.prom`.
     #[arg(long)]
     metrics_dir: Option<PathBuf>,
+    /// Multiply each workload's measured pods (and what counts by the same param) by N, so a
+    /// workload too short for upstream's 1 s samples yields a SchedulingThroughput; reported as
+    /// scaled. Default: the workloads as written.
+    #[arg(long, value_name = "N")]
+    scale_pods: Option<f64>,
 }
 
 fn scheduler_perf(a: SchedulerPerfArgs) -> anyhow::Result<()> {
@@ -142,6 +147,7 @@ fn scheduler_perf(a: SchedulerPerfArgs) -> anyhow::Result<()> {
         timeout: Duration::from_secs(a.timeout),
         dry_run: a.dry_run,
         metrics_dir: a.metrics_dir,
+        scale_pods: a.scale_pods,
         ..magma_perf::scheduler_perf::Options::new(a.file)
     };
     let rt = tokio::runtime::Runtime::new()?;

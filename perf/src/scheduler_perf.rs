@@ -2,7 +2,7 @@
 //! kubernetes/kubernetes), against Magma: its unmodified `performance-config.yaml` files
 //! ([`config`]), their templates ([`template`], [`objects`]) and `$params`, the opcodes
 //! `createNodes`, `createNamespaces`, `createPods` (`collectMetrics`,
-//! `skipWaitToCompletion`, `steadyState`), `churn`, `barrier`, `deletePods`, `sleep`,
+//! `skipWaitToCompletion`, `steadyState`), `createPodSets`, `churn`, `barrier`, `deletePods`, `sleep`,
 //! `startCollectingMetrics`/`stopCollectingMetrics`, `createAny` and `updateAny`
 //! ([`executor`]), and the DRA ones, `createResourceDriver` and `allocResourceClaims`
 //! ([`dra`]), with every
@@ -42,6 +42,7 @@ pub mod config;
 pub mod dra;
 pub mod executor;
 pub mod objects;
+pub mod scale;
 pub mod support;
 pub mod template;
 pub mod throughput;
@@ -85,6 +86,9 @@ pub struct Options {
     /// Where to write the in-process scheduler's final metrics per workload
     /// (`<testcase>_<workload>.prom`).
     pub metrics_dir: Option<PathBuf>,
+    /// `--scale-pods`: multiply each workload's measured pods by this (see [`scale`]); `None`
+    /// runs the workloads as written.
+    pub scale_pods: Option<f64>,
 }
 
 impl Options {
@@ -105,6 +109,7 @@ impl Options {
             timeout: Duration::from_secs(600),
             dry_run: false,
             metrics_dir: None,
+            scale_pods: None,
         }
     }
 }
@@ -132,7 +137,13 @@ pub struct WorkloadReport {
     pub test_case: String,
     pub workload: String,
     pub labels: Vec<String>,
+    /// The params the workload ran with (scaled ones included).
     pub params: std::collections::BTreeMap<String, serde_json::Value>,
+    /// `--scale-pods`: the factor the measured pods were multiplied by; `None`: upstream's
+    /// workload as written.
+    pub pod_scale: Option<f64>,
+    /// What that scaling changed (`measurePods 2000 → 4000`).
+    pub scaled: Vec<String>,
     pub status: Status,
     pub unsupported: Vec<Unsupported>,
     pub partial: Vec<Unsupported>,
@@ -222,10 +233,19 @@ impl Report {
                 Status::Checked => "checked",
             };
             println!("  {:<60} {status} ({:.1} s)", w.name, w.duration_s);
+            if let Some(f) = w.pod_scale {
+                println!(
+                    "    SCALED (--scale-pods {f}, not upstream's workload as written): {}",
+                    w.scaled.join(", ")
+                );
+            }
+            let scaled = w
+                .pod_scale
+                .map_or(String::new(), |f| format!(" [measured pods scaled ×{f}]"));
             for m in &w.measurements {
                 match &m.scheduling_throughput {
                     Some(s) => println!(
-                        "    {}: {} pods, SchedulingThroughput avg {:.1}  p50 {:.1}  p90 {:.1}  p99 {:.1} pods/s ({} samples){}",
+                        "    {}: {} pods, SchedulingThroughput avg {:.1}  p50 {:.1}  p90 {:.1}  p99 {:.1} pods/s ({} samples){}{scaled}",
                         m.name,
                         m.pods_measured,
                         s.average,
@@ -244,8 +264,15 @@ impl Report {
                         m.name, m.duration_s
                     ),
                     None => println!(
-                        "    {}: {} pods in {:.2} s, too fast for two 1 s samples: no SchedulingThroughput (as upstream)",
-                        m.name, m.pods_measured, m.duration_s
+                        "    {}: {} pods in {:.2} s, too fast for two 1 s samples: no SchedulingThroughput (as upstream){}",
+                        m.name,
+                        m.pods_measured,
+                        m.duration_s,
+                        if w.pod_scale.is_some() {
+                            scaled.clone()
+                        } else {
+                            "; --scale-pods N multiplies the measured pods".into()
+                        }
                     ),
                 }
             }
@@ -408,12 +435,28 @@ pub async fn run(opts: &Options) -> anyhow::Result<Report> {
         let started = Instant::now();
         let mut labels = tc.labels.clone();
         labels.extend(w.labels.iter().cloned());
+        let scaled = opts
+            .scale_pods
+            .map(|f| scale::scale_measured_pods(tc, w, f))
+            .transpose();
+        let (scaled, scale_error) = match scaled {
+            Ok(s) => (s, None),
+            Err(e) => (None, Some(format!("{e:#}"))),
+        };
+        let (tc, w) = scaled
+            .as_ref()
+            .map_or((tc, w), |s| (&s.test_case, &s.workload));
         let mut wr = WorkloadReport {
             name: format!("{}/{}", tc.name, w.name),
             test_case: tc.name.clone(),
             workload: w.name.clone(),
             labels,
             params: w.params.clone(),
+            pod_scale: opts.scale_pods,
+            scaled: scaled
+                .as_ref()
+                .map(|s| s.changes.clone())
+                .unwrap_or_default(),
             status: Status::NotRun,
             unsupported: Vec::new(),
             partial: Vec::new(),
@@ -431,6 +474,10 @@ pub async fn run(opts: &Options) -> anyhow::Result<Report> {
             duration_s: 0.0,
         };
         match config::resolve(&file, tc, w) {
+            _ if scale_error.is_some() => {
+                wr.status = Status::Error;
+                wr.error = scale_error;
+            }
             Err(e) => {
                 wr.status = Status::Error;
                 wr.error = Some(format!("{e:#}"));
@@ -450,9 +497,21 @@ pub async fn run(opts: &Options) -> anyhow::Result<Report> {
                     let (outcome, extras) = run_workload(opts, &wr.name, &ops).await;
                     let summary = extras.scheduler;
                     if let (Some(dir), Some((_, metrics))) = (&opts.metrics_dir, &summary) {
-                        let file = dir.join(format!("{}_{}.prom", tc.name, w.name));
-                        if let Err(e) = std::fs::create_dir_all(dir)
-                            .and_then(|()| std::fs::write(&file, metrics))
+                        let (file, text) = match opts.scale_pods {
+                            None => (
+                                dir.join(format!("{}_{}.prom", tc.name, w.name)),
+                                metrics.clone(),
+                            ),
+                            Some(f) => (
+                                dir.join(format!("{}_{}_scaled-x{f}.prom", tc.name, w.name)),
+                                format!(
+                                    "# magma-perf scheduler-perf --scale-pods {f}: measured pods scaled, not upstream's workload as written ({})\n{metrics}",
+                                    wr.scaled.join(", ")
+                                ),
+                            ),
+                        };
+                        if let Err(e) =
+                            std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&file, text))
                         {
                             eprintln!("scheduler-perf: writing {}: {e}", file.display());
                         }

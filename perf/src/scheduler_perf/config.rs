@@ -142,6 +142,9 @@ pub enum Op {
         /// scheduled (upstream's `createPodsSteadily`).
         steady_state: Option<Duration>,
     },
+    /// `createPodSets`: its `createPodsOp` once per namespace `<namespacePrefix>-<i>`, `i` below
+    /// `count`, one after another (each waits as that op would).
+    CreatePodSets(Vec<Op>),
     DeletePods {
         namespace: String,
         labels: BTreeMap<String, String>,
@@ -378,6 +381,7 @@ fn known_fields(opcode: &str) -> &'static [&'static str] {
             "duration",
             "durationParam",
         ],
+        "createPodSets" => &["count", "countParam", "namespacePrefix", "createPodsOp"],
         "deletePods" => &[
             "namespace",
             "labelSelector",
@@ -431,7 +435,6 @@ fn opcode_reason(opcode: &str) -> String {
         "updateDeviceConditions" | "checkPodScheduled" => {
             "DRA device binding conditions (DRADeviceBindingConditions): Magma does not wait for binding conditions".into()
         }
-        "createPodSets" => "createPodSets is not implemented by this harness".into(),
         "createPodGroups" | "waitForPodGroups" => {
             "PodGroups (gang scheduling): Magma does not schedule PodGroups".into()
         }
@@ -565,6 +568,42 @@ fn resolve_op(
                 volumes,
                 steady_state: steady.then_some(duration),
             }
+        }
+        "createPodSets" => {
+            let count = count_of(w, op, "count", "countParam")?;
+            let prefix = str_field(op, "namespacePrefix")?
+                .ok_or_else(|| anyhow::anyhow!("namespacePrefix is required"))?;
+            let inner = op
+                .get("createPodsOp")
+                .ok_or_else(|| anyhow::anyhow!("createPodsOp is required"))?;
+            let base = resolve_op(w, inner, "createPods", path, tc)
+                .map_err(|e| e.context("createPodsOp"))?;
+            Op::CreatePodSets(
+                (0..count)
+                    .map(|i| match base.clone() {
+                        Op::CreatePods {
+                            count,
+                            template,
+                            collect_metrics,
+                            skip_wait,
+                            signature_batch,
+                            volumes,
+                            steady_state,
+                            ..
+                        } => Op::CreatePods {
+                            count,
+                            namespace: Some(format!("{prefix}-{i}")),
+                            template,
+                            collect_metrics,
+                            skip_wait,
+                            signature_batch,
+                            volumes,
+                            steady_state,
+                        },
+                        other => other,
+                    })
+                    .collect(),
+            )
         }
         "deletePods" => Op::DeletePods {
             namespace: str_field(op, "namespace")?
@@ -825,6 +864,42 @@ mod tests {
             format!("{e:#}").contains("\"measurePods\" not found"),
             "{e:#}"
         );
+    }
+
+    #[test]
+    fn create_pod_sets_run_their_op_once_per_prefixed_namespace() {
+        let f = parse(
+            r#"
+- name: Sets
+  defaultPodTemplatePath: ../templates/pod.yaml
+  workloadTemplate:
+  - opcode: createPodSets
+    countParam: $initNamespaces
+    namespacePrefix: init-ns
+    createPodsOp:
+      opcode: createPods
+      countParam: $initPodsPerNamespace
+  workloads:
+  - name: small
+    params: {initNamespaces: 2, initPodsPerNamespace: 3}
+"#,
+        );
+        let tc = &f.test_cases[0];
+        let (ops, unsupported) = resolve(&f, tc, &tc.workloads[0]).unwrap();
+        assert!(unsupported.is_empty(), "{unsupported:?}");
+        let [Op::CreatePodSets(sets)] = ops.as_slice() else {
+            panic!("{ops:?}")
+        };
+        let got: Vec<(usize, Option<&str>)> = sets
+            .iter()
+            .map(|o| match o {
+                Op::CreatePods {
+                    count, namespace, ..
+                } => (*count, namespace.as_deref()),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(got, [(3, Some("init-ns-0")), (3, Some("init-ns-1"))]);
     }
 
     #[test]

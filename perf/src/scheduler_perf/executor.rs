@@ -308,6 +308,12 @@ impl Executor {
                 }
                 Ok(())
             }
+            Op::CreatePodSets(ops) => {
+                for op in ops {
+                    Box::pin(self.run_op(index, op)).await?;
+                }
+                Ok(())
+            }
             Op::DeletePods {
                 namespace,
                 labels,

@@ -249,7 +249,11 @@ fn created_objects(ops: &[Op], embedded: bool, f: &mut Findings) {
 /// server does, its Priority admission plugin off). Preemption itself is Magma's as
 /// kube-scheduler's, so workloads that preempt are run.
 fn priority_classes(ops: &[Op], f: &mut Findings) {
-    for op in ops {
+    let sets = ops.iter().flat_map(|op| match op {
+        Op::CreatePodSets(inner) => inner.as_slice(),
+        _ => &[],
+    });
+    for op in ops.iter().chain(sets) {
         let Op::CreatePods {
             template: Some(t), ..
         } = op
