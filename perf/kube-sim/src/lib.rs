@@ -621,6 +621,7 @@ mod kwok;
 mod list;
 mod managed;
 mod meta;
+mod parsed;
 mod patch;
 mod podres;
 mod policy;
