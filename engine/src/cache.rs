@@ -888,6 +888,27 @@ impl Cache {
             let id = self.interner.intern(e);
             claims.blocked = Some(crate::dra::Blocked::Invalid(id));
         }
+        // Extended resources a class provides: the claim made for them, last (`dra::extended`).
+        if claims.blocked.is_none()
+            && enabled
+            && let Some(ext) = &pod.extended
+        {
+            let registry = &self.registry;
+            let slot_of = |name: &str| {
+                pod.requests
+                    .iter()
+                    .find(|&&(s, _)| registry.name(s) == name)
+                    .map(|&(s, _)| s)
+            };
+            self.dra.resolve_extended(
+                &pod.namespace,
+                &pod.uid,
+                ext,
+                slot_of,
+                &mut self.interner,
+                &mut claims,
+            );
+        }
         if claims.blocked.is_none() && !claims.claims.is_empty() {
             claims.devices = Some(self.dra.snapshot());
         }
@@ -916,22 +937,49 @@ impl Cache {
             }
             &fresh
         };
-        if claims.claims.is_empty() {
+        // The node's allocatable decides which extended resources devices provide there.
+        let chunk = self.arena.chunk(slot as usize / crate::snapshot::CHUNK);
+        let i = slot as usize % crate::snapshot::CHUNK;
+        let mask = claims
+            .extended
+            .as_ref()
+            .map(|e| e.provided(|s| chunk.alloc(s, i)));
+        let on_node = claims.for_node(|s| chunk.alloc(s, i));
+        if on_node.is_empty() {
             return Some(Vec::new());
         }
         let snap = claims.devices.clone()?;
         let given =
-            crate::dra::allocator::allocate(&snap.devices, &snap.in_use, &claims.claims, &meta)
-                .ok()?;
-        Some(
-            self.dra
-                .assume(&pod.uid, &claims.claims, &given, &meta, &mut self.interner),
-        )
+            crate::dra::allocator::allocate(&snap.devices, &snap.in_use, &on_node, &meta).ok()?;
+        let mut out = self
+            .dra
+            .assume(&pod.uid, &on_node, &given, &meta, &mut self.interner);
+        if let (Some(e), Some(mask)) = (&claims.extended, mask) {
+            for a in out
+                .iter_mut()
+                .filter(|a| crate::dra::extended::is_special(&a.name))
+            {
+                a.create = Some(e.new_claim(mask));
+            }
+        }
+        Some(out)
+    }
+
+    /// Does the pod ask for extended resources some DeviceClass could provide (its claims are
+    /// resolved at hand-off even without `spec.resourceClaims`)?
+    pub fn dra_extended(&self, pod: &CompiledPod) -> bool {
+        pod.extended.is_some() && self.profile.dynamic_resources && self.dra.any_class()
     }
 
     /// A claim of `pod` to deallocate because it fits nowhere (`dra::Dra::deallocatable`).
     pub fn deallocatable(&self, pod: &CompiledPod) -> Option<crate::dra::Deallocation> {
-        self.dra.deallocatable(&pod.namespace, &pod.resource_claims)
+        self.dra
+            .deallocatable(&pod.namespace, &pod.resource_claims)
+            .or_else(|| {
+                pod.extended
+                    .as_ref()
+                    .and_then(|_| self.dra.stale_extended(&pod.uid))
+            })
     }
 
     /// Drop the devices the pod `uid` assumed (its bind did not go through, or it is gone).

@@ -1274,17 +1274,18 @@ impl Core {
                 self.queue.unpop(&uid);
                 continue;
             }
-            let claims = (!pod.resource_claims.is_empty()).then(|| {
-                for k in crate::dra::claim_keys(&pod.namespace, &pod.resource_claims) {
-                    // Once per pod (a pod tried again and again registers again and again;
-                    // a claim has at most its consumers here).
-                    let waiting = self.claim_waiters.entry(k).or_default();
-                    if !waiting.contains(&uid) {
-                        waiting.push(uid.clone());
+            let claims =
+                (!pod.resource_claims.is_empty() || self.cache.dra_extended(&pod)).then(|| {
+                    for k in crate::dra::claim_keys(&pod.namespace, &pod.resource_claims) {
+                        // Once per pod (a pod tried again and again registers again and again;
+                        // a claim has at most its consumers here).
+                        let waiting = self.claim_waiters.entry(k).or_default();
+                        if !waiting.contains(&uid) {
+                            waiting.push(uid.clone());
+                        }
                     }
-                }
-                Arc::new(self.cache.resolve_claims(&pod))
-            });
+                    Arc::new(self.cache.resolve_claims(&pod))
+                });
             if let Some(b) = claims.as_deref().and_then(|c| c.blocked)
                 && b.before_nodes()
             {
@@ -1477,7 +1478,7 @@ fn room_for(
 ) -> Room {
     use crate::plugins::{Cycle, Filters, Node};
     use crate::snapshot::CHUNK;
-    if !pod.claims.is_empty() || !pod.resource_claims.is_empty() {
+    if !pod.claims.is_empty() || !pod.resource_claims.is_empty() || pod.extended.is_some() {
         return Room::Unknown;
     }
     let mut filters = Filters::new(Cycle {

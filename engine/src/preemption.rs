@@ -225,6 +225,7 @@ fn by_arithmetic(cache: &Cache, pod: &CompiledPod) -> bool {
         && pod.host_ports.is_empty()
         && pod.claims.is_empty()
         && pod.resource_claims.is_empty()
+        && !cache.dra_extended(pod)
 }
 
 /// Step 3 on the node in `slot` (`SelectVictimsOnNode`): `None` when the pod does not fit even

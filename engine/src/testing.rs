@@ -394,6 +394,9 @@ impl WorkerHandle {
 // ---------------------------------------------------------------------------------------------
 
 /// A ready node with `cpu`, `mem` and room for `pods` pods (quantities as the API spells them).
+/// A request mapping of `status.extendedResourceClaimStatus`: (container, resource, request).
+pub type RequestMapping = (String, String, String);
+
 pub fn mk_node(name: &str, cpu: &str, mem: &str, pods: u32) -> NodeInput {
     NodeInput {
         name: name.into(),
@@ -431,6 +434,7 @@ pub fn mk_pod(name: &str, cpu: &str, mem: &str) -> PodInput {
         namespace: "default".into(),
         name: name.into(),
         containers: vec![ContainerInput {
+            name: "main".into(),
             requests: vec![("cpu".into(), cpu.into()), ("memory".into(), mem.into())],
             ..Default::default()
         }],
@@ -502,6 +506,11 @@ pub struct Sim {
     pub claims: BTreeMap<(String, String), crate::dra::ClaimInput>,
     /// Allocations written for claims that had one already (a double allocation).
     pub double_allocations: Vec<String>,
+    /// Claims made for pods' extended resources so far (their names' suffix).
+    extended_claims_made: usize,
+    /// Each pod's `status.extendedResourceClaimStatus`: the claim and its request mappings
+    /// (container, resource, request).
+    pub extended_status: BTreeMap<String, (String, Vec<RequestMapping>)>,
     /// Deallocations the engine asked for (`Intent::Deallocate`), in order.
     pub deallocations: Vec<crate::dra::Deallocation>,
     /// Record deallocations without carrying them out (to see a Filter's verdict before
@@ -544,6 +553,8 @@ impl Sim {
             deallocations: Vec::new(),
             hold_deallocations: false,
             double_allocations: Vec::new(),
+            extended_claims_made: 0,
+            extended_status: BTreeMap::new(),
         }
     }
 
@@ -682,7 +693,56 @@ impl Sim {
     /// each change echoed by the claim watch.
     fn write_claims(&mut self, b: &BindIntent) -> Result<(), String> {
         for a in &b.devices {
-            let k = (a.namespace.to_string(), a.name.to_string());
+            let mut k = (a.namespace.to_string(), a.name.to_string());
+            if let Some(new) = &a.create {
+                // The claim for the pod's extended resources: created (owned by the pod,
+                // annotated) and echoed, then allocated below like any claim.
+                let n = self.extended_claims_made;
+                self.extended_claims_made += 1;
+                let name = format!("{}-extended-resources-{n:05}", b.pod.name);
+                let c = crate::dra::ClaimInput {
+                    namespace: a.namespace.to_string(),
+                    name: name.clone(),
+                    uid: format!("uid-{name}"),
+                    owner_uid: Some(b.pod.uid.to_string()),
+                    requests: new
+                        .requests
+                        .iter()
+                        .map(|r| crate::dra::RequestInput {
+                            name: r.name.to_string(),
+                            exactly: Some(crate::dra::ExactInput {
+                                class: r.class.to_string(),
+                                count: r.count,
+                                ..Default::default()
+                            }),
+                            first_available: Vec::new(),
+                        })
+                        .collect(),
+                    resource_version: "1".into(),
+                    extended: true,
+                    ..Default::default()
+                };
+                self.claims
+                    .insert((c.namespace.clone(), name.clone()), c.clone());
+                self.h.input(Input::Dra(crate::dra::DraInput::Claim(c)));
+                self.extended_status.insert(
+                    b.pod.uid.to_string(),
+                    (
+                        name.clone(),
+                        new.mappings
+                            .iter()
+                            .map(|m| {
+                                (
+                                    m.container.to_string(),
+                                    m.resource_name.to_string(),
+                                    m.request.to_string(),
+                                )
+                            })
+                            .collect(),
+                    ),
+                );
+                k.1 = name;
+            }
             let Some(c) = self.claims.get_mut(&k) else {
                 return Err(format!("resourceclaim {}/{} not found", k.0, k.1));
             };
@@ -842,7 +902,15 @@ impl Sim {
                 Intent::Deallocate(d) => {
                     // The server: the allocation cleared if the claim is still at that version.
                     let key = (d.namespace.to_string(), d.name.to_string());
-                    if !self.hold_deallocations
+                    if d.delete {
+                        // A stale claim made for a pod's extended resources: deleted.
+                        if !self.hold_deallocations && self.claims.remove(&key).is_some() {
+                            self.h.input(Input::Dra(crate::dra::DraInput::ClaimDelete {
+                                namespace: key.0.clone(),
+                                name: key.1.clone(),
+                            }));
+                        }
+                    } else if !self.hold_deallocations
                         && let Some(c) = self.claims.get_mut(&key)
                         && c.resource_version == *d.resource_version
                     {

@@ -24,6 +24,7 @@ fn class(sim: &mut Sim, name: &str, selector: &str) {
     sim.dra(DraInput::Class(ClassInput {
         name: name.into(),
         selectors: vec![selector.into()],
+        ..Default::default()
     }));
 }
 
@@ -846,4 +847,227 @@ fn shares_of_a_device_every_node_reaches_never_exceed_it() {
     c.settle();
     assert_eq!(c.bound_count(), 2, "80Gi holds two shares of 30Gi");
     assert_eq!(shared_gib(&c), [("fabric/pooled".into(), 60)].into());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Extended resources backed by DRA (`DRAExtendedResource`)
+
+fn gpu_class_for(sim: &mut Sim, name: &str, extended: Option<&str>, created: &str) {
+    sim.dra(DraInput::Class(ClassInput {
+        name: name.into(),
+        selectors: vec![format!("device.driver == \"{DRIVER}\"")],
+        extended_resource_name: extended.map(str::to_owned),
+        created: created.into(),
+    }));
+}
+
+/// A pod whose only container asks for `n` of `resource`.
+fn wants(name: &str, resource: &str, n: i64) -> PodInput {
+    let mut p = mk_pod(name, "1", "1Gi");
+    p.containers[0]
+        .requests
+        .push((resource.into(), n.to_string()));
+    p
+}
+
+/// The claims made for pods' extended resources: (owner pod UID, node, devices).
+fn extended_allocations(sim: &Sim) -> Vec<(String, String, Vec<String>)> {
+    let made: BTreeSet<String> = sim
+        .claims
+        .values()
+        .filter(|c| c.extended)
+        .map(|c| c.name.clone())
+        .collect();
+    allocations(sim)
+        .into_iter()
+        .filter(|a| made.contains(&a.0))
+        .map(|(name, node, devs)| {
+            let owner = sim.claims[&("default".into(), name)]
+                .owner_uid
+                .clone()
+                .unwrap();
+            (owner, node, devs)
+        })
+        .collect()
+}
+
+/// Nodes n0 and n1 offer no `example.com/gpu` but have four GPUs each in slices; n2 offers two
+/// through its allocatable (a device plugin). Eleven one-GPU pods at four workers: eight get a
+/// claim made for them with a distinct GPU of their node, two go to n2 without one (counted by
+/// NodeResourcesFit), the eleventh is told why on every node.
+#[test]
+fn extended_resources_are_devices_where_no_node_offers_them() {
+    let mut c = Sim::workers(4);
+    gpu_class_for(
+        &mut c,
+        "gpu",
+        Some("example.com/gpu"),
+        "2026-01-01T00:00:00Z",
+    );
+    for n in ["n0", "n1"] {
+        c.add_node(mk_node(n, "64", "256Gi", 110));
+        node_slice(
+            &mut c,
+            n,
+            (0..4)
+                .map(|i| gpu(&format!("gpu-{i}"), "a100", 40))
+                .collect(),
+        );
+    }
+    let mut n2 = mk_node("n2", "64", "256Gi", 110);
+    n2.allocatable.push(("example.com/gpu".into(), "2".into()));
+    c.add_node(n2);
+    for i in 0..11 {
+        c.add_pod(wants(&format!("p{i}"), "example.com/gpu", 1));
+    }
+    c.settle();
+    assert_eq!(c.bound_count(), 10);
+    assert!(
+        c.double_allocations.is_empty(),
+        "{:?}",
+        c.double_allocations
+    );
+    let made = extended_allocations(&c);
+    assert_eq!(made.len(), 8, "{made:?}");
+    let devices: BTreeSet<String> = made.iter().flat_map(|a| a.2.clone()).collect();
+    assert_eq!(devices.len(), 8, "distinct devices: {made:?}");
+    for (owner, node, devs) in &made {
+        assert_eq!(c.node_of(owner), Some(node.as_str()), "{owner}");
+        assert!(devs.iter().all(|d| d.starts_with(&format!("{node}/"))));
+        let (claim, mappings) = &c.extended_status[owner];
+        assert!(claim.starts_with(&owner[4..]), "{claim}");
+        assert_eq!(
+            mappings,
+            &[(
+                "main".to_string(),
+                "example.com/gpu".to_string(),
+                "container-0-request-1".to_string()
+            )]
+        );
+    }
+    let on_n2 = (0..11)
+        .filter(|i| c.node_of(&format!("uid-p{i}")) == Some("n2"))
+        .count();
+    assert_eq!(on_n2, 2);
+    let waiting = (0..11)
+        .find(|i| c.node_of(&format!("uid-p{i}")).is_none())
+        .unwrap();
+    assert_eq!(
+        message(&c, &format!("p{waiting}")).as_deref(),
+        Some(
+            "0/3 nodes are unavailable: 1 Insufficient example.com/gpu, 2 cannot allocate all \
+             claims."
+        )
+    );
+}
+
+/// Every class provides `deviceclass.resource.kubernetes.io/<class>`; a pod asking for a
+/// resource no class names stays pending `Insufficient` until a class names it, and is then
+/// woken by the class.
+#[test]
+fn implicit_names_and_a_class_created_later() {
+    let mut c = Sim::workers(1);
+    c.add_node(mk_node("n0", "64", "256Gi", 110));
+    node_slice(
+        &mut c,
+        "n0",
+        (0..2)
+            .map(|i| gpu(&format!("gpu-{i}"), "a100", 40))
+            .collect(),
+    );
+    gpu_class_for(&mut c, "gpu", None, "2026-01-01T00:00:00Z");
+    c.add_pod(wants(
+        "implicit",
+        "deviceclass.resource.kubernetes.io/gpu",
+        1,
+    ));
+    c.add_pod(wants("named", "example.com/gpu", 1));
+    c.settle();
+    assert_eq!(c.node_of("uid-implicit"), Some("n0"));
+    assert_eq!(c.node_of("uid-named"), None);
+    assert_eq!(
+        message(&c, "named").as_deref(),
+        Some("0/1 nodes are unavailable: 1 Insufficient example.com/gpu.")
+    );
+    // Two classes name it: the later created provides it.
+    gpu_class_for(
+        &mut c,
+        "old",
+        Some("example.com/gpu"),
+        "2026-01-01T00:00:00Z",
+    );
+    c.dra(DraInput::Class(ClassInput {
+        name: "new".into(),
+        selectors: vec!["false".into()],
+        extended_resource_name: Some("example.com/gpu".into()),
+        created: "2026-02-01T00:00:00Z".into(),
+    }));
+    c.settle();
+    assert_eq!(
+        c.node_of("uid-named"),
+        None,
+        "the newer class selects nothing"
+    );
+    c.dra(DraInput::ClassDelete("new".into()));
+    c.settle();
+    assert_eq!(c.node_of("uid-named"), Some("n0"));
+    let made = extended_allocations(&c);
+    assert_eq!(made.len(), 2, "{made:?}");
+}
+
+/// A claim an earlier attempt made for the pod (its bind failed after creating it) is deleted
+/// (PostFilter), and the pod then gets a new one.
+#[test]
+fn a_stale_claim_for_extended_resources_is_deleted_first() {
+    let mut c = Sim::workers(1);
+    gpu_class_for(
+        &mut c,
+        "gpu",
+        Some("example.com/gpu"),
+        "2026-01-01T00:00:00Z",
+    );
+    c.add_node(mk_node("n0", "64", "256Gi", 110));
+    node_slice(
+        &mut c,
+        "n0",
+        (0..1)
+            .map(|i| gpu(&format!("gpu-{i}"), "a100", 40))
+            .collect(),
+    );
+    c.add_claim(ClaimInput {
+        namespace: "default".into(),
+        name: "p-extended-resources-old".into(),
+        uid: "old".into(),
+        owner_uid: Some("uid-p".into()),
+        extended: true,
+        requests: vec![RequestInput {
+            name: "container-0-request-1".into(),
+            exactly: Some(exactly("gpu", &[], 1)),
+            ..Default::default()
+        }],
+        ..Default::default()
+    });
+    c.add_pod(wants("p", "example.com/gpu", 1));
+    c.settle();
+    assert!(
+        c.statuses.iter().any(|s| s
+            .message
+            .starts_with("0/1 nodes are unavailable: 1 cannot schedule extended resource claim.")),
+        "{:?}",
+        c.statuses
+    );
+    assert!(
+        c.deallocations
+            .iter()
+            .any(|d| d.delete && &*d.name == "p-extended-resources-old"),
+        "{:?}",
+        c.deallocations
+    );
+    assert!(
+        !c.claims
+            .contains_key(&("default".into(), "p-extended-resources-old".into()))
+    );
+    let st: Vec<_> = c.statuses.iter().map(|s| s.message.to_string()).collect();
+    assert_eq!(c.node_of("uid-p"), Some("n0"), "{st:?}");
+    assert_eq!(extended_allocations(&c).len(), 1);
 }

@@ -468,6 +468,7 @@ fn class(name: &str, driver: &str) -> ClassInput {
     ClassInput {
         name: name.into(),
         selectors: vec![format!("device.driver == \"{driver}\"")],
+        ..Default::default()
     }
 }
 
@@ -1353,6 +1354,7 @@ fn allocator_all_devices_and_admin_access_rows() {
                     selectors: vec![format!(
                         "device.driver == \"{DA}\" && device.attributes[\"{DA}\"].selected"
                     )],
+                    ..Default::default()
                 }],
                 claims: vec![claim(
                     "claim-0",
@@ -3224,6 +3226,7 @@ fn class_multi(name: &str, driver: &str, multi: bool) -> ClassInput {
         selectors: vec![format!(
             "device.driver == \"{driver}\" && device.allowMultipleAllocations == {multi}"
         )],
+        ..Default::default()
     }
 }
 
@@ -4149,6 +4152,7 @@ fn device_class() -> ClassInput {
     ClassInput {
         name: CLASS.into(),
         selectors: Vec::new(),
+        ..Default::default()
     }
 }
 

@@ -61,6 +61,7 @@ fn container(c: Container, init: bool, statuses: Option<&Vec<ContainerStatus>>) 
         });
     let (requests, limits) = c.resources.map_or((None, None), |r| (r.requests, r.limits));
     ContainerInput {
+        name: c.name,
         requests: resources_owned(requests),
         limits: resources_owned(limits),
         ports: c

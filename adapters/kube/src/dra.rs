@@ -58,7 +58,8 @@ use k8s_openapi::api::resource::v1::{
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::Api;
-use kube::api::{Patch, PatchParams};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use magma_engine::dra::extended::{EXTENDED_CLAIM_ANNOTATION, NewClaim};
 use magma_engine::dra::{AllocatedInput, ClaimAllocation};
 use magma_engine::model::SelectorTermInput;
 use serde_json::{Value, json};
@@ -334,6 +335,8 @@ pub struct Written {
     pub allocation: Option<AllocationResult>,
     /// The claim as the last write answered.
     pub state: ClaimState,
+    /// This bind created the claim (for the pod's extended resources): Unreserve deletes it.
+    pub created: bool,
 }
 
 /// `status.allocation` for `devices` with `node_selector` (the engine's): the results, the configs kube-scheduler's
@@ -621,6 +624,7 @@ async fn bind_claim(
                     reserved: true,
                     allocation: alloc,
                     state: s,
+                    created: false,
                 });
                 return Ok(());
             }
@@ -632,7 +636,8 @@ async fn bind_claim(
 }
 
 /// PreBind of the claims `devices` for `pod`. On failure, the claims written so far
-/// are unreserved before the error is returned.
+/// are unreserved (and the claim made for its extended resources deleted) before the error is
+/// returned.
 pub async fn bind_claims(
     ctx: &Caller,
     claims: &ResourceClaims,
@@ -641,12 +646,195 @@ pub async fn bind_claims(
 ) -> Result<Vec<Written>, String> {
     let mut written = Vec::new();
     for c in devices {
-        if let Err(e) = bind_claim(ctx, claims, pod, c, &mut written).await {
+        let done = match &c.create {
+            None => bind_claim(ctx, claims, pod, c, &mut written).await,
+            Some(new) => bind_extended(ctx, claims, pod, c, new, &mut written).await,
+        };
+        if let Err(e) = done {
             unreserve(ctx, claims, pod, &written).await;
             return Err(e);
         }
     }
     Ok(written)
+}
+
+/// The claim for the pod's extended resources backed by DRA, as upstream's PreBind creates it
+/// (`createExtendedResourceClaimInAPI`): `generateName` `<pod>-extended-resources-`, owned by
+/// the pod (controller), annotated `resource.kubernetes.io/extended-resource-claim: "true"`, one
+/// `ExactCount` request per container and resource.
+pub fn extended_claim(pod: PodRef<'_>, new: &NewClaim) -> Value {
+    let requests: Vec<Value> = new
+        .requests
+        .iter()
+        .map(|r| {
+            json!({"name": &*r.name, "exactly": {
+                "deviceClassName": &*r.class, "allocationMode": "ExactCount", "count": r.count}})
+        })
+        .collect();
+    json!({
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {
+            "generateName": format!("{}-extended-resources-", pod.name),
+            "namespace": pod.namespace,
+            "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": pod.name,
+                "uid": pod.uid, "controller": true}],
+            "annotations": {EXTENDED_CLAIM_ANNOTATION: "true"},
+        },
+        "spec": {"devices": {"requests": requests}},
+    })
+}
+
+/// `status.extendedResourceClaimStatus` naming the claim `claim` made for the pod.
+pub fn extended_status(claim: &str, new: &NewClaim) -> Value {
+    let mappings: Vec<Value> = new
+        .mappings
+        .iter()
+        .map(|m| {
+            json!({"containerName": &*m.container, "resourceName": &*m.resource_name,
+                "requestName": &*m.request})
+        })
+        .collect();
+    json!({"status": {"extendedResourceClaimStatus": {
+        "requestMappings": mappings, "resourceClaimName": claim}}})
+}
+
+/// PreBind of the claim for the pod's extended resources: created, then allocated and reserved
+/// as any claim (`bind_claim`), then named in the pod's status with its request mappings
+/// (`patchPodExtendedResourceClaimStatus`). Created is recorded at once, so any later failure
+/// deletes it (Unreserve).
+async fn bind_extended(
+    ctx: &Caller,
+    claims: &ResourceClaims,
+    pod: PodRef<'_>,
+    c: &ClaimAllocation,
+    new: &NewClaim,
+    written: &mut Vec<Written>,
+) -> Result<(), String> {
+    let api: Api<ResourceClaim> = Api::namespaced(ctx.client.clone(), pod.namespace);
+    let body: ResourceClaim = serde_json::from_value(extended_claim(pod, new))
+        .map_err(|e| format!("create claim for extended resources: {e}"))?;
+    let created = match ctx.call(api.create(&PostParams::default(), &body)).await {
+        Ok(Ok(created)) => created,
+        Ok(Err(e)) => {
+            return Err(format!(
+                "create claim for extended resources {}/<generated>: {}",
+                pod.namespace,
+                api_message(&e)
+            ));
+        }
+        Err(timeout) => return Err(format!("create claim for extended resources: {timeout}")),
+    };
+    claims.wrote(&created);
+    let state = ClaimState::of(&created);
+    let name = created.metadata.name.clone().unwrap_or_default();
+    written.push(Written {
+        namespace: pod.namespace.to_owned(),
+        name: name.clone(),
+        reserved: false,
+        allocation: None,
+        state: state.clone(),
+        created: true,
+    });
+    let real = ClaimAllocation {
+        name: Arc::from(name.as_str()),
+        uid: Arc::from(state.uid.as_str()),
+        create: None,
+        ..c.clone()
+    };
+    bind_claim(ctx, claims, pod, &real, written).await?;
+    let pods: Api<k8s_openapi::api::core::v1::Pod> =
+        Api::namespaced(ctx.client.clone(), pod.namespace);
+    let patch = extended_status(&name, new);
+    match ctx
+        .call(pods.patch_status(pod.name, &PatchParams::default(), &Patch::Merge(&patch)))
+        .await
+    {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(format!(
+            "update pod {}/{} ExtendedResourceClaimStatus: {}",
+            pod.namespace,
+            pod.name,
+            api_message(&e)
+        )),
+        Err(timeout) => Err(format!(
+            "update pod {}/{} ExtendedResourceClaimStatus: {timeout}",
+            pod.namespace, pod.name
+        )),
+    }
+}
+
+/// Delete a claim this scheduler made for a pod's extended resources (upstream's
+/// `deleteClaim`): the finalizer `resource.kubernetes.io/delete-protection` removed first, then
+/// deleted on the condition that it is still that claim (UID). Gone already is done.
+pub async fn delete_claim(
+    ctx: &Caller,
+    claims: &ResourceClaims,
+    namespace: &str,
+    name: &str,
+    uid: &str,
+) -> Result<(), String> {
+    let api: Api<ResourceClaim> = Api::namespaced(ctx.client.clone(), namespace);
+    let mut s = claims
+        .get(namespace, name)
+        .filter(|s| s.uid == uid)
+        .map(|s| (*s).clone());
+    for attempt in 0..ATTEMPTS {
+        if attempt > 0 {
+            tokio::time::sleep(RETRY_AFTER).await;
+        }
+        let cur = match s.take() {
+            Some(c) => c,
+            None => match read(ctx, &api, name).await? {
+                Some(c) if c.uid == uid => c,
+                _ => return Ok(()),
+            },
+        };
+        if !cur
+            .finalizers
+            .iter()
+            .any(|f| f == DELETE_PROTECTION_FINALIZER)
+        {
+            break;
+        }
+        let rest: Vec<&String> = cur
+            .finalizers
+            .iter()
+            .filter(|f| *f != DELETE_PROTECTION_FINALIZER)
+            .collect();
+        let patch = json!({"metadata": {"uid": uid, "resourceVersion": cur.resource_version,
+            "finalizers": if rest.is_empty() { Value::Null } else { json!(rest) }}});
+        match write(
+            ctx,
+            api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)),
+        )
+        .await
+        {
+            Ok(updated) => {
+                claims.wrote(&updated);
+                break;
+            }
+            Err(Failure::Conflict(_)) if attempt + 1 < ATTEMPTS => {}
+            Err(Failure::Conflict(e) | Failure::Other(e)) => {
+                return Err(format!("update resourceclaim {namespace}/{name}: {e}"));
+            }
+        }
+    }
+    let params = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: Some(uid.to_owned()),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    match ctx.call(api.delete(name, &params)).await? {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(()),
+        Err(e) => Err(format!(
+            "delete resourceclaim {namespace}/{name}: {}",
+            api_message(&e)
+        )),
+    }
 }
 
 /// Does the allocation `a` give exactly `devices` (request, driver, pool, device)?
@@ -685,10 +873,24 @@ pub async fn unreserve(
     pod: PodRef<'_>,
     written: &[Written],
 ) {
-    for w in written.iter().filter(|w| w.reserved) {
+    let created = |w: &Written| {
+        written
+            .iter()
+            .any(|c| c.created && c.namespace == w.namespace && c.name == w.name)
+    };
+    for w in written.iter().filter(|w| w.reserved && !created(w)) {
         if let Err(e) = unreserve_claim(ctx, claims, pod, w).await {
             tracing::warn!(pod = %format!("{}/{}", pod.namespace, pod.name),
                 claim = %format!("{}/{}", w.namespace, w.name), error = %e, "unreserve failed");
+        }
+    }
+    // The claim made for the pod's extended resources goes with the attempt (upstream's
+    // `unreserveExtendedResourceClaim`).
+    for w in written.iter().filter(|w| w.created) {
+        if let Err(e) = delete_claim(ctx, claims, &w.namespace, &w.name, &w.state.uid).await {
+            tracing::warn!(pod = %format!("{}/{}", pod.namespace, pod.name),
+                claim = %format!("{}/{}", w.namespace, w.name), error = %e,
+                "deleting the claim made for extended resources failed");
         }
     }
 }
@@ -818,7 +1020,14 @@ async fn unreserve_claim(
 /// server answers a changed claim with a conflict, and that change reaches the engine and its
 /// pod through the watch anyway). The finalizer stays; the resource-claim controller removes it
 /// once the claim is deallocated.
+///
+/// The claim an earlier attempt made for the pod's extended resources (`delete`) is deleted
+/// instead (`delete_claim`, read afresh: the watch shows the engine the outcome).
 pub async fn deallocate(ctx: &Caller, d: &magma_engine::dra::Deallocation) -> Result<(), String> {
+    if d.delete {
+        let fresh = ResourceClaims::default();
+        return delete_claim(ctx, &fresh, &d.namespace, &d.name, &d.uid).await;
+    }
     let api: Api<ResourceClaim> = Api::namespaced(ctx.client.clone(), &d.namespace);
     let body = json!({
         "metadata": {"uid": &*d.uid, "resourceVersion": &*d.resource_version},
@@ -988,6 +1197,69 @@ mod tests {
                 {"source": "FromClaim", "requests": ["a", "c"], "opaque": {"driver": "d", "parameters": {"ac": true}}},
                 {"source": "FromClaim", "requests": ["b/small"], "opaque": {"driver": "d", "parameters": {"small": true}}},
             ])
+        );
+    }
+
+    #[test]
+    fn the_claim_for_extended_resources_is_upstreams() {
+        use magma_engine::dra::extended::{ClaimRequest, Mapping};
+        let new = NewClaim {
+            requests: vec![ClaimRequest {
+                name: "container-0-request-1".into(),
+                class: "gpu".into(),
+                count: 2,
+                resource: 0,
+            }],
+            mappings: vec![Mapping {
+                container: "main".into(),
+                resource_name: "example.com/gpu".into(),
+                request: "container-0-request-1".into(),
+                resource: 0,
+            }],
+        };
+        let pod = PodRef {
+            namespace: "ns",
+            name: "p",
+            uid: "pod-uid",
+        };
+        let c: ResourceClaim = serde_json::from_value(extended_claim(pod, &new)).unwrap();
+        assert_eq!(
+            c.metadata.generate_name.as_deref(),
+            Some("p-extended-resources-")
+        );
+        let owner = &c.metadata.owner_references.as_ref().unwrap()[0];
+        assert_eq!(
+            (&*owner.kind, &*owner.uid, owner.controller),
+            ("Pod", "pod-uid", Some(true))
+        );
+        assert_eq!(
+            c.metadata.annotations.as_ref().unwrap()[EXTENDED_CLAIM_ANNOTATION],
+            "true"
+        );
+        let r = &c.spec.devices.as_ref().unwrap().requests.as_ref().unwrap()[0];
+        let e = r.exactly.as_ref().unwrap();
+        assert_eq!(
+            (
+                &*r.name,
+                &*e.device_class_name,
+                e.count,
+                e.allocation_mode.as_deref()
+            ),
+            ("container-0-request-1", "gpu", Some(2), Some("ExactCount"))
+        );
+        let status: k8s_openapi::api::core::v1::PodStatus = serde_json::from_value(
+            extended_status("p-extended-resources-x1", &new)["status"].clone(),
+        )
+        .unwrap();
+        let s = status.extended_resource_claim_status.unwrap();
+        assert_eq!(s.resource_claim_name, "p-extended-resources-x1");
+        assert_eq!(
+            (
+                &*s.request_mappings[0].container_name,
+                &*s.request_mappings[0].resource_name,
+                &*s.request_mappings[0].request_name
+            ),
+            ("main", "example.com/gpu", "container-0-request-1")
         );
     }
 

@@ -102,6 +102,12 @@ pub struct ClassInput {
     pub name: String,
     /// `spec.selectors[].cel.expression`.
     pub selectors: Vec<String>,
+    /// `spec.extendedResourceName`: pods asking for this extended resource get devices of the
+    /// class (`DRAExtendedResource`).
+    pub extended_resource_name: Option<String>,
+    /// `metadata.creationTimestamp` (RFC 3339): of two classes naming one extended resource,
+    /// the one created later provides it (the first name in order when created together).
+    pub created: String,
 }
 
 /// Where a device can be used.
@@ -279,6 +285,11 @@ pub struct Inventory {
     /// Pools: (driver, pool) → (newest generation, slice count).
     pools: HashMap<(Arc<str>, Arc<str>), PoolEntry>,
     classes: HashMap<Arc<str>, Arc<[Arc<str>]>>,
+    /// Each class's `extendedResourceName` and creation time.
+    class_extended: HashMap<Arc<str>, (Arc<str>, Arc<str>)>,
+    /// The class providing each extended resource named by some class (the API's rule for two
+    /// classes naming one resource: the later created, then the first name).
+    extended: HashMap<Arc<str>, Arc<str>>,
     /// Memoised selector results: expression → (selector, result per device id: 0 unknown,
     /// 1 match, 2 no match, 3 error).
     selectors: HashMap<Arc<str>, (Selector, Vec<u8>)>,
@@ -544,6 +555,8 @@ impl Inventory {
     ) -> Vec<ModelError> {
         *self = Inventory {
             classes: std::mem::take(&mut self.classes),
+            class_extended: std::mem::take(&mut self.class_extended),
+            extended: std::mem::take(&mut self.extended),
             root: self.root.take(),
             ..Inventory::default()
         };
@@ -553,21 +566,71 @@ impl Inventory {
     }
 
     pub fn apply_class(&mut self, c: ClassInput) {
+        self.insert_class(c);
+        self.map_extended();
+    }
+
+    fn insert_class(&mut self, c: ClassInput) {
+        let name: Arc<str> = Arc::from(c.name.as_str());
         self.classes.insert(
-            Arc::from(c.name.as_str()),
+            name.clone(),
             c.selectors.iter().map(|s| Arc::from(s.as_str())).collect(),
         );
+        match c.extended_resource_name.filter(|e| !e.is_empty()) {
+            Some(e) => {
+                let v = (Arc::from(e.as_str()), Arc::from(c.created.as_str()));
+                self.class_extended.insert(name, v);
+            }
+            None => {
+                self.class_extended.remove(&name);
+            }
+        }
     }
 
     pub fn remove_class(&mut self, name: &str) {
         self.classes.remove(name);
+        if self.class_extended.remove(name).is_some() {
+            self.map_extended();
+        }
     }
 
     pub fn reset_classes(&mut self, all: Vec<ClassInput>) {
         self.classes.clear();
+        self.class_extended.clear();
         for c in all {
-            self.apply_class(c);
+            self.insert_class(c);
         }
+        self.map_extended();
+    }
+
+    /// Rebuild which class provides each explicitly named extended resource (O(classes), on a
+    /// class change only).
+    fn map_extended(&mut self) {
+        let mut best: HashMap<Arc<str>, (&Arc<str>, &Arc<str>)> = HashMap::new();
+        for (class, (resource, created)) in &self.class_extended {
+            let e = best.entry(resource.clone()).or_insert((created, class));
+            // Later created wins; created together, the first name.
+            if (created, std::cmp::Reverse(class)) > (e.0, std::cmp::Reverse(e.1)) {
+                *e = (created, class);
+            }
+        }
+        self.extended = best.into_iter().map(|(r, (_, c))| (r, c.clone())).collect();
+    }
+
+    /// The class whose devices provide the extended resource `resource`: the class a class's
+    /// implicit name (`deviceclass.resource.kubernetes.io/<class>`) names if it exists, else
+    /// the class naming it in `extendedResourceName`.
+    pub fn extended_class(&self, resource: &str) -> Option<Arc<str>> {
+        if let Some(class) = resource.strip_prefix(crate::model::DEVICE_CLASS_PREFIX) {
+            return self.classes.get_key_value(class).map(|(k, _)| k.clone());
+        }
+        self.extended.get(resource).cloned()
+    }
+
+    /// Some class provides an extended resource explicitly or could implicitly (any class at
+    /// all): pods with extended resource requests are resolved against the classes.
+    pub fn any_class(&self) -> bool {
+        !self.classes.is_empty()
     }
 
     /// A class's selectors, `None` when it does not exist.

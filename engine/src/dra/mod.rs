@@ -25,12 +25,14 @@ pub mod allocator;
 pub mod capacity;
 pub mod cel;
 pub mod devices;
+pub mod extended;
 
 use crate::event::{self, Events};
 pub use crate::model::pod_claims::{ClaimSource, PodClaim, PodClaimInput, compile_claims};
 use crate::model::{Interner, ModelError, Term};
 use crate::resource_version::resource_version_order;
 use devices::DevId;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -124,6 +126,9 @@ pub struct ClaimInput {
     /// `metadata.resourceVersion`: a version older than the one held is not applied (the
     /// adapter shows the engine its own writes as they are answered, ahead of the watch).
     pub resource_version: String,
+    /// Annotated `resource.kubernetes.io/extended-resource-claim: "true"`: the claim a
+    /// scheduler made for its owner pod's extended resources (`extended`).
+    pub extended: bool,
 }
 
 /// A change to the ResourceClaims, ResourceSlices or DeviceClasses.
@@ -171,6 +176,10 @@ pub enum Blocked {
     /// On a node: `invalid resource pools were encountered` (devices that could serve are in
     /// pools upstream skips as invalid).
     InvalidPools,
+    /// On every node: `cannot schedule extended resource claim`: the claim made for the pod's
+    /// extended resources by an earlier attempt exists (its bind failed); it is deleted
+    /// (PostFilter, `Dra::deallocatable`) and the pod tried again.
+    StaleExtended,
 }
 
 impl Blocked {
@@ -202,6 +211,7 @@ impl Blocked {
             Blocked::CannotAllocate => allocator::NoFit::CannotAllocate.message().to_owned(),
             Blocked::Unavailable => allocator::NoFit::Unavailable.message().to_owned(),
             Blocked::InvalidPools => allocator::NoFit::InvalidPools.message().to_owned(),
+            Blocked::StaleExtended => "cannot schedule extended resource claim".to_owned(),
         }
     }
 
@@ -217,6 +227,9 @@ impl Blocked {
                     | event::NODE_LABELS_CHANGED
             }
             Blocked::Unavailable => event::NODE_ADDED | event::NODE_LABELS_CHANGED,
+            // Its deletion frees what it holds, or changes nothing the pod needs (woken by
+            // name: `Core::claim_waiters`).
+            Blocked::StaleExtended => event::DEVICES_FREED,
             // A missing class, or a selector failing on some device.
             Blocked::Invalid(_) => event::DEVICES_CHANGED,
             Blocked::SwitchedOff(_)
@@ -233,7 +246,10 @@ impl Blocked {
     pub fn before_nodes(&self) -> bool {
         !matches!(
             self,
-            Blocked::CannotAllocate | Blocked::Unavailable | Blocked::InvalidPools
+            Blocked::CannotAllocate
+                | Blocked::Unavailable
+                | Blocked::InvalidPools
+                | Blocked::StaleExtended
         )
     }
 
@@ -288,6 +304,22 @@ pub struct PodClaims {
     /// more than one node reaches it) and the error. The cache holds the pod back when such a
     /// device is on a node of the cluster (`Cache::resolve_claims`), as upstream's Filter error.
     pub selector_errors: Vec<(Option<u32>, Arc<str>)>,
+    /// Extended resources a class provides (`extended`): the special claim is the last of
+    /// `claims`, and on each node only the resources the node does not offer are allocated.
+    pub extended: Option<Arc<extended::Extended>>,
+}
+
+impl PodClaims {
+    /// The claims to allocate on a node whose allocatable of a resource is `alloc(slot)`.
+    pub fn for_node(
+        &self,
+        alloc: impl Fn(crate::model::Slot) -> i64,
+    ) -> Cow<'_, [allocator::PodClaim]> {
+        match &self.extended {
+            None => Cow::Borrowed(&self.claims),
+            Some(e) => e.for_node(&self.claims, e.provided(alloc)),
+        }
+    }
 }
 
 impl PartialEq for PodClaims {
@@ -381,6 +413,8 @@ struct Claim {
     assumed: Option<Assumed>,
     /// `status.reservedFor` names some consumer.
     reserved: bool,
+    /// The claim made for its owner's extended resources (or the engine's stand-in for it).
+    extended: bool,
 }
 
 impl Claim {
@@ -405,6 +439,9 @@ pub struct Deallocation {
     pub name: Arc<str>,
     pub uid: Arc<str>,
     pub resource_version: Arc<str>,
+    /// Delete the claim instead (the claim an earlier attempt made for the pod's extended
+    /// resources, upstream's PostFilter `deleteClaim`: its finalizer removed, then deleted).
+    pub delete: bool,
 }
 
 /// What a change did (`Dra::apply`).
@@ -427,6 +464,8 @@ pub struct Dra {
     in_use_dirty: bool,
     /// The claims each pod's assumptions are on (by pod UID).
     assumed_by: HashMap<Arc<str>, Vec<ClaimKey>>,
+    /// The claim made for each pod's extended resources (by owner UID).
+    extended_claims: HashMap<Arc<str>, ClaimKey>,
 }
 
 /// What workers read of DRA: the devices and what is in use (immutable, with the snapshot).
@@ -454,6 +493,9 @@ pub struct ClaimAllocation {
     /// by `metadata.name` when a device is local to it, else the requirements of the selectors
     /// of the slices (or devices) given, `None` when every device is available on every node.
     pub node_selector: Option<crate::model::SelectorTermInput>,
+    /// The claim for the pod's extended resources, to create before its allocation is written
+    /// (`name` is then the engine's stand-in, `extended::special_name`).
+    pub create: Option<extended::NewClaim>,
 }
 
 impl Dra {
@@ -474,21 +516,40 @@ impl Dra {
             DraInput::ClaimDelete { namespace, name } => {
                 let k = key(&namespace, &name);
                 let mut events = 0;
-                if let Some(c) = self.claims.remove(&k)
-                    && c.is_allocated()
-                {
-                    self.in_use_dirty = true;
-                    events = event::DEVICES_FREED;
+                if let Some(c) = self.claims.remove(&k) {
+                    if c.is_allocated() {
+                        self.in_use_dirty = true;
+                    }
+                    // A stale claim for extended resources gone lets its pod be tried again.
+                    if c.is_allocated() || c.extended {
+                        events = event::DEVICES_FREED;
+                    }
+                    if c.extended
+                        && let Some(owner) = &c.owner
+                        && self.extended_claims.get(owner) == Some(&k)
+                    {
+                        self.extended_claims.remove(owner);
+                    }
                 }
                 (events, Touched::One(k))
             }
             DraInput::ClaimReset(all) => {
-                // Our assumptions survive a relist: their writes are still in flight.
+                // Our assumptions survive a relist: their writes are still in flight. So do the
+                // stand-ins for claims not created yet.
+                let mut specials = Vec::new();
                 let assumed: HashMap<_, _> = self
                     .claims
                     .drain()
-                    .filter_map(|(k, c)| c.assumed.map(|a| (k, a)))
+                    .filter_map(|(k, c)| {
+                        if extended::is_special(&k.1) {
+                            specials.push((k, c));
+                            return None;
+                        }
+                        c.assumed.map(|a| (k, a))
+                    })
                     .collect();
+                self.claims.extend(specials);
+                self.extended_claims.clear();
                 for c in all {
                     taken_nodes.extend(self.insert(c, interner, &mut errors).0);
                 }
@@ -554,7 +615,26 @@ impl Dra {
         {
             return (Vec::new(), false);
         }
-        let old = self.claims.remove(&k);
+        let mut old = self.claims.remove(&k);
+        if c.extended
+            && let Some(owner) = c.owner_uid.as_deref().filter(|o| !o.is_empty())
+        {
+            let owner: Arc<str> = Arc::from(owner);
+            // The claim this scheduler is creating for the pod: the devices assumed for its
+            // stand-in are now assumed for it.
+            if old.is_none() {
+                let stand_in = (k.0.clone(), extended::special_name(&owner));
+                if let Some(s) = self.claims.remove(&stand_in) {
+                    if let Some(keys) = self.assumed_by.get_mut(&owner) {
+                        for x in keys.iter_mut().filter(|x| **x == stand_in) {
+                            *x = k.clone();
+                        }
+                    }
+                    old = Some(s);
+                }
+            }
+            self.extended_claims.insert(owner, k.clone());
+        }
         let allocation = match &c.allocation {
             None => None,
             Some(a) => {
@@ -640,6 +720,7 @@ impl Dra {
                 allocation,
                 assumed,
                 reserved: !c.reserved_for.is_empty(),
+                extended: c.extended,
             },
         );
         self.in_use_dirty |= !unchanged;
@@ -923,6 +1004,24 @@ impl Dra {
         let view = self.inventory.view();
         let mut out = Vec::with_capacity(claims.len());
         for (c, g) in claims.iter().zip(given) {
+            if extended::is_special(&c.name) {
+                // The stand-in holds the devices until the claim is created (`insert`).
+                self.claims
+                    .entry((c.namespace.clone(), c.name.clone()))
+                    .or_insert_with(|| Claim {
+                        uid: c.uid.clone(),
+                        owner: Some(pod.clone()),
+                        deleting: false,
+                        requests: Vec::new(),
+                        constraints: Vec::new(),
+                        unsupported: None,
+                        resource_version: Arc::from(""),
+                        allocation: None,
+                        assumed: None,
+                        reserved: false,
+                        extended: true,
+                    });
+            }
             let Some(entry) = self.claims.get_mut(&key(&c.namespace, &c.name)) else {
                 continue;
             };
@@ -1008,6 +1107,7 @@ impl Dra {
                 uid: c.uid.clone(),
                 devices,
                 node_selector,
+                create: None,
             });
         }
         out
@@ -1027,9 +1127,114 @@ impl Dra {
                     name: k.1.clone(),
                     uid: c.uid.clone(),
                     resource_version: c.resource_version.clone(),
+                    delete: false,
                 },
             )
         })
+    }
+
+    /// The claim an earlier attempt made for the extended resources of pod `pod_uid` (its bind
+    /// failed), not being given devices by a decision of ours: deleted, the pod is tried anew.
+    pub fn stale_extended(&self, pod_uid: &str) -> Option<Deallocation> {
+        if self.extended_claims.is_empty() {
+            return None;
+        }
+        let k = self.extended_claims.get(pod_uid)?;
+        let c = self.claims.get(k)?;
+        (c.assumed.is_none() && !c.deleting).then(|| Deallocation {
+            namespace: k.0.clone(),
+            name: k.1.clone(),
+            uid: c.uid.clone(),
+            resource_version: c.resource_version.clone(),
+            delete: true,
+        })
+    }
+
+    /// Resolve the pod's extended resources backed by DRA (upstream's
+    /// `preFilterExtendedResources`) into `out`: the special claim, last, with a request per
+    /// container and resource a class provides (`extended`). `slot_of`: the resource's slot in
+    /// the pod's requests. Nothing when no class provides any of them.
+    pub fn resolve_extended(
+        &mut self,
+        namespace: &str,
+        pod_uid: &str,
+        requests: &[crate::model::ExtendedRequest],
+        slot_of: impl Fn(&str) -> Option<crate::model::Slot>,
+        interner: &mut Interner,
+        out: &mut PodClaims,
+    ) {
+        let mut resources: Vec<(Arc<str>, Arc<str>, crate::model::Slot)> = Vec::new();
+        for r in requests {
+            if resources.iter().any(|(n, ..)| *n == r.resource) {
+                continue;
+            }
+            if let (Some(class), Some(slot)) = (
+                self.inventory.extended_class(&r.resource),
+                slot_of(&r.resource),
+            ) {
+                resources.push((r.resource.clone(), class, slot));
+            }
+        }
+        if resources.is_empty() {
+            return;
+        }
+        resources.sort_by(|a, b| a.0.cmp(&b.0));
+        resources.truncate(extended::MAX_RESOURCES);
+        let classes: Vec<(Arc<str>, Arc<str>)> = resources
+            .iter()
+            .map(|(r, c, _)| (r.clone(), c.clone()))
+            .collect();
+        let (claim_requests, mappings) = extended::requests_and_mappings(requests, &classes);
+        let name = extended::special_name(pod_uid);
+        let inputs: Vec<RequestInput> = claim_requests
+            .iter()
+            .map(|r| RequestInput {
+                name: r.name.to_string(),
+                exactly: Some(ExactInput {
+                    class: r.class.to_string(),
+                    count: r.count,
+                    ..Default::default()
+                }),
+                first_available: Vec::new(),
+            })
+            .collect();
+        match self.compile_requests(
+            namespace,
+            &name,
+            &inputs,
+            &[],
+            interner,
+            &mut out.selector_errors,
+        ) {
+            Ok((compiled, constraints)) => {
+                out.claims.push(allocator::PodClaim {
+                    namespace: Arc::from(namespace),
+                    name,
+                    uid: Arc::from(format!("extended-resources-{pod_uid}").as_str()),
+                    state: allocator::ClaimState::Unallocated {
+                        requests: compiled,
+                        constraints,
+                    },
+                });
+                out.extended = Some(Arc::new(extended::Extended {
+                    resources: resources.into_iter().map(|(r, _, s)| (s, r)).collect(),
+                    requests: claim_requests.into(),
+                    mappings: mappings.into(),
+                }));
+                // Upstream's Filter: a claim left by an earlier attempt fails every node (its
+                // resources stay DynamicResources' to judge, not NodeResourcesFit's).
+                if self.stale_extended(pod_uid).is_some() {
+                    out.blocked = Some(Blocked::StaleExtended);
+                }
+            }
+            Err(message) => out.blocked = Some(Blocked::Invalid(interner.intern(&message))),
+        }
+    }
+
+    /// Some DeviceClass exists: pods with extended resource requests are resolved against the
+    /// classes (`resolve_extended`).
+    pub fn any_class(&self) -> bool {
+        self.inventory.any_class()
     }
 
     pub fn release(&mut self, pod: &str) -> Vec<ClaimKey> {
@@ -1041,6 +1246,13 @@ impl Dra {
             return Vec::new();
         };
         for k in &keys {
+            if extended::is_special(&k.1) {
+                // Never created: the stand-in goes.
+                if self.claims.remove(k).is_some() {
+                    self.in_use_dirty = true;
+                }
+                continue;
+            }
             if let Some(c) = self.claims.get_mut(k)
                 && c.assumed.as_ref().is_some_and(|a| &*a.pod == pod)
             {

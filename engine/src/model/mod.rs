@@ -36,9 +36,9 @@ pub use node::{
     CompiledNode, Label, NodeInput, NodeMeta, Taint, TaintEffect, TaintInput, compile_node,
 };
 pub use pod::{
-    CompiledPod, ContainerInput, ContainerStatusInput, HostPort, NodeAffinityInput, PodInput,
-    PodPhase, PodResourcesInput, PodVolumeInput, PortInput, compile_pod, effective_requests,
-    parse_scheduling_priority,
+    CompiledPod, ContainerInput, ContainerStatusInput, DEVICE_CLASS_PREFIX, ExtendedRequest,
+    HostPort, NodeAffinityInput, PodInput, PodPhase, PodResourcesInput, PodVolumeInput, PortInput,
+    compile_pod, effective_requests, is_dra_extended_resource_name, parse_scheduling_priority,
 };
 pub use pod_affinity::{
     AffinityTerm, LabelOp, LabelReq, LabelSelector, LabelSelectorInput, NamespaceInput, Namespaces,

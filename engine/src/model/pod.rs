@@ -8,7 +8,12 @@
 //! alone in the model, one thing above it: a pod's ResourceClaims are compiled by `dra`
 //! ([`super::pod_claims::compile_claims`]), which uses the model's other files only.
 
+mod extended;
 mod resources;
+
+pub use extended::{
+    DEVICE_CLASS_PREFIX, ExtendedRequest, compile_extended, is_dra_extended_resource_name,
+};
 
 use super::node::{Taint, TaintEffect};
 use super::pod_affinity::{
@@ -59,6 +64,9 @@ impl PodPhase {
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ContainerInput {
+    /// The container's name (the claim made for extended resources backed by DRA maps its
+    /// requests to containers by name).
+    pub name: String,
     pub requests: Vec<(String, String)>,
     pub limits: Vec<(String, String)>,
     pub ports: Vec<PortInput>,
@@ -244,6 +252,9 @@ pub struct CompiledPod {
     pub started_unix_ms: Option<i64>,
     /// Being evicted by a scheduler's preemption (`PodInput::preempted`).
     pub preempted: bool,
+    /// Requests for extended resources a DeviceClass may provide (`extended`), per container;
+    /// `None` without any.
+    pub extended: Option<Arc<[ExtendedRequest]>>,
 }
 
 impl CompiledPod {
@@ -635,6 +646,7 @@ pub fn compile_pod(
         preemption_never: input.preemption_never,
         started_unix_ms: input.started_unix_ms.or(input.created_unix_ms),
         preempted: input.preempted,
+        extended: compile_extended(&input.init_containers, &input.containers),
     }
     .with_lane(Interner::HOSTNAME))
 }

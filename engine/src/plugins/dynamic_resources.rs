@@ -7,6 +7,9 @@
 //! allocated claim allows. The driver decides the chosen node's devices again when it applies
 //! the claim (`Cache::allocate_claims`): two pods never get one device.
 //!
+//! Extended resources a DeviceClass provides (`dra::extended`) are a claim like the others,
+//! with requests only for the resources the node does not offer itself.
+//!
 //! Always on: `predicate.DynamicResourceAllocationEnable: false` does not skip this filter (a pod
 //! with claims bound without its devices would be worse than a pending one); it makes the filter
 //! say that DRA is switched off (`Profile::dynamic_resources`). Pods without claims skip it
@@ -69,7 +72,9 @@ impl Filter for DynamicResources {
         let Some(meta) = node.meta() else {
             return false;
         };
-        match allocator::allocate(&snap.devices, &snap.in_use, &claims.claims, meta) {
+        // Extended resources the node offers itself are NodeResourcesFit's (`dra::extended`).
+        let on_node = claims.for_node(|s| node.chunk.alloc(s, node.i));
+        match allocator::allocate(&snap.devices, &snap.in_use, &on_node, meta) {
             Ok(_) => true,
             Err(NoFit::CannotAllocate) => {
                 v.fail(Blocked::CannotAllocate);

@@ -10,6 +10,7 @@
 use super::{
     Cycle, Filter, MAX_NODE_SCORE, Names, Node, OnFailure, Reason, Scorer, Verdict, Weight,
 };
+use crate::dra::extended::Extended;
 use crate::event::{self, Events};
 use crate::model::{CPU, CompiledPod, MEMORY, PODS, Slot};
 use crate::snapshot::{Chunk, Row, ZERO_ROW};
@@ -24,7 +25,13 @@ pub struct Insufficient(pub Slot);
 
 impl Reason for Insufficient {
     fn wake(self) -> Events {
-        ROOM
+        // A resource beyond the built-in ones may be provided by devices once a DeviceClass
+        // names it (`extendedResourceName`): class changes wake such pods too.
+        if self.0 > PODS {
+            ROOM | event::DEVICES_CHANGED
+        } else {
+            ROOM
+        }
     }
 
     fn message(self, names: &Names<'_>) -> String {
@@ -47,6 +54,9 @@ pub struct FitRows<'a> {
     n: usize,
     /// More than `FAST_RESOURCES` requested: read through the node's chunk instead.
     slow: bool,
+    /// Extended resources DRA provides where a node does not offer them (allocatable 0): those
+    /// nodes are DynamicResources' to judge (`dra::extended`). Read only when a request fails.
+    dra: Option<&'a Extended>,
 }
 
 impl Filter for Fit {
@@ -67,6 +77,7 @@ impl Filter for Fit {
             rows: [(&ZERO_ROW, 0, 0); FAST_RESOURCES],
             n: n.min(FAST_RESOURCES),
             slow: n > FAST_RESOURCES,
+            dra: cx.claims.and_then(|c| c.extended.as_deref()),
         })
     }
 
@@ -86,7 +97,7 @@ impl Filter for Fit {
         let mut ok = true;
         if st.slow {
             for &(s, r) in st.pod.requests.iter().filter(|&&(s, _)| s != PODS) {
-                if node.chunk.free(s, node.i) < r {
+                if node.chunk.free(s, node.i) < r && !st.deferred(s, node) {
                     if !V::EXPLAIN {
                         return false;
                     }
@@ -97,7 +108,7 @@ impl Filter for Fit {
             return ok;
         }
         for &(row, r, s) in &st.rows[..st.n] {
-            if row[node.i] < r {
+            if row[node.i] < r && !st.deferred(s, node) {
                 if !V::EXPLAIN {
                     return false;
                 }
@@ -106,6 +117,15 @@ impl Filter for Fit {
             }
         }
         ok
+    }
+}
+
+impl FitRows<'_> {
+    /// A resource DRA provides on this node (it offers none of it).
+    #[inline]
+    fn deferred(&self, s: Slot, node: Node<'_>) -> bool {
+        self.dra
+            .is_some_and(|e| e.defers(s, node.chunk.alloc(s, node.i)))
     }
 }
 

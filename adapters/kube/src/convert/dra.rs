@@ -253,6 +253,11 @@ pub fn claim_input(c: &ResourceClaim) -> Option<(ClaimInput, Vec<String>)> {
         // What Magma cannot allocate as asked holds the claim's pods back with this text.
         unsupported: (!problems.is_empty()).then(|| problems.join("; ")),
         resource_version: meta.resource_version.clone().unwrap_or_default(),
+        extended: meta
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(magma_engine::dra::extended::EXTENDED_CLAIM_ANNOTATION))
+            .is_some_and(|v| v == "true"),
         namespace,
         name,
     };
@@ -440,12 +445,20 @@ pub fn slice_input(s: &ResourceSlice) -> Option<Result<SliceInput, SliceRejected
     }))
 }
 
-/// Convert a DeviceClass (its selectors; `None` without a name). A selector without `cel`
+/// Convert a DeviceClass (its selectors, `extendedResourceName` and creation time; `None`
+/// without a name). A selector without `cel`
 /// (which the API server refuses) is left out.
 pub fn class_input(c: &DeviceClass) -> Option<ClassInput> {
     Some(ClassInput {
         name: c.metadata.name.clone().filter(|n| !n.is_empty())?,
         selectors: selectors(c.spec.selectors.as_ref(), &mut Vec::new()),
+        extended_resource_name: c.spec.extended_resource_name.clone(),
+        created: c
+            .metadata
+            .creation_timestamp
+            .as_ref()
+            .map(|t| t.0.to_string())
+            .unwrap_or_default(),
     })
 }
 
@@ -478,6 +491,7 @@ mod tests {
         let c = claim(json!({
             "metadata": {"name": "c", "namespace": "ns", "uid": "u1",
                          "deletionTimestamp": "2024-01-01T00:00:00Z",
+                         "annotations": {"resource.kubernetes.io/extended-resource-claim": "true"},
                          "ownerReferences": [
                             {"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "uid": "other"},
                             {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "pod-uid", "controller": true}]},
@@ -631,6 +645,7 @@ mod tests {
                 reserved_for: vec!["pod-uid".into()],
                 unsupported: None,
                 resource_version: String::new(),
+                extended: true,
             }
         );
         // A new claim: no status, no allocation; an allocation anywhere: no node selector.
@@ -668,7 +683,7 @@ mod tests {
         dra.apply(
             magma_engine::dra::DraInput::Class(ClassInput {
                 name: "gpu".into(),
-                selectors: vec![],
+                ..Default::default()
             }),
             &mut interner,
         );
@@ -843,9 +858,10 @@ mod tests {
     #[test]
     fn converts_classes() {
         let c: DeviceClass = serde_json::from_value(json!({
-            "metadata": {"name": "gpu.example.com"},
+            "metadata": {"name": "gpu.example.com", "creationTimestamp": "2026-12-06T10:00:00Z"},
             "spec": {"selectors": [{"cel": {"expression": "device.driver == \"gpu.example.com\""}}],
-                     "config": [{"opaque": {"driver": "gpu.example.com", "parameters": {"a": 1}}}]}
+                     "config": [{"opaque": {"driver": "gpu.example.com", "parameters": {"a": 1}}}],
+                     "extendedResourceName": "example.com/gpu"}
         }))
         .unwrap();
         assert_eq!(
@@ -853,6 +869,8 @@ mod tests {
             ClassInput {
                 name: "gpu.example.com".into(),
                 selectors: vec!["device.driver == \"gpu.example.com\"".into()],
+                extended_resource_name: Some("example.com/gpu".into()),
+                created: "2026-12-06T10:00:00Z".into(),
             }
         );
         let c: DeviceClass =
