@@ -13,12 +13,14 @@
 use crate::binder::{BindVersions, Candidate, MAX_SLOTS};
 use crate::conf::Profile;
 use crate::event::{self, Events};
+use crate::index::{AntiTerms, Domains, PodLabels};
 use crate::model::{
     CPU, CompiledNode, CompiledPod, HOSTNAME_KEY, HostPort, Interner, MEMORY, ModelError,
     NamespaceInput, Namespaces, NodeInput, NodeMeta, PodInfo, PodInput, ResourceList,
     ResourceRegistry, compile_labels, compile_node, compile_pod,
 };
 use crate::mutation;
+use crate::plugins::inter_pod_affinity::scores_others;
 use crate::plugins::{self, Names, NodeFacts};
 use crate::shard::{NodeBook, View};
 use crate::snapshot::{Arena, CHUNK, Nominee, Snapshot};
@@ -149,7 +151,8 @@ pub struct Cache {
     view: View,
     /// Snapshots carry the per-node pod index (see `enable_pod_index`).
     pod_index: bool,
-    /// Placed pods with pod affinity terms on known nodes, by the address of their `PodInfo`.
+    /// Placed pods on known nodes whose affinity terms score others (`scores_others`), by the
+    /// address of their `PodInfo`; those with required anti-affinity are in `anti_terms`.
     affinity: HashMap<usize, (u32, Arc<PodInfo>)>,
     /// `affinity` changed since the last publication.
     affinity_dirty: bool,
@@ -157,6 +160,11 @@ pub struct Cache {
     namespaces: Arc<Namespaces>,
     /// Bumps of the anti-affinity epoch the cache has accounted for (`binder` step 7).
     anti_epoch: u64,
+    /// Nodes by topology domain, placed pods by label, required anti-affinity terms by what
+    /// they select (`index`), as the next snapshot carries them.
+    domains: Domains,
+    pod_labels: PodLabels,
+    anti_terms: AntiTerms,
     hostname_key: u32,
     /// PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes (`volumes`).
     storage: Storage,
@@ -218,6 +226,9 @@ impl Cache {
             affinity_pods: Arc::from(Vec::new()),
             namespaces: Arc::default(),
             anti_epoch: 0,
+            domains: Domains::default(),
+            pod_labels: PodLabels::default(),
+            anti_terms: AntiTerms::default(),
             storage: Storage::default(),
             dra: crate::dra::Dra::default(),
             csi_limits: Arc::default(),
@@ -336,6 +347,10 @@ impl Cache {
             {
                 return Ok(0);
             }
+            if self.domains.moves(&old.meta, &compiled.meta) {
+                self.domains.node(slot, &old.meta, -1);
+                self.domains.node(slot, &compiled.meta, 1);
+            }
             st.node = Some(compiled);
             if restricts {
                 self.bump(slot);
@@ -345,6 +360,7 @@ impl Cache {
         }
         let slot = self.allocate_slot(&input.name, reuse_horizon)?;
         let name = compiled.meta.name.clone();
+        self.domains.node(slot, &compiled.meta, 1);
         {
             let st = &mut self.slots[slot as usize];
             st.incarnation = st.incarnation.wrapping_add(1);
@@ -399,13 +415,21 @@ impl Cache {
         for n in st.nominees.drain(..) {
             self.nominations.remove(&n.uid);
         }
-        let node_name = st.node.take().map(|n| n.meta.name.clone());
+        let node = st.node.take();
+        let node_name = node.as_ref().map(|n| n.meta.name.clone());
         st.used = ResourceList::new();
         st.nonzero = [0; 2];
         st.ports.clear();
         st.assumed = 0;
         for p in st.pods.drain(..) {
             self.affinity.remove(&(Arc::as_ptr(&p) as usize));
+            if self.pod_index {
+                self.pod_labels.pod(slot, &p, -1);
+                self.anti_terms.pod(slot, &p, -1);
+            }
+        }
+        if let Some(n) = &node {
+            self.domains.node(slot, &n.meta, -1);
         }
         self.affinity_dirty = true;
         self.live_nodes -= 1;
@@ -461,6 +485,11 @@ impl Cache {
     pub fn apply_bound_pod(&mut self, pod: &CompiledPod, node: &str, terminal: bool) -> Events {
         if terminal {
             return self.remove_pod(&pod.uid);
+        }
+        if pod.info.has_required_anti() {
+            // Its terms keep matching pods out (the symmetric rule): found through the pod
+            // index.
+            self.enable_pod_index();
         }
         let info = self.placed_info(pod);
         let mut placement = Placement::of(pod, info, self.intern_name(node), false);
@@ -556,6 +585,9 @@ impl Cache {
         }
         let result = match (pod, same_node, name) {
             (Some(pod), true, Some(name)) => {
+                if pod.info.has_required_anti() {
+                    self.enable_pod_index();
+                }
                 let info = self.placed_info(pod);
                 let placement = Placement::of(pod, info, name.clone(), true);
                 self.remove_pod(&pod.uid);
@@ -622,6 +654,11 @@ impl Cache {
                 st.ports.remove(i);
             }
         }
+        if self.pod_index {
+            self.pod_labels.pod(slot, &p.info, sign);
+            self.anti_terms.pod(slot, &p.info, sign);
+        }
+        let st = &mut self.slots[slot as usize];
         if sign > 0 {
             st.pods.push(p.info.clone());
             st.uids.push((p.uid.clone(), p.priority));
@@ -633,7 +670,7 @@ impl Cache {
                 st.uids.swap_remove(i);
             }
         }
-        if p.info.affinity.is_some() {
+        if scores_others(&p.info) {
             let key = Arc::as_ptr(&p.info) as usize;
             if sign > 0 {
                 self.affinity.insert(key, (slot, p.info.clone()));
@@ -654,8 +691,30 @@ impl Cache {
         self.pod_index = true;
         for slot in 0..self.slots.len() as u32 {
             if self.slots[slot as usize].node.is_some() {
+                for p in &self.slots[slot as usize].pods {
+                    self.pod_labels.pod(slot, p, 1);
+                    self.anti_terms.pod(slot, p, 1);
+                }
                 self.write_slot(slot);
             }
+        }
+    }
+
+    /// Index the nodes by these topology keys from now on (`index::Domains`): the keys a pod's
+    /// constraints name, so the post-claim validation finds a domain's other nodes without
+    /// scanning every node.
+    pub fn index_domains(&mut self, keys: impl IntoIterator<Item = u32>) {
+        for key in keys {
+            if self.domains.indexes(key) {
+                continue;
+            }
+            let nodes = self
+                .slots
+                .iter()
+                .enumerate()
+                .filter_map(|(i, st)| Some((i as u32, &*st.node.as_ref()?.meta)));
+            self.domains.add_key(key, nodes);
+            self.dirty = true;
         }
     }
 
@@ -1021,7 +1080,7 @@ impl Cache {
         event::NAMESPACE_CHANGED
     }
 
-    /// Placed pods with pod (anti-)affinity terms, by slot (for the symmetric rules).
+    /// Placed pods whose affinity terms score others, by slot (the symmetric score).
     fn affinity_pods(&self) -> Arc<[(u32, Arc<PodInfo>)]> {
         let mut out: Vec<(u32, Arc<PodInfo>)> = self.affinity.values().cloned().collect();
         out.sort_unstable_by_key(|(slot, _)| *slot);
@@ -1068,6 +1127,9 @@ impl Cache {
             hostname_key: self.hostname_key,
             csi_limits: self.csi_limits.clone(),
             nominated: self.nominations.len(),
+            domains: self.domains.clone(),
+            pod_labels: self.pod_labels.clone(),
+            anti_terms: self.anti_terms.clone(),
         }))
     }
 
@@ -1125,6 +1187,11 @@ impl Cache {
             hostname_key: self.hostname_key,
             csi_limits: self.csi_limits.clone(),
             nominated: self.nominations.len(),
+            // They may still name the slot for the pods gone: their readers check every pod
+            // they find on it.
+            domains: self.domains.clone(),
+            pod_labels: self.pod_labels.clone(),
+            anti_terms: self.anti_terms.clone(),
         }
     }
 
@@ -1183,7 +1250,7 @@ impl Cache {
 
     /// Some placed pod has pod (anti-)affinity terms (their symmetric rules read other pods).
     pub fn has_affinity_pods(&self) -> bool {
-        !self.affinity.is_empty()
+        !self.affinity.is_empty() || !self.anti_terms.is_empty()
     }
 
     /// The name of the node in `slot`.

@@ -679,6 +679,7 @@ impl Core {
                 }
                 if compiled.needs_pod_index() {
                     self.cache.enable_pod_index();
+                    self.cache.index_domains(compiled.required_keys());
                 }
                 self.queue.upsert(compiled, now);
             }

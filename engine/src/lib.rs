@@ -10,6 +10,8 @@
 //! sharding `View`, and `Sharding`, the driver's side of it; [`resource_version`] orders the
 //! versions it and [`dra`] compare), [`worker`] (the scheduling cycle and `Worker::turn`, the
 //! worker loop's body), [`core`] (the driver's state machine) and [`engine`] (threads).
+//! [`index`] holds what the cross-node plugins look up instead of scanning (nodes by topology
+//! domain, placed pods by label), kept by the cache and carried by every snapshot.
 //! [`mutation`] names the deliberate bugs the loom models must catch; `testing` (feature
 //! `testing`) is the deterministic harness the engine's tests and the loom models drive it with.
 //!
@@ -28,6 +30,7 @@ pub mod dra;
 #[cfg(not(loom))]
 pub mod engine;
 pub mod event;
+pub mod index;
 pub mod model;
 pub mod mutation;
 pub mod pdb;

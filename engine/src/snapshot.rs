@@ -13,9 +13,11 @@
 //!
 //! Owns the layout only; the cache decides what goes in, the workers only read. Beside the
 //! model's node and pod descriptions it carries the [`Profile`](crate::profile::Profile) in
-//! force, the sharding [`View`](crate::shard::View) and the CSI limits (`volumes`); it knows
+//! force, the sharding [`View`](crate::shard::View), the CSI limits (`volumes`) and the
+//! indexes of nodes by topology domain and of placed pods by label (`index`); it knows
 //! neither the configuration file (`conf`) nor the plugins that read it.
 
+use crate::index::{AntiTerms, Domains, PodLabels};
 use crate::model::{HostPort, Namespaces, NodeMeta, PodInfo, Slot};
 use crate::profile::Profile;
 use crate::shard::View;
@@ -206,7 +208,8 @@ pub struct Snapshot {
     pub view: View,
     /// Chunks carry the pods of each node (`Chunk::pods`).
     pub pods_indexed: bool,
-    /// Placed pods with pod (anti-)affinity terms and their slots (the symmetric rules).
+    /// Placed pods whose affinity terms score others, and their slots (the symmetric score;
+    /// `plugins::inter_pod_affinity::scores_others`).
     pub affinity_pods: Arc<[(u32, Arc<PodInfo>)]>,
     pub namespaces: Arc<Namespaces>,
     /// Bumps of the anti-affinity epoch this snapshot contains (`docs/constraints.md`).
@@ -217,6 +220,13 @@ pub struct Snapshot {
     pub csi_limits: Arc<CsiLimits>,
     /// Pods nominated to some node (`Chunk::nominees`): none, and no pod pays for them.
     pub nominated: usize,
+    /// Nodes by topology domain, for the keys constraints name (`index::Domains`).
+    pub domains: Domains,
+    /// Node slots by the labels of their pods, once `pods_indexed` (`index::PodLabels`).
+    pub pod_labels: PodLabels,
+    /// Placed pods' required anti-affinity terms by what they select (the symmetric rule,
+    /// `index::AntiTerms`).
+    pub anti_terms: AntiTerms,
 }
 
 impl Snapshot {
@@ -235,6 +245,9 @@ impl Snapshot {
             hostname_key: u32::MAX,
             csi_limits: Arc::default(),
             nominated: 0,
+            domains: Domains::default(),
+            pod_labels: PodLabels::default(),
+            anti_terms: AntiTerms::default(),
         }
     }
 

@@ -17,8 +17,9 @@
 use crate::allocate::{Backlog, Decision, FailureSummary, Scratch, allocate};
 use crate::binder::{BindVersions, Candidate};
 use crate::clock::{Clock, Nanos};
-use crate::model::CompiledPod;
+use crate::model::{CompiledPod, NodeMeta};
 use crate::mutation;
+use crate::plugins::Reads;
 use crate::snapshot::Snapshot;
 use crate::stats::{WorkerCounters, inc};
 use crate::sync::{AtomicBool, AtomicU64, Ordering, Published};
@@ -222,6 +223,37 @@ enum Confirmed {
     Burned { bumped: bool, to_lane: bool },
 }
 
+/// The other nodes of `slot`'s domains for the keys `reads` names, from the snapshot's domain
+/// index (`index::Domains`), sorted; `multi_anti` set when an anti-affinity key's domain holds
+/// one. `false` when the index cannot say (a key not indexed, or every node read): the caller
+/// scans.
+fn others_indexed(
+    snap: &Snapshot,
+    own: &NodeMeta,
+    slot: u32,
+    reads: &Reads,
+    others: &mut Vec<u32>,
+    multi_anti: &mut bool,
+) -> bool {
+    if reads.everywhere {
+        return false;
+    }
+    for &key in &reads.domains {
+        let Some(label) = own.label(key) else {
+            continue;
+        };
+        let Some(slots) = snap.domains.slots(key, label.value) else {
+            return false;
+        };
+        let before = others.len();
+        others.extend(slots.iter().copied().filter(|&m| m != slot));
+        *multi_anti |= others.len() > before && reads.anti.contains(&key);
+    }
+    others.sort_unstable();
+    others.dedup();
+    true
+}
+
 /// Steps 5–6 of `binder` for a successful CAS on `slot`: find the other nodes of its topology
 /// domains that the decision read (`Scratch::reads`), then, in the lane, bump the anti-affinity
 /// epoch if an anti-affinity domain spans several nodes and check those nodes are unchanged;
@@ -237,7 +269,10 @@ fn confirm(
     s.others.clear();
     if !s.reads.is_empty()
         && let Some(own) = snap.node(slot as usize)
+        && !others_indexed(snap, own, slot, &s.reads, &mut s.others, &mut multi_anti)
     {
+        s.others.clear();
+        multi_anti = false;
         let reads = &s.reads;
         for m in 0..snap.arena.slots() {
             if m == slot as usize {

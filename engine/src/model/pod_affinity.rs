@@ -135,6 +135,21 @@ impl LabelSelector {
         self.nothing
     }
 
+    /// A requirement every matching label set meets by holding `key` with one of `values`
+    /// (the `In` requirement with the fewest values), to look matching pods up by label
+    /// (`index`); `None` when there is none to look up by. A selector that selects nothing
+    /// gives no values.
+    pub fn lookup(&self) -> Option<(u32, &[u32])> {
+        if self.nothing {
+            return Some((0, &[]));
+        }
+        self.reqs
+            .iter()
+            .filter(|r| r.op == LabelOp::In)
+            .min_by_key(|r| r.values.len())
+            .map(|r| (r.key, &*r.values))
+    }
+
     /// Do labels (sorted by key) match?
     pub fn matches(&self, labels: &[(u32, u32)]) -> bool {
         if self.nothing {

@@ -21,6 +21,12 @@
 //!
 //! The filter reads the node's whole domain for each anti-affinity term and, for the first-pod
 //! exemption, every node; `binder` steps 5–7 keep those decisions exact under concurrency.
+//!
+//! Cost: PreFilter and PreScore look placed pods up in the snapshot's indexes (`index`): the
+//! symmetric rule visits only the nodes holding a pod whose required anti-affinity may select
+//! this pod, and the pod's own terms only the nodes holding a pod with the label of one `In`
+//! requirement of the term's selector. A term with a namespace selector or without an `In`
+//! requirement scans every node.
 
 use super::{
     Cycle, Filter, MAX_NODE_SCORE, Names, Node, Normalize, OnFailure, Range, Reads, Reason, Scorer,
@@ -72,6 +78,48 @@ fn placed(snap: &Snapshot) -> impl Iterator<Item = (&NodeMeta, &[std::sync::Arc<
     (0..snap.arena.slots()).filter_map(move |slot| Some((&**snap.node(slot)?, snap.pods_on(slot))))
 }
 
+/// The node slots whose placed pods may match one of `terms` (every pod that matches one is
+/// on them), looked up in the snapshot's label index; `None` when some term cannot be looked
+/// up (`index::PodLabels::term_slots`): every slot.
+fn term_slots<'t>(
+    snap: &Snapshot,
+    terms: impl IntoIterator<Item = &'t AffinityTerm>,
+) -> Option<Vec<u32>> {
+    let mut out = Vec::new();
+    for t in terms {
+        if !snap.pod_labels.term_slots(t, &mut out) {
+            return None;
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    Some(out)
+}
+
+/// Like [`placed`], restricted to `slots` when given.
+fn placed_in<'s>(
+    snap: &'s Snapshot,
+    slots: &'s Option<Vec<u32>>,
+) -> Box<dyn Iterator<Item = (&'s NodeMeta, &'s [std::sync::Arc<PodInfo>])> + 's> {
+    match slots {
+        Some(slots) => Box::new(slots.iter().filter_map(move |&slot| {
+            let slot = slot as usize;
+            Some((&**snap.node(slot)?, snap.pods_on(slot)))
+        })),
+        None => Box::new(placed(snap)),
+    }
+}
+
+/// Whether a placed pod's terms can score others (required affinity through
+/// `hardPodAffinityWeight`, preferred affinity and anti-affinity): the snapshot lists those
+/// pods in `affinity_pods`. Required anti-affinity is a filter only, looked up in
+/// `anti_terms`.
+pub fn scores_others(info: &PodInfo) -> bool {
+    info.affinity.as_deref().is_some_and(|a| {
+        !a.required.is_empty() || !a.preferred.is_empty() || !a.preferred_anti.is_empty()
+    })
+}
+
 /// `(key, value)` of the domain of `node` for each term that `pred` selects.
 fn push_domains<'t>(
     out: &mut Vec<(u32, u32)>,
@@ -91,6 +139,18 @@ fn sorted(mut v: Vec<(u32, u32)>) -> Vec<(u32, u32)> {
     v
 }
 
+/// `(key, value)` domains grouped by key: (key, sorted values).
+fn by_key(v: Vec<(u32, u32)>) -> Vec<(u32, Box<[u32]>)> {
+    let mut out: Vec<(u32, Vec<u32>)> = Vec::new();
+    for (k, val) in sorted(v) {
+        match out.last_mut() {
+            Some((key, values)) if *key == k => values.push(val),
+            _ => out.push((k, vec![val])),
+        }
+    }
+    out.into_iter().map(|(k, v)| (k, v.into())).collect()
+}
+
 /// PreFilter state.
 pub struct FilterState<'a> {
     required: &'a [AffinityTerm],
@@ -99,8 +159,9 @@ pub struct FilterState<'a> {
     affinity: Vec<(u32, u32)>,
     /// Domains holding a pod matching a required anti-affinity term.
     anti_domains: Vec<(u32, u32)>,
-    /// Domains a placed pod's required anti-affinity term keeps this pod out of.
-    existing: Vec<(u32, u32)>,
+    /// Domains a placed pod's required anti-affinity term keeps this pod out of, by key:
+    /// (key, sorted values), so a node costs one label lookup per key, not one per domain.
+    existing: Vec<(u32, Box<[u32]>)>,
     /// No pod anywhere matches the affinity terms, and this pod matches them itself.
     first_pod: bool,
 }
@@ -124,17 +185,25 @@ impl Filter for InterPodAffinity {
                 Some(a) => (&a.required, &a.required_anti),
                 None => (&[], &[]),
             };
-        // The symmetric rule: placed pods whose required anti-affinity matches this pod.
+        // The symmetric rule: placed pods whose required anti-affinity matches this pod, on the
+        // nodes the anti-affinity index gives for its namespace and labels.
         let mut existing = Vec::new();
-        for (slot, e) in snap.affinity_pods.iter() {
-            let (Some(a), Some(node)) = (e.affinity.as_deref(), snap.node(*slot as usize)) else {
+        let mut slots = Vec::new();
+        snap.anti_terms
+            .candidates(pod.info.namespace, &pod.info.labels, &mut slots);
+        for &slot in &slots {
+            let Some(node) = snap.node(slot as usize) else {
                 continue;
             };
-            push_domains(
-                &mut existing,
-                node,
-                a.required_anti.iter().filter(|t| t.matches(&pod.info, ns)),
-            );
+            for e in snap.pods_on(slot as usize) {
+                if let Some(a) = e.affinity.as_deref() {
+                    push_domains(
+                        &mut existing,
+                        node,
+                        a.required_anti.iter().filter(|t| t.matches(&pod.info, ns)),
+                    );
+                }
+            }
         }
         if required.is_empty() && anti.is_empty() && existing.is_empty() {
             return None;
@@ -142,7 +211,10 @@ impl Filter for InterPodAffinity {
         let (mut affinity, mut anti_domains) = (Vec::new(), Vec::new());
         if !required.is_empty() || !anti.is_empty() {
             debug_assert!(snap.pods_indexed, "the driver turns the pod index on first");
-            for (node, pods) in placed(snap) {
+            // Only the nodes holding a pod that may match: a pod matching every required term
+            // matches the first; one matching an anti-affinity term, that term.
+            let slots = term_slots(snap, required.iter().take(1).chain(anti));
+            for (node, pods) in placed_in(snap, &slots) {
                 for p in pods {
                     if !required.is_empty() && required.iter().all(|t| t.matches(p, ns)) {
                         push_domains(&mut affinity, node, required);
@@ -163,7 +235,7 @@ impl Filter for InterPodAffinity {
             anti,
             affinity: sorted(affinity),
             anti_domains: sorted(anti_domains),
-            existing: sorted(existing),
+            existing: by_key(existing),
             first_pod,
         })
     }
@@ -196,11 +268,10 @@ impl Filter for InterPodAffinity {
             v.fail(Rules::AntiAffinity);
             return false;
         }
-        if st
-            .existing
-            .iter()
-            .any(|&(k, val)| meta.label(k).is_some_and(|l| l.value == val))
-        {
+        if st.existing.iter().any(|(k, values)| {
+            meta.label(*k)
+                .is_some_and(|l| values.binary_search(&l.value).is_ok())
+        }) {
             v.fail(Rules::ExistingAntiAffinity);
             return false;
         }
@@ -255,44 +326,38 @@ impl Scorer for InterPodAffinity {
             return None;
         }
         let mut raw: Vec<(u32, u32, i64)> = Vec::new();
-        let existing = |node: &NodeMeta, e: &PodInfo, raw: &mut Vec<(u32, u32, i64)>| {
-            if let Some(a) = own {
-                for (w, t) in a.preferred.iter().filter(|(_, t)| t.matches(e, ns)) {
-                    add(raw, node, t, i64::from(*w));
-                }
-                for (w, t) in a.preferred_anti.iter().filter(|(_, t)| t.matches(e, ns)) {
-                    add(raw, node, t, -i64::from(*w));
-                }
-            }
-            if let Some(a) = e.affinity.as_deref() {
-                for t in a.required.iter().filter(|t| t.matches(&pod.info, ns)) {
-                    add(raw, node, t, HARD_POD_AFFINITY_WEIGHT);
-                }
-                for (w, t) in a.preferred.iter().filter(|(_, t)| t.matches(&pod.info, ns)) {
-                    add(raw, node, t, i64::from(*w));
-                }
-                for (w, t) in a
-                    .preferred_anti
-                    .iter()
-                    .filter(|(_, t)| t.matches(&pod.info, ns))
-                {
-                    add(raw, node, t, -i64::from(*w));
+        if let Some(a) = own {
+            // Placed pods matching the pod's own terms: on the nodes the label index gives.
+            let terms = a.preferred.iter().chain(&a.preferred_anti).map(|(_, t)| t);
+            let slots = term_slots(snap, terms);
+            for (node, pods) in placed_in(snap, &slots) {
+                for e in pods {
+                    for (w, t) in a.preferred.iter().filter(|(_, t)| t.matches(e, ns)) {
+                        add(&mut raw, node, t, i64::from(*w));
+                    }
+                    for (w, t) in a.preferred_anti.iter().filter(|(_, t)| t.matches(e, ns)) {
+                        add(&mut raw, node, t, -i64::from(*w));
+                    }
                 }
             }
-        };
-        if own.is_some() {
-            // Every placed pod may match the pod's own terms.
-            for (node, pods) in placed(snap) {
-                for p in pods {
-                    existing(node, p, &mut raw);
-                }
+        }
+        // Placed pods whose own terms score this pod.
+        for (slot, e) in snap.affinity_pods.iter() {
+            let (Some(a), Some(node)) = (e.affinity.as_deref(), snap.node(*slot as usize)) else {
+                continue;
+            };
+            for t in a.required.iter().filter(|t| t.matches(&pod.info, ns)) {
+                add(&mut raw, node, t, HARD_POD_AFFINITY_WEIGHT);
             }
-        } else {
-            // Only placed pods with terms of their own can score this pod.
-            for (slot, e) in snap.affinity_pods.iter() {
-                if let Some(node) = snap.node(*slot as usize) {
-                    existing(node, e, &mut raw);
-                }
+            for (w, t) in a.preferred.iter().filter(|(_, t)| t.matches(&pod.info, ns)) {
+                add(&mut raw, node, t, i64::from(*w));
+            }
+            for (w, t) in a
+                .preferred_anti
+                .iter()
+                .filter(|(_, t)| t.matches(&pod.info, ns))
+            {
+                add(&mut raw, node, t, -i64::from(*w));
             }
         }
         if raw.is_empty() {

@@ -18,6 +18,10 @@
 //!   node; the two agree whenever the feasible nodes are the eligible ones. With the
 //!   NodeAffinity and TaintToleration filters on (the default) every feasible node is eligible,
 //!   so they agree whenever every eligible node is feasible.
+//! - Cost: a `DoNotSchedule` PreFilter on one key whose inclusion policies do not depend on
+//!   the node takes the domains from the snapshot's domain index and the matching pods from its
+//!   label index (`index`): O(domains + matching pods). Otherwise, and for the score, it scans
+//!   every node with the keys.
 //! - Not done: the system default constraints kube-scheduler derives from Services and
 //!   ReplicaSets (Magma does not watch those); pods without constraints of their own are not
 //!   spread.
@@ -93,6 +97,68 @@ fn nodes_with<'a>(
     })
 }
 
+/// PreFilter's counts by scanning every node with the keys: (domain value, matching pods) per
+/// node, summed per domain by the caller.
+fn count_by_scan(snap: &Snapshot, pod: &CompiledPod, keys: &[u32], hard: &mut [Hard<'_>]) {
+    for (slot, meta) in nodes_with(snap, keys) {
+        let pods = snap.pods_on(slot);
+        for h in hard.iter_mut() {
+            if !included(h.c, pod, meta) {
+                continue;
+            }
+            let value = meta.label(h.c.topology_key).expect("has every key").value;
+            h.counts.push((value, count(h.c, pod.info.namespace, pods)));
+        }
+    }
+}
+
+/// PreFilter's counts from the snapshot's indexes, in O(domains + matching pods): every domain
+/// of the key at 0 (`index::Domains`), plus the matching pods on the nodes the label index
+/// gives (`index::PodLabels`). Only when the constraints share one key and every node with it
+/// counts (no inclusion policy that depends on the node); `false` otherwise (the caller scans).
+fn counted_by_index(
+    snap: &Snapshot,
+    pod: &CompiledPod,
+    keys: &[u32],
+    hard: &mut [Hard<'_>],
+) -> bool {
+    let key = keys[0];
+    let every_node = |c: &SpreadConstraint| {
+        (!c.honor_node_affinity || !pod.has_node_constraints) && !c.honor_node_taints
+    };
+    if keys.iter().any(|&k| k != key) || !hard.iter().all(|h| every_node(h.c)) {
+        return false;
+    }
+    let Some(values) = snap.domains.values(key) else {
+        return false;
+    };
+    let mut slots = Vec::new();
+    for h in hard.iter_mut() {
+        slots.clear();
+        if !snap
+            .pod_labels
+            .selector_slots(pod.info.namespace, &h.c.selector, &mut slots)
+        {
+            return false;
+        }
+        slots.sort_unstable();
+        slots.dedup();
+        h.counts.extend(values.iter().map(|&v| (v, 0)));
+        for &slot in &slots {
+            // Pods on a node without the key are not counted (as the scan skips the node).
+            let Some(value) = snap.node(slot as usize).and_then(|m| m.label(key)) else {
+                continue;
+            };
+            let value = value.value;
+            let n = count(h.c, pod.info.namespace, snap.pods_on(slot as usize));
+            if n > 0 {
+                h.counts.push((value, n));
+            }
+        }
+    }
+    true
+}
+
 /// One hard constraint as PreFilter worked it out.
 pub struct Hard<'a> {
     c: &'a SpreadConstraint,
@@ -144,18 +210,15 @@ impl Filter for PodTopologySpread {
                 self_match: i64::from(c.selector.matches(&pod.info.labels)),
             })
             .collect();
-        for (slot, meta) in nodes_with(cx.snap, &keys) {
-            let pods = cx.snap.pods_on(slot);
+        if !counted_by_index(cx.snap, pod, &keys, &mut hard) {
             for h in &mut hard {
-                if !included(h.c, pod, meta) {
-                    continue;
-                }
-                let value = meta.label(h.c.topology_key).expect("has every key").value;
-                h.counts.push((value, count(h.c, pod.info.namespace, pods)));
+                h.counts.clear();
             }
+            count_by_scan(cx.snap, pod, &keys, &mut hard);
         }
         for h in &mut hard {
             h.counts.sort_unstable_by_key(|&(v, _)| v);
+
             h.counts.dedup_by(|b, a| {
                 if a.0 == b.0 {
                     a.1 += b.1;

@@ -74,12 +74,15 @@ impl World {
         self.snap.clone().expect("published")
     }
 
-    /// The pod being scheduled, compiled as the driver compiles it.
+    /// The pod being scheduled, compiled as the driver compiles it, its topology keys indexed
+    /// as the driver indexes them (so the tables check the plugins' indexed paths).
     pub fn incoming(&mut self, p: &PodInput) -> CompiledPod {
         let mut input = p.clone();
         input.uid = "incoming".into();
         input.name = "incoming".into();
-        self.cache.compile_pod(&input).expect("valid incoming pod")
+        let pod = self.cache.compile_pod(&input).expect("valid incoming pod");
+        self.cache.index_domains(pod.required_keys());
+        pod
     }
 
     pub fn slot(&self, name: &str) -> usize {

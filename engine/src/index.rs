@@ -1,0 +1,497 @@
+//! The indexes the cross-node plugins and the post-claim validation read instead of scanning
+//! every node or every placed pod (issue 32): node slots by topology domain ([`Domains`]), node
+//! slots by the labels of the pods placed there ([`PodLabels`]), and placed pods' required
+//! anti-affinity terms by the labels they select ([`AntiTerms`]).
+//!
+//! Owns the maps and how they are shared; the cache (single writer) keeps its working copy up
+//! to date as nodes and placed pods change, and every snapshot carries a clone, so a snapshot's
+//! indexes describe exactly its nodes and pods. Each map is a [`PMap`]: a fixed array of shards
+//! behind one `Arc`, each shard a hash table behind its own `Arc`, each entry a vector behind
+//! a third. Publishing clones one `Arc`; the first change after a publication copies the top
+//! ([`SHARDS`] pointers), the one shard the key lands in and the one entry it changes. So a
+//! publication stays O(what changed) (DESIGN §3), and a reader pays O(its matches).
+//!
+//! Readers may treat [`PodLabels`] and [`AntiTerms`] answers as candidates: they check every
+//! pod they find with the full selector, so an index never decides a verdict by itself.
+
+use crate::FastMap;
+use crate::model::{AffinityTerm, LabelSelector, NodeMeta, PodInfo};
+use std::hash::{BuildHasher, Hash};
+use std::sync::Arc;
+
+/// Shards per map: the top copied by the first change after a publication.
+pub const SHARDS: usize = 64;
+
+/// One shard of a [`PMap`]: its entries, each shared until changed.
+type Shard<K, V> = FastMap<K, Arc<Vec<V>>>;
+
+/// A persistent hash map from `K` to a vector of `V` (see the module doc).
+pub struct PMap<K, V> {
+    shards: Arc<Vec<Arc<Shard<K, V>>>>,
+}
+
+impl<K, V> Clone for PMap<K, V> {
+    fn clone(&self) -> Self {
+        PMap {
+            shards: self.shards.clone(),
+        }
+    }
+}
+
+impl<K, V> Default for PMap<K, V> {
+    fn default() -> Self {
+        PMap {
+            shards: Arc::new((0..SHARDS).map(|_| Arc::default()).collect()),
+        }
+    }
+}
+
+fn shard_of<K: Hash>(k: &K) -> usize {
+    (foldhash::fast::FixedState::with_seed(0x6d61676d61).hash_one(k) % SHARDS as u64) as usize
+}
+
+impl<K: Hash + Eq + Clone, V: Clone> PMap<K, V> {
+    /// The entry of `k` (empty when there is none).
+    pub fn get(&self, k: &K) -> &[V] {
+        self.shards[shard_of(k)].get(k).map_or(&[], |v| v)
+    }
+
+    /// Change the entry of `k` in place (copying what a snapshot still shares); an entry left
+    /// empty is removed.
+    pub fn update(&mut self, k: K, f: impl FnOnce(&mut Vec<V>)) {
+        use std::collections::hash_map::Entry;
+        let shard = Arc::make_mut(&mut Arc::make_mut(&mut self.shards)[shard_of(&k)]);
+        match shard.entry(k) {
+            Entry::Occupied(mut o) => {
+                f(Arc::make_mut(o.get_mut()));
+                if o.get().is_empty() {
+                    o.remove();
+                }
+            }
+            Entry::Vacant(e) => {
+                let mut v = Vec::new();
+                f(&mut v);
+                if !v.is_empty() {
+                    e.insert(Arc::new(v));
+                }
+            }
+        }
+    }
+
+    /// Number of entries (tests).
+    pub fn len(&self) -> usize {
+        self.shards.iter().map(|s| s.len()).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Insert `x` into a sorted vector (no duplicates).
+fn insert_sorted<T: Ord>(v: &mut Vec<T>, x: T) {
+    if let Err(i) = v.binary_search(&x) {
+        v.insert(i, x);
+    }
+}
+
+fn remove_sorted<T: Ord>(v: &mut Vec<T>, x: &T) {
+    if let Ok(i) = v.binary_search(x) {
+        v.remove(i);
+    }
+}
+
+/// Node slots by topology domain: `(key, value)` → the sorted slots of the live nodes with that
+/// label, for the keys some pod's constraints name (indexed from the first such pod on,
+/// [`Domains::add_key`]).
+#[derive(Clone, Default)]
+pub struct Domains {
+    keys: Arc<Vec<u32>>,
+    slots: PMap<(u32, u32), u32>,
+    /// key → the sorted values that have nodes.
+    values: PMap<u32, u32>,
+}
+
+impl Domains {
+    /// Whether `key` is indexed.
+    pub fn indexes(&self, key: u32) -> bool {
+        self.keys.binary_search(&key).is_ok()
+    }
+
+    /// The slots of the domain `(key, value)`; `None` when `key` is not indexed.
+    pub fn slots(&self, key: u32, value: u32) -> Option<&[u32]> {
+        self.indexes(key).then(|| self.slots.get(&(key, value)))
+    }
+
+    /// The values of `key` that have nodes, sorted; `None` when `key` is not indexed.
+    pub fn values(&self, key: u32) -> Option<&[u32]> {
+        self.indexes(key).then(|| self.values.get(&key))
+    }
+
+    fn insert(&mut self, key: u32, value: u32, slot: u32) {
+        let mut first = false;
+        self.slots.update((key, value), |v| {
+            first = v.is_empty();
+            insert_sorted(v, slot)
+        });
+        if first {
+            self.values.update(key, |v| insert_sorted(v, value));
+        }
+    }
+
+    fn remove(&mut self, key: u32, value: u32, slot: u32) {
+        let mut last = false;
+        self.slots.update((key, value), |v| {
+            remove_sorted(v, &slot);
+            last = v.is_empty();
+        });
+        if last {
+            self.values.update(key, |v| remove_sorted(v, &value));
+        }
+    }
+
+    /// Index `key` from now on, starting with `nodes`. Whether it was new.
+    pub fn add_key<'a>(
+        &mut self,
+        key: u32,
+        nodes: impl IntoIterator<Item = (u32, &'a NodeMeta)>,
+    ) -> bool {
+        if self.indexes(key) {
+            return false;
+        }
+        insert_sorted(Arc::make_mut(&mut self.keys), key);
+        for (slot, meta) in nodes {
+            if let Some(l) = meta.label(key) {
+                self.insert(key, l.value, slot);
+            }
+        }
+        true
+    }
+
+    /// A node is now in `slot` with `meta` (`sign` 1) or no longer (-1).
+    pub fn node(&mut self, slot: u32, meta: &NodeMeta, sign: i64) {
+        for &key in self.keys.clone().iter() {
+            if let Some(l) = meta.label(key) {
+                if sign > 0 {
+                    self.insert(key, l.value, slot);
+                } else {
+                    self.remove(key, l.value, slot);
+                }
+            }
+        }
+    }
+
+    /// A node's labels changed: whether any indexed key's value differs.
+    pub fn moves(&self, old: &NodeMeta, new: &NodeMeta) -> bool {
+        self.keys
+            .iter()
+            .any(|&k| old.label(k).map(|l| l.value) != new.label(k).map(|l| l.value))
+    }
+}
+
+/// Node slots by the labels of the pods placed there: `(namespace, key, value)` → sorted
+/// `(slot, pods)`, maintained while the pod index is on (`Cache::enable_pod_index`).
+#[derive(Clone, Default)]
+pub struct PodLabels {
+    slots: PMap<(u32, u32, u32), (u32, u32)>,
+}
+
+impl PodLabels {
+    /// A pod with `info` counted on `slot` (`sign` 1) or no longer (-1).
+    pub fn pod(&mut self, slot: u32, info: &PodInfo, sign: i64) {
+        for &(k, v) in info.labels.iter() {
+            self.slots
+                .update((info.namespace, k, v), |e| count_slot(e, slot, sign));
+        }
+    }
+
+    /// `(slot, pods)` for the pods in `namespace` labelled `key=value`.
+    pub fn slots(&self, namespace: u32, key: u32, value: u32) -> &[(u32, u32)] {
+        self.slots.get(&(namespace, key, value))
+    }
+
+    /// The slots whose pods in `namespace` may match `selector` (every pod it matches is on
+    /// one of them), pushed to `out` unsorted; `false` (nothing pushed) when the selector has no
+    /// `In` requirement to look up by.
+    pub fn selector_slots(
+        &self,
+        namespace: u32,
+        selector: &LabelSelector,
+        out: &mut Vec<u32>,
+    ) -> bool {
+        let Some((key, values)) = selector.lookup() else {
+            return false;
+        };
+        for &v in values {
+            out.extend(self.slots(namespace, key, v).iter().map(|&(s, _)| s));
+        }
+        true
+    }
+
+    /// The slots whose pods may match `term` (every pod it matches is on one of them), pushed
+    /// to `out` sorted and deduplicated; `false` (nothing pushed) when the term cannot be looked
+    /// up: a namespace selector, or a selector without an `In` requirement.
+    pub fn term_slots(&self, term: &AffinityTerm, out: &mut Vec<u32>) -> bool {
+        if term.namespace_selector.is_some() {
+            return false;
+        }
+        let Some((key, values)) = term.selector.lookup() else {
+            return false;
+        };
+        let start = out.len();
+        for &ns in term.namespaces.iter() {
+            for &v in values {
+                out.extend(self.slots(ns, key, v).iter().map(|&(s, _)| s));
+            }
+        }
+        out[start..].sort_unstable();
+        let mut tail = out.split_off(start);
+        tail.dedup();
+        out.append(&mut tail);
+        true
+    }
+}
+
+/// Placed pods' required anti-affinity terms by what they select: `(namespace, key, value)` →
+/// sorted `(slot, pods)` for the pods on `slot` with a term naming that namespace whose selector
+/// requires `key` in a set holding `value`; pods with a term that cannot be looked up that way
+/// (a namespace selector, no `In` requirement) are counted apart ([`AntiTerms::candidates`]
+/// always gives their slots). Readers check the pods of each slot with the whole term.
+#[derive(Clone, Default)]
+pub struct AntiTerms {
+    keyed: PMap<(u32, u32, u32), (u32, u32)>,
+    unkeyed: Arc<Vec<(u32, u32)>>,
+    /// Pods indexed: none, and a pod looks nothing up.
+    pods: usize,
+}
+
+/// Count a pod on `slot` in a sorted `(slot, pods)` list (`sign` 1) or no longer (-1).
+fn count_slot(e: &mut Vec<(u32, u32)>, slot: u32, sign: i64) {
+    match e.binary_search_by_key(&slot, |&(s, _)| s) {
+        Ok(i) if sign > 0 => e[i].1 += 1,
+        Ok(i) => {
+            e[i].1 -= 1;
+            if e[i].1 == 0 {
+                e.remove(i);
+            }
+        }
+        Err(i) if sign > 0 => e.insert(i, (slot, 1)),
+        Err(_) => debug_assert!(false, "a pod removed that was not indexed"),
+    }
+}
+
+impl AntiTerms {
+    /// The keys `info`'s required anti-affinity terms are found under, and whether some term
+    /// is unkeyed.
+    fn keys(info: &PodInfo) -> (Vec<(u32, u32, u32)>, bool) {
+        let mut keys = Vec::new();
+        let mut unkeyed = false;
+        let terms = info
+            .affinity
+            .as_deref()
+            .map_or(&[][..], |a| &a.required_anti);
+        for t in terms {
+            match (t.namespace_selector.is_none(), t.selector.lookup()) {
+                (true, Some((k, values))) => {
+                    for &ns in t.namespaces.iter() {
+                        keys.extend(values.iter().map(|&v| (ns, k, v)));
+                    }
+                }
+                _ => unkeyed = true,
+            }
+        }
+        keys.sort_unstable();
+        keys.dedup();
+        (keys, unkeyed)
+    }
+
+    /// A pod with `info` counted on `slot` (`sign` 1) or no longer (-1).
+    pub fn pod(&mut self, slot: u32, info: &PodInfo, sign: i64) {
+        if !info.has_required_anti() {
+            return;
+        }
+        let (keys, unkeyed) = AntiTerms::keys(info);
+        self.pods = self.pods.wrapping_add_signed(sign as isize);
+        for k in keys {
+            self.keyed.update(k, |e| count_slot(e, slot, sign));
+        }
+        if unkeyed {
+            count_slot(Arc::make_mut(&mut self.unkeyed), slot, sign);
+        }
+    }
+
+    /// The slots holding a pod whose required anti-affinity terms may select a pod in
+    /// `namespace` with `labels` (every such pod is on one of them), sorted and deduplicated
+    /// into `out`.
+    pub fn candidates(&self, namespace: u32, labels: &[(u32, u32)], out: &mut Vec<u32>) {
+        out.clear();
+        if self.pods == 0 {
+            return;
+        }
+        for &(k, v) in labels {
+            out.extend(self.keyed.get(&(namespace, k, v)).iter().map(|&(s, _)| s));
+        }
+        out.extend(self.unkeyed.iter().map(|&(s, _)| s));
+        out.sort_unstable();
+        out.dedup();
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pods == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The indexes a snapshot carries against a recomputation from its own nodes and pods,
+    //! after every step of a deterministic random sequence of node and pod changes.
+
+    use super::*;
+    use crate::binder::BindVersions;
+    use crate::cache::Cache;
+    use crate::conf::Profile;
+    use crate::model::{
+        ContainerInput, LabelSelectorInput, NodeInput, PodAffinityInput, PodAffinityTermInput,
+        PodInput,
+    };
+    use crate::snapshot::Snapshot;
+    use std::collections::BTreeMap;
+
+    const ZONE: &str = "zone";
+
+    fn node(i: u64, zone: u64) -> NodeInput {
+        NodeInput {
+            name: format!("n{i}"),
+            labels: vec![(ZONE.into(), format!("z{zone}"))],
+            allocatable: vec![("cpu".into(), "64".into()), ("pods".into(), "110".into())],
+            ready: true,
+            ..Default::default()
+        }
+    }
+
+    fn pod(i: u64, app: u64, anti: bool) -> PodInput {
+        let selector = LabelSelectorInput {
+            match_labels: vec![("app".into(), format!("a{app}"))],
+            match_expressions: vec![],
+        };
+        PodInput {
+            uid: format!("p{i}"),
+            name: format!("p{i}"),
+            namespace: format!("ns{}", app % 2),
+            labels: vec![("app".into(), format!("a{app}"))],
+            containers: vec![ContainerInput {
+                requests: vec![("cpu".into(), "10m".into())],
+                ..Default::default()
+            }],
+            pod_affinity: anti.then(|| PodAffinityInput {
+                required_anti: vec![PodAffinityTermInput {
+                    label_selector: Some(selector),
+                    topology_key: ZONE.into(),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn check(snap: &Snapshot, zone: u32) {
+        let mut domains: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+        let mut labels: BTreeMap<(u32, u32, u32), Vec<(u32, u32)>> = BTreeMap::new();
+        let mut anti = 0;
+        for slot in 0..snap.arena.slots() {
+            let Some(meta) = snap.node(slot) else {
+                continue;
+            };
+            let slot = slot as u32;
+            if let Some(l) = meta.label(zone) {
+                domains.entry(l.value).or_default().push(slot);
+            }
+            for p in snap.pods_on(slot as usize) {
+                for &(k, v) in p.labels.iter() {
+                    let e = labels.entry((p.namespace, k, v)).or_default();
+                    match e.last_mut() {
+                        Some((s, n)) if *s == slot => *n += 1,
+                        _ => e.push((slot, 1)),
+                    }
+                }
+                if p.has_required_anti() {
+                    // The test's terms select their own pod's labels in its namespace.
+                    anti += 1;
+                    let mut found = Vec::new();
+                    snap.anti_terms
+                        .candidates(p.namespace, &p.labels, &mut found);
+                    assert!(found.contains(&slot), "a placed anti-affinity pod is found");
+                }
+            }
+        }
+        assert_eq!(
+            snap.domains.values(zone).unwrap(),
+            domains.keys().copied().collect::<Vec<_>>()
+        );
+        for (v, slots) in &domains {
+            assert_eq!(snap.domains.slots(zone, *v).unwrap(), &slots[..]);
+        }
+        for (k, e) in &labels {
+            assert_eq!(snap.pod_labels.slots(k.0, k.1, k.2), &e[..], "{k:?}");
+        }
+        assert_eq!(snap.pod_labels.slots.len(), labels.len());
+        let listed: u32 = snap
+            .anti_terms
+            .keyed
+            .shards
+            .iter()
+            .flat_map(|s| s.values())
+            .flat_map(|v| v.iter().map(|&(_, n)| n))
+            .sum();
+        assert_eq!(listed as usize, anti);
+    }
+
+    #[test]
+    fn snapshots_carry_indexes_equal_to_their_nodes_and_pods() {
+        let mut cache = Cache::new(
+            Arc::new(BindVersions::default()),
+            Arc::new(Profile::default()),
+        );
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let mut placed: Vec<u64> = Vec::new();
+        for step in 0..600u64 {
+            match next(6) {
+                0 | 1 => {
+                    cache.apply_node(&node(next(12), next(4)), 0).unwrap();
+                }
+                2 => {
+                    cache.delete_node(&format!("n{}", next(12)));
+                }
+                3 | 4 => {
+                    let p = pod(step, next(3), next(2) == 0);
+                    let c = cache.compile_pod(&p).unwrap();
+                    cache.apply_bound_pod(&c, &format!("n{}", next(12)), false);
+                    placed.push(step);
+                }
+                _ => {
+                    if !placed.is_empty() {
+                        let i = placed.swap_remove(next(placed.len() as u64) as usize);
+                        cache.remove_pod(&format!("p{i}"));
+                    }
+                }
+            }
+            if step == 100 {
+                cache.enable_pod_index();
+                let anti = cache.compile_pod(&pod(0, 0, true)).unwrap();
+                cache.index_domains(anti.required_keys());
+            }
+            if step >= 100
+                && let Some(snap) = cache.publish()
+            {
+                check(&snap, cache.interner().get(ZONE).unwrap());
+            }
+        }
+    }
+}

@@ -1,0 +1,115 @@
+//! What a constrained pod costs the engine, in process (issue 32, point 2): 5,000 nodes, pods
+//! shaped like kube-scheduler's scheduler_perf templates (`pod-with-pod-anti-affinity.yaml`,
+//! `pod-with-topology-spreading.yaml`, `pod-default.yaml`), scheduled through the deterministic
+//! harness with one worker. Ignored by default; run in release and read the output:
+//!
+//! ```sh
+//! cargo test --release -p magma-engine --test constraints_cost -- --ignored --nocapture
+//! ```
+//!
+//! Each case places `INIT` pods of its kind first, then times `MEASURED` more (the whole
+//! engine: driver, worker, claim, the harness answering the binds), and prints µs per pod.
+
+#![allow(clippy::disallowed_methods)] // a wall clock around the harness, to report what it took
+
+use magma_engine::model::{
+    LabelSelectorInput, PodAffinityInput, PodAffinityTermInput, PodInput, TopologySpreadInput,
+};
+use magma_engine::testing::{Sim, mk_node, mk_pod, with_labels};
+use std::time::Instant;
+
+const HOSTNAME: &str = "kubernetes.io/hostname";
+const ZONE: &str = "topology.kubernetes.io/zone";
+const NODES: usize = 5000;
+const ZONES: usize = 10;
+const INIT: usize = 1000;
+const MEASURED: usize = 1000;
+
+fn green(mut p: PodInput) -> PodInput {
+    p.labels = vec![("color".into(), "green".into())];
+    p
+}
+
+fn selector() -> Option<LabelSelectorInput> {
+    Some(LabelSelectorInput {
+        match_labels: vec![("color".into(), "green".into())],
+        match_expressions: vec![],
+    })
+}
+
+fn anti_host(p: PodInput) -> PodInput {
+    let mut p = green(p);
+    p.pod_affinity = Some(PodAffinityInput {
+        required_anti: vec![PodAffinityTermInput {
+            label_selector: selector(),
+            topology_key: HOSTNAME.into(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    });
+    p
+}
+
+fn zone_spread(p: PodInput) -> PodInput {
+    let mut p = green(p);
+    p.topology_spread = vec![TopologySpreadInput {
+        max_skew: 5,
+        topology_key: ZONE.into(),
+        when_unsatisfiable: "DoNotSchedule".into(),
+        label_selector: selector(),
+        ..Default::default()
+    }];
+    p
+}
+
+fn plain(p: PodInput) -> PodInput {
+    p
+}
+
+/// How a case shapes its pods.
+type Shape = fn(PodInput) -> PodInput;
+
+fn run(name: &str, shape: Shape) {
+    let mut c = Sim::workers(1);
+    for i in 0..NODES {
+        let n = format!("node-{i}");
+        let z = format!("zone-{}", i % ZONES);
+        c.add_node(with_labels(
+            mk_node(&n, "4", "32Gi", 110),
+            &[(HOSTNAME, &n), (ZONE, &z)],
+        ));
+    }
+    c.settle();
+    for i in 0..INIT {
+        c.add_pod(shape(mk_pod(&format!("init-{i}"), "100m", "500Mi")));
+    }
+    c.settle();
+    assert_eq!(c.bound_count(), INIT, "{name}: init pods");
+    let t = Instant::now();
+    for i in 0..MEASURED {
+        c.add_pod(shape(mk_pod(&format!("m-{i}"), "100m", "500Mi")));
+    }
+    c.settle();
+    let took = t.elapsed();
+    assert_eq!(c.bound_count(), INIT + MEASURED, "{name}: measured pods");
+    println!(
+        "{name}: {:.1} µs per pod ({MEASURED} pods after {INIT}, {NODES} nodes)",
+        took.as_secs_f64() * 1e6 / MEASURED as f64
+    );
+}
+
+#[test]
+#[ignore = "a measurement: run in release with --ignored --nocapture"]
+fn cost_per_constrained_pod() {
+    let only = std::env::var("CASE").ok();
+    let cases: [(&str, Shape); 3] = [
+        ("plain", plain),
+        ("hostname-anti-affinity", anti_host),
+        ("zone-spread", zone_spread),
+    ];
+    for (name, shape) in cases {
+        if only.as_deref().is_none_or(|o| o == name) {
+            run(name, shape);
+        }
+    }
+}
