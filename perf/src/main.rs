@@ -286,6 +286,16 @@ struct ProcArgs {
     /// One more flag for the scheduler (repeatable), e.g. `--scheduler-arg=--event-qps=0.001`.
     #[arg(long = "scheduler-arg", allow_hyphen_values = true)]
     scheduler_args: Vec<String>,
+    /// The scenario pods' placement constraint: none, hostname-anti-affinity (one pod per
+    /// node: --pods ≤ --nodes) or zone-spread[:ZONES] (maxSkew 1 over ZONES zones, default 10,
+    /// the nodes labelled round-robin by the harness).
+    #[arg(long, default_value = "none")]
+    constraint: magma_perf::procs::Constraint,
+    /// Count the scheduler's instructions per pod over the span its CPU is measured: perf
+    /// (`perf stat -e instructions:u`, hardware counters), callgrind (the scheduler under
+    /// valgrind: deterministic, ~50× slower, rates meaningless) or auto (perf where it counts).
+    #[arg(long, value_name = "COUNTER")]
+    instructions: Option<magma_perf::procs::instructions::Counter>,
     #[arg(long)]
     json: Option<PathBuf>,
     #[arg(short, long)]
@@ -638,6 +648,8 @@ fn processes(a: ProcArgs) -> anyhow::Result<()> {
         progress: !a.quiet,
         unschedulable_every: a.unschedulable_every,
         scheduler_args: a.scheduler_args,
+        constraint: a.constraint,
+        instructions: a.instructions,
     };
     let rt = tokio::runtime::Runtime::new()?;
     if let Some(candidate) = a.compare {

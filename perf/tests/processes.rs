@@ -57,6 +57,13 @@ fn opts(backlog: bool) -> ProcOptions {
         // The burst carries unschedulable pods; their conditions are awaited and timed.
         unschedulable_every: (!backlog).then_some(10),
         scheduler_args: Vec::new(),
+        // The backlog's pods spread over zones the harness labels the nodes with.
+        constraint: if backlog {
+            magma_perf::procs::Constraint::ZoneSpread { zones: 5 }
+        } else {
+            magma_perf::procs::Constraint::None
+        },
+        instructions: None,
     }
 }
 

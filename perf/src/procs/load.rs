@@ -4,7 +4,7 @@
 //! ceiling, and the ceiling run itself (the harness binding pods as fast as the API accepts).
 //! It uses the options (`options`) and the end-to-end helpers (`crate::e2e`).
 
-use super::options::ProcOptions;
+use super::options::{Constraint, ProcOptions};
 use anyhow::Context;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
@@ -18,10 +18,72 @@ use tokio::sync::Mutex;
 /// CPU of an unschedulable scenario pod: more than any simulated node has.
 const UNSCHEDULABLE_CPU: &str = "100000";
 
-fn pod_object(ns: &str, name: &str, scheduler: &str, cpu: &str) -> anyhow::Result<Pod> {
+/// The zone label [`Constraint::ZoneSpread`] spreads over.
+const ZONE: &str = "topology.kubernetes.io/zone";
+
+fn pod_object(
+    ns: &str,
+    name: &str,
+    scheduler: &str,
+    cpu: &str,
+    constraint: Constraint,
+) -> anyhow::Result<Pod> {
     let mut v = kube_sim::pod_object(ns, name, scheduler, cpu, "128Mi");
     v["metadata"]["labels"] = serde_json::json!({"magma-procs": "1"});
+    let selector = serde_json::json!({"matchLabels": {"magma-procs": "1"}});
+    match constraint {
+        Constraint::None => {}
+        Constraint::HostnameAntiAffinity => {
+            v["spec"]["affinity"] = serde_json::json!({"podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": selector, "topologyKey": "kubernetes.io/hostname"}]}});
+        }
+        Constraint::ZoneSpread { .. } => {
+            v["spec"]["topologySpreadConstraints"] = serde_json::json!([{
+                "maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": selector}]);
+        }
+    }
     Ok(serde_json::from_value(v)?)
+}
+
+/// Labels every node `topology.kubernetes.io/zone: zone-<i mod zones>` (by its index in the
+/// name order), `creators` patches at a time.
+pub(super) async fn label_zones(
+    client: &kube::Client,
+    zones: usize,
+    creators: usize,
+) -> anyhow::Result<()> {
+    use k8s_openapi::api::core::v1::Node;
+    use kube::api::{ListParams, Patch, PatchParams};
+    let api: Api<Node> = Api::all(client.clone());
+    let mut names: Vec<String> = api
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter_map(|n| n.metadata.name)
+        .collect();
+    names.sort();
+    let sem = Arc::new(tokio::sync::Semaphore::new(creators.max(1)));
+    let mut tasks = Vec::with_capacity(names.len());
+    for (i, name) in names.into_iter().enumerate() {
+        let permit = sem.clone().acquire_owned().await?;
+        let api = api.clone();
+        let patch = serde_json::json!({"metadata": {"labels": {ZONE: format!("zone-{}", i % zones.max(1))}}});
+        tasks.push(tokio::spawn(async move {
+            let r = api
+                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await;
+            drop(permit);
+            r.map(|_| ())
+                .with_context(|| format!("labelling node {name}"))
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    Ok(())
 }
 
 /// A scenario's creation: when each pod was created, and which of them (by index) ask for more
@@ -29,6 +91,7 @@ fn pod_object(ns: &str, name: &str, scheduler: &str, cpu: &str) -> anyhow::Resul
 pub(super) struct Tracked<'a> {
     pub(super) created: Arc<Mutex<HashMap<String, Instant>>>,
     pub(super) unschedulable: &'a dyn Fn(usize) -> bool,
+    pub(super) constraint: Constraint,
 }
 
 /// Create `n` pods named `{prefix}{i}` in `ns` for `scheduler`, `creators` at a time.
@@ -41,9 +104,13 @@ pub(super) async fn create_pods(
     creators: usize,
     scenario: Option<Tracked<'_>>,
 ) -> anyhow::Result<()> {
-    let (created, unschedulable) = match scenario {
-        Some(t) => (Some(t.created), t.unschedulable),
-        None => (None, &(|_| false) as &dyn Fn(usize) -> bool),
+    let (created, unschedulable, constraint) = match scenario {
+        Some(t) => (Some(t.created), t.unschedulable, t.constraint),
+        None => (
+            None,
+            &(|_| false) as &dyn Fn(usize) -> bool,
+            Constraint::None,
+        ),
     };
     let api: Api<Pod> = Api::namespaced(client.clone(), ns);
     let sem = Arc::new(tokio::sync::Semaphore::new(creators.max(1)));
@@ -56,7 +123,7 @@ pub(super) async fn create_pods(
         } else {
             "100m"
         };
-        let p = pod_object(ns, &name, scheduler, cpu)?;
+        let p = pod_object(ns, &name, scheduler, cpu, constraint)?;
         let (api, created) = (api.clone(), created.clone());
         tasks.push(tokio::spawn(async move {
             if let Some(c) = &created {

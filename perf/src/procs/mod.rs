@@ -61,11 +61,19 @@
 //! API serves that watch in the ceiling as in the scenario. `bare_ceiling` leaves it out (the
 //! API's bindings alone, as this harness measured before).
 //!
+//! The scenario's pods can carry a placement constraint ([`Constraint`]: required hostname
+//! anti-affinity, or a hard zone spread over zones the harness labels the nodes with before the
+//! scheduler starts), and the scheduler's instructions can be counted over the same span as
+//! its CPU (`instructions`: perf's hardware counter, or callgrind where there is none): a
+//! figure that does not move with the machine's load.
+//!
 //! Layout: this module runs the scenario ([`run`]); below it, `process` starts, pins and stops
 //! the processes, `load` creates and watches the pods and runs the ceiling, `measure` reads
-//! `/proc`, the scheduler's metrics and the simulator's records, `report` holds and prints the
-//! [`ProcReport`], and `options` the [`ProcOptions`]. None of them uses this module.
+//! `/proc`, the scheduler's metrics and the simulator's records, `instructions` counts the
+//! scheduler's instructions, `report` holds and prints the [`ProcReport`], and `options` the
+//! [`ProcOptions`]. None of them uses this module.
 
+pub mod instructions;
 mod load;
 mod measure;
 mod options;
@@ -74,7 +82,7 @@ mod report;
 
 use crate::report::Latency;
 use hdrhistogram::Histogram;
-use load::{Tracked, ceiling, create_pods, watch_scenario};
+use load::{Tracked, ceiling, create_pods, label_zones, watch_scenario};
 use measure::{
     committed_bindings, forced_closes, open_sockets, rss_mib, sim_connections, sim_records,
     sim_stat, until_idle, until_status_written,
@@ -88,7 +96,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Mutex;
 
 pub use measure::{context_switches, cpu_time};
-pub use options::ProcOptions;
+pub use options::{Constraint, ProcOptions};
 pub use report::{BucketQuantiles, ProcReport};
 
 /// Runs the scenario `o` asks for (module doc): the ceiling on a simulator of its own, then the
@@ -114,6 +122,14 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
     };
     let mut c = start_sim(o, &dir, sim_cpus).await?;
     let client = c.client.clone();
+    if let Constraint::ZoneSpread { zones } = o.constraint {
+        label_zones(&client, zones, o.creators).await?;
+    }
+    let counter = o.instructions.map(instructions::Counter::resolve);
+    anyhow::ensure!(
+        o.constraint != Constraint::HostnameAntiAffinity || o.pods <= o.nodes,
+        "hostname anti-affinity places one pod per node: --pods must not exceed --nodes"
+    );
 
     // The bind watch over the scenario's pods.
     let created: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
@@ -138,6 +154,7 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
             Some(Tracked {
                 created: created.clone(),
                 unschedulable: &is_unschedulable,
+                constraint: o.constraint,
             }),
         )
     };
@@ -146,11 +163,15 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
     let mut ready_at = None;
     let mut created_rate = None;
     let mut sched_switches0 = 0;
-    let (mut sched, admin, start, sched_cpu0, sim_cpu_start) = if o.backlog {
+    let (mut sched, admin, start, sched_cpu0, sim_cpu_start, span) = if o.backlog {
         create_scenario_pods().await?;
         let sim_cpu0 = cpu_time(c.sim.pid())?;
-        let (s, admin) = start_scheduler(o, &c, &dir, sched_cpus)?;
+        let (s, admin) = start_scheduler(o, counter, &c, &dir, sched_cpus)?;
         let start = Instant::now();
+        // From its start, as its CPU.
+        let span = counter
+            .map(|k| instructions::start(k, s.pid(), &dir, false))
+            .transpose()?;
         // Readiness, polled beside the drain (the scheduler binds from the moment it is).
         ready_at = Some(tokio::spawn(async move {
             while admin_get(admin, "/readyz").await != Some(200) {
@@ -158,12 +179,15 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
             }
             Instant::now()
         }));
-        (s, admin, start, Duration::ZERO, sim_cpu0)
+        (s, admin, start, Duration::ZERO, sim_cpu0, span)
     } else {
-        let (mut s, admin) = start_scheduler(o, &c, &dir, sched_cpus)?;
+        let (mut s, admin) = start_scheduler(o, counter, &c, &dir, sched_cpus)?;
         wait_ready(&mut s, admin).await?;
         // Idle before the burst: its start-up (lists, caches) is not the pods' cost.
         let cpu0 = until_idle(s.pid(), Duration::from_secs(10)).await;
+        let span = counter
+            .map(|k| instructions::start(k, s.pid(), &dir, true))
+            .transpose()?;
         sched_switches0 = context_switches(s.pid());
         requests_before = sim_records(&client, "requests").await?.len();
         connections_before = sim_connections(&client).await;
@@ -171,7 +195,7 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
         let start = Instant::now();
         create_scenario_pods().await?;
         created_rate = Some(o.pods as f64 / start.elapsed().as_secs_f64().max(1e-6));
-        (s, admin, start, cpu0, sim_cpu0)
+        (s, admin, start, cpu0, sim_cpu0, span)
     };
     let bar = crate::progress::bar(o.pods as u64, o.progress);
     let deadline = Instant::now() + o.timeout;
@@ -189,6 +213,8 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
     // Until both are idle again: the scheduler's events and conditions count too.
     until_status_written(admin, Duration::from_secs(30)).await;
     let sched_cpu1 = until_idle(sched.pid(), Duration::from_secs(30)).await;
+    // Before the metrics scrape below, which is the scheduler's work too but not the pods'.
+    let counted = span.map(instructions::finish);
     let sched_switches1 = context_switches(sched.pid());
     let sim_cpu1 = until_idle(c.sim.pid(), Duration::from_secs(10)).await;
     let metrics = admin_fetch(admin, "/metrics").await.map(|(_, t)| t);
@@ -334,6 +360,13 @@ pub async fn run(o: &ProcOptions) -> anyhow::Result<ProcReport> {
             .and_then(|t| BucketQuantiles::from_metrics(t, "magma_condition_write_seconds", 1e3)),
         condition_seen_ms,
         events_dropped: metric_sum("magma_events_dropped_total{"),
+        constraint: o.constraint.describe(),
+        instructions_counter: counter.map(|k| k.describe().to_owned()),
+        scheduler_instructions_per_pod: counted
+            .as_ref()
+            .and_then(|r| r.as_ref().ok())
+            .and_then(|&i| instructions::per_pod(i, bound.len())),
+        instructions_error: counted.and_then(|r| r.err().map(|e| format!("{e:#}"))),
     };
     c.sim.stop();
     report.forced_closes_by_watch = forced_closes(&c.sim.log);

@@ -2,8 +2,52 @@
 //! scenario, the transport, pinning, the binaries and the scheduler's flags. Plain data: it uses
 //! no other module of `procs`.
 
+use super::instructions::Counter;
 use std::path::PathBuf;
 use std::time::Duration;
+
+/// What the scenario's pods ask of their placement besides resources.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Constraint {
+    #[default]
+    None,
+    /// Required pod anti-affinity to each other on `kubernetes.io/hostname`: one pod per node
+    /// (so at most `nodes` pods).
+    HostnameAntiAffinity,
+    /// A hard topology spread over `topology.kubernetes.io/zone` (maxSkew 1, DoNotSchedule)
+    /// across `zones` zones, which the harness labels the nodes with round-robin (kube-sim's
+    /// nodes have no zone).
+    ZoneSpread { zones: usize },
+}
+
+impl std::str::FromStr for Constraint {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Constraint, String> {
+        match s {
+            "none" => Ok(Constraint::None),
+            "hostname-anti-affinity" => Ok(Constraint::HostnameAntiAffinity),
+            "zone-spread" => Ok(Constraint::ZoneSpread { zones: 10 }),
+            _ => match s.strip_prefix("zone-spread:").map(str::parse::<usize>) {
+                Some(Ok(zones)) if zones > 0 => Ok(Constraint::ZoneSpread { zones }),
+                _ => Err(format!(
+                    "{s:?}: expected none, hostname-anti-affinity, zone-spread or zone-spread:<zones>"
+                )),
+            },
+        }
+    }
+}
+
+impl Constraint {
+    pub fn describe(self) -> String {
+        match self {
+            Constraint::None => "none".into(),
+            Constraint::HostnameAntiAffinity => "required hostname anti-affinity".into(),
+            Constraint::ZoneSpread { zones } => {
+                format!("zone spread (maxSkew 1, DoNotSchedule, {zones} zones)")
+            }
+        }
+    }
+}
 
 /// The options of [`super::run`] (see the `procs` module doc for the scenarios).
 #[derive(Debug, Clone)]
@@ -30,6 +74,10 @@ pub struct ProcOptions {
     pub unschedulable_every: Option<usize>,
     /// More flags for the scheduler (e.g. `--event-qps=...`).
     pub scheduler_args: Vec<String>,
+    /// The scenario's pods' placement constraint.
+    pub constraint: Constraint,
+    /// Count the scheduler's instructions over the measured span (see `instructions`).
+    pub instructions: Option<Counter>,
 }
 
 impl ProcOptions {

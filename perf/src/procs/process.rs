@@ -5,6 +5,7 @@
 //! SIGKILL), and the `--pin` split of the CPUs ([`Pinning`]). It uses the options (`options`)
 //! and the end-to-end client helpers (`crate::e2e`).
 
+use super::instructions::{self, Counter};
 use super::options::ProcOptions;
 use anyhow::Context;
 use std::path::{Path, PathBuf};
@@ -30,8 +31,9 @@ impl Proc {
         dir: &Path,
         cpus: Option<&str>,
     ) -> anyhow::Result<Proc> {
+        // A bare name (`valgrind`) is looked up in PATH.
         anyhow::ensure!(
-            bin.exists(),
+            bin.exists() || bin.parent() == Some(Path::new("")),
             "{} not found: build it first (cargo build --release -p magma-kube -p kube-sim) or \
              pass its path",
             bin.display()
@@ -188,8 +190,10 @@ pub(super) async fn start_sim(
 }
 
 /// Starts the `agent-scheduler` process against `c`: the process and its admin port.
+/// Under `counter` callgrind, inside valgrind (see `instructions`).
 pub(super) fn start_scheduler(
     o: &ProcOptions,
+    counter: Option<Counter>,
     c: &Cluster,
     dir: &Path,
     cpus: Option<&str>,
@@ -206,12 +210,24 @@ pub(super) fn start_scheduler(
         format!("--listen-address=127.0.0.1:{admin}"),
         "--leader-elect=false".into(),
     ];
-    let args: Vec<String> = args
+    let (program, wrapper) = match counter {
+        Some(k) => {
+            anyhow::ensure!(
+                o.scheduler_bin.exists(),
+                "{} not found: build it first (cargo build --release -p magma-kube) or pass its path",
+                o.scheduler_bin.display()
+            );
+            instructions::wrap(k, &o.scheduler_bin, dir)
+        }
+        None => (o.scheduler_bin.clone(), Vec::new()),
+    };
+    let args: Vec<String> = wrapper
         .into_iter()
+        .chain(args)
         .chain(o.scheduler_args.iter().cloned())
         .collect();
     Ok((
-        Proc::spawn("agent-scheduler", &o.scheduler_bin, &args, dir, cpus)?,
+        Proc::spawn("agent-scheduler", &program, &args, dir, cpus)?,
         admin,
     ))
 }

@@ -67,6 +67,14 @@ pub struct ProcReport {
     pub condition_seen_ms: Option<Latency>,
     /// The scheduler's Scheduled events written / dropped (its metric).
     pub events_dropped: u64,
+    /// The scenario pods' placement constraint (`none`, or which).
+    pub constraint: String,
+    /// What counted the scheduler's instructions (`--instructions`), if anything did.
+    pub instructions_counter: Option<String>,
+    /// The scheduler's instructions per bound pod, over the same span as its CPU.
+    pub scheduler_instructions_per_pod: Option<f64>,
+    /// Why the count failed, when it did.
+    pub instructions_error: Option<String>,
 }
 
 /// Quantiles of a Prometheus histogram, each the upper bound of the bucket it falls in.
@@ -119,8 +127,8 @@ impl BucketQuantiles {
 impl ProcReport {
     pub fn print(&self) {
         println!(
-            "processes/{} over {}: {} nodes, {} pods, {} workers",
-            self.scenario, self.transport, self.nodes, self.pods, self.workers
+            "processes/{} over {}: {} nodes, {} pods, {} workers, constraint {}",
+            self.scenario, self.transport, self.nodes, self.pods, self.workers, self.constraint
         );
         let ceiling = match self.created_pods_per_s {
             Some(c) => format!(
@@ -162,6 +170,20 @@ impl ProcReport {
             self.scheduler_rss_mib,
             self.scheduler_open_sockets
         );
+        match (
+            &self.instructions_counter,
+            self.scheduler_instructions_per_pod,
+            &self.instructions_error,
+        ) {
+            (Some(c), Some(i), _) => {
+                println!("  instructions per pod: scheduler {i:.0} ({c})")
+            }
+            (Some(c), None, e) => println!(
+                "  instructions per pod: none ({c}: {})",
+                e.as_deref().unwrap_or("no pod bound")
+            ),
+            (None, ..) => {}
+        }
         let by: Vec<String> = self
             .requests_per_pod
             .iter()
