@@ -625,6 +625,7 @@ mod parsed;
 mod patch;
 mod podres;
 mod policy;
+mod prepared;
 mod protobuf;
 mod provisioner;
 mod records;

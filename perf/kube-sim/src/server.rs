@@ -610,15 +610,7 @@ fn serve_verb(
         "update" => {
             let mgr = manager(Operation::Update, "UpdateOptions")?;
             let obj = parse_object(def, headers, body)?;
-            let s = inner.state_for(def, ns, name).update_by(
-                def,
-                ns,
-                name,
-                obj,
-                part,
-                Some(&mgr),
-                None,
-            )?;
+            let s = inner.update(def, ns, name, obj, part, &mgr)?;
             if part == Part::Resize {
                 inner.after_resized(&s);
             }
@@ -642,15 +634,7 @@ fn serve_verb(
             } else {
                 parse_body(body)?
             };
-            let s = inner.state_for(def, ns, name).patch_by(
-                def,
-                ns,
-                name,
-                kind,
-                &patch,
-                part,
-                Some(&mgr),
-            )?;
+            let s = inner.patch(def, ns, name, kind, &patch, part, &mgr)?;
             if part == Part::Resize {
                 inner.after_resized(&s);
             }
