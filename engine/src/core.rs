@@ -679,7 +679,9 @@ impl Core {
                 }
                 if compiled.needs_pod_index() {
                     self.cache.enable_pod_index();
-                    self.cache.index_domains(compiled.required_keys());
+                    let spread = compiled.spread.iter().map(|c| c.topology_key);
+                    self.cache
+                        .index_domains(compiled.required_keys().chain(spread));
                 }
                 self.queue.upsert(compiled, now);
             }

@@ -18,10 +18,10 @@
 //!   node; the two agree whenever the feasible nodes are the eligible ones. With the
 //!   NodeAffinity and TaintToleration filters on (the default) every feasible node is eligible,
 //!   so they agree whenever every eligible node is feasible.
-//! - Cost: a `DoNotSchedule` PreFilter on one key whose inclusion policies do not depend on
-//!   the node takes the domains from the snapshot's domain index and the matching pods from its
-//!   label index (`index`): O(domains + matching pods). Otherwise, and for the score, it scans
-//!   every node with the keys.
+//! - Cost: PreFilter and PreScore for constraints on one key whose inclusion policies do not
+//!   depend on the node take the domains from the snapshot's domain index and the matching pods
+//!   from its label index (`index`): O(domains + matching pods). Otherwise they scan every node
+//!   with the keys.
 //! - Not done: the system default constraints kube-scheduler derives from Services and
 //!   ReplicaSets (Magma does not watch those); pods without constraints of their own are not
 //!   spread.
@@ -112,51 +112,74 @@ fn count_by_scan(snap: &Snapshot, pod: &CompiledPod, keys: &[u32], hard: &mut [H
     }
 }
 
-/// PreFilter's counts from the snapshot's indexes, in O(domains + matching pods): every domain
-/// of the key at 0 (`index::Domains`), plus the matching pods on the nodes the label index
-/// gives (`index::PodLabels`). Only when the constraints share one key and every node with it
-/// counts (no inclusion policy that depends on the node); `false` otherwise (the caller scans).
+/// Whether every node with its key counts for `c` (no inclusion policy that depends on the
+/// node), so the domain index can stand for the scan.
+fn every_node(c: &SpreadConstraint, pod: &CompiledPod) -> bool {
+    (!c.honor_node_affinity || !pod.has_node_constraints) && !c.honor_node_taints
+}
+
+/// The one key of `keys` when the index can count for `constraints` (all on that key, every
+/// node counting, the key indexed): the domains of the key, sorted.
+fn indexed_domains<'s, 'c>(
+    snap: &'s Snapshot,
+    pod: &CompiledPod,
+    keys: &[u32],
+    mut constraints: impl Iterator<Item = &'c SpreadConstraint>,
+) -> Option<(u32, &'s [u32])> {
+    let key = *keys.first()?;
+    if keys.iter().any(|&k| k != key) || !constraints.all(|c| every_node(c, pod)) {
+        return None;
+    }
+    Some((key, snap.domains.values(key)?))
+}
+
+/// A constraint's counts from the snapshot's indexes, in O(domains + matching pods): every
+/// domain of `values` at 0 (`index::Domains`), plus the matching pods on the nodes the label
+/// index gives (`index::PodLabels`), unsummed. `false` (nothing pushed) when the selector cannot
+/// be looked up: the caller scans.
+fn index_counts(
+    snap: &Snapshot,
+    pod: &CompiledPod,
+    (key, values): (u32, &[u32]),
+    c: &SpreadConstraint,
+    out: &mut Vec<(u32, i64)>,
+) -> bool {
+    let mut slots = Vec::new();
+    if !snap
+        .pod_labels
+        .selector_slots(pod.info.namespace, &c.selector, &mut slots)
+    {
+        return false;
+    }
+    slots.sort_unstable();
+    slots.dedup();
+    out.extend(values.iter().map(|&v| (v, 0)));
+    for &slot in &slots {
+        // Pods on a node without the key are not counted (as the scan skips the node).
+        let Some(label) = snap.node(slot as usize).and_then(|m| m.label(key)) else {
+            continue;
+        };
+        let n = count(c, pod.info.namespace, snap.pods_on(slot as usize));
+        if n > 0 {
+            out.push((label.value, n));
+        }
+    }
+    true
+}
+
+/// PreFilter's counts from the indexes ([`index_counts`]) when they can stand for the scan;
+/// `false` otherwise.
 fn counted_by_index(
     snap: &Snapshot,
     pod: &CompiledPod,
     keys: &[u32],
     hard: &mut [Hard<'_>],
 ) -> bool {
-    let key = keys[0];
-    let every_node = |c: &SpreadConstraint| {
-        (!c.honor_node_affinity || !pod.has_node_constraints) && !c.honor_node_taints
-    };
-    if keys.iter().any(|&k| k != key) || !hard.iter().all(|h| every_node(h.c)) {
-        return false;
-    }
-    let Some(values) = snap.domains.values(key) else {
+    let Some(domains) = indexed_domains(snap, pod, keys, hard.iter().map(|h| h.c)) else {
         return false;
     };
-    let mut slots = Vec::new();
-    for h in hard.iter_mut() {
-        slots.clear();
-        if !snap
-            .pod_labels
-            .selector_slots(pod.info.namespace, &h.c.selector, &mut slots)
-        {
-            return false;
-        }
-        slots.sort_unstable();
-        slots.dedup();
-        h.counts.extend(values.iter().map(|&v| (v, 0)));
-        for &slot in &slots {
-            // Pods on a node without the key are not counted (as the scan skips the node).
-            let Some(value) = snap.node(slot as usize).and_then(|m| m.label(key)) else {
-                continue;
-            };
-            let value = value.value;
-            let n = count(h.c, pod.info.namespace, snap.pods_on(slot as usize));
-            if n > 0 {
-                h.counts.push((value, n));
-            }
-        }
-    }
-    true
+    hard.iter_mut()
+        .all(|h| index_counts(snap, pod, domains, h.c, &mut h.counts))
 }
 
 /// One hard constraint as PreFilter worked it out.
@@ -270,6 +293,48 @@ impl Filter for PodTopologySpread {
     }
 }
 
+/// PreScore's eligible nodes and counts by scanning every node with the keys.
+fn soft_by_scan(snap: &Snapshot, pod: &CompiledPod, keys: &[u32], soft: &mut [(Soft<'_>, usize)]) {
+    for (slot, meta) in nodes_with(snap, keys) {
+        let pods = snap.pods_on(slot);
+        for (s, eligible) in soft.iter_mut() {
+            if !included(s.c, pod, meta) {
+                continue;
+            }
+            *eligible += 1;
+            if let Some(counts) = &mut s.counts {
+                let value = meta.label(s.c.topology_key).expect("has every key").value;
+                counts.push((value, count(s.c, pod.info.namespace, pods)));
+            }
+        }
+    }
+}
+
+/// PreScore's eligible nodes (every node with the key: the domains' sizes) and counts from the
+/// indexes when they can stand for the scan; `false` otherwise.
+fn soft_by_index(
+    snap: &Snapshot,
+    pod: &CompiledPod,
+    keys: &[u32],
+    soft: &mut [(Soft<'_>, usize)],
+) -> bool {
+    let Some(domains) = indexed_domains(snap, pod, keys, soft.iter().map(|(s, _)| s.c)) else {
+        return false;
+    };
+    let (key, values) = domains;
+    let nodes: usize = values
+        .iter()
+        .map(|&v| snap.domains.slots(key, v).map_or(0, <[u32]>::len))
+        .sum();
+    soft.iter_mut().all(|(s, eligible)| {
+        *eligible = nodes;
+        match &mut s.counts {
+            Some(counts) => index_counts(snap, pod, domains, s.c, counts),
+            None => true,
+        }
+    })
+}
+
 /// One soft constraint as PreScore worked it out.
 pub struct Soft<'a> {
     c: &'a SpreadConstraint,
@@ -323,18 +388,14 @@ impl Scorer for PodTopologySpread {
                 )
             })
             .collect();
-        for (slot, meta) in nodes_with(cx.snap, &keys) {
-            let pods = cx.snap.pods_on(slot);
+        if !soft_by_index(cx.snap, pod, &keys, &mut soft) {
             for (s, eligible) in &mut soft {
-                if !included(s.c, pod, meta) {
-                    continue;
-                }
-                *eligible += 1;
+                *eligible = 0;
                 if let Some(counts) = &mut s.counts {
-                    let value = meta.label(s.c.topology_key).expect("has every key").value;
-                    counts.push((value, count(s.c, pod.info.namespace, pods)));
+                    counts.clear();
                 }
             }
+            soft_by_scan(cx.snap, pod, &keys, &mut soft);
         }
         let soft = soft
             .into_iter()

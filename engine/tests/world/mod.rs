@@ -81,7 +81,8 @@ impl World {
         input.uid = "incoming".into();
         input.name = "incoming".into();
         let pod = self.cache.compile_pod(&input).expect("valid incoming pod");
-        self.cache.index_domains(pod.required_keys());
+        let spread = pod.spread.iter().map(|c| c.topology_key);
+        self.cache.index_domains(pod.required_keys().chain(spread));
         pod
     }
 
