@@ -199,6 +199,12 @@ impl ResourceClaims {
         }
     }
 
+    /// A claim we deleted: our earlier answers for it are not shown to the engine (they could
+    /// reach it after the watch's deletion and bring the claim back).
+    fn forget(&self, namespace: &str, name: &str) {
+        lock(&self.echoes).retain(|c| c.namespace != namespace || c.name != name);
+    }
+
     /// The claims our writes answered since the last call, oldest first.
     pub fn take_echoes(&self) -> Vec<magma_engine::dra::ClaimInput> {
         std::mem::take(&mut *lock(&self.echoes))
@@ -810,16 +816,15 @@ pub async fn delete_claim(
         )
         .await
         {
-            Ok(updated) => {
-                claims.wrote(&updated);
-                break;
-            }
+            Ok(_) => break,
             Err(Failure::Conflict(_)) if attempt + 1 < ATTEMPTS => {}
             Err(Failure::Conflict(e) | Failure::Other(e)) => {
                 return Err(format!("update resourceclaim {namespace}/{name}: {e}"));
             }
         }
     }
+    // Whatever our writes answered for it is not the claim's last word any more.
+    claims.forget(namespace, name);
     let params = DeleteParams {
         preconditions: Some(Preconditions {
             uid: Some(uid.to_owned()),

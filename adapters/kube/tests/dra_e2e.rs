@@ -16,6 +16,10 @@
 //! - A pod naming a claim that does not exist waits until it is created.
 //! - A failed binding after the claim was written: the claim is unreserved and deallocated, and
 //!   the pod is bound on its next attempt.
+//! - Extended resources backed by DRA: pods asking for `example.com/gpu`, which no node offers
+//!   and a DeviceClass names, each get a claim made for them (owned, annotated, allocated one
+//!   device of their node, named in `status.extendedResourceClaimStatus`); the fifth of four
+//!   GPUs waits; a failed binding deletes the claim it made.
 
 use kube_sim::{ErrorRule, Faults, SimHandle};
 use serde_json::{Value, json};
@@ -674,6 +678,190 @@ async fn a_claim_allocated_where_its_pod_cannot_go_is_deallocated_and_allocated_
         status_writes.iter().all(|w| w.code == 200),
         "{status_writes:?}"
     );
+    s.stop().await;
+    sim.shutdown().await;
+}
+
+/// A pod asking for `n` of the extended resource `resource` (requests and limits, as the API
+/// server requires for extended resources).
+fn extended_pod(name: &str, resource: &str, n: u32) -> Value {
+    let mut p = kube_sim::pod_object("default", name, "agent-scheduler", "100m", "64Mi");
+    let r = &mut p["spec"]["containers"][0]["resources"];
+    r["requests"][resource] = json!(n.to_string());
+    r["limits"] = json!({resource: n.to_string()});
+    p
+}
+
+/// The claim made for `pod`'s extended resources, by its pod status.
+fn extended_claim_of(sim: &SimHandle, pod: &str) -> Option<Value> {
+    let p = sim.get("v1", "pods", "default", pod).ok()?;
+    let name = p["status"]["extendedResourceClaimStatus"]["resourceClaimName"].as_str()?;
+    get_claim(sim, name)
+}
+
+/// Four GPUs on two nodes that offer no `example.com/gpu`, a class naming it, five pods asking
+/// for one each at four workers: four bound, each with a claim made for it (owned by the pod,
+/// annotated, one request `container-0-request-<j>`, allocated a distinct GPU of its node,
+/// reserved for it, named with its mapping in the pod's status); the fifth is told why and is
+/// bound when a bound pod goes (its claim collected with it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extended_resources_get_a_claim_made_for_them() {
+    let (sim, s) = cluster(4).await;
+    create(
+        &sim,
+        "deviceclasses",
+        json!({"metadata": {"name": DRIVER}, "spec": {
+            "extendedResourceName": "example.com/gpu",
+            "selectors": [{"cel": {"expression": format!("device.driver == \"{DRIVER}\"")}}]}}),
+    );
+    for n in NODES {
+        slice(
+            &sim,
+            n,
+            (0..2).map(|i| plain(&format!("gpu-{i}"))).collect(),
+        );
+    }
+    let names: Vec<String> = (0..5).map(|i| format!("agent-{i}")).collect();
+    for n in &names {
+        create(&sim, "pods", extended_pod(n, "example.com/gpu", 1));
+    }
+    let waiting = wait_for(
+        "4 bound and the 5th told why",
+        WAIT,
+        || {
+            let left: Vec<&String> = names
+                .iter()
+                .filter(|n| node_of(&sim, n).is_none())
+                .collect();
+            (left.len() == 1).then(|| left[0].clone()).filter(|p| {
+                condition(&sim, p).is_some_and(|(s, _, m)| {
+                    s == "False" && m.contains("cannot allocate all claims")
+                })
+            })
+        },
+        || {
+            format!(
+                "{:?}",
+                names.iter().map(|n| condition(&sim, n)).collect::<Vec<_>>()
+            )
+        },
+    )
+    .await;
+    assert_eq!(
+        condition(&sim, &waiting).unwrap().2,
+        "0/2 nodes are unavailable: 2 cannot allocate all claims. preemption: 0/2 nodes are \
+         available: 2 Preemption is not helpful for scheduling."
+    );
+    let mut devices = BTreeSet::new();
+    for n in names.iter().filter(|n| **n != waiting) {
+        let node = node_of(&sim, n).unwrap();
+        let c = wait_for(
+            &format!("{n}'s extended resource claim"),
+            WAIT,
+            || extended_claim_of(&sim, n),
+            || format!("{:?}", sim.get("v1", "pods", "default", n)),
+        )
+        .await;
+        assert_eq!(
+            c["metadata"]["annotations"]["resource.kubernetes.io/extended-resource-claim"], "true",
+            "{c}"
+        );
+        let owner = &c["metadata"]["ownerReferences"][0];
+        assert_eq!(owner["uid"], uid_of(&sim, n).as_str(), "{c}");
+        assert_eq!(owner["controller"], true, "{c}");
+        assert!(
+            c["metadata"]["name"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("{n}-extended-resources-")),
+            "{c}"
+        );
+        let request = &c["spec"]["devices"]["requests"][0];
+        assert_eq!(request["name"], "container-0-request-1", "{c}");
+        assert_eq!(request["exactly"]["deviceClassName"], DRIVER, "{c}");
+        let res = results(&c);
+        assert_eq!(res.len(), 1, "{c}");
+        assert_eq!(res[0].1, node, "{c}");
+        assert!(
+            devices.insert(res[0].clone()),
+            "{:?} allocated twice",
+            res[0]
+        );
+        assert_eq!(
+            reserved(&c),
+            [("pods".to_owned(), n.clone(), uid_of(&sim, n))]
+        );
+        assert!(finalized(&c), "{c}");
+        let p = sim.get("v1", "pods", "default", n).unwrap();
+        assert_eq!(
+            p["status"]["extendedResourceClaimStatus"]["requestMappings"],
+            json!([{"containerName": "main", "resourceName": "example.com/gpu",
+                    "requestName": "container-0-request-1"}])
+        );
+    }
+    let gone = names.iter().find(|n| **n != waiting).unwrap().clone();
+    let freed_node = node_of(&sim, &gone).unwrap();
+    sim.delete("v1", "pods", "default", &gone).unwrap();
+    let bound = wait_for(
+        &format!("{waiting} bound"),
+        WAIT,
+        || node_of(&sim, &waiting),
+        || {
+            format!(
+                "{:?} {:?}",
+                condition(&sim, &waiting),
+                sim.list("resource.k8s.io/v1", "resourceclaims", Some("default"))
+            )
+        },
+    )
+    .await;
+    assert_eq!(bound, freed_node);
+    assert!(extended_claim_of(&sim, &waiting).is_some());
+    s.stop().await;
+    sim.shutdown().await;
+}
+
+/// The binding fails after the claim for the pod's extended resources was made: it is deleted
+/// (Unreserve), and the next attempt makes another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_binding_deletes_the_claim_it_made_for_extended_resources() {
+    let (sim, s) = cluster(1).await;
+    create(
+        &sim,
+        "deviceclasses",
+        json!({"metadata": {"name": DRIVER}, "spec": {
+            "selectors": [{"cel": {"expression": format!("device.driver == \"{DRIVER}\"")}}]}}),
+    );
+    slice(&sim, "node-00000", vec![plain("gpu-0")]);
+    sim.faults().set(Faults {
+        errors: vec![ErrorRule {
+            resource: Some("pods/binding".into()),
+            ..ErrorRule::new("create", 1.0)
+        }],
+        ..Faults::default()
+    });
+    let resource = format!("deviceclass.resource.kubernetes.io/{DRIVER}");
+    create(&sim, "pods", extended_pod("p", &resource, 1));
+    wait_message(&sim, "p", "failed to bind").await;
+    let made: Vec<String> = sim
+        .writes()
+        .iter()
+        .filter(|w| w.resource == "resourceclaims" && w.verb == "create" && w.code == 201)
+        .map(|w| w.name.clone())
+        .collect();
+    assert_eq!(made.len(), 1, "{made:?}");
+    wait_for(
+        "the claim made deleted",
+        WAIT,
+        || get_claim(&sim, &made[0]).is_none().then_some(()),
+        || format!("{:?}", get_claim(&sim, &made[0])),
+    )
+    .await;
+    sim.faults().set(Faults::default());
+    assert_eq!(wait_bound(&sim, "p").await, "node-00000");
+    let c = extended_claim_of(&sim, "p").unwrap();
+    assert_ne!(c["metadata"]["name"], made[0].as_str());
+    assert_eq!(results(&c).len(), 1, "{c}");
     s.stop().await;
     sim.shutdown().await;
 }

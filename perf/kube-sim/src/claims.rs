@@ -26,6 +26,9 @@
 //!   is deleted.
 //! - A claim being deleted (a `deletionTimestamp`, held by the scheduler's finalizer) that
 //!   nobody reserves is deallocated and loses the finalizer, which completes its deletion.
+//! - A pod with a claim made for its extended resources (`status.extendedResourceClaimStatus`,
+//!   DRA extended resources) is followed too: that claim's reservation is released when the
+//!   pod is done or gone, like any claim's.
 //! - Garbage collection: a ResourceClaim all of whose owners are pods that no longer exist is
 //!   deleted (as kube-controller-manager's garbage collector does for any dependent: a plain
 //!   DELETE, which a finalizer holds).
@@ -67,6 +70,13 @@ fn has_claims(pod: &Value) -> bool {
     pod.pointer("/spec/resourceClaims")
         .and_then(Value::as_array)
         .is_some_and(|a| !a.is_empty())
+        || !extended_claim(pod).is_empty()
+}
+
+/// The claim a scheduler made for the pod's extended resources
+/// (`status.extendedResourceClaimStatus.resourceClaimName`; empty without one).
+fn extended_claim(pod: &Value) -> &str {
+    s(pod, "/status/extendedResourceClaimStatus/resourceClaimName")
 }
 
 /// Whether a commit may concern the controller (decided under the store lock: cheap, nothing
@@ -75,7 +85,10 @@ fn has_claims(pod: &Value) -> bool {
 /// controller checks the parsed pod again ([`has_claims`]) and ignores any other.
 fn relevant(ev: &Event) -> bool {
     match ev.key.as_ref() {
-        "/pods" => ev.obj.mentions("\"resourceClaims\":[{"),
+        "/pods" => {
+            ev.obj.mentions("\"resourceClaims\":[{")
+                || ev.obj.mentions("\"extendedResourceClaimStatus\":{")
+        }
         dra::CLAIM_KEY | dra::TEMPLATE_KEY => true,
         _ => false,
     }
@@ -377,12 +390,18 @@ fn on_event(inner: &Inner, index: &mut Index, parsed: &mut Parsed, ev: &Event, o
     }
 }
 
-/// The claim names a pod uses (`resourceclaim.Name` for each pod claim that has one).
+/// The claim names a pod uses (`resourceclaim.Name` for each pod claim that has one, and the
+/// claim made for its extended resources).
 fn claim_names(pod: &Value) -> Vec<String> {
-    arr(pod, "/spec/resourceClaims")
+    let mut names: Vec<String> = arr(pod, "/spec/resourceClaims")
         .iter()
         .filter_map(|c| claim_name(pod, c).map(|(n, _)| n))
-        .collect()
+        .collect();
+    let extended = extended_claim(pod);
+    if !extended.is_empty() {
+        names.push(extended.to_string());
+    }
+    names
 }
 
 /// `resourceclaim.Name`: the claim a pod claim refers to and whether the claim must be owned by
@@ -806,6 +825,11 @@ mod tests {
         let with = json!({"metadata": {"name": "a", "annotations": {"x": "resourceClaims"}},
             "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"}]}});
         assert!(relevant(&ev(with.clone())) && has_claims(&with));
+        // A claim made for its extended resources.
+        let extended = json!({"metadata": {"name": "e"}, "status": {"extendedResourceClaimStatus":
+            {"resourceClaimName": "e-extended-resources-x", "requestMappings": []}}});
+        assert!(relevant(&ev(extended.clone())) && has_claims(&extended));
+        assert_eq!(claim_names(&extended), ["e-extended-resources-x"]);
         for without in [
             json!({"metadata": {"name": "b"}, "spec": {"resourceClaims": []}}),
             json!({"metadata": {"name": "c", "annotations": {"resourceClaims": "[{"}},
