@@ -96,6 +96,12 @@ async fn create_get_conflicts_and_delete() {
     cm.metadata.generate_name = Some("gen-".into());
     let g = cms.create(&PostParams::default(), &cm).await.unwrap();
     assert!(g.metadata.name.unwrap().starts_with("gen-"));
+    // A long base is cut to 58 characters (the generated name fits 63).
+    cm.metadata.generate_name = Some(format!("{}-", "g".repeat(70)));
+    let g = cms.create(&PostParams::default(), &cm).await.unwrap();
+    let name = g.metadata.name.unwrap();
+    assert_eq!(name.len(), 63, "{name}");
+    assert!(name.starts_with(&"g".repeat(58)), "{name}");
     let other: Api<ConfigMap> = Api::namespaced(client.clone(), "nope");
     cm.metadata.name = Some("x".into());
     let (code, _, msg) = api_code(other.create(&PostParams::default(), &cm).await);
