@@ -116,7 +116,7 @@
 //!   deliberately keeps such a pod pending (`docs/dra.md`, `predicate.DynamicResource
 //!   AllocationEnable: false`).
 //! - every "extended-resource-*", "implicit-extended-resource-*" and "non-DRA-extended-
-//!   resource-*" row: extended resources backed by DRA, not implemented.
+//!   resource-*" row: extended resources backed by DRA, ported in `upstream_dra_extended.rs`.
 //! - "canceled", "timeout", "timeout_zero": the Filter's time limit (Magma bounds by steps).
 //! - "bind-claim-with-binding-conditions", "bind-failure-concurrent-deallocation",
 //!   "bound-claim-with-*", "prebind-fail-with-binding-timeout", "multi-claims-binding-
