@@ -13,7 +13,7 @@
 use crate::binder::{BindVersions, Candidate, MAX_SLOTS};
 use crate::conf::Profile;
 use crate::event::{self, Events};
-use crate::index::{AntiTerms, Domains, PodLabels};
+use crate::index::Indexes;
 use crate::model::{
     CPU, CompiledNode, CompiledPod, HOSTNAME_KEY, HostPort, Interner, MEMORY, ModelError,
     NamespaceInput, Namespaces, NodeInput, NodeMeta, PodInfo, PodInput, ResourceList,
@@ -162,9 +162,7 @@ pub struct Cache {
     anti_epoch: u64,
     /// Nodes by topology domain, placed pods by label, required anti-affinity terms by what
     /// they select (`index`), as the next snapshot carries them.
-    domains: Domains,
-    pod_labels: PodLabels,
-    anti_terms: AntiTerms,
+    index: Option<Arc<Indexes>>,
     hostname_key: u32,
     /// PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes (`volumes`).
     storage: Storage,
@@ -226,9 +224,7 @@ impl Cache {
             affinity_pods: Arc::from(Vec::new()),
             namespaces: Arc::default(),
             anti_epoch: 0,
-            domains: Domains::default(),
-            pod_labels: PodLabels::default(),
-            anti_terms: AntiTerms::default(),
+            index: None,
             storage: Storage::default(),
             dra: crate::dra::Dra::default(),
             csi_limits: Arc::default(),
@@ -337,8 +333,10 @@ impl Cache {
     ) -> Result<Events, CacheError> {
         let compiled = compile_node(input, &mut self.interner, &mut self.registry)?;
         if let Some(&slot) = self.by_name.get(input.name.as_str()) {
-            let st = &mut self.slots[slot as usize];
-            let old = st.node.as_ref().expect("named slot holds a node");
+            let old = self.slots[slot as usize]
+                .node
+                .as_ref()
+                .expect("named slot holds a node");
             let (events, restricts) = diff_nodes(old, &compiled);
             if events == 0
                 && !restricts
@@ -347,10 +345,13 @@ impl Cache {
             {
                 return Ok(0);
             }
-            if self.domains.moves(&old.meta, &compiled.meta) {
-                self.domains.node(slot, &old.meta, -1);
-                self.domains.node(slot, &compiled.meta, 1);
+            let old = old.meta.clone();
+            if self.index().domains.moves(&old, &compiled.meta) {
+                let domains = &mut self.index_mut().domains;
+                domains.node(slot, &old, -1);
+                domains.node(slot, &compiled.meta, 1);
             }
+            let st = &mut self.slots[slot as usize];
             st.node = Some(compiled);
             if restricts {
                 self.bump(slot);
@@ -360,7 +361,9 @@ impl Cache {
         }
         let slot = self.allocate_slot(&input.name, reuse_horizon)?;
         let name = compiled.meta.name.clone();
-        self.domains.node(slot, &compiled.meta, 1);
+        if self.index().domains.has_keys() {
+            self.index_mut().domains.node(slot, &compiled.meta, 1);
+        }
         {
             let st = &mut self.slots[slot as usize];
             st.incarnation = st.incarnation.wrapping_add(1);
@@ -421,15 +424,19 @@ impl Cache {
         st.nonzero = [0; 2];
         st.ports.clear();
         st.assumed = 0;
-        for p in st.pods.drain(..) {
-            self.affinity.remove(&(Arc::as_ptr(&p) as usize));
+        let pods = std::mem::take(&mut st.pods);
+        for p in &pods {
+            self.affinity.remove(&(Arc::as_ptr(p) as usize));
             if self.pod_index {
-                self.pod_labels.pod(slot, &p, -1);
-                self.anti_terms.pod(slot, &p, -1);
+                let index = self.index_mut();
+                index.pod_labels.pod(slot, p, -1);
+                index.anti_terms.pod(slot, p, -1);
             }
         }
-        if let Some(n) = &node {
-            self.domains.node(slot, &n.meta, -1);
+        if let Some(n) = &node
+            && self.index().domains.has_keys()
+        {
+            self.index_mut().domains.node(slot, &n.meta, -1);
         }
         self.affinity_dirty = true;
         self.live_nodes -= 1;
@@ -655,8 +662,9 @@ impl Cache {
             }
         }
         if self.pod_index {
-            self.pod_labels.pod(slot, &p.info, sign);
-            self.anti_terms.pod(slot, &p.info, sign);
+            let index = self.index_mut();
+            index.pod_labels.pod(slot, &p.info, sign);
+            index.anti_terms.pod(slot, &p.info, sign);
         }
         let st = &mut self.slots[slot as usize];
         if sign > 0 {
@@ -691,13 +699,23 @@ impl Cache {
         self.pod_index = true;
         for slot in 0..self.slots.len() as u32 {
             if self.slots[slot as usize].node.is_some() {
+                let index = Arc::make_mut(self.index.get_or_insert_with(Default::default));
                 for p in &self.slots[slot as usize].pods {
-                    self.pod_labels.pod(slot, p, 1);
-                    self.anti_terms.pod(slot, p, 1);
+                    index.pod_labels.pod(slot, p, 1);
+                    index.anti_terms.pod(slot, p, 1);
                 }
                 self.write_slot(slot);
             }
         }
+    }
+
+    fn index(&self) -> &Indexes {
+        self.index.as_deref().unwrap_or(Indexes::empty())
+    }
+
+    /// The indexes, to change (copied if a snapshot still shares them).
+    fn index_mut(&mut self) -> &mut Indexes {
+        Arc::make_mut(self.index.get_or_insert_with(Default::default))
     }
 
     /// Index the nodes by these topology keys from now on (`index::Domains`): the keys a pod's
@@ -705,7 +723,7 @@ impl Cache {
     /// scanning every node.
     pub fn index_domains(&mut self, keys: impl IntoIterator<Item = u32>) {
         for key in keys {
-            if self.domains.indexes(key) {
+            if self.index().domains.indexes(key) {
                 continue;
             }
             let nodes = self
@@ -713,7 +731,9 @@ impl Cache {
                 .iter()
                 .enumerate()
                 .filter_map(|(i, st)| Some((i as u32, &*st.node.as_ref()?.meta)));
-            self.domains.add_key(key, nodes);
+            Arc::make_mut(self.index.get_or_insert_with(Default::default))
+                .domains
+                .add_key(key, nodes);
             self.dirty = true;
         }
     }
@@ -1127,9 +1147,7 @@ impl Cache {
             hostname_key: self.hostname_key,
             csi_limits: self.csi_limits.clone(),
             nominated: self.nominations.len(),
-            domains: self.domains.clone(),
-            pod_labels: self.pod_labels.clone(),
-            anti_terms: self.anti_terms.clone(),
+            index: self.index.clone(),
         }))
     }
 
@@ -1189,9 +1207,7 @@ impl Cache {
             nominated: self.nominations.len(),
             // They may still name the slot for the pods gone: their readers check every pod
             // they find on it.
-            domains: self.domains.clone(),
-            pod_labels: self.pod_labels.clone(),
-            anti_terms: self.anti_terms.clone(),
+            index: self.index.clone(),
         }
     }
 
@@ -1250,7 +1266,7 @@ impl Cache {
 
     /// Some placed pod has pod (anti-)affinity terms (their symmetric rules read other pods).
     pub fn has_affinity_pods(&self) -> bool {
-        !self.affinity.is_empty() || !self.anti_terms.is_empty()
+        !self.affinity.is_empty() || !self.index().anti_terms.is_empty()
     }
 
     /// The name of the node in `slot`.

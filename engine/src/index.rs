@@ -19,6 +19,24 @@ use crate::model::{AffinityTerm, LabelSelector, NodeMeta, PodInfo};
 use std::hash::{BuildHasher, Hash};
 use std::sync::Arc;
 
+/// The three indexes, as the cache keeps them and a snapshot carries them (behind one `Arc`,
+/// and none at all until something is indexed: publishing costs clusters without constraints
+/// nothing).
+#[derive(Clone, Default)]
+pub struct Indexes {
+    pub domains: Domains,
+    pub pod_labels: PodLabels,
+    pub anti_terms: AntiTerms,
+}
+
+impl Indexes {
+    /// What a snapshot without indexes reads.
+    pub fn empty() -> &'static Indexes {
+        static EMPTY: std::sync::LazyLock<Indexes> = std::sync::LazyLock::new(Indexes::default);
+        &EMPTY
+    }
+}
+
 /// Shards per map: the top copied by the first change after a publication.
 pub const SHARDS: usize = 64;
 
@@ -113,6 +131,11 @@ pub struct Domains {
 }
 
 impl Domains {
+    /// Whether any key is indexed.
+    pub fn has_keys(&self) -> bool {
+        !self.keys.is_empty()
+    }
+
     /// Whether `key` is indexed.
     pub fn indexes(&self, key: u32) -> bool {
         self.keys.binary_search(&key).is_ok()
@@ -419,24 +442,30 @@ mod tests {
                     // The test's terms select their own pod's labels in its namespace.
                     anti += 1;
                     let mut found = Vec::new();
-                    snap.anti_terms
+                    snap.index()
+                        .anti_terms
                         .candidates(p.namespace, &p.labels, &mut found);
                     assert!(found.contains(&slot), "a placed anti-affinity pod is found");
                 }
             }
         }
         assert_eq!(
-            snap.domains.values(zone).unwrap(),
+            snap.index().domains.values(zone).unwrap(),
             domains.keys().copied().collect::<Vec<_>>()
         );
         for (v, slots) in &domains {
-            assert_eq!(snap.domains.slots(zone, *v).unwrap(), &slots[..]);
+            assert_eq!(snap.index().domains.slots(zone, *v).unwrap(), &slots[..]);
         }
         for (k, e) in &labels {
-            assert_eq!(snap.pod_labels.slots(k.0, k.1, k.2), &e[..], "{k:?}");
+            assert_eq!(
+                snap.index().pod_labels.slots(k.0, k.1, k.2),
+                &e[..],
+                "{k:?}"
+            );
         }
-        assert_eq!(snap.pod_labels.slots.len(), labels.len());
+        assert_eq!(snap.index().pod_labels.slots.len(), labels.len());
         let listed: u32 = snap
+            .index()
             .anti_terms
             .keyed
             .shards

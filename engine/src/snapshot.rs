@@ -17,7 +17,7 @@
 //! indexes of nodes by topology domain and of placed pods by label (`index`); it knows
 //! neither the configuration file (`conf`) nor the plugins that read it.
 
-use crate::index::{AntiTerms, Domains, PodLabels};
+use crate::index::Indexes;
 use crate::model::{HostPort, Namespaces, NodeMeta, PodInfo, Slot};
 use crate::profile::Profile;
 use crate::shard::View;
@@ -220,13 +220,10 @@ pub struct Snapshot {
     pub csi_limits: Arc<CsiLimits>,
     /// Pods nominated to some node (`Chunk::nominees`): none, and no pod pays for them.
     pub nominated: usize,
-    /// Nodes by topology domain, for the keys constraints name (`index::Domains`).
-    pub domains: Domains,
-    /// Node slots by the labels of their pods, once `pods_indexed` (`index::PodLabels`).
-    pub pod_labels: PodLabels,
-    /// Placed pods' required anti-affinity terms by what they select (the symmetric rule,
-    /// `index::AntiTerms`).
-    pub anti_terms: AntiTerms,
+    /// Nodes by topology domain for the keys constraints name, node slots by the labels of
+    /// their pods once `pods_indexed`, placed pods' required anti-affinity terms by what they
+    /// select (`index`); `None` until the cache indexes anything ([`Snapshot::index`]).
+    pub index: Option<Arc<Indexes>>,
 }
 
 impl Snapshot {
@@ -245,10 +242,13 @@ impl Snapshot {
             hostname_key: u32::MAX,
             csi_limits: Arc::default(),
             nominated: 0,
-            domains: Domains::default(),
-            pod_labels: PodLabels::default(),
-            anti_terms: AntiTerms::default(),
+            index: None,
         }
+    }
+
+    /// The indexes this snapshot carries (empty ones when it carries none).
+    pub fn index(&self) -> &Indexes {
+        self.index.as_deref().unwrap_or(Indexes::empty())
     }
 
     /// Node description of `slot`, if a node lives there.

@@ -242,7 +242,7 @@ fn others_indexed(
         let Some(label) = own.label(key) else {
             continue;
         };
-        let Some(slots) = snap.domains.slots(key, label.value) else {
+        let Some(slots) = snap.index().domains.slots(key, label.value) else {
             return false;
         };
         let before = others.len();

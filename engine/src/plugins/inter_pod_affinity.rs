@@ -87,7 +87,7 @@ fn term_slots<'t>(
 ) -> Option<Vec<u32>> {
     let mut out = Vec::new();
     for t in terms {
-        if !snap.pod_labels.term_slots(t, &mut out) {
+        if !snap.index().pod_labels.term_slots(t, &mut out) {
             return None;
         }
     }
@@ -189,7 +189,8 @@ impl Filter for InterPodAffinity {
         // nodes the anti-affinity index gives for its namespace and labels.
         let mut existing = Vec::new();
         let mut slots = Vec::new();
-        snap.anti_terms
+        snap.index()
+            .anti_terms
             .candidates(pod.info.namespace, &pod.info.labels, &mut slots);
         for &slot in &slots {
             let Some(node) = snap.node(slot as usize) else {

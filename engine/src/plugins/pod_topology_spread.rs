@@ -130,7 +130,7 @@ fn indexed_domains<'s, 'c>(
     if keys.iter().any(|&k| k != key) || !constraints.all(|c| every_node(c, pod)) {
         return None;
     }
-    Some((key, snap.domains.values(key)?))
+    Some((key, snap.index().domains.values(key)?))
 }
 
 /// A constraint's counts from the snapshot's indexes, in O(domains + matching pods): every
@@ -146,6 +146,7 @@ fn index_counts(
 ) -> bool {
     let mut slots = Vec::new();
     if !snap
+        .index()
         .pod_labels
         .selector_slots(pod.info.namespace, &c.selector, &mut slots)
     {
@@ -324,7 +325,7 @@ fn soft_by_index(
     let (key, values) = domains;
     let nodes: usize = values
         .iter()
-        .map(|&v| snap.domains.slots(key, v).map_or(0, <[u32]>::len))
+        .map(|&v| snap.index().domains.slots(key, v).map_or(0, <[u32]>::len))
         .sum();
     soft.iter_mut().all(|(s, eligible)| {
         *eligible = nodes;
