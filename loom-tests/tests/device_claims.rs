@@ -60,6 +60,7 @@ fn device_claims() {
         d.input(Input::Dra(DraInput::Class(ClassInput {
             name: "nic".into(),
             selectors: vec!["device.driver == \"nic.example.com\"".into()],
+            ..Default::default()
         })));
         d.input(Input::Dra(DraInput::Slice(SliceInput {
             name: "fabric".into(),
