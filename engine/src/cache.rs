@@ -16,8 +16,8 @@ use crate::event::{self, Events};
 use crate::index::Indexes;
 use crate::model::{
     CPU, CompiledNode, CompiledPod, HOSTNAME_KEY, HostPort, Interner, MEMORY, ModelError,
-    NamespaceInput, Namespaces, NodeInput, NodeMeta, PodInfo, PodInput, ResourceList,
-    ResourceRegistry, compile_labels, compile_node, compile_pod,
+    NamespaceInput, Namespaces, NodeInput, NodeMeta, PlainInfos, PodInfo, PodInput, ResourceList,
+    ResourceRegistry, compile_labels, compile_node, compile_pod_with,
 };
 use crate::mutation;
 use crate::plugins::inter_pod_affinity::scores_others;
@@ -163,6 +163,8 @@ pub struct Cache {
     /// Nodes by topology domain, placed pods by label, required anti-affinity terms by what
     /// they select (`index`), as the next snapshot carries them.
     index: Option<Arc<Indexes>>,
+    /// The `PodInfo` pods without labels, terms or claims share, per namespace.
+    plain_infos: PlainInfos,
     hostname_key: u32,
     /// PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes (`volumes`).
     storage: Storage,
@@ -225,6 +227,7 @@ impl Cache {
             namespaces: Arc::default(),
             anti_epoch: 0,
             index: None,
+            plain_infos: PlainInfos::default(),
             storage: Storage::default(),
             dra: crate::dra::Dra::default(),
             csi_limits: Arc::default(),
@@ -256,7 +259,12 @@ impl Cache {
     /// Compile a pod with this cache's interner and registry (the only ones its snapshots'
     /// ids and slots mean anything in).
     pub fn compile_pod(&mut self, input: &PodInput) -> Result<CompiledPod, ModelError> {
-        compile_pod(input, &mut self.interner, &mut self.registry)
+        compile_pod_with(
+            input,
+            &mut self.interner,
+            &mut self.registry,
+            &mut self.plain_infos,
+        )
     }
 
     pub fn versions(&self) -> &Arc<BindVersions> {

@@ -345,3 +345,27 @@ fn new_resources_extend_rows_without_touching_other_chunks() {
     );
     assert_eq!(s2.gpu_slot, Some(slot));
 }
+
+#[test]
+fn pods_without_labels_terms_or_claims_share_their_namespaces_pod_info() {
+    let mut c = cache();
+    let (a, b) = (mk_pod(&mut c, "a", "1"), mk_pod(&mut c, "b", "1"));
+    assert!(
+        Arc::ptr_eq(&a.info, &b.info),
+        "no PodInfo allocated per plain pod"
+    );
+    c.apply_node(&mk_node("n", "4"), 0).unwrap();
+    let slot = c.node_slot("n").unwrap() as usize;
+    c.enable_pod_index();
+    c.apply_bound_pod(&a, "n", false);
+    c.apply_bound_pod(&b, "n", false);
+    assert_eq!(c.publish().unwrap().pods_on(slot).len(), 2);
+    c.remove_pod(&a.uid);
+    let s = c.publish().unwrap();
+    assert_eq!(
+        s.pods_on(slot).len(),
+        1,
+        "removing one leaves the other counted"
+    );
+    assert_eq!(free_cpu(&s, slot), 3000);
+}

@@ -38,11 +38,12 @@ pub use node::{
 pub use pod::{
     CompiledPod, ContainerInput, ContainerStatusInput, DEVICE_CLASS_PREFIX, ExtendedRequest,
     HostPort, NodeAffinityInput, PodInput, PodPhase, PodResourcesInput, PodVolumeInput, PortInput,
-    compile_pod, effective_requests, is_dra_extended_resource_name, parse_scheduling_priority,
+    compile_pod, compile_pod_with, effective_requests, is_dra_extended_resource_name,
+    parse_scheduling_priority,
 };
 pub use pod_affinity::{
     AffinityTerm, LabelOp, LabelReq, LabelSelector, LabelSelectorInput, NamespaceInput, Namespaces,
-    PodAffinity, PodAffinityInput, PodAffinityTermInput, PodInfo, SpreadConstraint,
+    PlainInfos, PodAffinity, PodAffinityInput, PodAffinityTermInput, PodInfo, SpreadConstraint,
     TopologySpreadInput, compile_labels, compile_selector, label_value,
 };
 pub use quantity::{MAX_AMOUNT, parse_scaled};

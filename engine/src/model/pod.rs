@@ -17,7 +17,7 @@ pub use extended::{
 
 use super::node::{Taint, TaintEffect};
 use super::pod_affinity::{
-    PodAffinityInput, PodInfo, SpreadConstraint, TopologySpreadInput, compile_labels,
+    PlainInfos, PodAffinityInput, PodInfo, SpreadConstraint, TopologySpreadInput, compile_labels,
     compile_pod_affinity, compile_spread,
 };
 use super::pod_claims::{PodClaim, PodClaimInput, compile_claims};
@@ -504,6 +504,17 @@ pub fn compile_pod(
     interner: &mut Interner,
     registry: &mut ResourceRegistry,
 ) -> Result<CompiledPod, ModelError> {
+    compile_pod_with(input, interner, registry, &mut PlainInfos::default())
+}
+
+/// [`compile_pod`], a pod with nothing others select or see apart taking its namespace's shared
+/// `PodInfo` from `plain` (no allocation for constraint state it does not use).
+pub fn compile_pod_with(
+    input: &PodInput,
+    interner: &mut Interner,
+    registry: &mut ResourceRegistry,
+    plain: &mut PlainInfos,
+) -> Result<CompiledPod, ModelError> {
     if input.uid.is_empty() {
         return Err(ModelError::Empty { what: "pod uid" });
     }
@@ -630,14 +641,19 @@ pub fn compile_pod(
         tolerates_unschedulable,
         has_node_constraints,
         created_unix_ms: input.created_unix_ms,
-        info: Arc::new(PodInfo {
-            namespace,
-            labels,
-            affinity,
-            terminating: input.terminating,
-            csi: Box::new([]),
-            claims: claims.iter().map(|(c, _)| c.clone()).collect(),
-        }),
+        info: if labels.is_empty() && affinity.is_none() && !input.terminating && claims.is_empty()
+        {
+            plain.get(namespace)
+        } else {
+            Arc::new(PodInfo {
+                namespace,
+                labels,
+                affinity,
+                terminating: input.terminating,
+                csi: Box::new([]),
+                claims: claims.iter().map(|(c, _)| c.clone()).collect(),
+            })
+        },
         spread,
         lane: false,
         claims: claims.clone().into(),

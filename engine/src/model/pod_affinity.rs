@@ -276,6 +276,27 @@ pub struct PodInfo {
     pub claims: Box<[Arc<str>]>,
 }
 
+/// The `PodInfo` of a namespace's pods with no labels, no terms, no claims, not terminating:
+/// one per namespace, shared by every such pod (`model::compile_pod_with`), so compiling one
+/// allocates none. Pods sharing it are told apart by their uid, never by its address.
+#[derive(Debug, Default)]
+pub struct PlainInfos(crate::FastMap<u32, Arc<PodInfo>>);
+
+impl PlainInfos {
+    /// The shared `PodInfo` of `namespace`.
+    pub fn get(&mut self, namespace: u32) -> Arc<PodInfo> {
+        self.0
+            .entry(namespace)
+            .or_insert_with(|| {
+                Arc::new(PodInfo {
+                    namespace,
+                    ..PodInfo::default()
+                })
+            })
+            .clone()
+    }
+}
+
 impl PodInfo {
     /// Has required anti-affinity terms (the symmetric rule applies to others).
     pub fn has_required_anti(&self) -> bool {
