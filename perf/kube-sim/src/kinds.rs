@@ -138,8 +138,9 @@ pub(crate) fn qos_class(spec: &Value) -> &'static str {
 }
 
 /// Validation of a new pod (the checks a client is likely to trip over): containers with a name
-/// and an image, the pod-level resources (`validatePodResources`), the priority class name and
-/// the preemption policy, in the real order.
+/// and an image, the containers' resources (`ValidateContainerResourceRequirements`), the
+/// pod-level resources (`validatePodResources`), the priority class name and the preemption
+/// policy, in the real order.
 pub fn validate_pod_create(pod: &Value, name: &str) -> Result<(), ApiError> {
     use crate::validation::FieldError;
     let mut errs = Vec::new();
@@ -159,6 +160,7 @@ pub fn validate_pod_create(pod: &Value, name: &str) -> Result<(), ApiError> {
             }
         }
     }
+    errs.extend(crate::podres::validate_containers(&pod["spec"]));
     errs.extend(crate::podres::validate(&pod["spec"]));
     errs.extend(crate::scheduling::validate_pod_spec(&pod["spec"]));
     crate::validation::check("", "Pod", name, errs)

@@ -86,8 +86,9 @@
 //!   missing namespace unless [`SimConfig::auto_create_namespaces`]. Pods are defaulted
 //!   (`schedulerName: default-scheduler`, requests from limits, `status.phase: Pending`,
 //!   `qosClass`; `priority` and `preemptionPolicy` are set by the Priority admission plugin,
-//!   see below) and must have containers with name and image, a valid `priorityClassName` and
-//!   `preemptionPolicy`. Creating a pod with `spec.nodeName`
+//!   see below) and must have containers with name and image, valid container resources
+//!   (`ValidateContainerResourceRequirements`, containers then init containers, see below), a
+//!   valid `priorityClassName` and `preemptionPolicy`. Creating a pod with `spec.nodeName`
 //!   starts its KWOK lifecycle. Resources with a status subresource (pods, PVs, PVCs, CRs) drop
 //!   `.status` on create.
 //! - **Update** (PUT): a set, stale `metadata.resourceVersion` is a 409 `Conflict` ("the object has
@@ -99,6 +100,24 @@
 //!   is kept from the stored pod (Priority admission, when it is on), so a replace with a
 //!   partial spec is judged on what it changes. A pod created with `schedulingGates` gets `PodScheduled=False`,
 //!   reason `SchedulingGated` (`applySchedulingGatedCondition`).
+//! - **Pod status writes** (update, patch and apply of `pods/status`) are judged, against the
+//!   stored spec, by the DRA part of `ValidatePodStatusUpdate` (1.36; see `podstatus.rs`), 422
+//!   with upstream's messages and nothing written: `status.resourceClaimStatuses[i].name` must
+//!   name an entry of `spec.resourceClaims` (`Invalid value: "x": must match the name of an
+//!   entry in `spec.resourceClaims``), at most once (`Duplicate value: "x"`), and a set
+//!   `resourceClaimName` be a DNS subdomain (reported at `….resourceClaimName`, as since
+//!   1.36); `status.extendedResourceClaimStatus` (DRA extended resources, KEP-5004) needs
+//!   `requestMappings` (`Required value: at least one request mapping is required`), each
+//!   naming a container or init container (`…requestMappings[i].containerName: Invalid value:
+//!   "x": must match the name of an entry in spec.initContainers.name or
+//!   spec.containers.name`), one of its requests (`…resourceName: Invalid value: "x": must
+//!   match the extended resource name of an entry in spec.initContainers.resources.requests or
+//!   spec.containers.resources.requests`) and a DNS-label `requestName` (reported, as upstream
+//!   does, at `status.extendedResourceClaimStatus.requestName` without the index), no mapping
+//!   twice (three `Duplicate value`s, container, resource and request), and a
+//!   `resourceClaimName` that is set and a DNS subdomain. Neither field is immutable upstream:
+//!   a set status may be changed or removed. The other checks of `ValidatePodStatusUpdate`
+//!   (conditions, `nodeName`, `qosClass`, IPs, container state transitions) are not made.
 //! - **Patch**: `application/merge-patch+json`; `application/strategic-merge-patch+json` (merge
 //!   patch plus keyed list merge: conditions by `type`, containers/volumes/env by `name`, ports,
 //!   ownerReferences and a ResourceClaim's `status.reservedFor` by `uid`, taints, finalizers as
@@ -232,6 +251,22 @@
 //!   immutable`). A malformed quantity is a 400 as in decoding, a missing pod 404. Unscheduled
 //!   pods resize (the real server only checks the kubelet's support once containers run).
 //!   Quantities in messages are canonical (`resource.Quantity.String()`).
+//! - **Container resources** (`ValidateContainerResourceRequirements` of each container and init
+//!   container, after requests are defaulted from limits): names qualified, without a domain a
+//!   standard resource (`Invalid value: "gpu": must be a standard resource type or fully
+//!   qualified`) and a container one (`… must be a standard resource for containers`), with a
+//!   domain native (`kubernetes.io/` in it, so DRAExtendedResource's implicit
+//!   `deviceclass.resource.kubernetes.io/<class>` is accepted, fractions and requests below
+//!   limits included) or an extended resource name (`doesn't follow extended resource name
+//!   standard`); quantities non-negative; extended resources (`example.com/gpu`) whole numbers
+//!   (`Invalid value: "500m": must be an integer`), their requests equal to their limits
+//!   (`spec.containers[0].resources.requests: Invalid value: "1": must be equal to
+//!   example.com/gpu limit of 2`) and never without one (`spec.containers[0].resources.limits:
+//!   Required value: Limit must be set for non overcommitable resources`); requests at most
+//!   limits; hugepages multiples of their page size and only with cpu or memory. Resource
+//!   names and quantities in these messages are quoted, as the 1.36 server renders values of
+//!   named types (`json.Marshal`; a quantity as its canonical text). Resource `claims` of
+//!   containers are not checked.
 //! - **Pod-level resources** (`spec.resources`, KEP-2837, on by default since v1.34), defaulted
 //!   as `SetDefaults_Pod` does after the container defaults: hugepage limits from the
 //!   containers' aggregate limits (`defaultHugePagePodLimits`); with pod-level limits, the
@@ -624,6 +659,7 @@ mod meta;
 mod parsed;
 mod patch;
 mod podres;
+mod podstatus;
 mod policy;
 mod prepared;
 mod protobuf;

@@ -7,6 +7,8 @@
 //! above the pod's), and the aggregation of `k8s.io/component-helpers/resource`
 //! (`AggregateContainerRequests` / `AggregateContainerLimits`: regular containers and sidecars
 //! summed, each init container on top of the sidecars started before it, the maximum of both).
+//! The containers' own resources are validated here too (`ValidateContainerResourceRequirements`:
+//! container resource names, extended resources whole and requested as limited).
 //! Quantities in messages are rendered canonically, as `resource.Quantity.String()` does.
 
 use crate::validation::{self, FieldError, QuantityFormat, canonical_nanos, quote};
@@ -332,18 +334,36 @@ fn sorted(m: Option<&Map<String, Value>>) -> Vec<(&String, &Value)> {
     v
 }
 
-/// `validatePodResourceName`: a qualified, standard name that is supported at pod level.
-fn resource_name(name: &str, path: &str) -> Vec<FieldError> {
-    let errs = validation::label_name(name, path);
+/// A resource name as `field.Error` renders a bad `core.ResourceName`: as JSON (a quoted
+/// string), `ErrorBody` rendering values of named types with `json.Marshal`.
+fn invalid_name(path: &str, name: &str, detail: &str) -> FieldError {
+    FieldError::invalid_str(path, name, detail)
+}
+
+/// `validateResourceName`: a qualified name, and a standard one when it has no domain.
+fn common_resource_name(name: &str, path: &str) -> Vec<FieldError> {
+    let errs: Vec<FieldError> = validation::qualified_name(name)
+        .iter()
+        .map(|m| invalid_name(path, name, m))
+        .collect();
     if !errs.is_empty() {
         return errs;
     }
     if !name.contains('/') && !is_standard(name) {
-        return vec![FieldError::invalid_str(
+        return vec![invalid_name(
             path,
             name,
             "must be a standard resource type or fully qualified",
         )];
+    }
+    Vec::new()
+}
+
+/// `validatePodResourceName`: a qualified, standard name that is supported at pod level.
+fn resource_name(name: &str, path: &str) -> Vec<FieldError> {
+    let errs = common_resource_name(name, path);
+    if !errs.is_empty() {
+        return errs;
     }
     if !supported(name) {
         return vec![FieldError::not_supported(
@@ -353,6 +373,35 @@ fn resource_name(name: &str, path: &str) -> Vec<FieldError> {
         )];
     }
     Vec::new()
+}
+
+/// `IsStandardContainerResourceName`.
+fn is_standard_container(name: &str) -> bool {
+    matches!(name, "cpu" | "memory" | "ephemeral-storage") || is_hugepage(name)
+}
+
+/// `validateContainerResourceName`: without a domain a container resource (cpu, memory,
+/// ephemeral-storage, hugepages); with one, a native name (`kubernetes.io/` in it, e.g.
+/// DRAExtendedResource's implicit `deviceclass.resource.kubernetes.io/<class>`) or an extended
+/// resource name (`example.com/gpu`).
+fn container_resource_name(name: &str, path: &str) -> Vec<FieldError> {
+    let mut errs = common_resource_name(name, path);
+    if !name.contains('/') {
+        if !is_standard_container(name) {
+            errs.push(invalid_name(
+                path,
+                name,
+                "must be a standard resource for containers",
+            ));
+        }
+    } else if !is_native(name) && !is_extended(name) {
+        errs.push(invalid_name(
+            path,
+            name,
+            "doesn't follow extended resource name standard",
+        ));
+    }
+    errs
 }
 
 /// `ValidateResourceQuantityValue`.
@@ -368,6 +417,7 @@ fn quantity_value(name: &str, v: &Value, path: &str) -> Vec<FieldError> {
             "must be greater than or equal to 0",
         ));
     }
+    // The quantity is rendered by its `MarshalJSON` (`ErrorBody`): quoted, canonical.
     if is_integer(name) && q.nanos % 1_000_000_000 != 0 {
         errs.push(FieldError::invalid(
             path,
@@ -391,8 +441,14 @@ fn hugepage_divisible(name: &str, q: Q) -> bool {
     value % (page / nanos) == 0
 }
 
-/// `validateResourceRequirements` with `validatePodResourceName` at `spec.resources`.
-fn requirements(res: &Value, path: &str) -> Vec<FieldError> {
+/// `validateResourceRequirements` of `res` at `path`, names checked by `name_fn`
+/// (`validatePodResourceName` at `spec.resources`, `validateContainerResourceName` for a
+/// container's resources).
+fn requirements(
+    res: &Value,
+    path: &str,
+    name_fn: fn(&str, &str) -> Vec<FieldError>,
+) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let limits = res.get("limits").and_then(Value::as_object);
     let requests = res.get("requests").and_then(Value::as_object);
@@ -409,7 +465,7 @@ fn requirements(res: &Value, path: &str) -> Vec<FieldError> {
     };
     for (name, v) in sorted(limits) {
         let p = format!("{path}.limits[{name}]");
-        errs.extend(resource_name(name, &p));
+        errs.extend(name_fn(name, &p));
         errs.extend(quantity_value(name, v, &p));
         if is_hugepage(name) {
             lim_huge = true;
@@ -419,7 +475,7 @@ fn requirements(res: &Value, path: &str) -> Vec<FieldError> {
     }
     for (name, v) in sorted(requests) {
         let p = format!("{path}.requests[{name}]");
-        errs.extend(resource_name(name, &p));
+        errs.extend(name_fn(name, &p));
         errs.extend(quantity_value(name, v, &p));
         match limits.and_then(|l| l.get(name)) {
             Some(l) => {
@@ -540,8 +596,26 @@ pub(crate) fn validate(spec: &Value) -> Vec<FieldError> {
             "claims cannot be set for Resources at pod-level",
         ));
     }
-    errs.extend(requirements(res, path));
+    errs.extend(requirements(res, path, resource_name));
     errs.extend(consistency(spec, path));
+    errs
+}
+
+/// `ValidateContainerResourceRequirements` of each container, then each init container
+/// (`validateContainers`, `validateInitContainers`) of a (defaulted) pod spec: container
+/// resource names, non-negative quantities, whole numbers for extended resources, requests at
+/// most the limits and, for resources that cannot be overcommitted (extended resources,
+/// hugepages), equal to them and never without a limit.
+pub(crate) fn validate_containers(spec: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    for list in ["containers", "initContainers"] {
+        for (i, c) in containers(spec, list).iter().enumerate() {
+            if let Some(res) = c.get("resources").filter(|r| r.is_object()) {
+                let path = format!("spec.{list}[{i}].resources");
+                errs.extend(requirements(res, &path, container_resource_name));
+            }
+        }
+    }
     errs
 }
 
@@ -718,6 +792,82 @@ mod tests {
         assert_eq!(
             q(json!({"resources": {"requests": {"cpu": "1"}}})),
             Some("Burstable")
+        );
+    }
+
+    /// `ValidateContainerResourceRequirements` around DRA: the implicit
+    /// `deviceclass.resource.kubernetes.io/<class>` name is native (fractions, requests below
+    /// limits allowed); an extended name (`example.com/gpu`) needs whole numbers, a limit and
+    /// requests equal to it; names without a domain must be container resources.
+    #[test]
+    fn container_resource_names_and_extended_resources() {
+        let msgs = |res: Value| -> Vec<String> {
+            let s = spec(json!({"containers": [{"name": "c", "resources": res}]}));
+            validate_containers(&s)
+                .iter()
+                .map(FieldError::message)
+                .collect()
+        };
+        let none: Vec<String> = Vec::new();
+        assert_eq!(
+            msgs(json!({"limits": {"deviceclass.resource.kubernetes.io/gpu.example.com": "2"}})),
+            none
+        );
+        assert_eq!(
+            msgs(
+                json!({"requests": {"deviceclass.resource.kubernetes.io/gpu.example.com": "500m"}})
+            ),
+            none
+        );
+        assert_eq!(msgs(json!({"limits": {"example.com/gpu": "2"}})), none);
+        assert_eq!(
+            msgs(json!({"requests": {"example.com/gpu": "1"}})),
+            vec![
+                "spec.containers[0].resources.limits: Required value: Limit must be set for non overcommitable resources"
+            ]
+        );
+        assert_eq!(
+            msgs(json!({"requests": {"example.com/gpu": "1"}, "limits": {"example.com/gpu": "2"}})),
+            vec![
+                "spec.containers[0].resources.requests: Invalid value: \"1\": must be equal to example.com/gpu limit of 2"
+            ]
+        );
+        assert_eq!(
+            msgs(json!({"limits": {"example.com/gpu": "1.5"}})),
+            vec![
+                "spec.containers[0].resources.limits[example.com/gpu]: Invalid value: \"1500m\": must be an integer",
+                "spec.containers[0].resources.requests[example.com/gpu]: Invalid value: \"1500m\": must be an integer",
+            ]
+        );
+        assert_eq!(
+            msgs(json!({"requests": {"gpu": "1", "pods": "1"}})),
+            vec![
+                "spec.containers[0].resources.requests[gpu]: Invalid value: \"gpu\": must be a standard resource type or fully qualified",
+                "spec.containers[0].resources.requests[gpu]: Invalid value: \"gpu\": must be a standard resource for containers",
+                "spec.containers[0].resources.requests[pods]: Invalid value: \"pods\": must be a standard resource for containers",
+            ]
+        );
+        assert_eq!(
+            msgs(json!({"limits": {"requests.example.com/gpu": "1"}})),
+            vec![
+                "spec.containers[0].resources.limits[requests.example.com/gpu]: Invalid value: \"requests.example.com/gpu\": doesn't follow extended resource name standard",
+                "spec.containers[0].resources.requests[requests.example.com/gpu]: Invalid value: \"requests.example.com/gpu\": doesn't follow extended resource name standard",
+            ]
+        );
+        // Init containers are checked after the containers.
+        let s = spec(
+            json!({"initContainers": [{"name": "i", "resources": {"requests": {"example.com/gpu": "1"}}}],
+            "containers": [{"name": "c", "resources": {"requests": {"example.com/fpga": "1"}}}]}),
+        );
+        assert_eq!(
+            validate_containers(&s)
+                .iter()
+                .map(|e| e.field.clone())
+                .collect::<Vec<_>>(),
+            [
+                "spec.containers[0].resources.limits",
+                "spec.initContainers[0].resources.limits"
+            ]
         );
     }
 }

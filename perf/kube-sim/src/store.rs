@@ -1139,6 +1139,9 @@ pub(crate) fn next_version(
             if def.key.as_ref() == crate::policy::PDB_KEY {
                 crate::policy::admit_status_update(&mut n, name)?;
             }
+            if def.key.as_ref() == "/pods" {
+                crate::podstatus::validate_update(&n, name)?;
+            }
             n
         }
         Part::Resize => {

@@ -165,7 +165,9 @@ async fn pod_level_resources_are_validated_with_the_real_messages() {
                 c[0]["resources"] = json!({"limits": {"hugepages-2Mi": "6Mi"}});
                 c
             },
-            "[spec.resources.requests[hugepages-2Mi]: Invalid value: \"4Mi\": must be greater than or equal to aggregate container requests of 6Mi, spec.resources.limits[hugepages-2Mi]: Invalid value: \"4Mi\": must be greater than or equal to aggregate container limits of 6Mi, spec.resources.containers[0][hugepages-2Mi].limits: Invalid value: \"6Mi\": must be less than or equal to pod limits of 4Mi]",
+            // The container's own requirements are checked first (`validateResourceRequirements`
+            // of each container has no pod-level exemption).
+            "[spec.containers[0].resources: Forbidden: HugePages require cpu or memory, spec.resources.requests[hugepages-2Mi]: Invalid value: \"4Mi\": must be greater than or equal to aggregate container requests of 6Mi, spec.resources.limits[hugepages-2Mi]: Invalid value: \"4Mi\": must be greater than or equal to aggregate container limits of 6Mi, spec.resources.containers[0][hugepages-2Mi].limits: Invalid value: \"6Mi\": must be less than or equal to pod limits of 4Mi]",
         ),
         (
             json!({"requests": {"cpu": "-1"}}),
