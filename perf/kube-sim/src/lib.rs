@@ -119,7 +119,8 @@
 //!   a set status may be changed or removed. The other checks of `ValidatePodStatusUpdate`
 //!   (conditions, `nodeName`, `qosClass`, IPs, container state transitions) are not made.
 //! - **Patch**: `application/merge-patch+json`; `application/strategic-merge-patch+json` (merge
-//!   patch plus keyed list merge: conditions by `type`, containers/volumes/env by `name`, ports,
+//!   patch plus keyed list merge: conditions by `type`, containers/volumes/env and a pod's
+//!   `status.resourceClaimStatuses` by `name`, ports,
 //!   ownerReferences and a ResourceClaim's `status.reservedFor` by `uid`, taints, finalizers as
 //!   a set; `$patch`, `$setElementOrder`, `$retainKeys`,
 //!   `$deleteFromPrimitiveList` directives; rejected with 415 for custom resources like the real

@@ -61,6 +61,8 @@ fn merge_key(field: &str) -> Option<&'static str> {
         | "env"
         | "imagePullSecrets"
         | "resourceClaims"
+        // A pod's `status.resourceClaimStatuses` (`patchMergeKey:"name"`).
+        | "resourceClaimStatuses"
         | "schedulingGates"
         | "drivers" => "name",
         "volumeMounts" => "mountPath",
@@ -363,6 +365,22 @@ mod tests {
         assert_eq!(
             t["status"]["reservedFor"],
             json!([{"resource": "pods", "name": "b", "uid": "ub"}])
+        );
+    }
+
+    /// A pod's `status.resourceClaimStatuses` merges by `name`: a patch naming one claim keeps
+    /// the others' entries.
+    #[test]
+    fn strategic_merges_pod_claim_statuses_by_name() {
+        let mut t = json!({"status": {"resourceClaimStatuses": [
+            {"name": "a", "resourceClaimName": "p-a-1"}]}});
+        strategic_merge(
+            &mut t,
+            &json!({"status": {"resourceClaimStatuses": [{"name": "b", "resourceClaimName": "p-b-2"}]}}),
+        );
+        assert_eq!(
+            t["status"]["resourceClaimStatuses"],
+            json!([{"name": "a", "resourceClaimName": "p-a-1"}, {"name": "b", "resourceClaimName": "p-b-2"}])
         );
     }
 
