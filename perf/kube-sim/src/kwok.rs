@@ -584,7 +584,7 @@ impl Inner {
     }
 
     pub(crate) fn kwok_running(&self, ns: &str, name: &str, uid: &str) -> bool {
-        let st = self.state();
+        let mut st = self.state();
         let pods = st.registry.get("", "v1", "pods").expect("built in");
         let nodes = st.registry.get("", "v1", "nodes").expect("built in");
         let node = st
@@ -597,9 +597,7 @@ impl Inner {
             .ok()
             .and_then(|n| internal_ip(&n.json))
             .unwrap_or_else(|| "10.255.255.254".into());
-        drop(st);
-        // The status computed outside the lock (`prepared`).
-        self.modify_status(&pods, ns, name, &manager(), |p| {
+        st.modify_status(&pods, ns, name, &manager(), |p| {
             set_running(p, uid, &host_ip)
         })
         .is_some()

@@ -1,6 +1,6 @@
 //! Updates and patches computed outside the state lock: the HTTP server's PUT and PATCH of the
 //! kinds written often (pods and ResourceClaims, those whose current version keeps its parse,
-//! `store::keeps_parse`), and the simulated kubelet's status writes ([`Inner::modify_status`]). Each reads the object's current version under the lock, computes the
+//! `store::keeps_parse`). Each reads the object's current version under the lock, computes the
 //! new one without it ([`store::next_version`]: precondition, validation, admission,
 //! `managedFields`, which are most of a write's cost), and takes the lock again to write it if
 //! the version is still current, a compare-and-swap on the version. A write in between makes it
@@ -9,7 +9,7 @@
 
 use crate::error::ApiError;
 use crate::inner::Inner;
-use crate::managed::{self, Manager, Scope};
+use crate::managed::Manager;
 use crate::patch::PatchKind;
 use crate::resources::ResourceDef;
 use crate::store::{self, Part, Stored, keeps_parse};
@@ -119,47 +119,5 @@ impl Inner {
             return st.write_next(def, name, part, cur, &parsed, next?);
         }
         st.patch_by(def, ns, name, kind, body, part, Some(manager))
-    }
-
-    /// Read-modify-write of the status of `def`'s object `ns/name` by `manager` (the simulated
-    /// kubelet): as `State::modify_status`, with `f` and the field manager run outside the lock.
-    pub(crate) fn modify_status(
-        &self,
-        def: &ResourceDef,
-        ns: &str,
-        name: &str,
-        manager: &Manager,
-        f: impl Fn(&mut Value) -> bool,
-    ) -> Option<Arc<Stored>> {
-        if !keeps_parse(def) {
-            return self.state().modify_status(def, ns, name, manager, f);
-        }
-        let (cur, parsed, _) = self.current(def, ns, name).ok()?;
-        let mut v = Value::clone(&parsed);
-        let changed = f(&mut v);
-        if changed {
-            managed::record(
-                Some(&parsed),
-                &mut v,
-                manager,
-                "status",
-                Scope::Status,
-                None,
-            );
-        }
-        let mut st = self.state();
-        if st
-            .get(def, ns, name)
-            .is_ok_and(|now| Arc::ptr_eq(&now, &cur))
-        {
-            if !changed {
-                st.remember(def, &cur, parsed);
-                return None;
-            }
-            return st
-                .write_next(def, name, Part::Status, cur, &parsed, store::Next::Write(v))
-                .ok();
-        }
-        st.modify_status(def, ns, name, manager, f)
     }
 }
