@@ -662,7 +662,6 @@ mod patch;
 mod podres;
 mod podstatus;
 mod policy;
-mod prepared;
 mod protobuf;
 mod provisioner;
 mod records;

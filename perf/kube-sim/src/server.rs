@@ -610,7 +610,15 @@ fn serve_verb(
         "update" => {
             let mgr = manager(Operation::Update, "UpdateOptions")?;
             let obj = parse_object(def, headers, body)?;
-            let s = inner.update(def, ns, name, obj, part, &mgr)?;
+            let s = inner.state_for(def, ns, name).update_by(
+                def,
+                ns,
+                name,
+                obj,
+                part,
+                Some(&mgr),
+                None,
+            )?;
             if part == Part::Resize {
                 inner.after_resized(&s);
             }
@@ -634,7 +642,15 @@ fn serve_verb(
             } else {
                 parse_body(body)?
             };
-            let s = inner.patch(def, ns, name, kind, &patch, part, &mgr)?;
+            let s = inner.state_for(def, ns, name).patch_by(
+                def,
+                ns,
+                name,
+                kind,
+                &patch,
+                part,
+                Some(&mgr),
+            )?;
             if part == Part::Resize {
                 inner.after_resized(&s);
             }

@@ -41,9 +41,6 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use tokio::sync::broadcast;
 
-/// The longest `generateName` base kept (`names.maxGeneratedNameLength`: 63 less the suffix).
-const MAX_GENERATED_BASE: usize = 58;
-
 /// One version of an object: its JSON encoding (computed once per write, shared by lists,
 /// watches and the history) and what selectors read of it ([`Index`]). The object itself is
 /// not kept as a `serde_json::Value`: a `Value` tree costs several times its encoding, and
@@ -562,13 +559,7 @@ impl State {
                     "metadata.name: Required value: name or generateName is required",
                 ));
             }
-            // `names.SimpleNameGenerator`: the base is cut to 58 characters, so the name with
-            // its 5-character suffix fits 63.
-            let base = match gen_name.char_indices().nth(MAX_GENERATED_BASE) {
-                Some((at, _)) => &gen_name[..at],
-                None => gen_name.as_str(),
-            };
-            name = format!("{base}{}", meta::name_suffix());
+            name = format!("{gen_name}{}", meta::name_suffix());
         }
         if def.namespaced && def.key.as_ref() != "/namespaces" {
             self.ensure_namespace(&ns)?;
@@ -673,60 +664,155 @@ impl State {
         manager: Option<&Manager>,
         applied: Option<&Value>,
     ) -> Result<Arc<Stored>, ApiError> {
-        check_update_request(def, ns, name, &mut obj)?;
+        if !obj.is_object() {
+            return Err(ApiError::bad_request(
+                "the body of the request must be a JSON object",
+            ));
+        }
+        check_type(def, &mut obj)?;
+        let body_name = name_of(&obj);
+        if !body_name.is_empty() && body_name != name {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )));
+        }
+        let body_ns = meta::meta_str(&obj, "namespace");
+        if def.namespaced && !body_ns.is_empty() && body_ns != ns {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
         let old = self.get(def, ns, name)?;
         let parsed = self.current_value(def, &old);
-        let next = next_version(
-            def,
-            &parsed,
-            obj,
-            name,
-            part,
-            manager,
-            applied,
-            self.admission,
-            Some(self),
-        )?;
-        self.write_next(def, name, part, old, &parsed, next)
-    }
-
-    /// Writes what [`next_version`] made of `old` (the current version, parsed: `old_v`).
-    pub(crate) fn write_next(
-        &mut self,
-        def: &ResourceDef,
-        name: &str,
-        part: Part,
-        old: Arc<Stored>,
-        old_v: &Value,
-        next: Next,
-    ) -> Result<Arc<Stored>, ApiError> {
-        match next {
-            // The real server does not write (nor bump the version) for a no-op update.
-            Next::Same => Ok(old),
-            Next::Delete(new) => {
-                // `shouldDeleteDuringUpdate`: the event carries the stored state and the request
-                // gets the object it sent.
-                self.commit(def, old_v.clone(), EventType::Deleted);
-                Ok(Stored::new(def, &new))
-            }
-            Next::Write(new) => {
-                if def.key.as_ref() == "apiextensions.k8s.io/customresourcedefinitions"
-                    && part == Part::Main
-                {
-                    let defs = ResourceDef::from_crd(&new)
-                        .map_err(|e| ApiError::invalid(&def.group, &def.kind, name, &e))?;
-                    for d in defs {
-                        self.registry.add(d);
+        let old_v: &Value = &parsed;
+        let want_rv = meta::meta_str(&obj, "resourceVersion");
+        if !want_rv.is_empty() && want_rv != meta::meta_str(old_v, "resourceVersion") {
+            return Err(ApiError::stale(&def.group, &def.plural, name));
+        }
+        let rv_given = !want_rv.is_empty();
+        let mut new = match part {
+            Part::Status => {
+                let mut n = old_v.clone();
+                match obj.get("status") {
+                    Some(s) => n["status"] = s.clone(),
+                    None => {
+                        if let Some(o) = n.as_object_mut() {
+                            o.remove("status");
+                        }
                     }
                 }
-                Ok(self.commit(def, new, EventType::Modified))
+                if storage::handles(&def.key) {
+                    storage::admit_status_update(def, old_v, &mut n, name, rv_given)?;
+                }
+                if crate::dra::handles(&def.key) {
+                    crate::dra::admit_status_update(def, old_v, &mut n, name)?;
+                }
+                if def.key.as_ref() == crate::policy::PDB_KEY {
+                    crate::policy::admit_status_update(&mut n, name)?;
+                }
+                if def.key.as_ref() == "/pods" {
+                    crate::podstatus::validate_update(&n, name)?;
+                }
+                n
+            }
+            Part::Resize => {
+                let mut n = crate::resize::resize(old_v, obj, name)?;
+                bump_generation(def, old_v, &mut n);
+                n
+            }
+            Part::Main => {
+                let om = old_v.get("metadata").cloned().unwrap_or_default();
+                let m = meta::metadata_mut(&mut obj);
+                for f in [
+                    "name",
+                    "namespace",
+                    "uid",
+                    "creationTimestamp",
+                    "deletionTimestamp",
+                    "deletionGracePeriodSeconds",
+                    "generation",
+                    "managedFields",
+                ] {
+                    match om.get(f) {
+                        Some(v) => m.insert(f.into(), v.clone()),
+                        None => m.remove(f),
+                    };
+                }
+                if def.status {
+                    match old_v.get("status") {
+                        Some(s) => obj["status"] = s.clone(),
+                        None => {
+                            if let Some(o) = obj.as_object_mut() {
+                                o.remove("status");
+                            }
+                        }
+                    }
+                }
+                if def.key.as_ref() == "/pods" {
+                    crate::scheduling::decode_pod(&obj)?;
+                    kinds::default_pod_update(old_v, &mut obj, self.admission.priority);
+                    kinds::validate_pod_update(old_v, &obj, name)?;
+                }
+                if def.key.as_ref() == crate::scheduling::PC_KEY {
+                    crate::scheduling::admit_update(old_v, &mut obj, name)?;
+                    if self.admission.priority {
+                        let classes = self.priority_classes();
+                        crate::scheduling::check_global_default(&obj, name, classes.iter(), true)?;
+                    }
+                }
+                if crate::dra::handles(&def.key) {
+                    crate::dra::admit_update(def, old_v, &mut obj, name)?;
+                }
+                if def.key.as_ref() == crate::policy::PDB_KEY {
+                    crate::policy::admit_update(old_v, &mut obj, name)?;
+                }
+                if storage::handles(&def.key) {
+                    storage::admit_update(def, old_v, &mut obj, name)?;
+                    if def.key.as_ref() == storage::PVC_KEY && self.admission.pvc_resize {
+                        let sc = self.storage_class_def();
+                        storage::resize_admission(old_v, &obj, name, |class| {
+                            let sc = sc.as_ref()?;
+                            self.get(sc, "", class).ok().map(|s| s.value())
+                        })?;
+                    }
+                }
+                bump_generation(def, old_v, &mut obj);
+                obj
+            }
+        };
+        meta::metadata_mut(&mut new).insert(
+            "resourceVersion".into(),
+            old_v["metadata"]["resourceVersion"].clone(),
+        );
+        if let Some(mgr) = manager {
+            let sub = match part {
+                Part::Main => "",
+                Part::Status => "status",
+                Part::Resize => "resize",
+            };
+            managed::record(Some(old_v), &mut new, mgr, sub, scope(def, part), applied);
+        }
+        if new == *old_v {
+            // The real server does not write (nor bump the version) for a no-op update.
+            return Ok(old);
+        }
+        if part == Part::Main && finalizes(def) && deletion::delete_during_update(old_v, &new) {
+            // `shouldDeleteDuringUpdate`: the last finalizer of an object whose deletion waited
+            // for it is gone; the object is deleted (the event carries its stored state) and the
+            // request gets the object it sent.
+            self.commit(def, old_v.clone(), EventType::Deleted);
+            return Ok(Stored::new(def, &new));
+        }
+        if def.key.as_ref() == "apiextensions.k8s.io/customresourcedefinitions"
+            && part == Part::Main
+        {
+            let defs = ResourceDef::from_crd(&new)
+                .map_err(|e| ApiError::invalid(&def.group, &def.kind, name, &e))?;
+            for d in defs {
+                self.registry.add(d);
             }
         }
-    }
-
-    /// The admission plugins that run.
-    pub(crate) fn admission(&self) -> Admission {
-        self.admission
+        Ok(self.commit(def, new, EventType::Modified))
     }
 
     /// PATCH of the main resource or its status by `manager` (recorded in
@@ -744,7 +830,7 @@ impl State {
     ) -> Result<Arc<Stored>, ApiError> {
         let applied = (kind == PatchKind::Apply).then_some(body);
         let old = match self.get(def, ns, name) {
-            Ok(o) => self.current_value(def, &o),
+            Ok(o) => Value::clone(&self.current_value(def, &o)),
             Err(_) if kind == PatchKind::Apply && part == Part::Main => {
                 let mut obj = body.clone();
                 meta::metadata_mut(&mut obj).insert("name".into(), json!(name));
@@ -752,7 +838,24 @@ impl State {
             }
             Err(e) => return Err(e),
         };
-        let new = patched(def, &old, kind, body, name)?;
+        let mut new = old;
+        match kind {
+            PatchKind::Merge | PatchKind::Apply => patch::merge_patch(&mut new, body),
+            PatchKind::Strategic => {
+                if def.custom {
+                    return Err(ApiError::unsupported_media_type(
+                        "application/strategic-merge-patch+json",
+                    ));
+                }
+                patch::strategic_merge(&mut new, body);
+                if def.key.as_ref() == crate::policy::PDB_KEY {
+                    crate::policy::strategic_selector_replace(&mut new, body);
+                }
+            }
+            PatchKind::Json => patch::json_patch(&mut new, body).map_err(|e| {
+                ApiError::invalid(&def.group, &def.kind, name, &format!("json patch: {e}"))
+            })?,
+        }
         self.update_by(def, ns, name, new, part, manager, applied)
     }
 
@@ -1022,213 +1125,6 @@ impl State {
         };
         WatchStart::Ok(initial, rx, self.rv)
     }
-}
-
-/// What an update makes of the version it replaces ([`next_version`]).
-#[derive(Debug)]
-pub(crate) enum Next {
-    /// Nothing changes: no write.
-    Same,
-    /// The last finalizer of an object whose deletion waited for it is gone: the object is
-    /// deleted, and the request gets this.
-    Delete(Value),
-    /// This is written.
-    Write(Value),
-}
-
-/// The checks of an update that need no stored object: the body is an object of `def` (its
-/// `apiVersion` and `kind` filled in) and names the URL's object, if it names one.
-pub(crate) fn check_update_request(
-    def: &ResourceDef,
-    ns: &str,
-    name: &str,
-    obj: &mut Value,
-) -> Result<(), ApiError> {
-    if !obj.is_object() {
-        return Err(ApiError::bad_request(
-            "the body of the request must be a JSON object",
-        ));
-    }
-    check_type(def, obj)?;
-    let body_name = name_of(obj);
-    if !body_name.is_empty() && body_name != name {
-        return Err(ApiError::bad_request(format!(
-            "the name of the object ({body_name}) does not match the name on the URL ({name})"
-        )));
-    }
-    let body_ns = meta::meta_str(obj, "namespace");
-    if def.namespaced && !body_ns.is_empty() && body_ns != ns {
-        return Err(ApiError::bad_request(
-            "the namespace of the provided object does not match the namespace sent on the request",
-        ));
-    }
-    Ok(())
-}
-
-/// `old_v` (the current version of `def`'s object `name`) patched by `body`.
-pub(crate) fn patched(
-    def: &ResourceDef,
-    old_v: &Value,
-    kind: PatchKind,
-    body: &Value,
-    name: &str,
-) -> Result<Value, ApiError> {
-    let mut new = old_v.clone();
-    match kind {
-        PatchKind::Merge | PatchKind::Apply => patch::merge_patch(&mut new, body),
-        PatchKind::Strategic => {
-            if def.custom {
-                return Err(ApiError::unsupported_media_type(
-                    "application/strategic-merge-patch+json",
-                ));
-            }
-            patch::strategic_merge(&mut new, body);
-            if def.key.as_ref() == crate::policy::PDB_KEY {
-                crate::policy::strategic_selector_replace(&mut new, body);
-            }
-        }
-        PatchKind::Json => patch::json_patch(&mut new, body).map_err(|e| {
-            ApiError::invalid(&def.group, &def.kind, name, &format!("json patch: {e}"))
-        })?,
-    }
-    Ok(new)
-}
-
-/// What the update of `old_v`, the current version of `def`'s object `name`, by `obj` (checked
-/// by [`check_update_request`]) makes: the `resourceVersion` precondition, the subresource's
-/// rules, defaults, validation and admission, `managedFields`. A function of its arguments
-/// alone, so a writer can compute it without the state lock and write it under the lock if
-/// `old_v` is still current; but for the lookups that PriorityClass updates (the other
-/// classes) and PersistentVolumeClaim updates (their StorageClass) make in the store, which
-/// need `st`: without it (`None`, outside the lock) only other kinds may be updated.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn next_version(
-    def: &ResourceDef,
-    old_v: &Value,
-    mut obj: Value,
-    name: &str,
-    part: Part,
-    manager: Option<&Manager>,
-    applied: Option<&Value>,
-    admission: Admission,
-    st: Option<&State>,
-) -> Result<Next, ApiError> {
-    let needs_store = "updates of this kind read the store: computed under its lock";
-    let want_rv = meta::meta_str(&obj, "resourceVersion");
-    if !want_rv.is_empty() && want_rv != meta::meta_str(old_v, "resourceVersion") {
-        return Err(ApiError::stale(&def.group, &def.plural, name));
-    }
-    let rv_given = !want_rv.is_empty();
-    let mut new = match part {
-        Part::Status => {
-            let mut n = old_v.clone();
-            match obj.get("status") {
-                Some(s) => n["status"] = s.clone(),
-                None => {
-                    if let Some(o) = n.as_object_mut() {
-                        o.remove("status");
-                    }
-                }
-            }
-            if storage::handles(&def.key) {
-                storage::admit_status_update(def, old_v, &mut n, name, rv_given)?;
-            }
-            if crate::dra::handles(&def.key) {
-                crate::dra::admit_status_update(def, old_v, &mut n, name)?;
-            }
-            if def.key.as_ref() == crate::policy::PDB_KEY {
-                crate::policy::admit_status_update(&mut n, name)?;
-            }
-            if def.key.as_ref() == "/pods" {
-                crate::podstatus::validate_update(&n, name)?;
-            }
-            n
-        }
-        Part::Resize => {
-            let mut n = crate::resize::resize(old_v, obj, name)?;
-            bump_generation(def, old_v, &mut n);
-            n
-        }
-        Part::Main => {
-            let om = old_v.get("metadata").cloned().unwrap_or_default();
-            let m = meta::metadata_mut(&mut obj);
-            for f in [
-                "name",
-                "namespace",
-                "uid",
-                "creationTimestamp",
-                "deletionTimestamp",
-                "deletionGracePeriodSeconds",
-                "generation",
-                "managedFields",
-            ] {
-                match om.get(f) {
-                    Some(v) => m.insert(f.into(), v.clone()),
-                    None => m.remove(f),
-                };
-            }
-            if def.status {
-                match old_v.get("status") {
-                    Some(s) => obj["status"] = s.clone(),
-                    None => {
-                        if let Some(o) = obj.as_object_mut() {
-                            o.remove("status");
-                        }
-                    }
-                }
-            }
-            if def.key.as_ref() == "/pods" {
-                crate::scheduling::decode_pod(&obj)?;
-                kinds::default_pod_update(old_v, &mut obj, admission.priority);
-                kinds::validate_pod_update(old_v, &obj, name)?;
-            }
-            if def.key.as_ref() == crate::scheduling::PC_KEY {
-                crate::scheduling::admit_update(old_v, &mut obj, name)?;
-                if admission.priority {
-                    let classes = st.expect(needs_store).priority_classes();
-                    crate::scheduling::check_global_default(&obj, name, classes.iter(), true)?;
-                }
-            }
-            if crate::dra::handles(&def.key) {
-                crate::dra::admit_update(def, old_v, &mut obj, name)?;
-            }
-            if def.key.as_ref() == crate::policy::PDB_KEY {
-                crate::policy::admit_update(old_v, &mut obj, name)?;
-            }
-            if storage::handles(&def.key) {
-                storage::admit_update(def, old_v, &mut obj, name)?;
-                if def.key.as_ref() == storage::PVC_KEY && admission.pvc_resize {
-                    let st = st.expect(needs_store);
-                    let sc = st.storage_class_def();
-                    storage::resize_admission(old_v, &obj, name, |class| {
-                        let sc = sc.as_ref()?;
-                        st.get(sc, "", class).ok().map(|s| s.value())
-                    })?;
-                }
-            }
-            bump_generation(def, old_v, &mut obj);
-            obj
-        }
-    };
-    meta::metadata_mut(&mut new).insert(
-        "resourceVersion".into(),
-        old_v["metadata"]["resourceVersion"].clone(),
-    );
-    if let Some(mgr) = manager {
-        let sub = match part {
-            Part::Main => "",
-            Part::Status => "status",
-            Part::Resize => "resize",
-        };
-        managed::record(Some(old_v), &mut new, mgr, sub, scope(def, part), applied);
-    }
-    if new == *old_v {
-        return Ok(Next::Same);
-    }
-    if part == Part::Main && finalizes(def) && deletion::delete_during_update(old_v, &new) {
-        return Ok(Next::Delete(new));
-    }
-    Ok(Next::Write(new))
 }
 
 /// Whether the current versions of `def` keep their parse ([`Parsed`]): the kinds written
