@@ -145,16 +145,10 @@ fn read_current<'a>(
     name: &str,
 ) -> Option<Current<'a>> {
     for attempt in 0..3 {
-        let mut st = inner.state();
+        let st = inner.state();
         let d = defs(&st);
-        let kind = def(&d);
-        let cur = st.get(kind, ns, name).ok()?;
-        if let Some(v) = st.parsed_of(kind, &cur) {
-            return Some((st, d, cur, v));
-        }
+        let cur = st.get(def(&d), ns, name).ok()?;
         if let Some(v) = parsed.cached(&cur) {
-            // The store's write of it then needs no parse under the lock.
-            st.remember(kind, &cur, v.clone());
             return Some((st, d, cur, v));
         }
         if attempt == 2 {

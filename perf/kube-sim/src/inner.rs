@@ -15,7 +15,7 @@ use crate::error::ApiError;
 use crate::faults::FaultHandle;
 use crate::records::{BindingRecord, Records, RequestRecord, Stats, WriteRecord};
 use crate::resources::ResourceDef;
-use crate::store::{State, Stored, keeps_parse};
+use crate::store::{State, Stored};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
@@ -92,33 +92,6 @@ impl Inner {
     /// The state lock; a panic while holding it poisons nothing we cannot continue from.
     pub(crate) fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// The state lock for a write of `def`'s object `ns/name`: when its kind keeps parses
-    /// (`parsed`) and its current version has none, the version is parsed with the lock
-    /// released and handed to the store, so the write does not parse it under the lock. A
-    /// write in between leaves the write to parse the newer version itself.
-    pub(crate) fn state_for(
-        &self,
-        def: &ResourceDef,
-        ns: &str,
-        name: &str,
-    ) -> MutexGuard<'_, State> {
-        let st = self.state();
-        if !keeps_parse(def) {
-            return st;
-        }
-        let Ok(cur) = st.get(def, ns, name) else {
-            return st;
-        };
-        if st.parsed_of(def, &cur).is_some() {
-            return st;
-        }
-        drop(st);
-        let value = Arc::new(cur.value());
-        let mut st = self.state();
-        st.remember(def, &cur, value);
-        st
     }
 
     pub(crate) fn budget(&self) -> MutexGuard<'_, TimeBudget> {

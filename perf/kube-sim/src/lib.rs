@@ -657,7 +657,6 @@ mod kwok;
 mod list;
 mod managed;
 mod meta;
-mod parsed;
 mod patch;
 mod podres;
 mod podstatus;

@@ -574,7 +574,7 @@ fn serve_verb(
                     "the name of the object ({bname}) does not match the name on the URL ({name})"
                 )));
             }
-            let mut st = inner.state_for(def, ns, name);
+            let mut st = inner.state();
             let (pod, node) = st.bind(ns, name, &b)?;
             // Recorded under the state lock so the records are in commit order.
             inner.record_binding(&pod, &node);
@@ -610,15 +610,9 @@ fn serve_verb(
         "update" => {
             let mgr = manager(Operation::Update, "UpdateOptions")?;
             let obj = parse_object(def, headers, body)?;
-            let s = inner.state_for(def, ns, name).update_by(
-                def,
-                ns,
-                name,
-                obj,
-                part,
-                Some(&mgr),
-                None,
-            )?;
+            let s = inner
+                .state()
+                .update_by(def, ns, name, obj, part, Some(&mgr), None)?;
             if part == Part::Resize {
                 inner.after_resized(&s);
             }
@@ -642,15 +636,9 @@ fn serve_verb(
             } else {
                 parse_body(body)?
             };
-            let s = inner.state_for(def, ns, name).patch_by(
-                def,
-                ns,
-                name,
-                kind,
-                &patch,
-                part,
-                Some(&mgr),
-            )?;
+            let s = inner
+                .state()
+                .patch_by(def, ns, name, kind, &patch, part, Some(&mgr))?;
             if part == Part::Resize {
                 inner.after_resized(&s);
             }
@@ -658,9 +646,7 @@ fn serve_verb(
         }
         "delete" => {
             let opts = crate::deletion::DeleteOptions::parse(body, q)?;
-            let d = inner
-                .state_for(def, ns, name)
-                .delete_request(def, ns, name, &opts)?;
+            let d = inner.state().delete_request(def, ns, name, &opts)?;
             if def.key.as_ref() == "/pods" && !d.gone {
                 inner.after_graceful_delete(&d.obj);
             }

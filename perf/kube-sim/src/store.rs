@@ -13,11 +13,7 @@
 //! A version is never held as a `serde_json::Value` tree, which costs several times its
 //! encoding (a bound pod was about 50–70 KB with its versions as trees, BENCHMARKS.md): writes,
 //! controllers and the kubelet parse the current object once per operation, and selectors read
-//! the index taken at commit. The exception is bounded: the current versions of the kinds
-//! written often (pods, ResourceClaims) keep their parse in [`Parsed`] (at most
-//! [`PARSED_MAX`](crate::parsed::PARSED_MAX) trees), so that a write does not parse the object it
-//! replaces under the lock; writers that find none there parse it before taking the lock
-//! ([`State::remember`]).
+//! the index taken at commit.
 //!
 //! The store is the bottom layer of the running simulator: it uses the object rules (`admission`,
 //! `deletion`, `kinds`, `managed`, `patch`, `storage`, …) and nothing that holds the shared state.
@@ -30,7 +26,6 @@ use crate::error::ApiError;
 use crate::kinds;
 use crate::managed::{self, Manager, Scope};
 use crate::meta;
-use crate::parsed::Parsed;
 use crate::patch::{self, PatchKind};
 use crate::resources::{Registry, ResourceDef};
 use crate::selector::Index;
@@ -182,8 +177,6 @@ pub struct State {
     followers: Vec<Follower>,
     /// The admission plugins that run.
     admission: Admission,
-    /// The parses of current versions of the kinds written often ([`keeps_parse`]).
-    parsed: Parsed,
 }
 
 /// A controller following the store's commits on its own channel (see [`State::follow`]).
@@ -251,7 +244,6 @@ impl State {
             auto_create_namespaces,
             followers: Vec::new(),
             admission: Admission::default(),
-            parsed: Parsed::default(),
         }
     }
 
@@ -320,15 +312,6 @@ impl State {
         } else {
             table.insert(key, stored.clone())
         };
-        if keeps_parse(def) {
-            if let Some(p) = &prev {
-                self.parsed.remove(p);
-            }
-            if etype != EventType::Deleted {
-                // The tree just serialized is the parse of the new version.
-                self.parsed.insert(&stored, Arc::new(obj));
-            }
-        }
         let ev = Arc::new(Event {
             rv,
             key: def.key.clone(),
@@ -359,57 +342,6 @@ impl State {
             .and_then(|t| t.get(&(ns.to_string(), name.to_string())))
             .cloned()
             .ok_or_else(|| ApiError::not_found(&def.group, &def.plural, name))
-    }
-
-    /// The kept parse of `s`, a version of `def` (see [`Parsed`]).
-    pub(crate) fn parsed_of(&self, def: &ResourceDef, s: &Arc<Stored>) -> Option<Arc<Value>> {
-        if keeps_parse(def) {
-            self.parsed.get(s)
-        } else {
-            None
-        }
-    }
-
-    /// Keeps `value`, the parse of `s`, when `s` is the current version of an object of a kind
-    /// that keeps parses: a writer that parsed the object outside the lock hands the parse
-    /// over, and the write under the lock uses it.
-    pub(crate) fn remember(&mut self, def: &ResourceDef, s: &Arc<Stored>, value: Arc<Value>) {
-        if !keeps_parse(def) || self.parsed.get(s).is_some() {
-            return;
-        }
-        let current = self
-            .tables
-            .get(&def.key)
-            .and_then(|t| t.get(&(s.namespace().to_string(), s.name().to_string())))
-            .is_some_and(|c| Arc::ptr_eq(c, s));
-        if current {
-            self.parsed.insert(s, value);
-        }
-    }
-
-    /// The parse of `old`, the current version of an object of `def`: the kept one, else parsed
-    /// now (and kept, for the write that follows).
-    fn current_value(&mut self, def: &ResourceDef, old: &Arc<Stored>) -> Arc<Value> {
-        if let Some(v) = self.parsed_of(def, old) {
-            return v;
-        }
-        let v = Arc::new(old.value());
-        if keeps_parse(def) {
-            self.parsed.insert(old, v.clone());
-        }
-        v
-    }
-
-    /// The parse of `old`, the current version of an object of `def`, owned, for a write that
-    /// replaces it: the kept parse is taken out (no copy unless someone else holds it).
-    fn take_current(&mut self, def: &ResourceDef, old: &Arc<Stored>) -> Value {
-        match self.parsed_of(def, old) {
-            Some(v) => {
-                self.parsed.remove(old);
-                Arc::unwrap_or_clone(v)
-            }
-            None => old.value(),
-        }
     }
 
     /// All objects of a resource (in one namespace when `ns` is set), sorted by namespace/name.
@@ -683,10 +615,9 @@ impl State {
             ));
         }
         let old = self.get(def, ns, name)?;
-        let parsed = self.current_value(def, &old);
-        let old_v: &Value = &parsed;
+        let old_v = old.value();
         let want_rv = meta::meta_str(&obj, "resourceVersion");
-        if !want_rv.is_empty() && want_rv != meta::meta_str(old_v, "resourceVersion") {
+        if !want_rv.is_empty() && want_rv != meta::meta_str(&old_v, "resourceVersion") {
             return Err(ApiError::stale(&def.group, &def.plural, name));
         }
         let rv_given = !want_rv.is_empty();
@@ -702,10 +633,10 @@ impl State {
                     }
                 }
                 if storage::handles(&def.key) {
-                    storage::admit_status_update(def, old_v, &mut n, name, rv_given)?;
+                    storage::admit_status_update(def, &old_v, &mut n, name, rv_given)?;
                 }
                 if crate::dra::handles(&def.key) {
-                    crate::dra::admit_status_update(def, old_v, &mut n, name)?;
+                    crate::dra::admit_status_update(def, &old_v, &mut n, name)?;
                 }
                 if def.key.as_ref() == crate::policy::PDB_KEY {
                     crate::policy::admit_status_update(&mut n, name)?;
@@ -716,8 +647,8 @@ impl State {
                 n
             }
             Part::Resize => {
-                let mut n = crate::resize::resize(old_v, obj, name)?;
-                bump_generation(def, old_v, &mut n);
+                let mut n = crate::resize::resize(&old_v, obj, name)?;
+                bump_generation(def, &old_v, &mut n);
                 n
             }
             Part::Main => {
@@ -750,33 +681,33 @@ impl State {
                 }
                 if def.key.as_ref() == "/pods" {
                     crate::scheduling::decode_pod(&obj)?;
-                    kinds::default_pod_update(old_v, &mut obj, self.admission.priority);
-                    kinds::validate_pod_update(old_v, &obj, name)?;
+                    kinds::default_pod_update(&old_v, &mut obj, self.admission.priority);
+                    kinds::validate_pod_update(&old_v, &obj, name)?;
                 }
                 if def.key.as_ref() == crate::scheduling::PC_KEY {
-                    crate::scheduling::admit_update(old_v, &mut obj, name)?;
+                    crate::scheduling::admit_update(&old_v, &mut obj, name)?;
                     if self.admission.priority {
                         let classes = self.priority_classes();
                         crate::scheduling::check_global_default(&obj, name, classes.iter(), true)?;
                     }
                 }
                 if crate::dra::handles(&def.key) {
-                    crate::dra::admit_update(def, old_v, &mut obj, name)?;
+                    crate::dra::admit_update(def, &old_v, &mut obj, name)?;
                 }
                 if def.key.as_ref() == crate::policy::PDB_KEY {
-                    crate::policy::admit_update(old_v, &mut obj, name)?;
+                    crate::policy::admit_update(&old_v, &mut obj, name)?;
                 }
                 if storage::handles(&def.key) {
-                    storage::admit_update(def, old_v, &mut obj, name)?;
+                    storage::admit_update(def, &old_v, &mut obj, name)?;
                     if def.key.as_ref() == storage::PVC_KEY && self.admission.pvc_resize {
                         let sc = self.storage_class_def();
-                        storage::resize_admission(old_v, &obj, name, |class| {
+                        storage::resize_admission(&old_v, &obj, name, |class| {
                             let sc = sc.as_ref()?;
                             self.get(sc, "", class).ok().map(|s| s.value())
                         })?;
                     }
                 }
-                bump_generation(def, old_v, &mut obj);
+                bump_generation(def, &old_v, &mut obj);
                 obj
             }
         };
@@ -790,13 +721,13 @@ impl State {
                 Part::Status => "status",
                 Part::Resize => "resize",
             };
-            managed::record(Some(old_v), &mut new, mgr, sub, scope(def, part), applied);
+            managed::record(Some(&old_v), &mut new, mgr, sub, scope(def, part), applied);
         }
-        if new == *old_v {
+        if new == old_v {
             // The real server does not write (nor bump the version) for a no-op update.
             return Ok(old);
         }
-        if part == Part::Main && finalizes(def) && deletion::delete_during_update(old_v, &new) {
+        if part == Part::Main && finalizes(def) && deletion::delete_during_update(&old_v, &new) {
             // `shouldDeleteDuringUpdate`: the last finalizer of an object whose deletion waited
             // for it is gone; the object is deleted (the event carries its stored state) and the
             // request gets the object it sent.
@@ -830,7 +761,7 @@ impl State {
     ) -> Result<Arc<Stored>, ApiError> {
         let applied = (kind == PatchKind::Apply).then_some(body);
         let old = match self.get(def, ns, name) {
-            Ok(o) => Value::clone(&self.current_value(def, &o)),
+            Ok(o) => o.value(),
             Err(_) if kind == PatchKind::Apply && part == Part::Main => {
                 let mut obj = body.clone();
                 meta::metadata_mut(&mut obj).insert("name".into(), json!(name));
@@ -868,7 +799,7 @@ impl State {
         preconditions: Option<&Value>,
     ) -> Result<Arc<Stored>, ApiError> {
         let old = self.get(def, ns, name)?;
-        let old_v = self.take_current(def, &old);
+        let old_v = old.value();
         if let Some(p) = preconditions {
             if let Some(uid) = p.get("uid").and_then(Value::as_str) {
                 let have = meta::meta_str(&old_v, "uid");
@@ -916,7 +847,7 @@ impl State {
             }
             _ => {}
         }
-        Ok(self.commit(def, old_v, EventType::Deleted))
+        Ok(self.commit(def, old_v.clone(), EventType::Deleted))
     }
 
     /// A DELETE request as the generic registry store serves it: the options validated, the
@@ -934,13 +865,12 @@ impl State {
         opts: &deletion::DeleteOptions,
     ) -> Result<Deleted, ApiError> {
         let old = self.get(def, ns, name)?;
-        let parsed = self.current_value(def, &old);
-        let old_v: &Value = &parsed;
+        let old_v = old.value();
         opts.validate()?;
         if def.key.as_ref() == crate::scheduling::PC_KEY {
             crate::scheduling::check_delete(name)?;
         }
-        opts.check_preconditions(&def.group, &def.kind, old_v)?;
+        opts.check_preconditions(&def.group, &def.kind, &old_v)?;
         if !finalizes(def) {
             let obj = self.delete(def, ns, name, None)?;
             return Ok(Deleted { obj, gone: true });
@@ -970,7 +900,7 @@ impl State {
         if !before.graceful {
             // Waiting for finalizers: marked, not deleted (no write when already marked).
             deletion::mark_as_deleting(&mut obj, now);
-            if obj == *old_v {
+            if obj == old_v {
                 return Ok(Deleted {
                     obj: old,
                     gone: false,
@@ -986,8 +916,7 @@ impl State {
                 gone: false,
             });
         }
-        let last = self.take_current(def, &updated);
-        let obj = self.commit(def, last, EventType::Deleted);
+        let obj = self.commit(def, updated.value(), EventType::Deleted);
         Ok(Deleted { obj, gone: true })
     }
 
@@ -1024,7 +953,8 @@ impl State {
             .get("", "v1", "pods")
             .expect("pods are built in");
         let old = self.get(&def, ns, name)?;
-        let mut pod = self.take_current(&def, &old);
+        let old_v = old.value();
+        let mut pod = old_v.clone();
         let node = kinds::apply_binding(&mut pod, binding, name)?;
         Ok((self.commit(&def, pod, EventType::Modified), node))
     }
@@ -1050,13 +980,12 @@ impl State {
         f: impl FnOnce(&mut Value) -> bool,
     ) -> Option<Arc<Stored>> {
         let old = self.get(def, ns, name).ok()?;
-        let parsed = self.current_value(def, &old);
-        let old_v: &Value = &parsed;
+        let old_v = old.value();
         let mut v = old_v.clone();
         if !f(&mut v) {
             return None;
         }
-        managed::record(Some(old_v), &mut v, manager, "status", Scope::Status, None);
+        managed::record(Some(&old_v), &mut v, manager, "status", Scope::Status, None);
         Some(self.commit(def, v, EventType::Modified))
     }
 
@@ -1072,14 +1001,13 @@ impl State {
         f: impl FnOnce(&mut Value) -> bool,
     ) -> Option<Arc<Stored>> {
         let old = self.get(def, ns, name).ok()?;
-        let parsed = self.current_value(def, &old);
-        let old_v: &Value = &parsed;
+        let old_v = old.value();
         let mut v = old_v.clone();
-        if !f(&mut v) || v == *old_v {
+        if !f(&mut v) || v == old_v {
             return None;
         }
         managed::record(
-            Some(old_v),
+            Some(&old_v),
             &mut v,
             manager,
             "status",
@@ -1125,12 +1053,6 @@ impl State {
         };
         WatchStart::Ok(initial, rx, self.rv)
     }
-}
-
-/// Whether the current versions of `def` keep their parse ([`Parsed`]): the kinds written
-/// often, each write reading the version it replaces.
-pub(crate) fn keeps_parse(def: &ResourceDef) -> bool {
-    matches!(def.key.as_ref(), "/pods" | crate::dra::CLAIM_KEY)
 }
 
 /// Whether deletions of `def` honour finalizers (pods and PodDisruptionBudgets; pods also
@@ -1265,81 +1187,6 @@ mod tests {
             WatchStart::Ok(initial, _, _) => assert_eq!(initial.len(), 6),
             WatchStart::Expired(e) => panic!("{e}"),
         }
-    }
-
-    /// The parse a pod's current version keeps is the parse of its bytes, through every kind of
-    /// write, and a replaced version keeps none.
-    #[test]
-    fn the_kept_parse_of_a_current_version_is_its_encoding() {
-        let (mut s, _, _) = state();
-        let pods = s.registry.get("", "v1", "pods").unwrap();
-        let check = |s: &State, cur: &Arc<Stored>| {
-            let kept = s
-                .parsed_of(&pods, cur)
-                .expect("a pod's current version keeps its parse");
-            assert_eq!(*kept, cur.value());
-        };
-        let mut versions = vec![
-            s.create(
-                &pods,
-                Some("default"),
-                json!({"metadata": {"name": "p", "finalizers": ["x/y"]},
-                    "spec": {"containers": [{"name": "c", "image": "i"}]}}),
-            )
-            .unwrap(),
-        ];
-        check(&s, versions.last().unwrap());
-        let mut status = versions[0].value();
-        status["status"] = json!({"phase": "Pending", "message": "m"});
-        versions.push(
-            s.update(&pods, "default", "p", status, Part::Status)
-                .unwrap(),
-        );
-        check(&s, versions.last().unwrap());
-        versions.push(
-            s.patch_by(
-                &pods,
-                "default",
-                "p",
-                PatchKind::Merge,
-                &json!({"metadata": {"labels": {"a": "b"}}}),
-                Part::Main,
-                None,
-            )
-            .unwrap(),
-        );
-        check(&s, versions.last().unwrap());
-        let (bound, _) = s
-            .bind(
-                "default",
-                "p",
-                &json!({"metadata": {"name": "p"}, "target": {"kind": "Node", "name": "n"}}),
-            )
-            .unwrap();
-        versions.push(bound);
-        check(&s, versions.last().unwrap());
-        let mgr = Manager::update("kubelet");
-        versions.push(
-            s.modify_status(&pods, "default", "p", &mgr, |p| {
-                p["status"]["phase"] = json!("Running");
-                true
-            })
-            .unwrap(),
-        );
-        check(&s, versions.last().unwrap());
-        // Marked for deletion (the finalizer holds it).
-        let d = s
-            .delete_request(&pods, "default", "p", &deletion::DeleteOptions::default())
-            .unwrap();
-        assert!(!d.gone);
-        versions.push(d.obj);
-        check(&s, versions.last().unwrap());
-        for old in &versions[..versions.len() - 1] {
-            assert!(s.parsed_of(&pods, old).is_none());
-        }
-        s.delete(&pods, "default", "p", None).unwrap();
-        assert!(s.parsed_of(&pods, versions.last().unwrap()).is_none());
-        assert_eq!(s.parsed.len(), 0);
     }
 
     #[test]
