@@ -36,6 +36,9 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use tokio::sync::broadcast;
 
+/// The longest `generateName` base kept (`names.maxGeneratedNameLength`: 63 less the suffix).
+const MAX_GENERATED_BASE: usize = 58;
+
 /// One version of an object: its JSON encoding (computed once per write, shared by lists,
 /// watches and the history) and what selectors read of it ([`Index`]). The object itself is
 /// not kept as a `serde_json::Value`: a `Value` tree costs several times its encoding, and
@@ -491,7 +494,13 @@ impl State {
                     "metadata.name: Required value: name or generateName is required",
                 ));
             }
-            name = format!("{gen_name}{}", meta::name_suffix());
+            // `names.SimpleNameGenerator`: the base is cut to 58 characters, so the name with
+            // its 5-character suffix fits 63.
+            let base = match gen_name.char_indices().nth(MAX_GENERATED_BASE) {
+                Some((at, _)) => &gen_name[..at],
+                None => gen_name.as_str(),
+            };
+            name = format!("{base}{}", meta::name_suffix());
         }
         if def.namespaced && def.key.as_ref() != "/namespaces" {
             self.ensure_namespace(&ns)?;
