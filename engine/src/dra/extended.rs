@@ -201,21 +201,17 @@ pub fn requests_and_mappings(
         for r in of.iter().filter(|r| r.short_lived) {
             // The long-lived containers after it, in order, hold devices it may use first.
             let mut sum = 0;
-            let mut own = None;
-            for (l, q) in long.iter().filter(|(l, _)| l.index > r.index) {
-                let _ = l;
+            for (_, q) in long.iter().filter(|(l, _)| l.index > r.index) {
                 sum += q.count;
                 short_mappings.push(mapping(r, &q.name));
                 if sum >= r.count {
                     break;
                 }
             }
+            // What they do not hold, it asks for itself.
             if sum < r.count {
                 let q = request(r, r.count - sum);
                 short_mappings.push(mapping(r, &q.name));
-                own = Some(q);
-            }
-            if let Some(q) = own {
                 short_names.push(q.name.clone());
                 if max_short.as_ref().is_none_or(|m| m.count < q.count) {
                     max_short = Some(q);
