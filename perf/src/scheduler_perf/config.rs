@@ -580,27 +580,12 @@ fn resolve_op(
                 .map_err(|e| e.context("createPodsOp"))?;
             Op::CreatePodSets(
                 (0..count)
-                    .map(|i| match base.clone() {
-                        Op::CreatePods {
-                            count,
-                            template,
-                            collect_metrics,
-                            skip_wait,
-                            signature_batch,
-                            volumes,
-                            steady_state,
-                            ..
-                        } => Op::CreatePods {
-                            count,
-                            namespace: Some(format!("{prefix}-{i}")),
-                            template,
-                            collect_metrics,
-                            skip_wait,
-                            signature_batch,
-                            volumes,
-                            steady_state,
-                        },
-                        other => other,
+                    .map(|i| {
+                        let mut op = base.clone();
+                        if let Op::CreatePods { namespace, .. } = &mut op {
+                            *namespace = Some(format!("{prefix}-{i}"));
+                        }
+                        op
                     })
                     .collect(),
             )
