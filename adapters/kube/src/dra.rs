@@ -772,17 +772,18 @@ async fn bind_extended(
 
 /// Delete a claim this scheduler made for a pod's extended resources (upstream's
 /// `deleteClaim`): the finalizer `resource.kubernetes.io/delete-protection` removed first, then
-/// deleted on the condition that it is still that claim (UID). Gone already is done.
+/// deleted on the condition that it is still that claim (UID). Gone already is done. `claims`:
+/// PreBind's view, read first and told of the deletion; without it the claim is read afresh.
 pub async fn delete_claim(
     ctx: &Caller,
-    claims: &ResourceClaims,
+    claims: Option<&ResourceClaims>,
     namespace: &str,
     name: &str,
     uid: &str,
 ) -> Result<(), String> {
     let api: Api<ResourceClaim> = Api::namespaced(ctx.client.clone(), namespace);
     let mut s = claims
-        .get(namespace, name)
+        .and_then(|c| c.get(namespace, name))
         .filter(|s| s.uid == uid)
         .map(|s| (*s).clone());
     for attempt in 0..ATTEMPTS {
@@ -824,7 +825,9 @@ pub async fn delete_claim(
         }
     }
     // Whatever our writes answered for it is not the claim's last word any more.
-    claims.forget(namespace, name);
+    if let Some(claims) = claims {
+        claims.forget(namespace, name);
+    }
     let params = DeleteParams {
         preconditions: Some(Preconditions {
             uid: Some(uid.to_owned()),
@@ -892,7 +895,7 @@ pub async fn unreserve(
     // The claim made for the pod's extended resources goes with the attempt (upstream's
     // `unreserveExtendedResourceClaim`).
     for w in written.iter().filter(|w| w.created) {
-        if let Err(e) = delete_claim(ctx, claims, &w.namespace, &w.name, &w.state.uid).await {
+        if let Err(e) = delete_claim(ctx, Some(claims), &w.namespace, &w.name, &w.state.uid).await {
             tracing::warn!(pod = %format!("{}/{}", pod.namespace, pod.name),
                 claim = %format!("{}/{}", w.namespace, w.name), error = %e,
                 "deleting the claim made for extended resources failed");
@@ -1030,8 +1033,7 @@ async fn unreserve_claim(
 /// instead (`delete_claim`, read afresh: the watch shows the engine the outcome).
 pub async fn deallocate(ctx: &Caller, d: &magma_engine::dra::Deallocation) -> Result<(), String> {
     if d.delete {
-        let fresh = ResourceClaims::default();
-        return delete_claim(ctx, &fresh, &d.namespace, &d.name, &d.uid).await;
+        return delete_claim(ctx, None, &d.namespace, &d.name, &d.uid).await;
     }
     let api: Api<ResourceClaim> = Api::namespaced(ctx.client.clone(), &d.namespace);
     let body = json!({
