@@ -705,19 +705,7 @@ impl Sim {
                     name: name.clone(),
                     uid: format!("uid-{name}"),
                     owner_uid: Some(b.pod.uid.to_string()),
-                    requests: new
-                        .requests
-                        .iter()
-                        .map(|r| crate::dra::RequestInput {
-                            name: r.name.to_string(),
-                            exactly: Some(crate::dra::ExactInput {
-                                class: r.class.to_string(),
-                                count: r.count,
-                                ..Default::default()
-                            }),
-                            first_available: Vec::new(),
-                        })
-                        .collect(),
+                    requests: new.requests.iter().map(|r| r.input()).collect(),
                     resource_version: "1".into(),
                     extended: true,
                     ..Default::default()

@@ -49,6 +49,21 @@ pub struct ClaimRequest {
     pub resource: u8,
 }
 
+impl ClaimRequest {
+    /// The request as the claim's spec has it (`exactly`, `ExactCount`).
+    pub fn input(&self) -> super::RequestInput {
+        super::RequestInput {
+            name: self.name.to_string(),
+            exactly: Some(super::ExactInput {
+                class: self.class.to_string(),
+                count: self.count,
+                ..Default::default()
+            }),
+            first_available: Vec::new(),
+        }
+    }
+}
+
 /// `status.extendedResourceClaimStatus.requestMappings[]`: which request serves a container's
 /// request for a resource (its index in [`Extended::resources`]).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1186,18 +1186,7 @@ impl Dra {
             .collect();
         let (claim_requests, mappings) = extended::requests_and_mappings(requests, &classes);
         let name = extended::special_name(pod_uid);
-        let inputs: Vec<RequestInput> = claim_requests
-            .iter()
-            .map(|r| RequestInput {
-                name: r.name.to_string(),
-                exactly: Some(ExactInput {
-                    class: r.class.to_string(),
-                    count: r.count,
-                    ..Default::default()
-                }),
-                first_available: Vec::new(),
-            })
-            .collect();
+        let inputs: Vec<RequestInput> = claim_requests.iter().map(|r| r.input()).collect();
         match self.compile_requests(
             namespace,
             &name,
