@@ -257,13 +257,17 @@ async fn creates_exclusive_nodeshards_from_the_configmap_and_hot_reloads() {
         ),
     )
     .await;
+    // The two NodeShards are written one after the other: wait for both (a reader between the
+    // writes sees `first` grown and `second` not yet shrunk; the schedulers' rule `available =
+    // desired − ⋃ other.nodesInUse` keeps that safe).
     let s = until_shards(&client, "reload applied", |s| {
-        desired(s, "first").len() == 4
+        desired(s, "first").len() == 4 && desired(s, "second").len() == 2
     })
     .await;
-    assert_eq!(desired(&s, "second").len(), 2);
     assert!(desired(&s, "first").is_disjoint(&desired(&s, "second")));
-    assert_eq!(c.now().reloads_ok, 2);
+    // The reload is counted once its sync is done, which may be after its writes are seen.
+    let st = c.wait("the reload counted", |s| s.reloads_ok >= 2).await;
+    assert_eq!(st.reloads_ok, 2);
     c.stop().await;
 }
 

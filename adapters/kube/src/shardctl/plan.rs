@@ -6,7 +6,8 @@
 //! Rules:
 //! 1. A configured scheduler without a NodeShard gets one (name = scheduler name).
 //! 2. A configured scheduler's NodeShard is updated (only `spec.nodesDesired`) when its node set
-//!    changes after anti-flap and hand-off pinning.
+//!    changes after anti-flap and hand-off pinning. Shards that only lose nodes are written
+//!    first, so a reader between two writes never sees a moving node desired by both shards.
 //! 3. A **stale** NodeShard (its name is not a scheduler of the current, valid configuration) is
 //!    never deleted while it may still be in use, because deleting it would let every other shard
 //!    take its nodes at once while its scheduler is still placing pods there. Instead its
@@ -67,7 +68,8 @@ impl ShardWrite {
 pub struct SyncPlan {
     /// Every configured scheduler's result, in config order, after hand-off pinning.
     pub assignments: Vec<ShardAssignment>,
-    /// The writes, configured schedulers first (config order), then stale shards (by name).
+    /// The writes: configured schedulers first (those only losing nodes, then the others, each
+    /// in config order), then stale shards (by name).
     pub writes: Vec<ShardWrite>,
     /// Stale shards that are empty in spec but still list nodes in use: kept until released.
     pub draining: Vec<String>,
@@ -90,7 +92,15 @@ pub fn plan_sync(
     let in_transit = pin_in_transit(&mut assignments, observed, |n| existing.contains(n));
 
     let mut writes = Vec::new();
-    for a in assignments.iter().filter(|a| a.write) {
+    // Shards that only lose nodes are written before those that gain any, so a node moving
+    // from one shard to another is never seen in both `nodesDesired` lists between the writes.
+    let (shrinking, growing): (Vec<&ShardAssignment>, Vec<&ShardAssignment>) =
+        assignments.iter().filter(|a| a.write).partition(|a| {
+            observed
+                .get(&a.scheduler)
+                .is_some_and(|o| a.nodes_desired.iter().all(|n| o.nodes_desired.contains(n)))
+        });
+    for a in shrinking.into_iter().chain(growing) {
         writes.push(if observed.contains_key(&a.scheduler) {
             ShardWrite::Update {
                 name: a.scheduler.clone(),
@@ -197,17 +207,18 @@ mod tests {
             ("cold".to_owned(), shard(&["b"], &[])),
         ]);
         let p = plan_sync(&nodes, &config(), &observed);
+        // b moves cold → hot: cold loses it first, so b is never desired by both.
         assert_eq!(
             p.writes,
             [
                 ShardWrite::Update {
-                    name: "hot".into(),
-                    nodes_desired: v(&["a", "b"]),
+                    name: "cold".into(),
+                    nodes_desired: v(&[]),
                     stale: false
                 },
                 ShardWrite::Update {
-                    name: "cold".into(),
-                    nodes_desired: v(&[]),
+                    name: "hot".into(),
+                    nodes_desired: v(&["a", "b"]),
                     stale: false
                 },
             ]
