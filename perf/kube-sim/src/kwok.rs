@@ -595,7 +595,7 @@ impl Inner {
         let host_ip = st
             .get(&nodes, "", &node)
             .ok()
-            .and_then(|n| internal_ip(&n.json))
+            .and_then(|n| internal_ip(&n.json()))
             .unwrap_or_else(|| "10.255.255.254".into());
         st.modify_status(&pods, ns, name, &manager(), |p| {
             set_running(p, uid, &host_ip)

@@ -657,6 +657,7 @@ mod kwok;
 mod list;
 mod managed;
 mod meta;
+mod pack;
 mod patch;
 mod podres;
 mod podstatus;

@@ -262,7 +262,7 @@ pub(crate) async fn serve(
         if picked > 0 {
             body.push(b',');
         }
-        body.extend_from_slice(&it.json);
+        body.extend_from_slice(&it.json());
         picked += 1;
         if limit.is_some_and(|l| picked >= l) {
             last = Some(it.clone());

@@ -146,7 +146,7 @@ fn json_value(code: u16, v: &Value) -> Response {
 }
 
 fn stored_response(code: u16, s: &Stored) -> Response {
-    json_response(code, s.json.to_vec())
+    json_response(code, s.json().to_vec())
 }
 
 fn version_info() -> Value {

@@ -1,9 +1,9 @@
 //! The in-memory object store: one global `resourceVersion` counter, objects per resource held as
 //! their serialized bytes with a small selector index ([`Stored`]), a bounded history of watch
 //! events, and the broadcast fan-out to watchers. Every write goes through [`State::commit`] under
-//! the single state lock, which is held only for map updates and one serialization (never for
-//! I/O): it assigns the next `resourceVersion`, appends the event to the history and broadcasts
-//! it, so a watcher that subscribes and copies the history under the same lock sees every event
+//! the single state lock, which is held only for map updates, one serialization and the packing
+//! of the version that stops being young (never for I/O): it assigns the next `resourceVersion`,
+//! appends the event to the history and broadcasts it, so a watcher that subscribes and copies the history under the same lock sees every event
 //! exactly once.
 //!
 //! Memory: each version of an object exists once, as a [`Stored`] shared by the table (while it
@@ -13,10 +13,13 @@
 //! A version is never held as a `serde_json::Value` tree, which costs several times its
 //! encoding (a bound pod was about 50–70 KB with its versions as trees, BENCHMARKS.md): writes,
 //! controllers and the kubelet parse the current object once per operation, and selectors read
-//! the index taken at commit.
+//! the index taken at commit. A version's encoding is plain for the [`crate::pack::YOUNG`]
+//! commits after its own (what watches that keep up, the kubelet and the controllers read), then
+//! packed against a dictionary of its resource's recent versions (`pack`): a running pod's
+//! 2.8 KB of JSON, current or in the history, is then a few hundred bytes, unpacked on each read.
 //!
 //! The store is the bottom layer of the running simulator: it uses the object rules (`admission`,
-//! `deletion`, `kinds`, `managed`, `patch`, `storage`, …) and nothing that holds the shared state.
+//! `deletion`, `kinds`, `managed`, `pack`, `patch`, `storage`, …) and nothing that holds the shared state.
 //! The controllers that follow its commits register with [`State::follow`], so it does not know
 //! them.
 
@@ -26,6 +29,7 @@ use crate::error::ApiError;
 use crate::kinds;
 use crate::managed::{self, Manager, Scope};
 use crate::meta;
+use crate::pack::{Encoding, Packable, Packer};
 use crate::patch::{self, PatchKind};
 use crate::resources::{Registry, ResourceDef};
 use crate::selector::Index;
@@ -40,32 +44,43 @@ use tokio::sync::broadcast;
 const MAX_GENERATED_BASE: usize = 58;
 
 /// One version of an object: its JSON encoding (computed once per write, shared by lists,
-/// watches and the history) and what selectors read of it ([`Index`]). The object itself is
-/// not kept as a `serde_json::Value`: a `Value` tree costs several times its encoding, and
-/// every retained version of every object has one of these. Whoever needs the object parses it
+/// watches and the history; packed once the version is no longer young, [`crate::pack`]) and
+/// what selectors read of it ([`Index`]). The object itself is not kept as a
+/// `serde_json::Value`: a `Value` tree costs several times its encoding, and every retained
+/// version of every object has one of these. Whoever needs the object parses it
 /// ([`Stored::value`]), once per operation.
 #[derive(Debug)]
 pub struct Stored {
-    /// `serde_json::to_vec` of the object.
-    pub json: Bytes,
+    enc: Encoding,
     index: Index,
+}
+
+impl Packable for Stored {
+    fn encoding(&self) -> &Encoding {
+        &self.enc
+    }
 }
 
 impl Stored {
     /// Serializes `value`, an object of `def`.
     pub(crate) fn new(def: &ResourceDef, value: &Value) -> Arc<Self> {
         let mut json = serde_json::to_vec(value).expect("Value serializes");
-        // Kept for as long as the version is retained: no spare capacity.
+        // Kept for as long as the version is young: no spare capacity.
         json.shrink_to_fit();
         Arc::new(Self {
-            json: Bytes::from(json),
+            enc: Encoding::new(Bytes::from(json)),
             index: Index::new(&def.plural, value),
         })
     }
 
+    /// `serde_json::to_vec` of the object (shared while the version is young, unpacked after).
+    pub fn json(&self) -> Bytes {
+        self.enc.bytes()
+    }
+
     /// The object, parsed from its encoding (a new `Value` each call: parse once per use).
     pub fn value(&self) -> Value {
-        serde_json::from_slice(&self.json).expect("a stored object parses")
+        serde_json::from_slice(&self.json()).expect("a stored object parses")
     }
 
     /// What selectors read of it.
@@ -99,7 +114,7 @@ impl Stored {
     /// Whether the encoding contains `needle` (a cheap test before parsing: an object whose
     /// encoding does not name a field cannot have it).
     pub fn mentions(&self, needle: &str) -> bool {
-        memchr::memmem::find(&self.json, needle.as_bytes()).is_some()
+        memchr::memmem::find(&self.json(), needle.as_bytes()).is_some()
     }
 }
 
@@ -180,6 +195,8 @@ pub struct State {
     followers: Vec<Follower>,
     /// The admission plugins that run.
     admission: Admission,
+    /// The young versions, and what packs them as they age.
+    packer: Packer<Stored>,
 }
 
 /// A controller following the store's commits on its own channel (see [`State::follow`]).
@@ -247,6 +264,7 @@ impl State {
             auto_create_namespaces,
             followers: Vec::new(),
             admission: Admission::default(),
+            packer: Packer::default(),
         }
     }
 
@@ -328,6 +346,7 @@ impl State {
             self.evicted_rv = old.rv;
         }
         self.history.push_back(ev.clone());
+        self.packer.push(def.key.clone(), stored.clone());
         for f in &self.followers {
             if (f.wants)(&ev, self) {
                 (f.send)(ev.clone());
@@ -1196,6 +1215,52 @@ mod tests {
             WatchStart::Ok(initial, _, _) => assert_eq!(initial.len(), 6),
             WatchStart::Expired(e) => panic!("{e}"),
         }
+    }
+
+    #[test]
+    fn packed_versions_read_as_committed() {
+        let mut s = State::new(100_000, 64, false);
+        let ns = s.registry.get("", "v1", "namespaces").unwrap();
+        s.create(&ns, None, json!({"metadata": {"name": "default"}}))
+            .unwrap();
+        let cm = s.registry.get("", "v1", "configmaps").unwrap();
+        let start = s.rv();
+        let n = crate::pack::YOUNG * 2;
+        let data = |i: usize| json!({"k": format!("value {i} of a map long enough to be packed")});
+        let mut committed = Vec::new();
+        for i in 0..n {
+            let c = s
+                .create(
+                    &cm,
+                    Some("default"),
+                    json!({"metadata": {"name": format!("c{i}")}, "data": data(i)}),
+                )
+                .unwrap();
+            committed.push(c.json());
+        }
+        // Every other one replaced: its first version is only in the history.
+        for i in (0..n).step_by(2) {
+            let mut v = s.get(&cm, "default", &format!("c{i}")).unwrap().value();
+            v["data"] = data(i + 1);
+            let c = s
+                .update(&cm, "default", &format!("c{i}"), v, Part::Main)
+                .unwrap();
+            committed.push(c.json());
+        }
+        let WatchStart::Ok(backlog, _, _) = s.watch(&cm.key, None, Some(start)) else {
+            panic!("history kept");
+        };
+        let replayed: Vec<Bytes> = backlog.iter().map(|e| e.obj.json()).collect();
+        assert_eq!(replayed, committed);
+        assert!(backlog[0].obj.enc.is_packed(), "an old version is packed");
+        assert!(
+            !backlog.last().unwrap().obj.enc.is_packed(),
+            "a young one is not"
+        );
+        let prev = backlog[n].prev.as_ref().unwrap();
+        assert!(prev.enc.is_packed());
+        assert_eq!(prev.json(), committed[0]);
+        assert_eq!(prev.value()["data"], data(0));
     }
 
     #[test]

@@ -145,13 +145,13 @@ impl WatchRequest {
         let cur = self.selects(&ev.obj);
         match ev.etype {
             EventType::Added | EventType::Deleted => {
-                cur.then(|| event_line(ev.etype.as_str(), &ev.obj.json))
+                cur.then(|| event_line(ev.etype.as_str(), &ev.obj.json()))
             }
             EventType::Modified => {
                 let old = ev.prev.as_ref().is_some_and(|p| self.selects(p));
                 match (cur, old) {
-                    (true, true) => Some(event_line("MODIFIED", &ev.obj.json)),
-                    (true, false) => Some(event_line("ADDED", &ev.obj.json)),
+                    (true, true) => Some(event_line("MODIFIED", &ev.obj.json())),
+                    (true, false) => Some(event_line("ADDED", &ev.obj.json())),
                     (false, true) => {
                         let mut gone = ev.prev.as_ref()?.value();
                         crate::meta::metadata_mut(&mut gone)
