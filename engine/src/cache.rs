@@ -151,12 +151,9 @@ pub struct Cache {
     view: View,
     /// Snapshots carry the per-node pod index (see `enable_pod_index`).
     pod_index: bool,
-    /// Placed pods on known nodes whose affinity terms score others (`scores_others`), by the
-    /// address of their `PodInfo`; those with required anti-affinity are in `anti_terms`.
-    affinity: HashMap<usize, (u32, Arc<PodInfo>)>,
-    /// `affinity` changed since the last publication.
-    affinity_dirty: bool,
-    affinity_pods: Arc<[(u32, Arc<PodInfo>)]>,
+    /// Placed pods on known nodes whose affinity terms score others (`scores_others`), by slot;
+    /// those with required anti-affinity are in `anti_terms`. Snapshots share it.
+    affinity_pods: crate::index::ScoringPods,
     namespaces: Arc<Namespaces>,
     /// Bumps of the anti-affinity epoch the cache has accounted for (`binder` step 7).
     anti_epoch: u64,
@@ -221,9 +218,7 @@ impl Cache {
             profile,
             view: View::All,
             pod_index: false,
-            affinity: HashMap::new(),
-            affinity_dirty: false,
-            affinity_pods: Arc::from(Vec::new()),
+            affinity_pods: Default::default(),
             namespaces: Arc::default(),
             anti_epoch: 0,
             index: None,
@@ -382,7 +377,6 @@ impl Cache {
             st.assumed = 0;
             st.pods.clear();
         }
-        self.affinity_dirty = true;
         // A new incarnation must never be claimable with a version from the previous one.
         self.bump(slot);
         self.by_name.insert(name.clone(), slot);
@@ -434,7 +428,7 @@ impl Cache {
         st.assumed = 0;
         let pods = std::mem::take(&mut st.pods);
         for p in &pods {
-            self.affinity.remove(&(Arc::as_ptr(p) as usize));
+            self.affinity_pods.remove(slot, p);
             if self.pod_index {
                 let index = self.index_mut();
                 index.pod_labels.pod(slot, p, -1);
@@ -446,7 +440,6 @@ impl Cache {
         {
             self.index_mut().domains.node(slot, &n.meta, -1);
         }
-        self.affinity_dirty = true;
         self.live_nodes -= 1;
         if let Some(node_name) = node_name {
             let uids: Vec<Arc<str>> = self
@@ -687,13 +680,11 @@ impl Cache {
             }
         }
         if scores_others(&p.info) {
-            let key = Arc::as_ptr(&p.info) as usize;
             if sign > 0 {
-                self.affinity.insert(key, (slot, p.info.clone()));
+                self.affinity_pods.insert(slot, p.info.clone());
             } else {
-                self.affinity.remove(&key);
+                self.affinity_pods.remove(slot, &p.info);
             }
-            self.affinity_dirty = true;
         }
     }
 
@@ -1108,13 +1099,6 @@ impl Cache {
         event::NAMESPACE_CHANGED
     }
 
-    /// Placed pods whose affinity terms score others, by slot (the symmetric score).
-    fn affinity_pods(&self) -> Arc<[(u32, Arc<PodInfo>)]> {
-        let mut out: Vec<(u32, Arc<PodInfo>)> = self.affinity.values().cloned().collect();
-        out.sort_unstable_by_key(|(slot, _)| *slot);
-        out.into()
-    }
-
     fn bump(&mut self, slot: u32) {
         self.versions.bump(slot as usize);
         self.slots[slot as usize].applied += 1;
@@ -1138,9 +1122,6 @@ impl Cache {
         }
         self.dirty = false;
         self.seq += 1;
-        if std::mem::take(&mut self.affinity_dirty) {
-            self.affinity_pods = self.affinity_pods();
-        }
         Some(Arc::new(Snapshot {
             seq: self.seq,
             arena: self.arena.clone(),
@@ -1189,16 +1170,10 @@ impl Cache {
         }
         let mut arena = self.arena.clone();
         write_state(&mut arena, slot, &st, self.pod_index);
-        let affinity_pods: Arc<[(u32, Arc<PodInfo>)]> = {
-            let mut out: Vec<(u32, Arc<PodInfo>)> = self
-                .affinity
-                .values()
-                .filter(|(_, info)| !gone_infos.iter().any(|g| Arc::ptr_eq(g, info)))
-                .cloned()
-                .collect();
-            out.sort_unstable_by_key(|(s, _)| *s);
-            out.into()
-        };
+        let mut affinity_pods = self.affinity_pods.clone();
+        for g in &gone_infos {
+            affinity_pods.remove(slot, g);
+        }
         Snapshot {
             seq: self.seq,
             arena,
@@ -1274,7 +1249,7 @@ impl Cache {
 
     /// Some placed pod has pod (anti-)affinity terms (their symmetric rules read other pods).
     pub fn has_affinity_pods(&self) -> bool {
-        !self.affinity.is_empty() || !self.index().anti_terms.is_empty()
+        !self.affinity_pods.is_empty() || !self.index().anti_terms.is_empty()
     }
 
     /// The name of the node in `slot`.

@@ -1,7 +1,8 @@
 //! The indexes the cross-node plugins and the post-claim validation read instead of scanning
 //! every node or every placed pod (issue 32): node slots by topology domain ([`Domains`]), node
 //! slots by the labels of the pods placed there ([`PodLabels`]), and placed pods' required
-//! anti-affinity terms by the labels they select ([`AntiTerms`]).
+//! anti-affinity terms by the labels they select ([`AntiTerms`]); and, apart from those, the
+//! placed pods whose affinity terms score others ([`ScoringPods`]).
 //!
 //! Owns the maps and how they are shared; the cache (single writer) keeps its working copy up
 //! to date as nodes and placed pods change, and every snapshot carries a clone, so a snapshot's
@@ -34,6 +35,65 @@ impl Indexes {
     pub fn empty() -> &'static Indexes {
         static EMPTY: std::sync::LazyLock<Indexes> = std::sync::LazyLock::new(Indexes::default);
         &EMPTY
+    }
+}
+
+/// Placed pods whose affinity terms score others (`plugins::inter_pod_affinity::scores_others`),
+/// with their slots, in slot order: what InterPodAffinity's PreScore visits for the symmetric
+/// score. Kept in chunks of [`SCORING_CHUNK`] slots, each behind its own `Arc`, so publishing
+/// clones one `Arc` and the first change after it copies the chunk pointers and the one chunk
+/// it touches (it was a list rebuilt and sorted at every publication).
+#[derive(Clone, Default)]
+pub struct ScoringPods {
+    chunks: Arc<Vec<Arc<ScoringChunk>>>,
+    len: usize,
+}
+
+/// The scoring pods of [`SCORING_CHUNK`] consecutive slots, with their slots, in slot order.
+type ScoringChunk = Vec<(u32, Arc<PodInfo>)>;
+
+/// Slots per [`ScoringPods`] chunk.
+pub const SCORING_CHUNK: usize = 64;
+
+impl ScoringPods {
+    /// `info` placed on `slot`.
+    pub fn insert(&mut self, slot: u32, info: Arc<PodInfo>) {
+        let c = slot as usize / SCORING_CHUNK;
+        let chunks = Arc::make_mut(&mut self.chunks);
+        if chunks.len() <= c {
+            chunks.resize_with(c + 1, Default::default);
+        }
+        let chunk = Arc::make_mut(&mut chunks[c]);
+        let i = chunk.partition_point(|(s, _)| *s <= slot);
+        chunk.insert(i, (slot, info));
+        self.len += 1;
+    }
+
+    /// `info` (by address) no longer on `slot`.
+    pub fn remove(&mut self, slot: u32, info: &Arc<PodInfo>) {
+        let c = slot as usize / SCORING_CHUNK;
+        let Some(i) = self.chunks.get(c).and_then(|chunk| {
+            chunk
+                .iter()
+                .position(|(s, p)| *s == slot && Arc::ptr_eq(p, info))
+        }) else {
+            return;
+        };
+        Arc::make_mut(&mut Arc::make_mut(&mut self.chunks)[c]).remove(i);
+        self.len -= 1;
+    }
+
+    /// Every pod with its slot, in slot order.
+    pub fn iter(&self) -> impl Iterator<Item = &(u32, Arc<PodInfo>)> {
+        self.chunks.iter().flat_map(|c| c.iter())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
     }
 }
 
@@ -251,6 +311,23 @@ impl PodLabels {
         true
     }
 
+    /// The `(slot, pods)` lists holding every pod `term` may match (a slot may be in several);
+    /// `None` when the term cannot be looked up (as [`PodLabels::term_slots`]).
+    pub fn term_lists<'a>(
+        &'a self,
+        term: &'a AffinityTerm,
+    ) -> Option<impl Iterator<Item = &'a [(u32, u32)]> + 'a> {
+        if term.namespace_selector.is_some() {
+            return None;
+        }
+        let (key, values) = term.selector.lookup()?;
+        Some(
+            term.namespaces
+                .iter()
+                .flat_map(move |&ns| values.iter().map(move |&v| self.slots(ns, key, v))),
+        )
+    }
+
     /// The slots whose pods may match `term` (every pod it matches is on one of them), pushed
     /// to `out` sorted and deduplicated; `false` (nothing pushed) when the term cannot be looked
     /// up: a namespace selector, or a selector without an `In` requirement.
@@ -406,14 +483,28 @@ mod tests {
                 requests: vec![("cpu".into(), "10m".into())],
                 ..Default::default()
             }],
-            pod_affinity: anti.then(|| PodAffinityInput {
-                required_anti: vec![PodAffinityTermInput {
-                    label_selector: Some(selector),
-                    topology_key: ZONE.into(),
+            pod_affinity: if anti {
+                Some(PodAffinityInput {
+                    required_anti: vec![PodAffinityTermInput {
+                        label_selector: Some(selector),
+                        topology_key: ZONE.into(),
+                        ..Default::default()
+                    }],
                     ..Default::default()
-                }],
-                ..Default::default()
-            }),
+                })
+            } else if i.is_multiple_of(3) {
+                // Required affinity: a pod whose terms score others (`ScoringPods`).
+                Some(PodAffinityInput {
+                    required: vec![PodAffinityTermInput {
+                        label_selector: Some(selector),
+                        topology_key: ZONE.into(),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                })
+            } else {
+                None
+            },
             ..Default::default()
         }
     }
@@ -422,6 +513,7 @@ mod tests {
         let mut domains: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
         let mut labels: BTreeMap<(u32, u32, u32), Vec<(u32, u32)>> = BTreeMap::new();
         let mut anti = 0;
+        let mut scoring: Vec<(u32, usize)> = Vec::new();
         for slot in 0..snap.arena.slots() {
             let Some(meta) = snap.node(slot) else {
                 continue;
@@ -431,6 +523,9 @@ mod tests {
                 domains.entry(l.value).or_default().push(slot);
             }
             for p in snap.pods_on(slot as usize) {
+                if crate::plugins::inter_pod_affinity::scores_others(p) {
+                    scoring.push((slot, Arc::as_ptr(p) as usize));
+                }
                 for &(k, v) in p.labels.iter() {
                     let e = labels.entry((p.namespace, k, v)).or_default();
                     match e.last_mut() {
@@ -474,6 +569,19 @@ mod tests {
             .flat_map(|v| v.iter().map(|&(_, n)| n))
             .sum();
         assert_eq!(listed as usize, anti);
+        let mut listed: Vec<(u32, usize)> = snap
+            .affinity_pods
+            .iter()
+            .map(|(slot, p)| (*slot, Arc::as_ptr(p) as usize))
+            .collect();
+        assert!(listed.is_sorted_by_key(|&(slot, _)| slot), "in slot order");
+        assert_eq!(listed.len(), snap.affinity_pods.len());
+        listed.sort_unstable();
+        scoring.sort_unstable();
+        assert_eq!(
+            listed, scoring,
+            "the scoring pods are the placed pods with scoring terms"
+        );
     }
 
     #[test]

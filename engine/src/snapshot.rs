@@ -210,7 +210,7 @@ pub struct Snapshot {
     pub pods_indexed: bool,
     /// Placed pods whose affinity terms score others, and their slots (the symmetric score;
     /// `plugins::inter_pod_affinity::scores_others`).
-    pub affinity_pods: Arc<[(u32, Arc<PodInfo>)]>,
+    pub affinity_pods: crate::index::ScoringPods,
     pub namespaces: Arc<Namespaces>,
     /// Bumps of the anti-affinity epoch this snapshot contains (`docs/constraints.md`).
     pub anti_epoch: u64,
@@ -236,7 +236,7 @@ impl Snapshot {
             gpu_slot: None,
             view: View::All,
             pods_indexed: false,
-            affinity_pods: Arc::from(Vec::new()),
+            affinity_pods: Default::default(),
             namespaces: Arc::default(),
             anti_epoch: 0,
             hostname_key: u32::MAX,

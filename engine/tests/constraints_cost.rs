@@ -1,6 +1,6 @@
 //! What a constrained pod costs the engine, in process (issue 32, point 2): 5,000 nodes, pods
 //! shaped like kube-scheduler's scheduler_perf templates (`pod-with-pod-anti-affinity.yaml`,
-//! `pod-with-topology-spreading.yaml`, `pod-default.yaml`), scheduled through the deterministic
+//! `pod-with-topology-spreading.yaml`, `pod-with-pod-affinity.yaml`, `pod-default.yaml`), scheduled through the deterministic
 //! harness with one worker. Ignored by default; run in release and read the output:
 //!
 //! ```sh
@@ -20,6 +20,8 @@ use std::time::Instant;
 
 const HOSTNAME: &str = "kubernetes.io/hostname";
 const ZONE: &str = "topology.kubernetes.io/zone";
+/// One value on every node, as scheduler_perf's affinity workloads label all nodes `zone1`.
+const REGION: &str = "topology.kubernetes.io/region";
 const NODES: usize = 5000;
 const ZONES: usize = 10;
 const INIT: usize = 1000;
@@ -43,6 +45,21 @@ fn anti_host(p: PodInput) -> PodInput {
         required_anti: vec![PodAffinityTermInput {
             label_selector: selector(),
             topology_key: HOSTNAME.into(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    });
+    p
+}
+
+/// `pod-with-pod-affinity.yaml`: required affinity to its own label on a key every node shares
+/// (SchedulingPodAffinity's nodes are all in `zone1`), so every node stays feasible.
+fn region_affinity(p: PodInput) -> PodInput {
+    let mut p = green(p);
+    p.pod_affinity = Some(PodAffinityInput {
+        required: vec![PodAffinityTermInput {
+            label_selector: selector(),
+            topology_key: REGION.into(),
             ..Default::default()
         }],
         ..Default::default()
@@ -76,7 +93,7 @@ fn run(name: &str, shape: Shape) {
         let z = format!("zone-{}", i % ZONES);
         c.add_node(with_labels(
             mk_node(&n, "4", "32Gi", 110),
-            &[(HOSTNAME, &n), (ZONE, &z)],
+            &[(HOSTNAME, &n), (ZONE, &z), (REGION, "region-1")],
         ));
     }
     c.settle();
@@ -102,10 +119,11 @@ fn run(name: &str, shape: Shape) {
 #[ignore = "a measurement: run in release with --ignored --nocapture"]
 fn cost_per_constrained_pod() {
     let only = std::env::var("CASE").ok();
-    let cases: [(&str, Shape); 3] = [
+    let cases: [(&str, Shape); 4] = [
         ("plain", plain),
         ("hostname-anti-affinity", anti_host),
         ("zone-spread", zone_spread),
+        ("region-affinity", region_affinity),
     ];
     for (name, shape) in cases {
         if only.as_deref().is_none_or(|o| o == name) {

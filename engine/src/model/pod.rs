@@ -589,7 +589,9 @@ pub fn compile_pod_with(
     let namespace = interner.intern(&input.namespace);
     let labels = compile_labels(&input.labels, interner);
     let affinity = match &input.pod_affinity {
-        Some(a) => compile_pod_affinity(a, namespace, &labels, interner)?,
+        Some(a) => {
+            compile_pod_affinity(a, namespace, &labels, interner)?.map(|a| plain.share_affinity(a))
+        }
         None => None,
     };
     let spread = compile_spread(&input.topology_spread, &labels, interner)?;

@@ -276,16 +276,35 @@ pub struct PodInfo {
     pub claims: Box<[Arc<str>]>,
 }
 
-/// The `PodInfo` of a namespace's pods with no labels, no terms, no claims, not terminating:
-/// one per namespace, shared by every such pod (`model::compile_pod_with`), so compiling one
-/// allocates none. Pods sharing it are told apart by their uid, never by its address.
+/// What compiled pods share (`model::compile_pod_with`):
+/// - the `PodInfo` of a namespace's pods with no labels, no terms, no claims, not terminating:
+///   one per namespace, shared by every such pod, so compiling one allocates none;
+/// - the last compiled `PodAffinity`, reused by the next pod whose terms are equal (pods of one
+///   template), so a scan over placed pods can match a run of them against another pod once
+///   (`InterPodAffinity`'s PreScore, by address).
+///
+/// Pods sharing them are told apart by their uid, never by their address.
 #[derive(Debug, Default)]
-pub struct PlainInfos(crate::FastMap<u32, Arc<PodInfo>>);
+pub struct PlainInfos {
+    by_namespace: crate::FastMap<u32, Arc<PodInfo>>,
+    last_affinity: Option<Arc<PodAffinity>>,
+}
 
 impl PlainInfos {
+    /// `a`, or the last one given if that is equal.
+    pub fn share_affinity(&mut self, a: Arc<PodAffinity>) -> Arc<PodAffinity> {
+        match &self.last_affinity {
+            Some(last) if **last == *a => last.clone(),
+            _ => {
+                self.last_affinity = Some(a.clone());
+                a
+            }
+        }
+    }
+
     /// The shared `PodInfo` of `namespace`.
     pub fn get(&mut self, namespace: u32) -> Arc<PodInfo> {
-        self.0
+        self.by_namespace
             .entry(namespace)
             .or_insert_with(|| {
                 Arc::new(PodInfo {

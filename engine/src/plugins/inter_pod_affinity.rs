@@ -26,14 +26,19 @@
 //! symmetric rule visits only the nodes holding a pod whose required anti-affinity may select
 //! this pod, and the pod's own terms only the nodes holding a pod with the label of one `In`
 //! requirement of the term's selector. A term with a namespace selector or without an `In`
-//! requirement scans every node.
+//! requirement scans every node. A scan for the pod's own required terms marks the domains it
+//! has found (one bit per domain of the snapshot's domain index) and looks at a domain's pods
+//! only until one matches; it stops once every domain of the term's key is found (one pod, for
+//! a key all nodes share). PreScore's symmetric part visits the placed pods whose terms score
+//! others (`index::ScoringPods`), matching a run of pods that share their terms (one template,
+//! `model::PlainInfos`) once, and sums per domain without sorting an entry per pod.
 
 use super::{
     Cycle, Filter, MAX_NODE_SCORE, Names, Node, Normalize, OnFailure, Range, Reads, Reason, Scorer,
     Switch, Verdict, Weight,
 };
 use crate::event::{self, Events};
-use crate::model::{AffinityTerm, CompiledPod, NodeMeta, PodInfo};
+use crate::model::{AffinityTerm, CompiledPod, Namespaces, NodeMeta, PodAffinity, PodInfo};
 use crate::snapshot::Snapshot;
 
 pub struct InterPodAffinity;
@@ -133,6 +138,114 @@ fn push_domains<'t>(
     }
 }
 
+/// Domains found so far during a scan, one bit per domain of each key in the snapshot's domain
+/// index (`index::Domains`): a scan of placed pods then looks at a domain's pods only until one
+/// matches, and the result comes out sorted without sorting one entry per pod. `None` when a
+/// key is not indexed (the caller scans as before).
+struct Found<'s> {
+    /// (key, its sorted values, a bit per value, how many bits are set).
+    keys: Vec<(u32, &'s [u32], Vec<u64>, usize)>,
+    /// Domains of nodes whose value the index does not list (it lists every live node's:
+    /// kept anyway, so the result never depends on it).
+    extra: Vec<(u32, u32)>,
+}
+
+/// Where a node's domain for a key is in [`Found`].
+#[derive(Clone, Copy)]
+enum Bit {
+    At(usize, usize),
+    Unlisted(u32, u32),
+}
+
+impl<'s> Found<'s> {
+    fn new<'t>(
+        snap: &'s Snapshot,
+        terms: impl IntoIterator<Item = &'t AffinityTerm>,
+    ) -> Option<Self> {
+        let mut keys: Vec<(u32, &'s [u32], Vec<u64>, usize)> = Vec::new();
+        for t in terms {
+            let k = t.topology_key;
+            if keys.iter().any(|(key, ..)| *key == k) {
+                continue;
+            }
+            let values = snap.index().domains.values(k)?;
+            keys.push((k, values, vec![0; values.len().div_ceil(64)], 0));
+        }
+        keys.sort_unstable_by_key(|(k, ..)| *k);
+        Some(Found {
+            keys,
+            extra: Vec::new(),
+        })
+    }
+
+    /// The bit of `node`'s domain for `key`, one of the keys given to [`Found::new`] (`None`:
+    /// the node has no such label).
+    fn bit(&self, node: &NodeMeta, key: u32) -> Option<Bit> {
+        let value = node.label(key)?.value;
+        let at = self
+            .keys
+            .iter()
+            .position(|(k, ..)| *k == key)
+            .and_then(|k| {
+                let i = self.keys[k].1.binary_search(&value).ok()?;
+                Some(Bit::At(k, i))
+            });
+        debug_assert!(
+            at.is_some(),
+            "the domain index lists every live node's value"
+        );
+        Some(at.unwrap_or(Bit::Unlisted(key, value)))
+    }
+
+    fn has(&self, bit: Bit) -> bool {
+        match bit {
+            Bit::At(k, i) => self.keys[k].2[i / 64] & (1 << (i % 64)) != 0,
+            Bit::Unlisted(k, v) => self.extra.contains(&(k, v)),
+        }
+    }
+
+    fn insert(&mut self, bit: Bit) {
+        if self.has(bit) {
+            return;
+        }
+        match bit {
+            Bit::At(k, i) => {
+                self.keys[k].2[i / 64] |= 1 << (i % 64);
+                self.keys[k].3 += 1;
+            }
+            Bit::Unlisted(k, v) => self.extra.push((k, v)),
+        }
+    }
+
+    /// Whether every domain of every key is found (no node can add one).
+    fn complete(&self) -> bool {
+        self.keys.iter().all(|(_, values, _, n)| *n == values.len())
+    }
+
+    /// Whether every domain of `key` is found.
+    fn complete_key(&self, key: u32) -> bool {
+        self.keys
+            .iter()
+            .any(|(k, values, _, n)| *k == key && *n == values.len())
+    }
+
+    /// The domains found, sorted by (key, value).
+    fn into_sorted(self) -> Vec<(u32, u32)> {
+        let mut out = self.extra;
+        for (key, values, bits, _) in self.keys {
+            for (w, &word) in bits.iter().enumerate() {
+                let mut word = word;
+                while word != 0 {
+                    let b = word.trailing_zeros() as usize;
+                    out.push((key, values[w * 64 + b]));
+                    word &= word - 1;
+                }
+            }
+        }
+        sorted(out)
+    }
+}
+
 fn sorted(mut v: Vec<(u32, u32)>) -> Vec<(u32, u32)> {
     v.sort_unstable();
     v.dedup();
@@ -164,6 +277,66 @@ pub struct FilterState<'a> {
     existing: Vec<(u32, Box<[u32]>)>,
     /// No pod anywhere matches the affinity terms, and this pod matches them itself.
     first_pod: bool,
+}
+
+/// Calls `f` with the nodes (and their placed pods) that may hold a pod matching `term`, from
+/// the label index (a node may come twice), or every node when the term cannot be looked up
+/// there; stops when `f` says so.
+fn scan_slots(
+    snap: &Snapshot,
+    term: &AffinityTerm,
+    mut f: impl FnMut(&NodeMeta, &[std::sync::Arc<PodInfo>]) -> bool,
+) {
+    match snap.index().pod_labels.term_lists(term) {
+        Some(lists) => {
+            for list in lists {
+                for &(slot, _) in list {
+                    if let Some(node) = snap.node(slot as usize)
+                        && f(node, snap.pods_on(slot as usize))
+                    {
+                        return;
+                    }
+                }
+            }
+        }
+        None => {
+            for (node, pods) in placed(snap) {
+                if f(node, pods) {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// The required affinity terms on one node: unless every domain of the node for the terms is
+/// found already, a pod there matching all the terms adds them all.
+fn scan_required(
+    found: &mut Found<'_>,
+    node: &NodeMeta,
+    pods: &[std::sync::Arc<PodInfo>],
+    required: &[AffinityTerm],
+    ns: &crate::model::Namespaces,
+) {
+    if required.is_empty() {
+        return;
+    }
+    let open = required.iter().any(|t| {
+        found
+            .bit(node, t.topology_key)
+            .is_some_and(|bit| !found.has(bit))
+    });
+    if open
+        && pods
+            .iter()
+            .any(|p| required.iter().all(|t| t.matches(p, ns)))
+    {
+        for t in required {
+            if let Some(bit) = found.bit(node, t.topology_key) {
+                found.insert(bit);
+            }
+        }
+    }
 }
 
 impl Filter for InterPodAffinity {
@@ -214,17 +387,47 @@ impl Filter for InterPodAffinity {
             debug_assert!(snap.pods_indexed, "the driver turns the pod index on first");
             // Only the nodes holding a pod that may match: a pod matching every required term
             // matches the first; one matching an anti-affinity term, that term.
-            let slots = term_slots(snap, required.iter().take(1).chain(anti));
-            for (node, pods) in placed_in(snap, &slots) {
-                for p in pods {
-                    if !required.is_empty() && required.iter().all(|t| t.matches(p, ns)) {
-                        push_domains(&mut affinity, node, required);
+            match (Found::new(snap, required), Found::new(snap, anti)) {
+                (Some(mut found), Some(mut found_anti)) => {
+                    // A domain already found needs no more matches: a node's pods are looked
+                    // at only for the terms whose domain there is still open, and a scan
+                    // stops once every domain of its keys is found.
+                    if let Some(first) = required.first() {
+                        scan_slots(snap, first, |node, pods| {
+                            scan_required(&mut found, node, pods, required, ns);
+                            found.complete()
+                        });
                     }
-                    push_domains(
-                        &mut anti_domains,
-                        node,
-                        anti.iter().filter(|t| t.matches(p, ns)),
-                    );
+                    for t in anti {
+                        scan_slots(snap, t, |node, pods| {
+                            if let Some(bit) = found_anti.bit(node, t.topology_key)
+                                && !found_anti.has(bit)
+                                && pods.iter().any(|p| t.matches(p, ns))
+                            {
+                                found_anti.insert(bit);
+                            }
+                            found_anti.complete_key(t.topology_key)
+                        });
+                    }
+                    affinity = found.into_sorted();
+                    anti_domains = found_anti.into_sorted();
+                }
+                _ => {
+                    let slots = term_slots(snap, required.iter().take(1).chain(anti));
+                    for (node, pods) in placed_in(snap, &slots) {
+                        for p in pods {
+                            if !required.is_empty() && required.iter().all(|t| t.matches(p, ns)) {
+                                push_domains(&mut affinity, node, required);
+                            }
+                            push_domains(
+                                &mut anti_domains,
+                                node,
+                                anti.iter().filter(|t| t.matches(p, ns)),
+                            );
+                        }
+                    }
+                    affinity = sorted(affinity);
+                    anti_domains = sorted(anti_domains);
                 }
             }
         }
@@ -234,8 +437,8 @@ impl Filter for InterPodAffinity {
         Some(FilterState {
             required,
             anti,
-            affinity: sorted(affinity),
-            anti_domains: sorted(anti_domains),
+            affinity,
+            anti_domains,
             existing: by_key(existing),
             first_pod,
         })
@@ -299,9 +502,99 @@ pub struct ScoreState {
     domains: Vec<(u32, Vec<(u32, i64)>)>,
 }
 
-fn add(scores: &mut Vec<(u32, u32, i64)>, node: &NodeMeta, t: &AffinityTerm, w: i64) {
-    if let Some(l) = node.label(t.topology_key) {
-        scores.push((t.topology_key, l.value, w));
+/// The `(topology key, weight)` of each of a placed pod's terms that score `pod`: its required
+/// affinity terms (`hardPodAffinityWeight`), preferred affinity (`+w`) and anti-affinity (`−w`).
+fn scoring_terms(a: &PodAffinity, pod: &PodInfo, ns: &Namespaces) -> Vec<(u32, i64)> {
+    let required = a
+        .required
+        .iter()
+        .filter(|t| t.matches(pod, ns))
+        .map(|t| (t.topology_key, HARD_POD_AFFINITY_WEIGHT));
+    let preferred = a
+        .preferred
+        .iter()
+        .filter(|(_, t)| t.matches(pod, ns))
+        .map(|(w, t)| (t.topology_key, i64::from(*w)));
+    let anti = a
+        .preferred_anti
+        .iter()
+        .filter(|(_, t)| t.matches(pod, ns))
+        .map(|(w, t)| (t.topology_key, -i64::from(*w)));
+    required.chain(preferred).chain(anti).collect()
+}
+
+/// Scores summed per topology domain: for a key the snapshot's domain index lists, one sum per
+/// listed value (no sort, no entry per pod); for another key, a list of `(value, weight)`
+/// merged at the end.
+struct Sums<'s> {
+    snap: &'s Snapshot,
+    /// (key, its sorted values, a sum per value).
+    dense: Vec<(u32, &'s [u32], Vec<i64>)>,
+    /// Keys the index does not list.
+    unlisted: Vec<u32>,
+    raw: Vec<(u32, u32, i64)>,
+}
+
+impl<'s> Sums<'s> {
+    fn new(snap: &'s Snapshot) -> Self {
+        Sums {
+            snap,
+            dense: Vec::new(),
+            unlisted: Vec::new(),
+            raw: Vec::new(),
+        }
+    }
+
+    /// `w` for `node`'s domain of `key` (nothing when the node has no such label).
+    fn add(&mut self, node: &NodeMeta, key: u32, w: i64) {
+        let Some(l) = node.label(key) else { return };
+        let k = match self.dense.iter().position(|(k, ..)| *k == key) {
+            Some(k) => Some(k),
+            None if self.unlisted.contains(&key) => None,
+            None => match self.snap.index().domains.values(key) {
+                Some(values) => {
+                    self.dense.push((key, values, vec![0; values.len()]));
+                    Some(self.dense.len() - 1)
+                }
+                None => {
+                    self.unlisted.push(key);
+                    None
+                }
+            },
+        };
+        match k.and_then(|k| Some((k, self.dense[k].1.binary_search(&l.value).ok()?))) {
+            Some((k, i)) => self.dense[k].2[i] += w,
+            None => self.raw.push((key, l.value, w)),
+        }
+    }
+
+    /// Per key (sorted), the sorted `(value, score)` of the domains that scored.
+    fn into_state(self) -> Option<ScoreState> {
+        let mut raw = self.raw;
+        for (key, values, sums) in self.dense {
+            raw.extend(
+                values
+                    .iter()
+                    .zip(sums)
+                    .filter(|&(_, s)| s != 0)
+                    .map(|(&v, s)| (key, v, s)),
+            );
+        }
+        if raw.is_empty() {
+            return None;
+        }
+        raw.sort_unstable_by_key(|&(k, v, _)| (k, v));
+        let mut domains: Vec<(u32, Vec<(u32, i64)>)> = Vec::new();
+        for (k, v, w) in raw {
+            match domains.last_mut() {
+                Some((key, values)) if *key == k => match values.last_mut() {
+                    Some((value, score)) if *value == v => *score += w,
+                    _ => values.push((v, w)),
+                },
+                _ => domains.push((k, vec![(v, w)])),
+            }
+        }
+        Some(ScoreState { domains })
     }
 }
 
@@ -326,7 +619,7 @@ impl Scorer for InterPodAffinity {
         if own.is_none() && snap.affinity_pods.is_empty() {
             return None;
         }
-        let mut raw: Vec<(u32, u32, i64)> = Vec::new();
+        let mut sums = Sums::new(snap);
         if let Some(a) = own {
             // Placed pods matching the pod's own terms: on the nodes the label index gives.
             let terms = a.preferred.iter().chain(&a.preferred_anti).map(|(_, t)| t);
@@ -334,48 +627,31 @@ impl Scorer for InterPodAffinity {
             for (node, pods) in placed_in(snap, &slots) {
                 for e in pods {
                     for (w, t) in a.preferred.iter().filter(|(_, t)| t.matches(e, ns)) {
-                        add(&mut raw, node, t, i64::from(*w));
+                        sums.add(node, t.topology_key, i64::from(*w));
                     }
                     for (w, t) in a.preferred_anti.iter().filter(|(_, t)| t.matches(e, ns)) {
-                        add(&mut raw, node, t, -i64::from(*w));
+                        sums.add(node, t.topology_key, -i64::from(*w));
                     }
                 }
             }
         }
-        // Placed pods whose own terms score this pod.
+        // Placed pods whose own terms score this pod. Pods of one template share their terms
+        // (`model::PlainInfos`): a run of them is matched once.
+        let mut last: Option<(&PodAffinity, Vec<(u32, i64)>)> = None;
         for (slot, e) in snap.affinity_pods.iter() {
             let (Some(a), Some(node)) = (e.affinity.as_deref(), snap.node(*slot as usize)) else {
                 continue;
             };
-            for t in a.required.iter().filter(|t| t.matches(&pod.info, ns)) {
-                add(&mut raw, node, t, HARD_POD_AFFINITY_WEIGHT);
+            if !last.as_ref().is_some_and(|(l, _)| std::ptr::eq(*l, a)) {
+                last = Some((a, scoring_terms(a, &pod.info, ns)));
             }
-            for (w, t) in a.preferred.iter().filter(|(_, t)| t.matches(&pod.info, ns)) {
-                add(&mut raw, node, t, i64::from(*w));
-            }
-            for (w, t) in a
-                .preferred_anti
-                .iter()
-                .filter(|(_, t)| t.matches(&pod.info, ns))
-            {
-                add(&mut raw, node, t, -i64::from(*w));
+            if let Some((_, terms)) = &last {
+                for &(key, w) in terms {
+                    sums.add(node, key, w);
+                }
             }
         }
-        if raw.is_empty() {
-            return None;
-        }
-        raw.sort_unstable_by_key(|&(k, v, _)| (k, v));
-        let mut domains: Vec<(u32, Vec<(u32, i64)>)> = Vec::new();
-        for (k, v, w) in raw {
-            match domains.last_mut() {
-                Some((key, values)) if *key == k => match values.last_mut() {
-                    Some((value, score)) if *value == v => *score += w,
-                    _ => values.push((v, w)),
-                },
-                _ => domains.push((k, vec![(v, w)])),
-            }
-        }
-        Some(ScoreState { domains })
+        sums.into_state()
     }
 
     #[inline]
