@@ -680,8 +680,12 @@ impl Core {
                 if compiled.needs_pod_index() {
                     self.cache.enable_pod_index();
                     let spread = compiled.spread.iter().map(|c| c.topology_key);
-                    self.cache
-                        .index_domains(compiled.required_keys().chain(spread));
+                    self.cache.index_domains(
+                        compiled
+                            .required_keys()
+                            .chain(spread)
+                            .chain(compiled.preferred_keys()),
+                    );
                 }
                 self.queue.upsert(compiled, now);
             }

@@ -1,6 +1,7 @@
 //! What a constrained pod costs the engine, in process (issue 32, point 2): 5,000 nodes, pods
 //! shaped like kube-scheduler's scheduler_perf templates (`pod-with-pod-anti-affinity.yaml`,
-//! `pod-with-topology-spreading.yaml`, `pod-with-pod-affinity.yaml`, `pod-default.yaml`), scheduled through the deterministic
+//! `pod-with-topology-spreading.yaml`, `pod-with-pod-affinity.yaml`,
+//! `pod-with-preferred-pod-affinity.yaml`, `pod-default.yaml`), scheduled through the deterministic
 //! harness with one worker. Ignored by default; run in release and read the output:
 //!
 //! ```sh
@@ -67,6 +68,24 @@ fn region_affinity(p: PodInput) -> PodInput {
     p
 }
 
+/// `pod-with-preferred-pod-affinity.yaml`: preferred affinity (weight 1) to its own label on
+/// the hostname.
+fn preferred_affinity(p: PodInput) -> PodInput {
+    let mut p = green(p);
+    p.pod_affinity = Some(PodAffinityInput {
+        preferred: vec![(
+            1,
+            PodAffinityTermInput {
+                label_selector: selector(),
+                topology_key: HOSTNAME.into(),
+                ..Default::default()
+            },
+        )],
+        ..Default::default()
+    });
+    p
+}
+
 fn zone_spread(p: PodInput) -> PodInput {
     let mut p = green(p);
     p.topology_spread = vec![TopologySpreadInput {
@@ -119,11 +138,12 @@ fn run(name: &str, shape: Shape) {
 #[ignore = "a measurement: run in release with --ignored --nocapture"]
 fn cost_per_constrained_pod() {
     let only = std::env::var("CASE").ok();
-    let cases: [(&str, Shape); 4] = [
+    let cases: [(&str, Shape); 5] = [
         ("plain", plain),
         ("hostname-anti-affinity", anti_host),
         ("zone-spread", zone_spread),
         ("region-affinity", region_affinity),
+        ("hostname-preferred-affinity", preferred_affinity),
     ];
     for (name, shape) in cases {
         if only.as_deref().is_none_or(|o| o == name) {

@@ -296,6 +296,15 @@ impl CompiledPod {
         self.info.affinity.is_some() || !self.spread.is_empty() || !self.claims.is_empty()
     }
 
+    /// The topology keys of its preferred (anti-)affinity terms (what InterPodAffinity's score
+    /// sums by).
+    pub fn preferred_keys(&self) -> impl Iterator<Item = u32> + '_ {
+        let a = self.info.affinity.as_deref();
+        a.into_iter()
+            .flat_map(|a| a.preferred.iter().chain(a.preferred_anti.iter()))
+            .map(|(_, t)| t.topology_key)
+    }
+
     /// The topology keys of its required (anti-)affinity terms and `DoNotSchedule` spreads.
     pub fn required_keys(&self) -> impl Iterator<Item = u32> + '_ {
         let a = self.info.affinity.as_deref();

@@ -571,18 +571,6 @@ impl<'s> Sums<'s> {
     /// Per key (sorted), the sorted `(value, score)` of the domains that scored.
     fn into_state(self) -> Option<ScoreState> {
         let mut raw = self.raw;
-        for (key, values, sums) in self.dense {
-            raw.extend(
-                values
-                    .iter()
-                    .zip(sums)
-                    .filter(|&(_, s)| s != 0)
-                    .map(|(&v, s)| (key, v, s)),
-            );
-        }
-        if raw.is_empty() {
-            return None;
-        }
         raw.sort_unstable_by_key(|&(k, v, _)| (k, v));
         let mut domains: Vec<(u32, Vec<(u32, i64)>)> = Vec::new();
         for (k, v, w) in raw {
@@ -594,6 +582,23 @@ impl<'s> Sums<'s> {
                 _ => domains.push((k, vec![(v, w)])),
             }
         }
+        // The index's keys are not in `raw` (a key is listed or not for the whole snapshot),
+        // and their values come out sorted.
+        for (key, values, sums) in self.dense {
+            let scored: Vec<(u32, i64)> = values
+                .iter()
+                .zip(sums)
+                .filter(|&(_, s)| s != 0)
+                .map(|(&v, s)| (v, s))
+                .collect();
+            if !scored.is_empty() {
+                domains.push((key, scored));
+            }
+        }
+        if domains.is_empty() {
+            return None;
+        }
+        domains.sort_unstable_by_key(|(k, _)| *k);
         Some(ScoreState { domains })
     }
 }
