@@ -76,7 +76,8 @@ pub struct Inner {
 
 impl Inner {
     pub(crate) fn new(cfg: SimConfig) -> Arc<Self> {
-        let state = State::new(cfg.history, cfg.watch_buffer, cfg.auto_create_namespaces);
+        let mut state = State::new(cfg.history, cfg.watch_buffer, cfg.auto_create_namespaces);
+        state.set_packing(cfg.pack_versions);
         Arc::new(Self {
             faults: FaultHandle::new(cfg.faults.clone()),
             cfg,

@@ -54,6 +54,10 @@ struct Args {
     /// Watch events retained for resuming watches.
     #[arg(long, default_value_t = 100_000)]
     history: usize,
+    /// Keep retained versions zstd-packed once no longer young: about 2.8 KB per bound pod
+    /// instead of 7.2 at 40k pods, for more CPU under the state lock (off by default)
+    #[arg(long)]
+    pack_versions: bool,
     /// Create missing namespaces on demand instead of answering 404.
     #[arg(long)]
     auto_create_namespaces: bool,
@@ -146,6 +150,7 @@ fn config(a: &Args) -> anyhow::Result<SimConfig> {
         running_delay,
         pod_lifetime,
         history: a.history,
+        pack_versions: a.pack_versions,
         auto_create_namespaces: a.auto_create_namespaces,
         install_nodeshard_crd: a.install_nodeshard_crd,
         provisioner,

@@ -1,10 +1,10 @@
 //! The in-memory object store: one global `resourceVersion` counter, objects per resource held as
 //! their serialized bytes with a small selector index ([`Stored`]), a bounded history of watch
 //! events, and the broadcast fan-out to watchers. Every write goes through [`State::commit`] under
-//! the single state lock, which is held only for map updates, one serialization and the packing
-//! of the version that stops being young (never for I/O): it assigns the next `resourceVersion`,
-//! appends the event to the history and broadcasts it, so a watcher that subscribes and copies the history under the same lock sees every event
-//! exactly once.
+//! the single state lock, which is held only for map updates, one serialization and, when packing
+//! is on, the packing of the version that stops being young (never for I/O): it assigns the next
+//! `resourceVersion`, appends the event to the history and broadcasts it, so a watcher that
+//! subscribes and copies the history under the same lock sees every event exactly once.
 //!
 //! Memory: each version of an object exists once, as a [`Stored`] shared by the table (while it
 //! is current), the history events that name it (as their object, or as the next event's
@@ -13,9 +13,10 @@
 //! A version is never held as a `serde_json::Value` tree, which costs several times its
 //! encoding (a bound pod was about 50–70 KB with its versions as trees, BENCHMARKS.md): writes,
 //! controllers and the kubelet parse the current object once per operation, and selectors read
-//! the index taken at commit. A version's encoding is plain for the [`crate::pack::YOUNG`]
-//! commits after its own (what watches that keep up, the kubelet and the controllers read), then
-//! packed against a dictionary of its resource's recent versions (`pack`): a Running pod's
+//! the index taken at commit. With `SimConfig::pack_versions` (off by default: the packing runs
+//! under the state lock and lengthens the tail of a saturated run) a version's encoding is plain
+//! for the [`crate::pack::YOUNG`] commits after its own (what watches that keep up, the kubelet
+//! and the controllers read), then packed against a dictionary of its resource's recent versions (`pack`): a Running pod's
 //! 2.9 KB of JSON, current or in the history, is then about 100 bytes against other Running pods
 //! (500 against created ones only), unpacked on each read.
 //!
@@ -196,8 +197,9 @@ pub struct State {
     followers: Vec<Follower>,
     /// The admission plugins that run.
     admission: Admission,
-    /// The young versions, and what packs them as they age.
+    /// The young versions, and what packs them as they age (when `packing`).
     packer: Packer<Stored>,
+    packing: bool,
 }
 
 /// A controller following the store's commits on its own channel (see [`State::follow`]).
@@ -266,7 +268,13 @@ impl State {
             followers: Vec::new(),
             admission: Admission::default(),
             packer: Packer::default(),
+            packing: false,
         }
+    }
+
+    /// Whether versions are packed once no longer young (`SimConfig::pack_versions`).
+    pub(crate) fn set_packing(&mut self, on: bool) {
+        self.packing = on;
     }
 
     /// Sets the admission plugins that run (all by default).
@@ -347,7 +355,9 @@ impl State {
             self.evicted_rv = old.rv;
         }
         self.history.push_back(ev.clone());
-        self.packer.push(def.key.clone(), stored.clone());
+        if self.packing {
+            self.packer.push(def.key.clone(), stored.clone());
+        }
         for f in &self.followers {
             if (f.wants)(&ev, self) {
                 (f.send)(ev.clone());
@@ -1221,6 +1231,7 @@ mod tests {
     #[test]
     fn packed_versions_read_as_committed() {
         let mut s = State::new(100_000, 64, false);
+        s.set_packing(true);
         let ns = s.registry.get("", "v1", "namespaces").unwrap();
         s.create(&ns, None, json!({"metadata": {"name": "default"}}))
             .unwrap();

@@ -5,7 +5,7 @@
 //! `kube-sim` binary's). Ignored by default; run in release:
 //! `cargo test -p kube-sim --release --test memory -- --ignored --nocapture`
 //! (`MEM_PODS`, `MEM_WINDOWS`, `MEM_HISTORY` change the window size, the number of windows and
-//! `--history`).
+//! `--history`; versions are packed, `--pack-versions`, unless `MEM_PACK=0`).
 
 mod common;
 
@@ -66,14 +66,16 @@ async fn retained_per_bound_pod() {
     let pods = env("MEM_PODS", 10_000);
     let windows = env("MEM_WINDOWS", 4);
     let history = env("MEM_HISTORY", 100_000);
+    let pack_versions = env("MEM_PACK", 1) != 0;
     let (sim, client) = start(SimConfig {
         nodes: NODES,
         history,
+        pack_versions,
         ..SimConfig::default()
     })
     .await;
     let base_rss = rss_mib();
-    println!("{NODES} nodes, history {history}: RSS {base_rss:.0} MiB");
+    println!("{NODES} nodes, history {history}, packed {pack_versions}: RSS {base_rss:.0} MiB");
     let mut first_rate = None;
     for w in 0..windows {
         let ns = format!("w{w}");
