@@ -316,7 +316,7 @@ fn scan_required(
     node: &NodeMeta,
     pods: &[std::sync::Arc<PodInfo>],
     required: &[AffinityTerm],
-    ns: &crate::model::Namespaces,
+    ns: &Namespaces,
 ) {
     if required.is_empty() {
         return;
