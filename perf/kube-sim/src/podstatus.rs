@@ -54,13 +54,11 @@ fn claim_statuses(pod: &Value) -> Vec<FieldError> {
             ));
         }
         if let Some(generated) = st.get("resourceClaimName").and_then(Value::as_str) {
-            for m in validation::dns1123_subdomain(generated) {
-                errs.push(FieldError::invalid_str(
-                    format!("{path}[{i}].resourceClaimName"),
-                    generated,
-                    &m,
-                ));
-            }
+            claim_name(
+                &mut errs,
+                format!("{path}[{i}].resourceClaimName"),
+                generated,
+            );
         }
     }
     errs
@@ -151,15 +149,16 @@ fn extended_claim_status(pod: &Value) -> Vec<FieldError> {
             "",
         ));
     } else {
-        for m in validation::dns1123_subdomain(claim) {
-            errs.push(FieldError::invalid_str(
-                format!("{path}.resourceClaimName"),
-                claim,
-                &m,
-            ));
-        }
+        claim_name(&mut errs, format!("{path}.resourceClaimName"), claim);
     }
     errs
+}
+
+/// A claim name at `path` must be a DNS subdomain (`ValidateDNS1123Subdomain`).
+fn claim_name(errs: &mut Vec<FieldError>, path: String, name: &str) {
+    for m in validation::dns1123_subdomain(name) {
+        errs.push(FieldError::invalid_str(path.clone(), name, &m));
+    }
 }
 
 #[cfg(test)]
