@@ -95,6 +95,14 @@ impl Inner {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The counters ([`crate::SimStats`]), with the packer's from the store.
+    pub(crate) fn sim_stats(&self) -> crate::SimStats {
+        crate::SimStats {
+            versions_left_plain: self.state().packing_skipped(),
+            ..self.stats.snapshot()
+        }
+    }
+
     pub(crate) fn budget(&self) -> MutexGuard<'_, TimeBudget> {
         self.budget.lock().unwrap_or_else(|p| p.into_inner())
     }

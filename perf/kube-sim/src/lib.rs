@@ -58,7 +58,7 @@
 //! | `/sim/faults/expire-watches` | POST | `{"count": n}`: the next n watches get `410 Expired` |
 //! | `/sim/faults/drop-watches` | POST | close every open watch now |
 //! | `/sim/bindings`, `/sim/writes` | GET | the [`BindingRecord`]s and [`WriteRecord`]s as JSON |
-//! | `/sim/stats` | GET | the [`SimStats`] counters (connections accepted, TLS handshakes and failures, watches force-closed) as JSON |
+//! | `/sim/stats` | GET | the [`SimStats`] counters (connections accepted, TLS handshakes and failures, watches force-closed, versions the packer had no room for) as JSON |
 //! | `/sim/requests` | GET | the [`RequestRecord`]s (every API request, any outcome: verb, group, resource, subresource, namespace, name, user agent, `write`, status `code`, `http_version`) as JSON |
 //!
 //! Served resources: core `v1` nodes, pods, configmaps, namespaces, events,

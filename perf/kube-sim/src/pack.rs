@@ -13,17 +13,50 @@
 //! where one version alone compresses about 2×. The dictionary is raw content (recent encodings
 //! side by side, no training), built again every [`DICT_USES`] versions packed so it follows
 //! the workload; each packed version holds the dictionary it was packed with.
+//!
+//! Where it runs: on its own thread ([`Background`]), never under the store's state lock. The
+//! protocol between the commits, the packer thread and the readers:
+//!
+//! 1. A commit (under the state lock) makes the version's [`Encoding`] plain and hands
+//!    `(resource, version)` to the packer's queue with [`Background::push`]: a reference count
+//!    and a non-blocking send, nothing else. When the queue is full (the packer has fallen
+//!    [`QUEUE`] versions behind) the version is not queued and stays plain for good, counted in
+//!    [`Background::skipped`]: memory, never correctness, is what a full queue costs.
+//! 2. The packer thread takes versions in commit order into its young window ([`Packer::push`]);
+//!    a version stops being young when [`YOUNG`] later ones have arrived. If nothing but the
+//!    packer holds it any more (its reference count is 1) it is dropped unpacked.
+//! 3. Otherwise the packer copies out the plain bytes' handle (a `Bytes` clone under the
+//!    version's own lock, released at once) and compresses them holding no lock at all.
+//! 4. It swaps the frame in: under the version's lock, `Plain(b)` becomes `Packed { dict,
+//!    frame }` in one assignment, and only if the encoding is still that very buffer (the
+//!    packer is its only writer after the commit, so it always is; the check makes a stale swap
+//!    a no-op rather than a wrong one). The plain buffer is freed when the last reader's clone
+//!    of it drops.
+//! 5. Every reader (gets, lists, watches, history replays, writes' parses) takes the version's
+//!    lock and either clones the plain `Bytes` or unpacks the frame, which holds exactly the
+//!    bytes of step 3: it sees the committed bytes before the swap and after it, never a state
+//!    in between (there is none outside the lock).
+//! 6. When the store is dropped the queue's sender is dropped with it; the thread finishes what
+//!    is queued, sees the disconnection, and exits, releasing the young versions it held.
+//!
+//! Contention: the state lock holds only step 1; a version's own lock is taken by the packer
+//! twice (steps 3 and 4, each a few instructions) and by readers of that one version.
 
 use bytes::Bytes;
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use zstd_safe::{CCtx, CDict, DCtx, DDict};
 
 /// Commits during which a version stays plain after its own.
 pub(crate) const YOUNG: usize = 2048;
-/// zstd's level (the fastest strategy: packing runs in the commit, under the state lock).
+/// zstd's level (the fastest strategy: the packer shares the machine with what it serves).
 const LEVEL: i32 = 1;
+/// Versions queued for the packer thread at most (step 1 of the module doc): about 8 commits'
+/// worth of young window behind, a few hundred KB of queue.
+pub(crate) const QUEUE: usize = 4 * YOUNG;
 /// At most this many bytes of samples in a dictionary.
 const DICT_BYTES: usize = 32 << 10;
 /// At most this many young versions sampled for a dictionary.
@@ -83,6 +116,18 @@ impl Encoding {
         }
     }
 
+    /// Step 4: replaces the plain `was` by `packed`, if the encoding is still `was`.
+    fn swap_in(&self, was: &Bytes, packed: Enc) -> bool {
+        let mut enc = self.lock();
+        match &*enc {
+            Enc::Plain(b) if b.as_ptr() == was.as_ptr() && b.len() == was.len() => {
+                *enc = packed;
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Whether it is packed.
     #[cfg(test)]
     pub(crate) fn is_packed(&self) -> bool {
@@ -118,9 +163,9 @@ struct Codec {
     uses: u32,
 }
 
-/// The young versions, oldest first, and what packs them (module doc). Lives in the store's
-/// state; [`Packer::push`] runs in each commit.
-pub(crate) struct Packer<T> {
+/// The young versions, oldest first, and what packs them (module doc, step 2). Lives on the
+/// packer thread ([`Background`]).
+struct Packer<T> {
     young: VecDeque<(Arc<str>, Arc<T>)>,
     cctx: CCtx<'static>,
     codecs: HashMap<Arc<str>, Codec>,
@@ -150,7 +195,7 @@ impl<T: Packable> Default for Packer<T> {
 impl<T: Packable> Packer<T> {
     /// Takes a version of resource `key` just committed, and packs the one that stops being
     /// young with it if anything but the packer still holds it.
-    pub(crate) fn push(&mut self, key: Arc<str>, v: Arc<T>) {
+    fn push(&mut self, key: Arc<str>, v: Arc<T>) {
         self.young.push_back((key, v));
         if self.young.len() <= YOUNG {
             return;
@@ -183,10 +228,13 @@ impl<T: Packable> Packer<T> {
         };
         if n < plain.len() {
             let frame = Box::from(&self.scratch[..n]);
-            *enc.lock() = Enc::Packed {
-                dict: codec.dict.clone(),
-                frame,
-            };
+            enc.swap_in(
+                &plain,
+                Enc::Packed {
+                    dict: codec.dict.clone(),
+                    frame,
+                },
+            );
         }
     }
 
@@ -216,6 +264,86 @@ impl<T: Packable> Packer<T> {
             cdict: CDict::create(&content, LEVEL),
             dict: Arc::new(Dict(DDict::create(&content))),
             uses: 0,
+        }
+    }
+}
+
+/// What the packer thread is sent.
+enum Msg<T> {
+    /// A version just committed, of the resource named.
+    Version(Arc<str>, Arc<T>),
+    /// Answer once everything sent before is handled.
+    #[cfg(test)]
+    Settle(SyncSender<()>),
+}
+
+/// The store's handle on the packer thread (module doc): commits [`push`](Self::push) their
+/// versions; dropping it ends the thread.
+pub(crate) struct Background<T> {
+    tx: SyncSender<Msg<T>>,
+    skipped: Arc<AtomicU64>,
+}
+
+impl<T> std::fmt::Debug for Background<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Background")
+            .field("skipped", &self.skipped.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: Packable + Send + Sync + 'static> Background<T> {
+    /// Starts the packer thread.
+    pub(crate) fn start() -> Self {
+        let (tx, rx) = mpsc::sync_channel(QUEUE);
+        std::thread::Builder::new()
+            .name("kube-sim-pack".into())
+            .spawn(move || run(rx))
+            .expect("the packer thread starts");
+        Self {
+            tx,
+            skipped: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// Step 1: queues a version just committed (never blocks; a full queue leaves it plain).
+    pub(crate) fn push(&self, key: Arc<str>, v: Arc<T>) {
+        match self.tx.try_send(Msg::Version(key, v)) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => {
+                self.skipped.fetch_add(1, Ordering::Relaxed);
+            }
+            // The thread is gone (it panicked): versions stay plain.
+            Err(TrySendError::Disconnected(_)) => {}
+        }
+    }
+
+    /// Waits until the packer has handled every version pushed before (tests: what is packed is
+    /// then what the protocol packs, whatever the threads' timing).
+    #[cfg(test)]
+    pub(crate) fn settle(&self) {
+        let (tx, rx) = mpsc::sync_channel(1);
+        if self.tx.send(Msg::Settle(tx)).is_ok() {
+            let _ = rx.recv();
+        }
+    }
+
+    /// Versions left plain because the queue was full.
+    pub(crate) fn skipped(&self) -> u64 {
+        self.skipped.load(Ordering::Relaxed)
+    }
+}
+
+/// The packer thread: steps 2–4 for each version, in commit order, until the store is dropped.
+fn run<T: Packable>(rx: Receiver<Msg<T>>) {
+    let mut packer = Packer::default();
+    while let Ok(msg) = rx.recv() {
+        match msg {
+            Msg::Version(key, v) => packer.push(key, v),
+            #[cfg(test)]
+            Msg::Settle(done) => {
+                let _ = done.send(());
+            }
         }
     }
 }
@@ -270,5 +398,73 @@ mod tests {
         }
         assert!(!short.0.is_packed());
         assert_eq!(short.0.bytes(), Bytes::from_static(b"{}"));
+    }
+
+    #[test]
+    fn reads_racing_the_packer_thread_see_the_committed_bytes() {
+        const READERS: usize = 2;
+        let bg: Background<V> = Background::start();
+        let n = YOUNG * 3;
+        let versions: Vec<Arc<V>> = (0..n)
+            .map(|i| Arc::new(V(Encoding::new(object(i)))))
+            .collect();
+        // The versions that must end packed: held here, and no longer young.
+        let old = n - YOUNG;
+        let settled = std::sync::atomic::AtomicBool::new(false);
+        let go = std::sync::Barrier::new(READERS + 1);
+        std::thread::scope(|s| {
+            for _ in 0..READERS {
+                let (versions, go, settled) = (&versions, &go, &settled);
+                s.spawn(move || {
+                    go.wait();
+                    // The packer packs in commit order: read where it is swapping (the first
+                    // version not packed yet, and the next), so reads meet the swaps.
+                    let mut front = 0;
+                    while front < old {
+                        let done = settled.load(Ordering::Acquire);
+                        while front < old && versions[front].0.is_packed() {
+                            front += 1;
+                        }
+                        for (i, v) in versions.iter().enumerate().skip(front).take(2) {
+                            assert_eq!(v.0.bytes(), object(i), "version {i}");
+                        }
+                        assert!(
+                            !done || front == old,
+                            "version {front} not packed once the packer settled"
+                        );
+                    }
+                    for (i, v) in versions.iter().enumerate() {
+                        assert_eq!(v.0.bytes(), object(i), "version {i}");
+                    }
+                });
+            }
+            go.wait();
+            for (i, v) in versions.iter().enumerate() {
+                let key: Arc<str> = if i % 3 == 0 { "/a".into() } else { "/b".into() };
+                bg.push(key, v.clone());
+            }
+            bg.settle();
+            settled.store(true, Ordering::Release);
+        });
+        assert_eq!(bg.skipped(), 0);
+        for (i, v) in versions.iter().enumerate() {
+            assert_eq!(v.0.bytes(), object(i), "version {i}");
+            assert_eq!(v.0.is_packed(), i < old, "version {i}");
+        }
+    }
+
+    #[test]
+    fn a_full_queue_leaves_versions_plain() {
+        // A packer that cannot take anything: its queue is full.
+        let (tx, rx) = mpsc::sync_channel(QUEUE);
+        let bg: Background<V> = Background {
+            tx,
+            skipped: Arc::new(AtomicU64::new(0)),
+        };
+        for i in 0..QUEUE + 3 {
+            bg.push("/a".into(), Arc::new(V(Encoding::new(object(i)))));
+        }
+        assert_eq!(bg.skipped(), 3);
+        drop(rx);
     }
 }

@@ -100,6 +100,9 @@ pub struct SimStats {
     /// Watches the simulator closed because they did not read fast enough, as the real watch
     /// cache's "Forcing … watcher close due to unresponsiveness".
     pub watches_forced_closed: u64,
+    /// Versions never packed because the packer thread's queue was full when they were
+    /// committed (`SimConfig::pack_versions`): they stay plain, costing memory only.
+    pub versions_left_plain: u64,
 }
 
 impl Stats {
@@ -109,6 +112,7 @@ impl Stats {
             tls_handshakes: self.tls_handshakes.load(Ordering::Relaxed),
             tls_handshake_failures: self.tls_handshake_failures.load(Ordering::Relaxed),
             watches_forced_closed: self.watches_forced_closed.load(Ordering::Relaxed),
+            versions_left_plain: 0,
         }
     }
 }

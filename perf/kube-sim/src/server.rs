@@ -94,7 +94,7 @@ async fn get_requests(State(inner): State<Arc<Inner>>) -> Response {
 }
 
 async fn get_stats(State(inner): State<Arc<Inner>>) -> Json<crate::SimStats> {
-    Json(inner.stats.snapshot())
+    Json(inner.sim_stats())
 }
 
 fn handle_records(inner: &Arc<Inner>) -> (Vec<crate::BindingRecord>, Vec<crate::WriteRecord>) {

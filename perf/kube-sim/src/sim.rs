@@ -214,7 +214,7 @@ impl SimHandle {
 
     /// The connection and watch counters (also `GET /sim/stats`).
     pub fn stats(&self) -> SimStats {
-        self.inner.stats.snapshot()
+        self.inner.sim_stats()
     }
 
     /// Writes [`SimHandle::kubeconfig_yaml`] to `path`.

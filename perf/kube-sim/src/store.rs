@@ -1,9 +1,9 @@
 //! The in-memory object store: one global `resourceVersion` counter, objects per resource held as
 //! their serialized bytes with a small selector index ([`Stored`]), a bounded history of watch
 //! events, and the broadcast fan-out to watchers. Every write goes through [`State::commit`] under
-//! the single state lock, which is held only for map updates, one serialization and, when packing
-//! is on, the packing of the version that stops being young (never for I/O): it assigns the next
-//! `resourceVersion`, appends the event to the history and broadcasts it, so a watcher that
+//! the single state lock, which is held only for map updates and one serialization (never for
+//! I/O, nor for packing: a commit only queues its version for the packer thread): it assigns the
+//! next `resourceVersion`, appends the event to the history and broadcasts it, so a watcher that
 //! subscribes and copies the history under the same lock sees every event exactly once.
 //!
 //! Memory: each version of an object exists once, as a [`Stored`] shared by the table (while it
@@ -13,12 +13,13 @@
 //! A version is never held as a `serde_json::Value` tree, which costs several times its
 //! encoding (a bound pod was about 50–70 KB with its versions as trees, BENCHMARKS.md): writes,
 //! controllers and the kubelet parse the current object once per operation, and selectors read
-//! the index taken at commit. With `SimConfig::pack_versions` (off by default: the packing runs
-//! under the state lock and lengthens the tail of a saturated run) a version's encoding is plain
-//! for the [`crate::pack::YOUNG`] commits after its own (what watches that keep up, the kubelet
-//! and the controllers read), then packed against a dictionary of its resource's recent versions (`pack`): a Running pod's
-//! 2.9 KB of JSON, current or in the history, is then about 100 bytes against other Running pods
-//! (500 against created ones only), unpacked on each read.
+//! the index taken at commit. With `SimConfig::pack_versions` a version's encoding is plain for
+//! the [`crate::pack::YOUNG`] commits after its own (what watches that keep up, the kubelet and
+//! the controllers read), then packed by the packer thread against a dictionary of its
+//! resource's recent versions, and swapped in under the version's own lock (`pack`'s module doc
+//! numbers the protocol): a Running pod's 2.9 KB of JSON, current or in the history, is then
+//! about 100 bytes against other Running pods (500 against created ones only), unpacked on each
+//! read, and every reader sees the bytes the commit produced.
 //!
 //! The store is the bottom layer of the running simulator: it uses the object rules (`admission`,
 //! `deletion`, `kinds`, `managed`, `pack`, `patch`, `storage`, …) and nothing that holds the shared state.
@@ -31,7 +32,7 @@ use crate::error::ApiError;
 use crate::kinds;
 use crate::managed::{self, Manager, Scope};
 use crate::meta;
-use crate::pack::{Encoding, Packable, Packer};
+use crate::pack::{Background, Encoding, Packable};
 use crate::patch::{self, PatchKind};
 use crate::resources::{Registry, ResourceDef};
 use crate::selector::Index;
@@ -197,9 +198,8 @@ pub struct State {
     followers: Vec<Follower>,
     /// The admission plugins that run.
     admission: Admission,
-    /// The young versions, and what packs them as they age (when `packing`).
-    packer: Packer<Stored>,
-    packing: bool,
+    /// The packer thread's queue (when packing): each commit hands it its version.
+    packer: Option<Background<Stored>>,
 }
 
 /// A controller following the store's commits on its own channel (see [`State::follow`]).
@@ -267,14 +267,32 @@ impl State {
             auto_create_namespaces,
             followers: Vec::new(),
             admission: Admission::default(),
-            packer: Packer::default(),
-            packing: false,
+            packer: None,
         }
     }
 
-    /// Whether versions are packed once no longer young (`SimConfig::pack_versions`).
+    /// Whether versions are packed once no longer young (`SimConfig::pack_versions`): on
+    /// starts the packer thread, off stops it (what it has packed stays packed).
     pub(crate) fn set_packing(&mut self, on: bool) {
-        self.packing = on;
+        match (on, &self.packer) {
+            (true, None) => self.packer = Some(Background::start()),
+            (false, Some(_)) => self.packer = None,
+            _ => {}
+        }
+    }
+
+    /// Waits until the packer thread has handled every version committed so far (`pack`'s
+    /// steps 2–4), when packing.
+    #[cfg(test)]
+    pub(crate) fn settle_packing(&self) {
+        if let Some(p) = &self.packer {
+            p.settle();
+        }
+    }
+
+    /// Versions left plain because the packer's queue was full (0 when not packing).
+    pub(crate) fn packing_skipped(&self) -> u64 {
+        self.packer.as_ref().map_or(0, Background::skipped)
     }
 
     /// Sets the admission plugins that run (all by default).
@@ -355,8 +373,8 @@ impl State {
             self.evicted_rv = old.rv;
         }
         self.history.push_back(ev.clone());
-        if self.packing {
-            self.packer.push(def.key.clone(), stored.clone());
+        if let Some(p) = &self.packer {
+            p.push(def.key.clone(), stored.clone());
         }
         for f in &self.followers {
             if (f.wants)(&ev, self) {
@@ -1259,6 +1277,9 @@ mod tests {
                 .unwrap();
             committed.push(c.json());
         }
+        // What is packed is then what the protocol packs, whatever the packer thread's pace.
+        s.settle_packing();
+        assert_eq!(s.packing_skipped(), 0);
         let WatchStart::Ok(backlog, _, _) = s.watch(&cm.key, None, Some(start)) else {
             panic!("history kept");
         };
@@ -1273,6 +1294,119 @@ mod tests {
         assert!(prev.enc.is_packed());
         assert_eq!(prev.json(), committed[0]);
         assert_eq!(prev.value()["data"], data(0));
+    }
+
+    /// Gets, lists and history replays, on other threads while versions are committed and
+    /// the packer thread packs them, always read the bytes the commit produced (`pack`'s
+    /// protocol, steps 3–5).
+    #[test]
+    fn reads_racing_the_packer_read_as_committed() {
+        use std::sync::Mutex;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        const READERS: usize = 2;
+        let mut s = State::new(100_000, 64, false);
+        s.set_packing(true);
+        let ns = s.registry.get("", "v1", "namespaces").unwrap();
+        s.create(&ns, None, json!({"metadata": {"name": "default"}}))
+            .unwrap();
+        let cm = s.registry.get("", "v1", "configmaps").unwrap();
+        let start = s.rv();
+        let s = Mutex::new(s);
+        // Every version's bytes as its commit returned them, by resourceVersion: recorded
+        // before the state lock is released, so a reader finds whatever it can see.
+        let committed: Mutex<HashMap<u64, Bytes>> = Mutex::default();
+        let done = AtomicBool::new(false);
+        let n = crate::pack::YOUNG * 2;
+        let data = |i: usize, g: usize| json!({"k": format!("c{i}: generation {g} of a map long enough to be packed")});
+        let check = |objs: &[Arc<Stored>]| {
+            let mut packed = 0;
+            for o in objs {
+                let rv = o.resource_version();
+                let want = committed.lock().unwrap().get(&rv).cloned();
+                assert_eq!(Some(o.json()), want, "version {rv}");
+                packed += usize::from(o.enc.is_packed());
+            }
+            packed
+        };
+        std::thread::scope(|sc| {
+            let readers: Vec<_> = (0..READERS)
+                .map(|_| {
+                    let (s, cm, done, check) = (&s, &cm, &done, &check);
+                    sc.spawn(move || {
+                        let (mut rounds, mut packed) = (0usize, 0usize);
+                        loop {
+                            let last = done.load(Ordering::Acquire);
+                            let (objs, replayed) = {
+                                let s = s.lock().unwrap();
+                                let mut objs = s.list(cm, Some("default")).1;
+                                let name = format!("c{}", rounds * 7 % n);
+                                objs.extend(s.get(cm, "default", &name).ok());
+                                let WatchStart::Ok(backlog, _, _) =
+                                    s.watch(&cm.key, None, Some(start))
+                                else {
+                                    panic!("history kept");
+                                };
+                                (objs, backlog)
+                            };
+                            // Read outside the state lock too, as the handlers serialize.
+                            packed += check(&objs);
+                            let evs: Vec<Arc<Stored>> = replayed
+                                .iter()
+                                .flat_map(|e| std::iter::once(e.obj.clone()).chain(e.prev.clone()))
+                                .collect();
+                            packed += check(&evs);
+                            rounds += 1;
+                            if last {
+                                break;
+                            }
+                        }
+                        (rounds, packed)
+                    })
+                })
+                .collect();
+            for g in 0..2 {
+                for i in 0..n {
+                    let mut s = s.lock().unwrap();
+                    let c = if g == 0 {
+                        s.create(
+                            cm.as_ref(),
+                            Some("default"),
+                            json!({"metadata": {"name": format!("c{i}")}, "data": data(i, g)}),
+                        )
+                    } else {
+                        let mut v = s.get(&cm, "default", &format!("c{i}")).unwrap().value();
+                        v["data"] = data(i, g);
+                        s.update(&cm, "default", &format!("c{i}"), v, Part::Main)
+                    }
+                    .unwrap();
+                    committed
+                        .lock()
+                        .unwrap()
+                        .insert(c.resource_version(), c.json());
+                }
+            }
+            s.lock().unwrap().settle_packing();
+            done.store(true, Ordering::Release);
+            for r in readers {
+                let (rounds, packed) = r.join().unwrap();
+                assert!(
+                    rounds >= 2 && packed > 0,
+                    "{rounds} rounds, {packed} packed reads"
+                );
+            }
+        });
+        let s = s.into_inner().unwrap();
+        assert_eq!(s.packing_skipped(), 0);
+        let WatchStart::Ok(backlog, _, _) = s.watch(&cm.key, None, Some(start)) else {
+            panic!("history kept");
+        };
+        assert_eq!(backlog.len(), 2 * n);
+        let all: Vec<Arc<Stored>> = backlog.iter().map(|e| e.obj.clone()).collect();
+        assert_eq!(
+            check(&all),
+            2 * n - crate::pack::YOUNG,
+            "all but the young versions packed"
+        );
     }
 
     #[test]

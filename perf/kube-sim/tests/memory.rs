@@ -143,9 +143,11 @@ async fn retained_per_bound_pod() {
         let rss = rss_mib();
         println!(
             "window {w}: {rate:.0} binds/s ({:.2} of the first), {cpu:.3} CPU ms/pod (the client's \
-             included); {bound} pods bound: RSS {rss:.0} MiB (+{:.0} B/pod)",
+             included); {bound} pods bound: RSS {rss:.0} MiB (+{:.0} B/pod); versions left plain \
+             (packer's queue full) {}",
             rate / first,
             (rss - base_rss) * (1 << 20) as f64 / bound as f64,
+            sim.stats().versions_left_plain,
         );
     }
     sim.shutdown().await;
