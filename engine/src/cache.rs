@@ -14,10 +14,11 @@ use crate::binder::{BindVersions, Candidate, MAX_SLOTS};
 use crate::conf::Profile;
 use crate::event::{self, Events};
 use crate::index::Indexes;
+use crate::index::terms::{MAX_WATCHED, Terms};
 use crate::model::{
-    CPU, CompiledNode, CompiledPod, HOSTNAME_KEY, HostPort, Interner, MEMORY, ModelError,
-    NamespaceInput, Namespaces, NodeInput, NodeMeta, PlainInfos, PodInfo, PodInput, ResourceList,
-    ResourceRegistry, compile_labels, compile_node, compile_pod_with,
+    AffinityTerm, CPU, CompiledNode, CompiledPod, HOSTNAME_KEY, HostPort, Interner, MEMORY,
+    ModelError, NamespaceInput, Namespaces, NodeInput, NodeMeta, PlainInfos, PodInfo, PodInput,
+    ResourceList, ResourceRegistry, compile_labels, compile_node, compile_pod_with,
 };
 use crate::mutation;
 use crate::plugins::inter_pod_affinity::scores_others;
@@ -178,6 +179,10 @@ pub struct Cache {
     /// Placed pods by the claims they use ((namespace id, claim) → uids): the pods a change to
     /// a claim or its PV re-resolves (`Cache::refresh_csi`).
     claim_users: crate::FastMap<(u32, Arc<str>), Vec<Arc<str>>>,
+    /// When each watched term (`index::terms`) was last asked about, on `watch_clock`: the
+    /// least recent goes when [`MAX_WATCHED`] are watched.
+    watch_asked: crate::FastMap<AffinityTerm, u64>,
+    watch_clock: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -195,6 +200,23 @@ fn add(list: &mut ResourceList, other: &ResourceList, sign: i64) {
             Err(i) => list.insert(i, (s, sign * a)),
         }
     }
+}
+
+/// Count `info` on the node `meta` (`sign` 1) or off it (−1) in the term aggregates
+/// (`index::terms`); nothing for a pod without terms while no term is watched.
+fn count_terms(
+    index: &mut Option<Arc<Indexes>>,
+    meta: Option<&NodeMeta>,
+    info: &PodInfo,
+    sign: i64,
+    ns: &Namespaces,
+) {
+    let watched = index.as_deref().is_some_and(|i| i.terms.watched_len() > 0);
+    if info.affinity.is_none() && !watched {
+        return;
+    }
+    let Indexes { domains, terms, .. } = Arc::make_mut(index.get_or_insert_with(Default::default));
+    terms.pod(meta, info, sign, ns, domains);
 }
 
 impl Cache {
@@ -228,6 +250,8 @@ impl Cache {
             csi_limits: Arc::default(),
             freed: Vec::new(),
             claim_users: Default::default(),
+            watch_asked: Default::default(),
+            watch_clock: 0,
             nominations: Default::default(),
             pdbs: Default::default(),
         }
@@ -349,10 +373,26 @@ impl Cache {
                 return Ok(0);
             }
             let old = old.meta.clone();
-            if self.index().domains.moves(&old, &compiled.meta) {
+            let moves = self.index().domains.moves(&old, &compiled.meta);
+            if moves {
+                // The node's pods move to its new domains, in the term aggregates too.
+                let pods = self.slots[slot as usize].pods.clone();
+                for p in &pods {
+                    count_terms(&mut self.index, Some(&old), p, -1, &self.namespaces);
+                }
                 let domains = &mut self.index_mut().domains;
                 domains.node(slot, &old, -1);
                 domains.node(slot, &compiled.meta, 1);
+                for p in &pods {
+                    count_terms(
+                        &mut self.index,
+                        Some(&compiled.meta),
+                        p,
+                        1,
+                        &self.namespaces,
+                    );
+                }
+                self.refresh_terms(slot, Some(&compiled.meta.clone()));
             }
             let st = &mut self.slots[slot as usize];
             st.node = Some(compiled);
@@ -366,6 +406,7 @@ impl Cache {
         let name = compiled.meta.name.clone();
         if self.index().domains.has_keys() {
             self.index_mut().domains.node(slot, &compiled.meta, 1);
+            self.refresh_terms(slot, Some(&compiled.meta.clone()));
         }
         {
             let st = &mut self.slots[slot as usize];
@@ -434,11 +475,14 @@ impl Cache {
                 index.pod_labels.pod(slot, p, -1);
                 index.anti_terms.pod(slot, p, -1);
             }
+            let meta = node.as_ref().map(|n| &*n.meta);
+            count_terms(&mut self.index, meta, p, -1, &self.namespaces);
         }
         if let Some(n) = &node
             && self.index().domains.has_keys()
         {
             self.index_mut().domains.node(slot, &n.meta, -1);
+            self.refresh_terms(slot, None);
         }
         self.live_nodes -= 1;
         if let Some(node_name) = node_name {
@@ -667,6 +711,22 @@ impl Cache {
             index.pod_labels.pod(slot, &p.info, sign);
             index.anti_terms.pod(slot, &p.info, sign);
         }
+        if p.info.affinity.is_some() || self.index().terms.watched_len() > 0 {
+            if sign > 0 && p.info.affinity.is_some() {
+                self.index_domains(Terms::carried_keys(&p.info));
+            }
+            let meta = self.slots[slot as usize]
+                .node
+                .as_ref()
+                .map(|n| n.meta.clone());
+            count_terms(
+                &mut self.index,
+                meta.as_deref(),
+                &p.info,
+                sign,
+                &self.namespaces,
+            );
+        }
         let st = &mut self.slots[slot as usize];
         if sign > 0 {
             st.pods.push(p.info.clone());
@@ -739,6 +799,66 @@ impl Cache {
 
     pub fn pod_index(&self) -> bool {
         self.pod_index
+    }
+
+    /// Aggregate the terms `pod` asks about (its own required anti-affinity and preferred
+    /// terms) by domain from now on (`index::terms`), so its PreFilter and PreScore read sums
+    /// instead of scanning placed pods. Terms already watched are marked as asked.
+    pub fn watch_terms(&mut self, pod: &CompiledPod) {
+        let Some(a) = pod.info.affinity.as_deref() else {
+            return;
+        };
+        let terms = a
+            .required_anti
+            .iter()
+            .chain(a.preferred.iter().map(|(_, t)| t))
+            .chain(a.preferred_anti.iter().map(|(_, t)| t));
+        for t in terms {
+            self.watch_clock += 1;
+            if let Some(at) = self.watch_asked.get_mut(t) {
+                *at = self.watch_clock;
+                continue;
+            }
+            if self.watch_asked.len() >= MAX_WATCHED
+                && let Some(oldest) = self
+                    .watch_asked
+                    .iter()
+                    .min_by_key(|(_, at)| **at)
+                    .map(|(t, _)| t.clone())
+            {
+                self.watch_asked.remove(&oldest);
+                self.index_mut().terms.unwatch(&oldest);
+            }
+            self.watch_asked.insert(t.clone(), self.watch_clock);
+            self.watch_now(t);
+        }
+    }
+
+    /// How many terms are watched (`index::terms`).
+    pub fn watched_terms(&self) -> usize {
+        self.index().terms.watched_len()
+    }
+
+    /// Count `term`'s matching placed pods from scratch and watch it.
+    fn watch_now(&mut self, term: &AffinityTerm) {
+        self.index_domains([term.topology_key]);
+        let index = Arc::make_mut(self.index.get_or_insert_with(Default::default));
+        let pods = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, st)| Some((i as u32, &*st.node.as_ref()?.meta, &st.pods[..])));
+        index
+            .terms
+            .watch(term, pods, &self.namespaces, &index.domains);
+        self.dirty = true;
+    }
+
+    /// The node in `slot` is now `meta`: its bits in the term aggregates follow its domain.
+    fn refresh_terms(&mut self, slot: u32, meta: Option<&NodeMeta>) {
+        if !self.index().terms.is_empty() {
+            self.index_mut().terms.refresh_slot(slot, meta);
+        }
     }
 
     /// The pod as others see it once placed: its CSI volumes resolved from the storage objects.
@@ -1079,6 +1199,12 @@ impl Cache {
 
     /// A namespace and its labels (for `namespaceSelector`); `None` removes it.
     pub fn set_namespace(&mut self, name: &str, labels: Option<&[(String, String)]>) -> Events {
+        self.put_namespace(name, labels);
+        self.recount_namespace_terms();
+        event::NAMESPACE_CHANGED
+    }
+
+    fn put_namespace(&mut self, name: &str, labels: Option<&[(String, String)]>) {
         let id = self.interner.intern(name);
         let ns = Arc::make_mut(&mut self.namespaces);
         match labels {
@@ -1086,15 +1212,22 @@ impl Cache {
             None => ns.remove(id),
         }
         self.dirty = true;
-        event::NAMESPACE_CHANGED
+    }
+
+    /// Count the watched terms with a namespace selector again (a namespace's labels changed).
+    fn recount_namespace_terms(&mut self) {
+        for t in self.index().terms.watched_by_namespace_labels() {
+            self.watch_now(&t);
+        }
     }
 
     /// Every namespace (a relist).
     pub fn reset_namespaces(&mut self, all: &[NamespaceInput]) -> Events {
         Arc::make_mut(&mut self.namespaces).clear();
         for n in all {
-            self.set_namespace(&n.name, Some(&n.labels));
+            self.put_namespace(&n.name, Some(&n.labels));
         }
+        self.recount_namespace_terms();
         self.dirty = true;
         event::NAMESPACE_CHANGED
     }
@@ -1189,8 +1322,13 @@ impl Cache {
             csi_limits: self.csi_limits.clone(),
             nominated: self.nominations.len(),
             // They may still name the slot for the pods gone: their readers check every pod
-            // they find on it.
-            index: self.index.clone(),
+            // they find on it. The term aggregates would count them: readers scan instead.
+            index: self.index.as_ref().map(|i| {
+                Arc::new(Indexes {
+                    terms: i.terms.partial(),
+                    ..(**i).clone()
+                })
+            }),
         }
     }
 

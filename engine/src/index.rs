@@ -2,7 +2,8 @@
 //! every node or every placed pod (issue 32): node slots by topology domain ([`Domains`]), node
 //! slots by the labels of the pods placed there ([`PodLabels`]), and placed pods' required
 //! anti-affinity terms by the labels they select ([`AntiTerms`]); and, apart from those, the
-//! placed pods whose affinity terms score others ([`ScoringPods`]).
+//! placed pods whose affinity terms score others ([`ScoringPods`]), and affinity terms
+//! aggregated by domain ([`terms`]: answers rather than candidates).
 //!
 //! Owns the maps and how they are shared; the cache (single writer) keeps its working copy up
 //! to date as nodes and placed pods change, and every snapshot carries a clone, so a snapshot's
@@ -15,12 +16,14 @@
 //! Readers may treat [`PodLabels`] and [`AntiTerms`] answers as candidates: they check every
 //! pod they find with the full selector, so an index never decides a verdict by itself.
 
+pub mod terms;
+
 use crate::FastMap;
 use crate::model::{AffinityTerm, LabelSelector, NodeMeta, PodInfo};
 use std::hash::{BuildHasher, Hash};
 use std::sync::Arc;
 
-/// The three indexes, as the cache keeps them and a snapshot carries them (behind one `Arc`,
+/// The indexes, as the cache keeps them and a snapshot carries them (behind one `Arc`,
 /// and none at all until something is indexed: publishing costs clusters without constraints
 /// nothing).
 #[derive(Clone, Default)]
@@ -28,6 +31,8 @@ pub struct Indexes {
     pub domains: Domains,
     pub pod_labels: PodLabels,
     pub anti_terms: AntiTerms,
+    /// Affinity terms aggregated by domain ([`terms`]).
+    pub terms: terms::Terms,
 }
 
 impl Indexes {
@@ -458,11 +463,17 @@ mod tests {
     use std::collections::BTreeMap;
 
     const ZONE: &str = "zone";
+    const RACK: &str = "rack";
 
-    fn node(i: u64, zone: u64) -> NodeInput {
+    fn node(i: u64, zone: u64, rack: u64) -> NodeInput {
         NodeInput {
             name: format!("n{i}"),
-            labels: vec![(ZONE.into(), format!("z{zone}"))],
+            labels: vec![
+                (ZONE.into(), format!("z{zone}")),
+                // Racks cross zones (a node may move rack alone); only preferred terms name
+                // them.
+                (RACK.into(), format!("r{}", rack)),
+            ],
             allocatable: vec![("cpu".into(), "64".into()), ("pods".into(), "110".into())],
             ready: true,
             ..Default::default()
@@ -492,6 +503,29 @@ mod tests {
                     }],
                     ..Default::default()
                 })
+            } else if i % 5 == 1 {
+                // Preferred terms, one by namespace labels (`index::terms` carries both).
+                let by_team = PodAffinityTermInput {
+                    label_selector: Some(selector.clone()),
+                    namespace_selector: Some(LabelSelectorInput {
+                        match_labels: vec![("team".into(), "t".into())],
+                        match_expressions: vec![],
+                    }),
+                    topology_key: ZONE.into(),
+                    ..Default::default()
+                };
+                Some(PodAffinityInput {
+                    preferred: vec![(3, by_team)],
+                    preferred_anti: vec![(
+                        2,
+                        PodAffinityTermInput {
+                            label_selector: Some(selector),
+                            topology_key: RACK.into(),
+                            ..Default::default()
+                        },
+                    )],
+                    ..Default::default()
+                })
             } else if i.is_multiple_of(3) {
                 // Required affinity: a pod whose terms score others (`ScoringPods`).
                 Some(PodAffinityInput {
@@ -509,7 +543,111 @@ mod tests {
         }
     }
 
+    /// The term aggregates against a recount of the snapshot's placed pods.
+    fn check_terms(snap: &Snapshot) {
+        use crate::model::AffinityTerm;
+        type Counts = BTreeMap<u32, i64>;
+        let ns = &*snap.namespaces;
+        let terms = &snap.index().terms;
+        let placed: Vec<(&NodeMeta, &Arc<PodInfo>)> = (0..snap.arena.slots())
+            .filter_map(|slot| Some((&**snap.node(slot)?, snap.pods_on(slot))))
+            .flat_map(|(meta, pods)| pods.iter().map(move |p| (meta, p)))
+            .collect();
+        let sorted = |sums: &terms::Sums| {
+            let mut v: Vec<(u32, i64)> = sums.iter().collect();
+            v.sort_unstable();
+            v
+        };
+        // The slots whose domain of `key` has a non-zero count.
+        let blocked = |key: u32, counts: &Counts| -> Vec<usize> {
+            (0..snap.arena.slots())
+                .filter(|&s| {
+                    snap.node(s)
+                        .and_then(|m| m.label(key))
+                        .is_some_and(|l| counts.get(&l.value).is_some_and(|&n| n != 0))
+                })
+                .collect()
+        };
+        let nonzero =
+            |m: Counts| -> Vec<(u32, i64)> { m.into_iter().filter(|&(_, n)| n != 0).collect() };
+        let add = |m: &mut Counts, meta: &NodeMeta, t: &AffinityTerm, d: i64| {
+            if let Some(l) = meta.label(t.topology_key) {
+                *m.entry(l.value).or_default() += d;
+            }
+        };
+        for w in terms.watched_all() {
+            let mut counts = Counts::new();
+            for &(meta, p) in &placed {
+                if w.term.matches(p, ns) {
+                    add(&mut counts, meta, &w.term, 1);
+                }
+            }
+            let key = w.term.topology_key;
+            assert_eq!(
+                w.matching.blocked().iter().collect::<Vec<_>>(),
+                blocked(key, &counts)
+            );
+            assert_eq!(
+                sorted(&w.matching.sums),
+                nonzero(counts),
+                "watched {:?}",
+                w.term
+            );
+        }
+        type Recount = BTreeMap<String, (AffinityTerm, Counts, Counts)>;
+        fn entry<'m>(
+            m: &'m mut Recount,
+            t: &AffinityTerm,
+        ) -> &'m mut (AffinityTerm, Counts, Counts) {
+            m.entry(format!("{t:?}"))
+                .or_insert_with(|| (t.clone(), Counts::new(), Counts::new()))
+        }
+        let mut carried = Recount::new();
+        for &(meta, p) in &placed {
+            let Some(a) = p.affinity.as_deref() else {
+                continue;
+            };
+            for t in a.required_anti.iter() {
+                add(&mut entry(&mut carried, t).1, meta, t, 1);
+            }
+            for t in a.required.iter() {
+                add(
+                    &mut entry(&mut carried, t).2,
+                    meta,
+                    t,
+                    terms::HARD_POD_AFFINITY_WEIGHT,
+                );
+            }
+            for (w, t) in a.preferred.iter() {
+                add(&mut entry(&mut carried, t).2, meta, t, i64::from(*w));
+            }
+            for (w, t) in a.preferred_anti.iter() {
+                add(&mut entry(&mut carried, t).2, meta, t, -i64::from(*w));
+            }
+        }
+        let listed: Vec<_> = terms.carried().expect("exact").collect();
+        assert_eq!(
+            listed.len(),
+            carried.len(),
+            "one aggregate per carried term"
+        );
+        for (t, anti, score) in carried.into_values() {
+            let (_, c) = listed
+                .iter()
+                .find(|(x, _)| **x == t)
+                .expect("a carried term has its aggregate");
+            let key = t.topology_key;
+            assert_eq!(
+                c.anti.blocked().iter().collect::<Vec<_>>(),
+                blocked(key, &anti)
+            );
+            assert_eq!(sorted(&c.anti.sums), nonzero(anti), "anti {t:?}");
+            assert_eq!(sorted(&c.score.sums), nonzero(score), "score {t:?}");
+        }
+    }
+
     fn check(snap: &Snapshot, zone: u32) {
+        check_terms(snap);
         let mut domains: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
         let mut labels: BTreeMap<(u32, u32, u32), Vec<(u32, u32)>> = BTreeMap::new();
         let mut anti = 0;
@@ -601,7 +739,10 @@ mod tests {
         for step in 0..600u64 {
             match next(6) {
                 0 | 1 => {
-                    cache.apply_node(&node(next(12), next(4)), 0).unwrap();
+                    // Half the time a node keeps its zone (and may move rack alone).
+                    let n = next(12);
+                    let zone = if next(2) == 0 { n % 4 } else { next(4) };
+                    cache.apply_node(&node(n, zone, next(3)), 0).unwrap();
                 }
                 2 => {
                     cache.delete_node(&format!("n{}", next(12)));
@@ -623,6 +764,26 @@ mod tests {
                 cache.enable_pod_index();
                 let anti = cache.compile_pod(&pod(0, 0, true)).unwrap();
                 cache.index_domains(anti.required_keys());
+                // Watched from here on: a required anti-affinity term and preferred terms, one
+                // by namespace labels (counted again when a namespace's labels change).
+                cache.watch_terms(&anti);
+                for (i, app) in [(1, 1), (6, 2)] {
+                    let preferred = cache.compile_pod(&pod(i, app, false)).unwrap();
+                    cache.watch_terms(&preferred);
+                }
+                assert_eq!(
+                    cache.watched_terms(),
+                    5,
+                    "two pods' two preferred terms, an anti one"
+                );
+            }
+            if step % 37 == 0 {
+                let team = [("team".to_owned(), "t".to_owned())];
+                let labels = next(2) == 0;
+                cache.set_namespace(
+                    &format!("ns{}", next(2)),
+                    Some(if labels { &team } else { &[] }),
+                );
             }
             if step >= 100
                 && let Some(snap) = cache.publish()

@@ -61,6 +61,8 @@ pub static ZERO_ROW: Row = [0; CHUNK];
 /// `CHUNK` node slots, struct-of-arrays.
 #[derive(Clone)]
 pub struct Chunk {
+    /// The slot of the chunk's first node (its index × `CHUNK`).
+    pub base: u32,
     /// `free[slot][i]` = allocatable − requested for resource `slot` (may be negative when
     /// pods bound by others overcommit a node). Rows beyond `free.len()` are all zero.
     pub free: Vec<Row>,
@@ -87,6 +89,7 @@ pub struct Chunk {
 impl Default for Chunk {
     fn default() -> Self {
         Chunk {
+            base: 0,
             free: Vec::new(),
             alloc: Vec::new(),
             nonzero_used: [[0; CHUNK]; 2],
@@ -176,7 +179,11 @@ impl Arena {
         }
         let seg = Arc::make_mut(&mut self.segments[si]);
         while seg.chunks.len() <= within {
-            seg.chunks.push(Arc::new(Chunk::default()));
+            let base = ((si * SEGMENT + seg.chunks.len()) * CHUNK) as u32;
+            seg.chunks.push(Arc::new(Chunk {
+                base,
+                ..Chunk::default()
+            }));
             self.slots = self.slots.max((si * SEGMENT + seg.chunks.len()) * CHUNK);
         }
         Arc::make_mut(&mut seg.chunks[within])

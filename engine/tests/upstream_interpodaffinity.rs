@@ -222,16 +222,21 @@ struct FilterCase {
     want: Vec<Option<&'static str>>,
 }
 
+/// Each case with the pods' terms aggregated, the incoming pod's not watched, and scanned
+/// (`world::Terms`).
 fn run_filter_cases(cases: Vec<FilterCase>) {
     for c in cases {
-        let mut w = World::new(c.nodes);
-        for (p, n) in &c.pods {
-            w.bind(p, n);
+        for terms in world::ALL_TERMS {
+            let mut w = World::new(c.nodes);
+            w.0.terms = terms;
+            for (p, n) in &c.pods {
+                w.bind(p, n);
+            }
+            let (skip, got) = w.filter(&c.pod);
+            assert_eq!(skip, c.skip, "{} ({terms:?}): PreFilter skip", c.name);
+            let want: Vec<Option<String>> = c.want.iter().map(|w| w.map(str::to_owned)).collect();
+            assert_eq!(got, want, "{} ({terms:?})", c.name);
         }
-        let (skip, got) = w.filter(&c.pod);
-        assert_eq!(skip, c.skip, "{}: PreFilter skip", c.name);
-        let want: Vec<Option<String>> = c.want.iter().map(|w| w.map(str::to_owned)).collect();
-        assert_eq!(got, want, "{}", c.name);
     }
 }
 
@@ -246,11 +251,14 @@ struct ScoreCase {
 
 fn run_score_cases(cases: Vec<ScoreCase>) {
     for c in cases {
-        let mut w = World::new(c.nodes);
-        for (p, n) in &c.pods {
-            w.bind(p, n);
+        for terms in world::ALL_TERMS {
+            let mut w = World::new(c.nodes);
+            w.0.terms = terms;
+            for (p, n) in &c.pods {
+                w.bind(p, n);
+            }
+            assert_eq!(w.scores(&c.pod), c.want, "{} ({terms:?})", c.name);
         }
-        assert_eq!(w.scores(&c.pod), c.want, "{}", c.name);
     }
 }
 

@@ -81,7 +81,7 @@ pub struct NamespaceInput {
 // Compiled forms
 // ---------------------------------------------------------------------------------------------
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LabelOp {
     In,
     NotIn,
@@ -89,7 +89,7 @@ pub enum LabelOp {
     DoesNotExist,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct LabelReq {
     pub key: u32,
     pub op: LabelOp,
@@ -98,7 +98,7 @@ pub struct LabelReq {
 }
 
 /// A compiled label selector over interned labels.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct LabelSelector {
     /// The selector was absent: it selects nothing.
     nothing: bool,
@@ -182,8 +182,9 @@ impl LabelSelector {
     }
 }
 
-/// A compiled pod (anti-)affinity term.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A compiled pod (anti-)affinity term (hashed by content: `index::terms` keeps one aggregate
+/// per distinct term).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct AffinityTerm {
     pub selector: LabelSelector,
     /// Namespace ids the term covers by name.

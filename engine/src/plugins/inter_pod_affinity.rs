@@ -22,30 +22,38 @@
 //! The filter reads the node's whole domain for each anti-affinity term and, for the first-pod
 //! exemption, every node; `binder` steps 5–7 keep those decisions exact under concurrency.
 //!
-//! Cost: PreFilter and PreScore look placed pods up in the snapshot's indexes (`index`): the
-//! symmetric rule visits only the nodes holding a pod whose required anti-affinity may select
-//! this pod, and the pod's own terms only the nodes holding a pod with the label of one `In`
-//! requirement of the term's selector. A term with a namespace selector or without an `In`
-//! requirement scans every node. A scan for the pod's own required terms marks the domains it
-//! has found (one bit per domain of the snapshot's domain index) and looks at a domain's pods
-//! only until one matches; it stops once every domain of the term's key is found (one pod, for
-//! a key all nodes share). PreScore's symmetric part visits the placed pods whose terms score
-//! others (`index::ScoringPods`), matching a run of pods that share their terms (one template,
-//! `model::PlainInfos`) once, and sums per domain without sorting an entry per pod.
+//! Cost: PreFilter and PreScore read the snapshot's term aggregates (`index::terms`) where
+//! they can, and look placed pods up in its other indexes (`index`) where they cannot:
+//! - the pod's own required anti-affinity and preferred terms, once the cache watches them
+//!   (the driver asks as it first sees the pod): the Filter tests the node's bit in each
+//!   term's set of slots whose domain holds a matching pod, and the Score reads the count of
+//!   matching pods in the node's domain, so the pod pays O(its terms), not O(matching pods);
+//! - placed pods' terms (the symmetric rule and score): each distinct term placed pods carry is
+//!   matched against the pod once, and its slots (required anti-affinity) or its weights per
+//!   domain (the scoring terms) read as above: O(distinct carried terms).
+//!
+//! Otherwise (a term not yet watched, and every term in a snapshot without aggregates:
+//! preemption's), the symmetric rule visits only the nodes holding a pod whose required
+//! anti-affinity may select this pod, and the pod's own terms only the nodes holding a pod with
+//! the label of one `In` requirement of the term's selector. A term with a namespace selector or
+//! without an `In` requirement scans every node. The pod's required affinity terms are always
+//! found this way: a scan marks the domains it has found (one bit per domain of the snapshot's
+//! domain index) and looks at a domain's pods only until one matches; it stops once every
+//! domain of the term's key is found (one pod, for a key all nodes share). PreScore's symmetric
+//! part visits the placed pods whose terms score others (`index::ScoringPods`), matching a run of
+//! pods that share their terms (one template, `model::PlainInfos`) once, and sums per domain
+//! without sorting an entry per pod.
 
 use super::{
     Cycle, Filter, MAX_NODE_SCORE, Names, Node, Normalize, OnFailure, Range, Reads, Reason, Scorer,
     Switch, Verdict, Weight,
 };
 use crate::event::{self, Events};
+use crate::index::terms::{HARD_POD_AFFINITY_WEIGHT, SlotBits, Sums};
 use crate::model::{AffinityTerm, CompiledPod, Namespaces, NodeMeta, PodAffinity, PodInfo};
 use crate::snapshot::Snapshot;
 
 pub struct InterPodAffinity;
-
-/// kube-scheduler's default `hardPodAffinityWeight`: how much a placed pod's *required* affinity
-/// term matching the incoming pod counts in the score.
-const HARD_POD_AFFINITY_WEIGHT: i64 = 1;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Rules {
@@ -275,6 +283,14 @@ pub struct FilterState<'a> {
     /// Domains a placed pod's required anti-affinity term keeps this pod out of, by key:
     /// (key, sorted values), so a node costs one label lookup per key, not one per domain.
     existing: Vec<(u32, Box<[u32]>)>,
+    /// The slots the pod's own required anti-affinity terms keep it out of, one set per term,
+    /// from their watched aggregates (`index::terms`) when every term is watched (`anti` is
+    /// then not scanned, and `anti_domains` stays empty).
+    anti_slots: Vec<&'a SlotBits>,
+    /// The slots placed pods' required anti-affinity terms keep it out of, one set per
+    /// carried term that matches the pod, when the snapshot's aggregates are exact (then
+    /// `existing` stays empty).
+    existing_slots: Vec<&'a SlotBits>,
     /// No pod anywhere matches the affinity terms, and this pod matches them itself.
     first_pod: bool,
 }
@@ -358,13 +374,29 @@ impl Filter for InterPodAffinity {
                 Some(a) => (&a.required, &a.required_anti),
                 None => (&[], &[]),
             };
-        // The symmetric rule: placed pods whose required anti-affinity matches this pod, on the
-        // nodes the anti-affinity index gives for its namespace and labels.
+        let terms = &snap.index().terms;
+        // The symmetric rule: the carried terms (one per distinct term of the placed pods) that
+        // match this pod; or, when the snapshot's aggregates are partial, the placed pods whose
+        // required anti-affinity matches it, on the nodes the anti-affinity index gives for its
+        // namespace and labels.
         let mut existing = Vec::new();
+        let mut existing_slots = Vec::new();
         let mut slots = Vec::new();
-        snap.index()
-            .anti_terms
-            .candidates(pod.info.namespace, &pod.info.labels, &mut slots);
+        match terms.carried() {
+            Some(carried) => {
+                for (t, c) in carried {
+                    // A term whose pods are on nodes without its key keeps nothing out.
+                    if c.has_anti() && !c.anti.sums.is_empty() && t.matches(&pod.info, ns) {
+                        existing_slots.push(c.anti.blocked());
+                    }
+                }
+            }
+            None => {
+                snap.index()
+                    .anti_terms
+                    .candidates(pod.info.namespace, &pod.info.labels, &mut slots)
+            }
+        }
         for &slot in &slots {
             let Some(node) = snap.node(slot as usize) else {
                 continue;
@@ -379,14 +411,34 @@ impl Filter for InterPodAffinity {
                 }
             }
         }
-        if required.is_empty() && anti.is_empty() && existing.is_empty() {
+        if required.is_empty()
+            && anti.is_empty()
+            && existing.is_empty()
+            && existing_slots.is_empty()
+        {
             return None;
         }
+        // The pod's own anti-affinity terms, from their aggregates when every one is watched.
+        let anti_slots: Vec<&SlotBits> = anti
+            .iter()
+            .map_while(|t| Some(terms.watched(t)?.matching.blocked()))
+            .collect();
+        let scan_anti: &[AffinityTerm] = if anti_slots.len() == anti.len() {
+            &[]
+        } else {
+            anti
+        };
+        let anti_slots = if scan_anti.is_empty() {
+            anti_slots
+        } else {
+            Vec::new()
+        };
         let (mut affinity, mut anti_domains) = (Vec::new(), Vec::new());
-        if !required.is_empty() || !anti.is_empty() {
+        if !required.is_empty() || !scan_anti.is_empty() {
             debug_assert!(snap.pods_indexed, "the driver turns the pod index on first");
             // Only the nodes holding a pod that may match: a pod matching every required term
             // matches the first; one matching an anti-affinity term, that term.
+            let anti = scan_anti;
             match (Found::new(snap, required), Found::new(snap, anti)) {
                 (Some(mut found), Some(mut found_anti)) => {
                     // A domain already found needs no more matches: a node's pods are looked
@@ -440,6 +492,8 @@ impl Filter for InterPodAffinity {
             affinity,
             anti_domains,
             existing: by_key(existing),
+            anti_slots,
+            existing_slots,
             first_pod,
         })
     }
@@ -466,16 +520,23 @@ impl Filter for InterPodAffinity {
                 return false;
             }
         }
-        if st.anti.iter().any(|t| {
-            domain(t.topology_key).is_some_and(|d| st.anti_domains.binary_search(&d).is_ok())
-        }) {
+        let slot = node.slot();
+        if st.anti_slots.iter().any(|s| s.contains(slot))
+            || !st.anti_domains.is_empty()
+                && st.anti.iter().any(|t| {
+                    domain(t.topology_key)
+                        .is_some_and(|d| st.anti_domains.binary_search(&d).is_ok())
+                })
+        {
             v.fail(Rules::AntiAffinity);
             return false;
         }
-        if st.existing.iter().any(|(k, values)| {
-            meta.label(*k)
-                .is_some_and(|l| values.binary_search(&l.value).is_ok())
-        }) {
+        if st.existing_slots.iter().any(|s| s.contains(slot))
+            || st.existing.iter().any(|(k, values)| {
+                meta.label(*k)
+                    .is_some_and(|l| values.binary_search(&l.value).is_ok())
+            })
+        {
             v.fail(Rules::ExistingAntiAffinity);
             return false;
         }
@@ -497,9 +558,11 @@ impl Filter for InterPodAffinity {
     }
 }
 
-/// PreScore state: the score of each topology domain, grouped by key: (key, [(value, score)]).
-pub struct ScoreState {
+/// PreScore state: the score of each topology domain, grouped by key: (key, [(value, score)]);
+/// and terms read from their aggregates (`index::terms`): (key, weight, sums per domain).
+pub struct ScoreState<'a> {
     domains: Vec<(u32, Vec<(u32, i64)>)>,
+    terms: Vec<(u32, i64, &'a Sums)>,
 }
 
 /// The `(topology key, weight)` of each of a placed pod's terms that score `pod`: its required
@@ -526,7 +589,7 @@ fn scoring_terms(a: &PodAffinity, pod: &PodInfo, ns: &Namespaces) -> Vec<(u32, i
 /// Scores summed per topology domain: for a key the snapshot's domain index lists, one sum per
 /// listed value (no sort, no entry per pod); for another key, a list of `(value, weight)`
 /// merged at the end.
-struct Sums<'s> {
+struct DomainSums<'s> {
     snap: &'s Snapshot,
     /// (key, its sorted values, a sum per value).
     dense: Vec<(u32, &'s [u32], Vec<i64>)>,
@@ -535,9 +598,9 @@ struct Sums<'s> {
     raw: Vec<(u32, u32, i64)>,
 }
 
-impl<'s> Sums<'s> {
+impl<'s> DomainSums<'s> {
     fn new(snap: &'s Snapshot) -> Self {
-        Sums {
+        DomainSums {
             snap,
             dense: Vec::new(),
             unlisted: Vec::new(),
@@ -568,8 +631,9 @@ impl<'s> Sums<'s> {
         }
     }
 
-    /// Per key (sorted), the sorted `(value, score)` of the domains that scored.
-    fn into_state(self) -> Option<ScoreState> {
+    /// Per key (sorted), the sorted `(value, score)` of the domains that scored, with the
+    /// terms read from aggregates.
+    fn into_state(self, terms: Vec<(u32, i64, &'s Sums)>) -> Option<ScoreState<'s>> {
         let mut raw = self.raw;
         raw.sort_unstable_by_key(|&(k, v, _)| (k, v));
         let mut domains: Vec<(u32, Vec<(u32, i64)>)> = Vec::new();
@@ -595,11 +659,11 @@ impl<'s> Sums<'s> {
                 domains.push((key, scored));
             }
         }
-        if domains.is_empty() {
+        if domains.is_empty() && terms.is_empty() {
             return None;
         }
         domains.sort_unstable_by_key(|(k, _)| *k);
-        Some(ScoreState { domains })
+        Some(ScoreState { domains, terms })
     }
 }
 
@@ -611,9 +675,9 @@ impl Scorer for InterPodAffinity {
         default: 2,
     };
     const NORMALIZED: bool = true;
-    type State<'a> = ScoreState;
+    type State<'a> = ScoreState<'a>;
 
-    fn pre_score<'a>(cx: Cycle<'a>) -> Option<ScoreState> {
+    fn pre_score<'a>(cx: Cycle<'a>) -> Option<ScoreState<'a>> {
         let (snap, pod): (&Snapshot, &CompiledPod) = (cx.snap, cx.pod);
         let ns = &*snap.namespaces;
         let own = pod
@@ -624,7 +688,29 @@ impl Scorer for InterPodAffinity {
         if own.is_none() && snap.affinity_pods.is_empty() {
             return None;
         }
-        let mut sums = Sums::new(snap);
+        let mut sums = DomainSums::new(snap);
+        let index = &snap.index().terms;
+        // Terms read from their aggregates: (key, weight, sums per domain).
+        let mut from_terms: Vec<(u32, i64, &'a Sums)> = Vec::new();
+        // The pod's own terms, from their aggregates when every one is watched.
+        let own = own.filter(|a| {
+            let weighted = a
+                .preferred
+                .iter()
+                .map(|(w, t)| (i64::from(*w), t))
+                .chain(a.preferred_anti.iter().map(|(w, t)| (-i64::from(*w), t)));
+            let start = from_terms.len();
+            for (w, t) in weighted {
+                match index.watched(t) {
+                    Some(watched) => from_terms.push((t.topology_key, w, &watched.matching.sums)),
+                    None => {
+                        from_terms.truncate(start);
+                        return true;
+                    }
+                }
+            }
+            false
+        });
         if let Some(a) = own {
             // Placed pods matching the pod's own terms: on the nodes the label index gives.
             let terms = a.preferred.iter().chain(&a.preferred_anti).map(|(_, t)| t);
@@ -640,8 +726,18 @@ impl Scorer for InterPodAffinity {
                 }
             }
         }
-        // Placed pods whose own terms score this pod. Pods of one template share their terms
-        // (`model::PlainInfos`): a run of them is matched once.
+        // Placed pods whose own terms score this pod: the carried terms (one per distinct term)
+        // that match it; or, when the snapshot's aggregates are partial, the placed pods. Pods
+        // of one template share their terms (`model::PlainInfos`): a run of them is matched
+        // once.
+        if let Some(carried) = index.carried() {
+            for (t, c) in carried {
+                if c.scores() && !c.score.sums.is_empty() && t.matches(&pod.info, ns) {
+                    from_terms.push((t.topology_key, 1, &c.score.sums));
+                }
+            }
+            return sums.into_state(from_terms);
+        }
         let mut last: Option<(&PodAffinity, Vec<(u32, i64)>)> = None;
         for (slot, e) in snap.affinity_pods.iter() {
             let (Some(a), Some(node)) = (e.affinity.as_deref(), snap.node(*slot as usize)) else {
@@ -656,13 +752,14 @@ impl Scorer for InterPodAffinity {
                 }
             }
         }
-        sums.into_state()
+        sums.into_state(from_terms)
     }
 
     #[inline]
-    fn score(st: &ScoreState, node: Node<'_>) -> i64 {
+    fn score(st: &ScoreState<'_>, node: Node<'_>) -> i64 {
         let Some(meta) = node.meta() else { return 0 };
-        st.domains
+        let scanned: i64 = st
+            .domains
             .iter()
             .filter_map(|(k, values)| {
                 let l = meta.label(*k)?;
@@ -671,7 +768,13 @@ impl Scorer for InterPodAffinity {
                     .ok()
                     .map(|i| values[i].1)
             })
-            .sum()
+            .sum();
+        let aggregated: i64 = st
+            .terms
+            .iter()
+            .filter_map(|&(k, w, sums)| Some(w * sums.get(meta.label(k)?.value)))
+            .sum();
+        scanned + aggregated
     }
 }
 

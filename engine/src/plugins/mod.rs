@@ -177,6 +177,12 @@ impl<'a> Node<'a> {
     pub fn has(&self, flag: u8) -> bool {
         self.flags & flag != 0
     }
+
+    /// The node's slot in the snapshot.
+    #[inline(always)]
+    pub fn slot(&self) -> usize {
+        self.chunk.base as usize + self.i
+    }
 }
 
 /// What the cache knows of a node when it writes its slot, for plugins' node flags.

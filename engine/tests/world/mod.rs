@@ -31,8 +31,22 @@ pub fn node(name: &str, labels: &[(&str, &str)]) -> NodeInput {
     }
 }
 
+/// How InterPodAffinity finds placed pods' terms (`index::terms`): every table runs each way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Terms {
+    /// As the driver: the incoming pod's terms watched, placed pods' terms carried.
+    Watched,
+    /// The incoming pod's terms not (yet) watched: its own terms scan placed pods.
+    Carried,
+    /// A snapshot without aggregates (as preemption's): everything scans.
+    Scanned,
+}
+
+pub const ALL_TERMS: [Terms; 3] = [Terms::Watched, Terms::Carried, Terms::Scanned];
+
 pub struct World {
     pub cache: Cache,
+    pub terms: Terms,
     snap: Option<Arc<Snapshot>>,
     /// The nodes, in the order given.
     pub nodes: Vec<String>,
@@ -51,6 +65,7 @@ impl World {
         }
         World {
             cache,
+            terms: Terms::Watched,
             snap: None,
             nodes: names,
             next: 0,
@@ -71,7 +86,12 @@ impl World {
         if let Some(s) = self.cache.publish() {
             self.snap = Some(s);
         }
-        self.snap.clone().expect("published")
+        let snap = self.snap.clone().expect("published");
+        match self.terms {
+            // A snapshot of the same pods without aggregates.
+            Terms::Scanned if !self.nodes.is_empty() => Arc::new(self.cache.without(0, &[])),
+            _ => snap,
+        }
     }
 
     /// The pod being scheduled, compiled as the driver compiles it, its topology keys indexed
@@ -83,6 +103,9 @@ impl World {
         let pod = self.cache.compile_pod(&input).expect("valid incoming pod");
         let spread = pod.spread.iter().map(|c| c.topology_key);
         self.cache.index_domains(pod.required_keys().chain(spread));
+        if self.terms == Terms::Watched {
+            self.cache.watch_terms(&pod);
+        }
         pod
     }
 

@@ -1,0 +1,447 @@
+//! Pod affinity terms aggregated by topology domain, so that InterPodAffinity's PreFilter and
+//! PreScore cost O(distinct terms) per pod rather than O(matching placed pods), and its Filter
+//! one bit test per node and term (issue 32, point 3).
+//!
+//! Two kinds of aggregate, each kept per distinct term (by content: pods of one template share
+//! theirs):
+//! - **watched** terms ([`Watched`]): terms pods ask about, their own required anti-affinity
+//!   and preferred terms, registered by the cache when the driver first sees such a pod
+//!   (`Cache::watch_terms`, at most [`MAX_WATCHED`], the least recently asked dropped first).
+//!   Each holds how many placed pods match the term in each domain of its key, and the slots
+//!   whose domain holds one.
+//! - **carried** terms ([`Carried`]): terms placed pods carry. Each holds how many pods carry
+//!   it as required anti-affinity in each domain (and the slots whose domain holds one), and
+//!   the weight pods carrying it give a pod it matches, per domain: kube-scheduler's
+//!   `hardPodAffinityWeight` for required affinity, `+w` for preferred affinity, `−w` for
+//!   preferred anti-affinity.
+//!
+//! The cache (single writer) keeps them as pods are counted on and off nodes
+//! ([`Terms::pod`]), as nodes come, go or change domain ([`Terms::refresh_slot`]) and as
+//! namespaces change (`Cache::set_namespace` recounts watched terms with a namespace
+//! selector); every snapshot carries a clone. A domain is a `(key, value)` of the snapshot's
+//! domain index (`index::Domains`), which indexes every aggregate's key before the aggregate
+//! exists; the slots of a domain whose count turns non-zero (or zero) get their bit set (or
+//! cleared) from it. Sums and bits are shared between snapshots in shards: a publication copies
+//! what changed since the last one, never a whole aggregate.
+//!
+//! Unlike the other indexes, these are answers, not candidates: a reader checks no pod, so
+//! they must equal a recount of the snapshot's own pods (the tests below recount after every
+//! step). A snapshot whose pods differ from the cache's (preemption's `Cache::without`) carries
+//! none ([`Terms::partial`]), and its readers scan placed pods as before.
+
+use super::Domains;
+use crate::FastMap;
+use crate::model::{AffinityTerm, Namespaces, NodeMeta, PodInfo};
+use std::sync::Arc;
+
+/// Watched terms kept at most; past it, the least recently asked is dropped (its pods' readers
+/// scan, as for a term not yet watched).
+pub const MAX_WATCHED: usize = 64;
+
+/// kube-scheduler's default `hardPodAffinityWeight`: what a placed pod's *required* affinity
+/// term matching the incoming pod counts in the score.
+pub const HARD_POD_AFFINITY_WEIGHT: i64 = 1;
+
+const SUM_SHARDS: usize = 16;
+
+/// Sums by domain value, in shards shared between snapshots (zero sums are not stored).
+#[derive(Clone, Default)]
+pub struct Sums {
+    shards: Arc<[Arc<FastMap<u32, i64>>; SUM_SHARDS]>,
+}
+
+#[inline]
+fn sum_shard(value: u32) -> usize {
+    (value.wrapping_mul(0x9e37_79b9) >> 28) as usize % SUM_SHARDS
+}
+
+impl Sums {
+    /// The sum of the domain with `value` (0 when it has none).
+    #[inline]
+    pub fn get(&self, value: u32) -> i64 {
+        self.shards[sum_shard(value)]
+            .get(&value)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Add `d` to the sum of `value`: (before, after).
+    fn add(&mut self, value: u32, d: i64) -> (i64, i64) {
+        let shard = Arc::make_mut(&mut Arc::make_mut(&mut self.shards)[sum_shard(value)]);
+        let e = shard.entry(value).or_insert(0);
+        let before = *e;
+        *e += d;
+        let after = *e;
+        if after == 0 {
+            shard.remove(&value);
+        }
+        (before, after)
+    }
+
+    /// Whether every sum is 0.
+    pub fn is_empty(&self) -> bool {
+        self.shards.iter().all(|s| s.is_empty())
+    }
+
+    /// Every non-zero `(value, sum)`, unordered.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, i64)> + '_ {
+        self.shards
+            .iter()
+            .flat_map(|s| s.iter().map(|(&v, &n)| (v, n)))
+    }
+}
+
+/// Slots per [`SlotBits`] chunk.
+const BITS_CHUNK: usize = 4096;
+
+/// A set of node slots, in chunks shared between snapshots.
+#[derive(Clone, Default)]
+pub struct SlotBits {
+    chunks: Arc<Vec<Arc<[u64; BITS_CHUNK / 64]>>>,
+}
+
+impl SlotBits {
+    #[inline]
+    pub fn contains(&self, slot: usize) -> bool {
+        self.chunks
+            .get(slot / BITS_CHUNK)
+            .is_some_and(|c| c[(slot % BITS_CHUNK) / 64] >> (slot % 64) & 1 != 0)
+    }
+
+    fn set(&mut self, slot: usize, on: bool) {
+        if self.contains(slot) == on {
+            return;
+        }
+        let chunks = Arc::make_mut(&mut self.chunks);
+        let c = slot / BITS_CHUNK;
+        if chunks.len() <= c {
+            chunks.resize_with(c + 1, || Arc::new([0; BITS_CHUNK / 64]));
+        }
+        let word = &mut Arc::make_mut(&mut chunks[c])[(slot % BITS_CHUNK) / 64];
+        if on {
+            *word |= 1 << (slot % 64);
+        } else {
+            *word &= !(1 << (slot % 64));
+        }
+    }
+
+    /// Every slot in the set, in order (tests).
+    pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.chunks.len() * BITS_CHUNK).filter(|&s| self.contains(s))
+    }
+}
+
+/// Sums per domain of one topology key, with (when `bits`) the slots whose domain's sum is
+/// non-zero.
+#[derive(Clone)]
+pub struct ByDomain {
+    pub key: u32,
+    pub sums: Sums,
+    /// Kept only for counts (a sum of weights may cancel to 0 with pods still there).
+    blocked: Option<SlotBits>,
+}
+
+impl ByDomain {
+    fn new(key: u32, bits: bool) -> Self {
+        ByDomain {
+            key,
+            sums: Sums::default(),
+            blocked: bits.then(SlotBits::default),
+        }
+    }
+
+    /// The slots whose domain's count is non-zero (empty for a sum of weights).
+    pub fn blocked(&self) -> &SlotBits {
+        static NONE: std::sync::LazyLock<SlotBits> = std::sync::LazyLock::new(SlotBits::default);
+        self.blocked.as_ref().unwrap_or(&NONE)
+    }
+
+    /// Add `d` to the domain of `meta` (nothing when the node has no such label).
+    fn add(&mut self, meta: Option<&NodeMeta>, d: i64, domains: &Domains) {
+        let Some(value) = meta.and_then(|m| m.label(self.key)).map(|l| l.value) else {
+            return;
+        };
+        let (before, after) = self.sums.add(value, d);
+        if let Some(bits) = &mut self.blocked
+            && (before != 0) != (after != 0)
+        {
+            let slots = domains.slots(self.key, value);
+            debug_assert!(slots.is_some(), "an aggregate's key is indexed first");
+            for &s in slots.unwrap_or(&[]) {
+                bits.set(s as usize, after != 0);
+            }
+        }
+    }
+
+    /// Set `slot`'s bit from its node's domain (`None`: no node there).
+    fn refresh(&mut self, slot: u32, meta: Option<&NodeMeta>) {
+        if let Some(bits) = &mut self.blocked {
+            let on = meta
+                .and_then(|m| m.label(self.key))
+                .is_some_and(|l| self.sums.get(l.value) != 0);
+            bits.set(slot as usize, on);
+        }
+    }
+}
+
+/// A term pods ask about: the placed pods matching it, counted per domain of its key.
+#[derive(Clone)]
+pub struct Watched {
+    pub term: AffinityTerm,
+    pub matching: ByDomain,
+}
+
+/// A term placed pods carry.
+#[derive(Clone)]
+pub struct Carried {
+    /// Occurrences among placed pods (the aggregate goes with the last).
+    carriers: u32,
+    /// Of those, as required anti-affinity.
+    anti_carriers: u32,
+    /// Of those, as a term that scores (required or preferred affinity, preferred
+    /// anti-affinity).
+    score_carriers: u32,
+    /// Pods carrying it as required anti-affinity, per domain.
+    pub anti: ByDomain,
+    /// The weights of the pods carrying it as a scoring term, summed per domain.
+    pub score: ByDomain,
+}
+
+impl Carried {
+    pub fn has_anti(&self) -> bool {
+        self.anti_carriers > 0
+    }
+
+    pub fn scores(&self) -> bool {
+        self.score_carriers > 0
+    }
+}
+
+/// What a placed pod's term is to the pods it matches.
+#[derive(Clone, Copy)]
+enum Role {
+    Anti,
+    Score(i64),
+}
+
+/// The watched and carried aggregates (see the module doc).
+#[derive(Clone, Default)]
+pub struct Terms {
+    watched: Arc<Vec<Watched>>,
+    carried: Arc<FastMap<AffinityTerm, Carried>>,
+    /// The aggregates do not describe this snapshot's pods: readers scan.
+    partial: bool,
+}
+
+impl Terms {
+    /// The aggregate of a watched term; `None` when the term is not watched or the aggregates
+    /// are [`partial`](Terms::partial).
+    pub fn watched(&self, term: &AffinityTerm) -> Option<&Watched> {
+        if self.partial {
+            return None;
+        }
+        self.watched
+            .iter()
+            .find(|w| w.term.topology_key == term.topology_key && w.term == *term)
+    }
+
+    /// Every term placed pods carry, with its aggregate; `None` when the aggregates are
+    /// [`partial`](Terms::partial).
+    pub fn carried(&self) -> Option<impl Iterator<Item = (&AffinityTerm, &Carried)>> {
+        (!self.partial).then(|| self.carried.iter())
+    }
+
+    /// The same terms marked as not describing the pods of the snapshot that carries them.
+    pub fn partial(&self) -> Terms {
+        Terms {
+            partial: true,
+            ..Default::default()
+        }
+    }
+
+    pub fn is_watched(&self, term: &AffinityTerm) -> bool {
+        self.watched.iter().any(|w| w.term == *term)
+    }
+
+    pub fn watched_len(&self) -> usize {
+        self.watched.len()
+    }
+
+    /// Watch `term`, counting the placed pods matching it (`pods`: every node with its pods).
+    /// Its key must be indexed in `domains`.
+    pub fn watch<'a>(
+        &mut self,
+        term: &AffinityTerm,
+        pods: impl IntoIterator<Item = (u32, &'a NodeMeta, &'a [Arc<PodInfo>])>,
+        ns: &Namespaces,
+        domains: &Domains,
+    ) {
+        let mut w = Watched {
+            term: term.clone(),
+            matching: ByDomain::new(term.topology_key, true),
+        };
+        for (_, meta, infos) in pods {
+            for p in infos {
+                if term.matches(p, ns) {
+                    w.matching.add(Some(meta), 1, domains);
+                }
+            }
+        }
+        let watched = Arc::make_mut(&mut self.watched);
+        match watched.iter().position(|x| x.term == *term) {
+            Some(i) => watched[i] = w,
+            None => watched.push(w),
+        }
+    }
+
+    /// Stop watching `term`.
+    pub fn unwatch(&mut self, term: &AffinityTerm) {
+        if let Some(i) = self.watched.iter().position(|w| w.term == *term) {
+            Arc::make_mut(&mut self.watched).remove(i);
+        }
+    }
+
+    /// The watched terms with a namespace selector (what a namespace change recounts).
+    pub fn watched_by_namespace_labels(&self) -> Vec<AffinityTerm> {
+        self.watched
+            .iter()
+            .filter(|w| w.term.namespace_selector.is_some())
+            .map(|w| w.term.clone())
+            .collect()
+    }
+
+    /// The topology keys of `info`'s terms: the domain index must list them before the pod is
+    /// counted (its required anti-affinity aggregates keep slot bits by domain, and a node
+    /// moving to another domain of any of them moves its pods' sums).
+    pub fn carried_keys(info: &PodInfo) -> impl Iterator<Item = u32> + '_ {
+        info.affinity.as_deref().into_iter().flat_map(|a| {
+            a.required_anti
+                .iter()
+                .chain(a.required.iter())
+                .chain(a.preferred.iter().map(|(_, t)| t))
+                .chain(a.preferred_anti.iter().map(|(_, t)| t))
+                .map(|t| t.topology_key)
+        })
+    }
+
+    /// A pod with `info` counted on the node `meta` (`sign` 1) or no longer
+    /// (−1). The keys of its terms ([`Terms::carried_keys`]) and of every watched term must be
+    /// indexed in `domains`.
+    pub fn pod(
+        &mut self,
+        meta: Option<&NodeMeta>,
+        info: &PodInfo,
+        sign: i64,
+        ns: &Namespaces,
+        domains: &Domains,
+    ) {
+        if let Some(a) = info.affinity.as_deref() {
+            let roles = a
+                .required_anti
+                .iter()
+                .map(|t| (t, Role::Anti))
+                .chain(
+                    a.required
+                        .iter()
+                        .map(|t| (t, Role::Score(HARD_POD_AFFINITY_WEIGHT))),
+                )
+                .chain(
+                    a.preferred
+                        .iter()
+                        .map(|(w, t)| (t, Role::Score(i64::from(*w)))),
+                )
+                .chain(
+                    a.preferred_anti
+                        .iter()
+                        .map(|(w, t)| (t, Role::Score(-i64::from(*w)))),
+                );
+            for (t, role) in roles {
+                self.carry(t, role, meta, sign, domains);
+            }
+        }
+        if self.watched.is_empty() {
+            return;
+        }
+        let mut hits = [0u8; MAX_WATCHED];
+        let mut n = 0;
+        for (i, w) in self.watched.iter().enumerate() {
+            if w.term.matches(info, ns) {
+                hits[n] = i as u8;
+                n += 1;
+            }
+        }
+        if n > 0 {
+            let watched = Arc::make_mut(&mut self.watched);
+            for &i in &hits[..n] {
+                watched[i as usize].matching.add(meta, sign, domains);
+            }
+        }
+    }
+
+    fn carry(
+        &mut self,
+        t: &AffinityTerm,
+        role: Role,
+        meta: Option<&NodeMeta>,
+        sign: i64,
+        domains: &Domains,
+    ) {
+        let carried = Arc::make_mut(&mut self.carried);
+        let c = match carried.get_mut(t) {
+            Some(c) => c,
+            None if sign > 0 => carried.entry(t.clone()).or_insert_with(|| Carried {
+                carriers: 0,
+                anti_carriers: 0,
+                score_carriers: 0,
+                anti: ByDomain::new(t.topology_key, true),
+                score: ByDomain::new(t.topology_key, false),
+            }),
+            None => {
+                debug_assert!(false, "a carried term removed that was not counted");
+                return;
+            }
+        };
+        let one = |n: &mut u32| *n = n.wrapping_add_signed(sign as i32);
+        one(&mut c.carriers);
+        match role {
+            Role::Anti => {
+                one(&mut c.anti_carriers);
+                c.anti.add(meta, sign, domains);
+            }
+            Role::Score(w) => {
+                one(&mut c.score_carriers);
+                c.score.add(meta, sign * w, domains);
+            }
+        }
+        if c.carriers == 0 {
+            carried.remove(t);
+        }
+    }
+
+    /// The node in `slot` is now `meta` (`None`: gone): its bit in every aggregate follows its
+    /// domain. Call after its pods are counted with their new domain.
+    pub fn refresh_slot(&mut self, slot: u32, meta: Option<&NodeMeta>) {
+        if !self.watched.is_empty() {
+            for w in Arc::make_mut(&mut self.watched).iter_mut() {
+                w.matching.refresh(slot, meta);
+            }
+        }
+        if self.carried.values().any(|c| c.has_anti()) {
+            for c in Arc::make_mut(&mut self.carried).values_mut() {
+                if c.has_anti() {
+                    c.anti.refresh(slot, meta);
+                }
+            }
+        }
+    }
+
+    /// Whether no term is watched or carried.
+    pub fn is_empty(&self) -> bool {
+        self.watched.is_empty() && self.carried.is_empty()
+    }
+
+    /// Every watched term (tests).
+    pub fn watched_all(&self) -> &[Watched] {
+        &self.watched
+    }
+}
