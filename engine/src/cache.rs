@@ -181,7 +181,7 @@ pub struct Cache {
     claim_users: crate::FastMap<(u32, Arc<str>), Vec<Arc<str>>>,
     /// When each watched term (`index::terms`) was last asked about, on `watch_clock`: the
     /// least recent goes when [`MAX_WATCHED`] are watched.
-    watch_asked: crate::FastMap<AffinityTerm, u64>,
+    watch_asked: crate::FastMap<(AffinityTerm, bool), u64>,
     watch_clock: u64,
 }
 
@@ -802,20 +802,31 @@ impl Cache {
     }
 
     /// Aggregate the terms `pod` asks about (its own required anti-affinity and preferred
-    /// terms) by domain from now on (`index::terms`), so its PreFilter and PreScore read sums
-    /// instead of scanning placed pods. Terms already watched are marked as asked.
+    /// terms, and its topology spread constraints off the hostname key) by domain from now on
+    /// (`index::terms`), so its PreFilter and PreScore read sums instead of scanning placed
+    /// pods. Terms already watched are marked as asked.
     pub fn watch_terms(&mut self, pod: &CompiledPod) {
-        let Some(a) = pod.info.affinity.as_deref() else {
-            return;
-        };
+        let a = pod.info.affinity.as_deref();
         let terms = a
-            .required_anti
+            .into_iter()
+            .flat_map(|a| {
+                a.required_anti
+                    .iter()
+                    .chain(a.preferred.iter().map(|(_, t)| t))
+                    .chain(a.preferred_anti.iter().map(|(_, t)| t))
+            })
+            .map(|t| (t.clone(), false));
+        let hostname = self.hostname_key;
+        let ns = pod.info.namespace;
+        let spreads = pod
+            .spread
             .iter()
-            .chain(a.preferred.iter().map(|(_, t)| t))
-            .chain(a.preferred_anti.iter().map(|(_, t)| t));
-        for t in terms {
+            .filter(|c| c.hard || c.topology_key != hostname)
+            .map(|c| (Terms::spread_term(c, ns), true));
+        let asked: Vec<(AffinityTerm, bool)> = terms.chain(spreads).collect();
+        for key in asked {
             self.watch_clock += 1;
-            if let Some(at) = self.watch_asked.get_mut(t) {
+            if let Some(at) = self.watch_asked.get_mut(&key) {
                 *at = self.watch_clock;
                 continue;
             }
@@ -827,10 +838,10 @@ impl Cache {
                     .map(|(t, _)| t.clone())
             {
                 self.watch_asked.remove(&oldest);
-                self.index_mut().terms.unwatch(&oldest);
+                self.index_mut().terms.unwatch((&oldest.0, oldest.1));
             }
-            self.watch_asked.insert(t.clone(), self.watch_clock);
-            self.watch_now(t);
+            self.watch_now((&key.0, key.1));
+            self.watch_asked.insert(key, self.watch_clock);
         }
     }
 
@@ -840,8 +851,8 @@ impl Cache {
     }
 
     /// Count `term`'s matching placed pods from scratch and watch it.
-    fn watch_now(&mut self, term: &AffinityTerm) {
-        self.index_domains([term.topology_key]);
+    fn watch_now(&mut self, term: (&AffinityTerm, bool)) {
+        self.index_domains([term.0.topology_key]);
         let index = Arc::make_mut(self.index.get_or_insert_with(Default::default));
         let pods = self
             .slots
@@ -1216,8 +1227,8 @@ impl Cache {
 
     /// Count the watched terms with a namespace selector again (a namespace's labels changed).
     fn recount_namespace_terms(&mut self) {
-        for t in self.index().terms.watched_by_namespace_labels() {
-            self.watch_now(&t);
+        for (t, live_only) in self.index().terms.watched_by_namespace_labels() {
+            self.watch_now((&t, live_only));
         }
     }
 

@@ -457,7 +457,7 @@ mod tests {
     use crate::conf::Profile;
     use crate::model::{
         ContainerInput, LabelSelectorInput, NodeInput, PodAffinityInput, PodAffinityTermInput,
-        PodInput,
+        PodInput, TopologySpreadInput,
     };
     use crate::snapshot::Snapshot;
     use std::collections::BTreeMap;
@@ -490,6 +490,8 @@ mod tests {
             name: format!("p{i}"),
             namespace: format!("ns{}", app % 2),
             labels: vec![("app".into(), format!("a{app}"))],
+            // Spread counts skip terminating pods; affinity terms count them.
+            terminating: i % 7 == 0,
             containers: vec![ContainerInput {
                 requests: vec![("cpu".into(), "10m".into())],
                 ..Default::default()
@@ -578,7 +580,7 @@ mod tests {
         for w in terms.watched_all() {
             let mut counts = Counts::new();
             for &(meta, p) in &placed {
-                if w.term.matches(p, ns) {
+                if !(w.live_only && p.terminating) && w.term.matches(p, ns) {
                     add(&mut counts, meta, &w.term, 1);
                 }
             }
@@ -771,10 +773,25 @@ mod tests {
                     let preferred = cache.compile_pod(&pod(i, app, false)).unwrap();
                     cache.watch_terms(&preferred);
                 }
+                // A spread constraint: live pods of its namespace (terminating ones are not
+                // counted).
+                let mut spread = pod(2, 1, false);
+                spread.topology_spread = vec![TopologySpreadInput {
+                    max_skew: 1,
+                    topology_key: ZONE.into(),
+                    when_unsatisfiable: "DoNotSchedule".into(),
+                    label_selector: Some(LabelSelectorInput {
+                        match_labels: vec![("app".into(), "a1".into())],
+                        match_expressions: vec![],
+                    }),
+                    ..Default::default()
+                }];
+                let spread = cache.compile_pod(&spread).unwrap();
+                cache.watch_terms(&spread);
                 assert_eq!(
                     cache.watched_terms(),
-                    5,
-                    "two pods' two preferred terms, an anti one"
+                    6,
+                    "two pods' two preferred terms, an anti one, a spread"
                 );
             }
             if step % 37 == 0 {

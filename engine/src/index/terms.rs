@@ -31,7 +31,7 @@
 
 use super::Domains;
 use crate::FastMap;
-use crate::model::{AffinityTerm, Namespaces, NodeMeta, PodInfo};
+use crate::model::{AffinityTerm, Namespaces, NodeMeta, PodInfo, SpreadConstraint};
 use std::sync::Arc;
 
 /// Watched terms kept at most; past it, the least recently asked is dropped (its pods' readers
@@ -188,7 +188,16 @@ impl ByDomain {
 #[derive(Clone)]
 pub struct Watched {
     pub term: AffinityTerm,
+    /// Terminating pods are not counted (a topology spread constraint's count, as the term
+    /// [`Terms::spread_term`] makes of it).
+    pub live_only: bool,
     pub matching: ByDomain,
+}
+
+impl Watched {
+    fn counts(&self, p: &PodInfo, ns: &Namespaces) -> bool {
+        !(self.live_only && p.terminating) && self.term.matches(p, ns)
+    }
 }
 
 /// A term placed pods carry.
@@ -242,7 +251,33 @@ impl Terms {
         }
         self.watched
             .iter()
-            .find(|w| w.term.topology_key == term.topology_key && w.term == *term)
+            .find(|w| !w.live_only && w.term.topology_key == term.topology_key && w.term == *term)
+    }
+
+    /// The aggregate of a topology spread constraint of a pod in `namespace` (the live pods in
+    /// that namespace matching its selector, per domain of its key), as
+    /// [`Terms::watched`].
+    pub fn watched_spread(&self, c: &SpreadConstraint, namespace: u32) -> Option<&Watched> {
+        if self.partial {
+            return None;
+        }
+        self.watched.iter().find(|w| {
+            w.live_only
+                && w.term.topology_key == c.topology_key
+                && *w.term.namespaces == [namespace]
+                && w.term.namespace_selector.is_none()
+                && w.term.selector == c.selector
+        })
+    }
+
+    /// The term a spread constraint of a pod in `namespace` counts by (with `live_only`).
+    pub fn spread_term(c: &SpreadConstraint, namespace: u32) -> AffinityTerm {
+        AffinityTerm {
+            selector: c.selector.clone(),
+            namespaces: Box::new([namespace]),
+            namespace_selector: None,
+            topology_key: c.topology_key,
+        }
     }
 
     /// Every term placed pods carry, with its aggregate; `None` when the aggregates are
@@ -259,54 +294,58 @@ impl Terms {
         }
     }
 
-    pub fn is_watched(&self, term: &AffinityTerm) -> bool {
-        self.watched.iter().any(|w| w.term == *term)
-    }
-
     pub fn watched_len(&self) -> usize {
         self.watched.len()
     }
 
-    /// Watch `term`, counting the placed pods matching it (`pods`: every node with its pods).
-    /// Its key must be indexed in `domains`.
+    /// Watch `term` (`live_only`: not counting terminating pods), counting the placed pods
+    /// matching it (`pods`: every node with its pods). Its key must be indexed in `domains`.
     pub fn watch<'a>(
         &mut self,
-        term: &AffinityTerm,
+        (term, live_only): (&AffinityTerm, bool),
         pods: impl IntoIterator<Item = (u32, &'a NodeMeta, &'a [Arc<PodInfo>])>,
         ns: &Namespaces,
         domains: &Domains,
     ) {
         let mut w = Watched {
             term: term.clone(),
+            live_only,
             matching: ByDomain::new(term.topology_key, true),
         };
         for (_, meta, infos) in pods {
             for p in infos {
-                if term.matches(p, ns) {
+                if w.counts(p, ns) {
                     w.matching.add(Some(meta), 1, domains);
                 }
             }
         }
         let watched = Arc::make_mut(&mut self.watched);
-        match watched.iter().position(|x| x.term == *term) {
+        match watched
+            .iter()
+            .position(|x| x.live_only == live_only && x.term == *term)
+        {
             Some(i) => watched[i] = w,
             None => watched.push(w),
         }
     }
 
     /// Stop watching `term`.
-    pub fn unwatch(&mut self, term: &AffinityTerm) {
-        if let Some(i) = self.watched.iter().position(|w| w.term == *term) {
+    pub fn unwatch(&mut self, (term, live_only): (&AffinityTerm, bool)) {
+        if let Some(i) = self
+            .watched
+            .iter()
+            .position(|w| w.live_only == live_only && w.term == *term)
+        {
             Arc::make_mut(&mut self.watched).remove(i);
         }
     }
 
     /// The watched terms with a namespace selector (what a namespace change recounts).
-    pub fn watched_by_namespace_labels(&self) -> Vec<AffinityTerm> {
+    pub fn watched_by_namespace_labels(&self) -> Vec<(AffinityTerm, bool)> {
         self.watched
             .iter()
             .filter(|w| w.term.namespace_selector.is_some())
-            .map(|w| w.term.clone())
+            .map(|w| (w.term.clone(), w.live_only))
             .collect()
     }
 
@@ -365,7 +404,7 @@ impl Terms {
         let mut hits = [0u8; MAX_WATCHED];
         let mut n = 0;
         for (i, w) in self.watched.iter().enumerate() {
-            if w.term.matches(info, ns) {
+            if w.counts(info, ns) {
                 hits[n] = i as u8;
                 n += 1;
             }

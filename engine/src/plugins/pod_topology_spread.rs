@@ -19,9 +19,11 @@
 //!   NodeAffinity and TaintToleration filters on (the default) every feasible node is eligible,
 //!   so they agree whenever every eligible node is feasible.
 //! - Cost: PreFilter and PreScore for constraints on one key whose inclusion policies do not
-//!   depend on the node take the domains from the snapshot's domain index and the matching pods
-//!   from its label index (`index`): O(domains + matching pods). Otherwise they scan every node
-//!   with the keys.
+//!   depend on the node take the domains from the snapshot's domain index and each domain's
+//!   count from the constraint's aggregate (`index::terms`, once the cache watches it: the
+//!   driver asks as it first sees the pod): O(domains). Before that, the matching pods come from
+//!   the label index (`index`): O(domains + matching pods). Otherwise they scan every node with
+//!   the keys.
 //! - Not done: the system default constraints kube-scheduler derives from Services and
 //!   ReplicaSets (Magma does not watch those); pods without constraints of their own are not
 //!   spread.
@@ -133,10 +135,11 @@ fn indexed_domains<'s, 'c>(
     Some((key, snap.index().domains.values(key)?))
 }
 
-/// A constraint's counts from the snapshot's indexes, in O(domains + matching pods): every
-/// domain of `values` at 0 (`index::Domains`), plus the matching pods on the nodes the label
-/// index gives (`index::PodLabels`), unsummed. `false` (nothing pushed) when the selector cannot
-/// be looked up: the caller scans.
+/// A constraint's counts from the snapshot's indexes: once the cache watches the constraint,
+/// every domain of `values` with its count (`index::terms`), O(domains); before, every domain
+/// of `values` at 0 (`index::Domains`) plus the matching pods on the nodes the label index gives
+/// (`index::PodLabels`), unsummed, O(domains + matching pods). `false` (nothing pushed) when the
+/// selector cannot be looked up: the caller scans.
 fn index_counts(
     snap: &Snapshot,
     pod: &CompiledPod,
@@ -144,6 +147,11 @@ fn index_counts(
     c: &SpreadConstraint,
     out: &mut Vec<(u32, i64)>,
 ) -> bool {
+    if let Some(w) = snap.index().terms.watched_spread(c, pod.info.namespace) {
+        // Counted per domain as pods come and go (`index::terms`): O(domains).
+        out.extend(values.iter().map(|&v| (v, w.matching.sums.get(v))));
+        return true;
+    }
     let mut slots = Vec::new();
     if !snap
         .index()
