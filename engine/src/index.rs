@@ -491,7 +491,7 @@ mod tests {
             namespace: format!("ns{}", app % 2),
             labels: vec![("app".into(), format!("a{app}"))],
             // Spread counts skip terminating pods; affinity terms count them.
-            terminating: i % 7 == 0,
+            terminating: i.is_multiple_of(7),
             containers: vec![ContainerInput {
                 requests: vec![("cpu".into(), "10m".into())],
                 ..Default::default()
