@@ -802,7 +802,8 @@ impl Cache {
     }
 
     /// Aggregate the terms `pod` asks about (its own required anti-affinity and preferred
-    /// terms, and its topology spread constraints off the hostname key) by domain from now on
+    /// terms, its one required affinity term, and its topology spread constraints off the
+    /// hostname key) by domain from now on
     /// (`index::terms`), so its PreFilter and PreScore read sums instead of scanning placed
     /// pods. Terms already watched are marked as asked.
     pub fn watch_terms(&mut self, pod: &CompiledPod) {
@@ -810,8 +811,16 @@ impl Cache {
         let terms = a
             .into_iter()
             .flat_map(|a| {
-                a.required_anti
+                // One required affinity term is read from its aggregate; several need a pod
+                // matching all of them, which no aggregate counts.
+                let required = if a.required.len() == 1 {
+                    &a.required[..]
+                } else {
+                    &[]
+                };
+                required
                     .iter()
+                    .chain(a.required_anti.iter())
                     .chain(a.preferred.iter().map(|(_, t)| t))
                     .chain(a.preferred_anti.iter().map(|(_, t)| t))
             })

@@ -837,6 +837,36 @@ fn required_affinity_multiple_nodes() {
 // Not ported: TestPreFilterStateClone (cycle-state cloning).
 
 // ---------------------------------------------------------------------------------------------
+// Magma's own rows (not upstream's): the first-pod exemption holds only while no placed pod
+// matches the term, whichever way the matches are found (`world::Terms`).
+
+#[test]
+fn first_pod_exemption_ends_with_the_first_match() {
+    let wants_red = || {
+        pod()
+            .label("color", "red")
+            .aff(t_in("color", "zone", &["red"]))
+    };
+    run_filter_cases(vec![
+        FilterCase {
+            name: "no red pod anywhere: the first red pod may go anywhere",
+            pod: wants_red(),
+            pods: vec![(pod().label("color", "blue"), "nodeA")],
+            nodes: AB_TWO_ZONES,
+            skip: false,
+            want: vec![None, None],
+        },
+        FilterCase {
+            name: "a red pod in z1: only z1 is left",
+            pod: wants_red(),
+            pods: vec![(pod().label("color", "red"), "nodeA")],
+            nodes: AB_TWO_ZONES,
+            skip: false,
+            want: vec![None, Some(AFFINITY)],
+        },
+    ]);
+}
+
 // filtering_test.go: TestGetTPMapMatchingIncomingAffinityAntiAffinity
 //
 // Upstream asserts the two maps `getIncomingAffinityAntiAffinityCounts` builds for nodeA; Magma

@@ -24,10 +24,11 @@
 //!
 //! Cost: PreFilter and PreScore read the snapshot's term aggregates (`index::terms`) where
 //! they can, and look placed pods up in its other indexes (`index`) where they cannot:
-//! - the pod's own required anti-affinity and preferred terms, once the cache watches them
-//!   (the driver asks as it first sees the pod): the Filter tests the node's bit in each
-//!   term's set of slots whose domain holds a matching pod, and the Score reads the count of
-//!   matching pods in the node's domain, so the pod pays O(its terms), not O(matching pods);
+//! - the pod's own required anti-affinity and preferred terms, and its required affinity term
+//!   when it has one, once the cache watches them (the driver asks as it first sees the pod):
+//!   the Filter tests the node's bit in each term's set of slots whose domain holds a matching
+//!   pod, and the Score reads the count of matching pods in the node's domain, so the pod pays
+//!   O(its terms), not O(matching pods);
 //! - placed pods' terms (the symmetric rule and score): each distinct term placed pods carry is
 //!   matched against the pod once, and its slots (required anti-affinity) or its weights per
 //!   domain (the scoring terms) read as above: O(distinct carried terms).
@@ -36,8 +37,9 @@
 //! preemption's), the symmetric rule visits only the nodes holding a pod whose required
 //! anti-affinity may select this pod, and the pod's own terms only the nodes holding a pod with
 //! the label of one `In` requirement of the term's selector. A term with a namespace selector or
-//! without an `In` requirement scans every node. The pod's required affinity terms are always
-//! found this way: a scan marks the domains it has found (one bit per domain of the snapshot's
+//! without an `In` requirement scans every node. Several required affinity terms (a domain
+//! needs one pod matching them all, which no aggregate counts) are always found this way: a
+//! scan marks the domains it has found (one bit per domain of the snapshot's
 //! domain index) and looks at a domain's pods only until one matches; it stops once every
 //! domain of the term's key is found (one pod, for a key all nodes share). PreScore's symmetric
 //! part visits the placed pods whose terms score others (`index::ScoringPods`), matching a run of
@@ -278,6 +280,9 @@ pub struct FilterState<'a> {
     anti: &'a [AffinityTerm],
     /// Domains holding a pod that matches every required affinity term.
     affinity: Vec<(u32, u32)>,
+    /// For one required affinity term that the cache watches: the slots whose domain holds a
+    /// matching pod (`affinity` then stays empty).
+    affinity_slots: Option<&'a SlotBits>,
     /// Domains holding a pod matching a required anti-affinity term.
     anti_domains: Vec<(u32, u32)>,
     /// Domains a placed pod's required anti-affinity term keeps this pod out of, by key:
@@ -433,12 +438,23 @@ impl Filter for InterPodAffinity {
         } else {
             Vec::new()
         };
+        // One required affinity term (the common case) from its aggregate when watched; more
+        // need a pod matching all of them, which no aggregate counts.
+        let watched_required = match required {
+            [t] => terms.watched(t),
+            _ => None,
+        };
+        let required_to_scan: &[AffinityTerm] = if watched_required.is_some() {
+            &[]
+        } else {
+            required
+        };
         let (mut affinity, mut anti_domains) = (Vec::new(), Vec::new());
-        if !required.is_empty() || !scan_anti.is_empty() {
+        if !required_to_scan.is_empty() || !scan_anti.is_empty() {
             debug_assert!(snap.pods_indexed, "the driver turns the pod index on first");
             // Only the nodes holding a pod that may match: a pod matching every required term
             // matches the first; one matching an anti-affinity term, that term.
-            let anti = scan_anti;
+            let (required, anti) = (required_to_scan, scan_anti);
             match (Found::new(snap, required), Found::new(snap, anti)) {
                 (Some(mut found), Some(mut found_anti)) => {
                     // A domain already found needs no more matches: a node's pods are looked
@@ -483,13 +499,17 @@ impl Filter for InterPodAffinity {
                 }
             }
         }
-        let first_pod = !required.is_empty()
-            && affinity.is_empty()
-            && required.iter().all(|t| t.matches(&pod.info, ns));
+        let none_match = match watched_required {
+            Some(w) => w.matching.sums.is_empty(),
+            None => affinity.is_empty(),
+        };
+        let first_pod =
+            !required.is_empty() && none_match && required.iter().all(|t| t.matches(&pod.info, ns));
         Some(FilterState {
             required,
             anti,
             affinity,
+            affinity_slots: watched_required.map(|w| w.matching.blocked()),
             anti_domains,
             existing: by_key(existing),
             anti_slots,
@@ -504,6 +524,7 @@ impl Filter for InterPodAffinity {
             return true;
         };
         let domain = |key: u32| meta.label(key).map(|l| (key, l.value));
+        let slot = node.slot();
         if !st.required.is_empty() {
             let mut found = true;
             for t in st.required {
@@ -512,7 +533,12 @@ impl Filter for InterPodAffinity {
                         v.fail(Rules::Affinity);
                         return false;
                     }
-                    Some(d) => found &= st.affinity.binary_search(&d).is_ok(),
+                    Some(d) => {
+                        found &= match st.affinity_slots {
+                            Some(slots) => slots.contains(slot),
+                            None => st.affinity.binary_search(&d).is_ok(),
+                        }
+                    }
                 }
             }
             if !found && !st.first_pod {
@@ -520,7 +546,6 @@ impl Filter for InterPodAffinity {
                 return false;
             }
         }
-        let slot = node.slot();
         if st.anti_slots.iter().any(|s| s.contains(slot))
             || !st.anti_domains.is_empty()
                 && st.anti.iter().any(|t| {
