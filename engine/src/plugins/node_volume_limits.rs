@@ -64,7 +64,18 @@ impl Filter for NodeVolumeLimits {
         let pods = node.chunk.pods[node.i].as_deref().unwrap_or(&[]);
         for &(driver, limit) in limits.iter() {
             let mine = || st.volumes.iter().filter(|(d, _)| *d == driver);
-            if mine().next().is_none() {
+            let wanted = mine().count() as i64;
+            if wanted == 0 {
+                continue;
+            }
+            // The node's pods' references to the driver's volumes bound the volumes attached
+            // there (a volume two pods use counts twice): within the limit with the pod's own,
+            // the node fits without finding which are attached (the common case).
+            let references: usize = pods
+                .iter()
+                .map(|p| p.csi.iter().filter(|(d, _)| *d == driver).count())
+                .sum();
+            if references as i64 + wanted <= limit {
                 continue;
             }
             // The driver's volumes attached on the node, each once (most nodes hold a few).
