@@ -560,7 +560,7 @@
 //! [--node-pods 110] [--running-delay 0s|never] [--pod-lifetime 30s]
 //! [--error-rate VERB[:RESOURCE]=RATE[:CODE]]... [--latency-ms MS] [--drop-watches-after-ms MS]
 //! [--watch-delay-ms MS]
-//! [--history 100000] [--pack-versions] [--auto-create-namespaces] [--install-nodeshard-crd]
+//! [--history 100000] [--pack-versions=false] [--auto-create-namespaces] [--install-nodeshard-crd]
 //! [--provisioner-delay 300ms | --provisioner-never] [--no-resource-claim-controller]
 //! [--termination-delay 100ms|never] [--no-disruption-controller]
 //! [--disable-admission-plugins Priority,…] [--tls [--ca-out FILE]]` serves on

@@ -25,6 +25,8 @@ async fn binary_serves_and_exits_on_sigterm() {
         ])
         .args(["--error-rate", "delete=0.5:429", "--latency-ms", "1"])
         .args(["--termination-delay", "50ms", "--no-disruption-controller"])
+        // Packing is on by default; the flag takes a value to turn it off.
+        .arg("--pack-versions=false")
         .arg("--kubeconfig-out")
         .arg(&kc_path)
         .stdout(Stdio::null())
@@ -70,7 +72,7 @@ async fn binary_serves_https_with_tls() {
     let kc_path = dir.join("kubeconfig");
     let ca_path = dir.join("ca.crt");
     let mut child = Command::new(env!("CARGO_BIN_EXE_kube-sim"))
-        .args(["--port", "0", "--nodes", "2", "--tls"])
+        .args(["--port", "0", "--nodes", "2", "--tls", "--pack-versions"])
         .arg("--ca-out")
         .arg(&ca_path)
         .arg("--kubeconfig-out")

@@ -5,7 +5,7 @@
 //! `kube-sim` binary's). Ignored by default; run in release:
 //! `cargo test -p kube-sim --release --test memory -- --ignored --nocapture`
 //! (`MEM_PODS`, `MEM_WINDOWS`, `MEM_HISTORY` change the window size, the number of windows and
-//! `--history`; versions are packed, `--pack-versions`, unless `MEM_PACK=0`).
+//! `--history`; versions are packed, the default, unless `MEM_PACK=0`: `--pack-versions=false`).
 
 mod common;
 
