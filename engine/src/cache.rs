@@ -863,11 +863,18 @@ impl Cache {
     fn watch_now(&mut self, term: (&AffinityTerm, bool)) {
         self.index_domains([term.0.topology_key]);
         let index = Arc::make_mut(self.index.get_or_insert_with(Default::default));
-        let pods = self
-            .slots
-            .iter()
-            .enumerate()
-            .filter_map(|(i, st)| Some((i as u32, &*st.node.as_ref()?.meta, &st.pods[..])));
+        // Only the nodes holding a pod the term may match, when the label index can say.
+        let mut candidates = Vec::new();
+        let slots: Vec<u32> =
+            if self.pod_index && index.pod_labels.term_slots(term.0, &mut candidates) {
+                candidates
+            } else {
+                (0..self.slots.len() as u32).collect()
+            };
+        let pods = slots.iter().filter_map(|&i| {
+            let st = &self.slots[i as usize];
+            Some((i, &*st.node.as_ref()?.meta, &st.pods[..]))
+        });
         index
             .terms
             .watch(term, pods, &self.namespaces, &index.domains);

@@ -369,3 +369,69 @@ fn pods_without_labels_terms_or_claims_share_their_namespaces_pod_info() {
     );
     assert_eq!(free_cpu(&s, slot), 3000);
 }
+
+/// Past `MAX_WATCHED` distinct terms the least recently asked is dropped (its pods' readers scan
+/// again), a term asked again is kept, and a placed pod is counted only by the terms that select
+/// it.
+#[test]
+fn watched_terms_drop_the_least_recently_asked() {
+    use crate::index::terms::MAX_WATCHED;
+    use crate::model::{LabelSelectorInput, PodAffinityInput, PodAffinityTermInput};
+    let mut c = cache();
+    let mut n1 = mk_node("n1", "64");
+    n1.labels = vec![(HOSTNAME_KEY.into(), "n1".into())];
+    c.apply_node(&n1, 0).unwrap();
+    // A pod with required anti-affinity to the app `a<i>` on the hostname, labelled `a<i>`.
+    let anti = |c: &mut Cache, i: usize| {
+        let app = format!("a{i}");
+        let input = PodInput {
+            uid: format!("uid-{i}"),
+            namespace: "ns".into(),
+            name: format!("p{i}"),
+            labels: vec![("app".into(), app.clone())],
+            pod_affinity: Some(PodAffinityInput {
+                required_anti: vec![PodAffinityTermInput {
+                    label_selector: Some(LabelSelectorInput {
+                        match_labels: vec![("app".into(), app)],
+                        match_expressions: vec![],
+                    }),
+                    topology_key: HOSTNAME_KEY.into(),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        c.compile_pod(&input).unwrap()
+    };
+    let first = anti(&mut c, 0);
+    c.watch_terms(&first);
+    for i in 1..MAX_WATCHED {
+        let p = anti(&mut c, i);
+        c.watch_terms(&p);
+    }
+    assert_eq!(c.watched_terms(), MAX_WATCHED);
+    // Asked again, the first term becomes the most recent; the second is the oldest.
+    c.watch_terms(&first);
+    let term = |p: &CompiledPod| p.info.affinity.as_deref().unwrap().required_anti[0].clone();
+    let new = anti(&mut c, MAX_WATCHED);
+    c.watch_terms(&new);
+    assert_eq!(c.watched_terms(), MAX_WATCHED);
+    let second = anti(&mut c, 1);
+    let snap = c.publish().unwrap();
+    let terms = &snap.index().terms;
+    assert!(terms.watched(&term(&first)).is_some(), "asked again: kept");
+    assert!(
+        terms.watched(&term(&second)).is_none(),
+        "least recently asked: dropped"
+    );
+    assert!(terms.watched(&term(&new)).is_some());
+    // The placed pod `a<MAX>` counts for its own term only.
+    c.apply_bound_pod(&new, "n1", false);
+    let snap = c.publish().unwrap();
+    let terms = &snap.index().terms;
+    let counted =
+        |t: &crate::model::AffinityTerm| terms.watched(t).unwrap().matching.sums.iter().count();
+    assert_eq!(counted(&term(&new)), 1);
+    assert_eq!(counted(&term(&first)), 0);
+}

@@ -4,9 +4,12 @@
 //!
 //! Two kinds of aggregate, each kept per distinct term (by content: pods of one template share
 //! theirs):
-//! - **watched** terms ([`Watched`]): terms pods ask about, their own required anti-affinity
-//!   and preferred terms, registered by the cache when the driver first sees such a pod
-//!   (`Cache::watch_terms`, at most [`MAX_WATCHED`], the least recently asked dropped first).
+//! - **watched** terms ([`Watched`]): terms pods ask about (their own required anti-affinity
+//!   and preferred terms, a single required affinity term, and topology spread constraints as
+//!   terms over the pod's namespace that skip terminating pods, [`Terms::spread_term`]),
+//!   registered by the cache when the driver first sees such a pod
+//!   (`Cache::watch_terms`, at most [`MAX_WATCHED`], the least recently asked dropped first;
+//!   counting one costs O(the placed pods it may match), through the label index).
 //!   Each holds how many placed pods match the term in each domain of its key, and the slots
 //!   whose domain holds one.
 //! - **carried** terms ([`Carried`]): terms placed pods carry. Each holds how many pods carry
@@ -31,12 +34,14 @@
 
 use super::Domains;
 use crate::FastMap;
-use crate::model::{AffinityTerm, Namespaces, NodeMeta, PodInfo, SpreadConstraint};
+use crate::model::{AffinityTerm, LabelSelector, Namespaces, NodeMeta, PodInfo, SpreadConstraint};
 use std::sync::Arc;
 
 /// Watched terms kept at most; past it, the least recently asked is dropped (its pods' readers
-/// scan, as for a term not yet watched).
-pub const MAX_WATCHED: usize = 64;
+/// scan, as for a term not yet watched). A placed pod updates only the watched terms that may
+/// select it (by its namespace and labels, [`Terms::pod`]), and a reader finds its term by hash,
+/// so the number watched costs neither; each costs its sums and a bit per node slot.
+pub const MAX_WATCHED: usize = 1024;
 
 /// kube-scheduler's default `hardPodAffinityWeight`: what a placed pod's *required* affinity
 /// term matching the incoming pod counts in the score.
@@ -237,31 +242,107 @@ enum Role {
 #[derive(Clone, Default)]
 pub struct Terms {
     watched: Arc<Vec<Watched>>,
+    /// Where each watched term is in `watched`: by [`watch_hash`], and by what it may select
+    /// (the `(namespace, key, value)` of one `In` requirement of its selector, for each of its
+    /// namespaces) or, for a term with a namespace selector or no `In` requirement, listed apart.
+    /// Rebuilt when a term is watched or dropped.
+    lookup: Arc<Lookup>,
     carried: Arc<FastMap<AffinityTerm, Carried>>,
     /// The aggregates do not describe this snapshot's pods: readers scan.
     partial: bool,
 }
 
+/// The indexes of the watched terms ([`Terms::lookup`]).
+#[derive(Clone, Default)]
+struct Lookup {
+    by_hash: FastMap<u64, Vec<u16>>,
+    by_label: FastMap<(u32, u32, u32), Vec<u16>>,
+    unkeyed: Vec<u16>,
+}
+
+/// What identifies a watched term, hashed (the spread lookup hashes the same fields without
+/// building a term).
+fn watch_hash(
+    selector: &LabelSelector,
+    namespaces: &[u32],
+    namespace_selector: Option<&LabelSelector>,
+    topology_key: u32,
+    live_only: bool,
+) -> u64 {
+    use std::hash::{BuildHasher, Hash, Hasher};
+    let mut h = foldhash::fast::FixedState::with_seed(0x7465_726d).build_hasher();
+    selector.hash(&mut h);
+    namespaces.hash(&mut h);
+    namespace_selector.hash(&mut h);
+    topology_key.hash(&mut h);
+    live_only.hash(&mut h);
+    h.finish()
+}
+
+fn hash_of(w: &Watched) -> u64 {
+    let t = &w.term;
+    watch_hash(
+        &t.selector,
+        &t.namespaces,
+        t.namespace_selector.as_ref(),
+        t.topology_key,
+        w.live_only,
+    )
+}
+
 impl Terms {
-    /// The aggregate of a watched term; `None` when the term is not watched or the aggregates
-    /// are [`partial`](Terms::partial).
-    pub fn watched(&self, term: &AffinityTerm) -> Option<&Watched> {
+    /// The watched term with this hash that `is` accepts.
+    fn find(&self, hash: u64, is: impl Fn(&Watched) -> bool) -> Option<&Watched> {
         if self.partial {
             return None;
         }
-        self.watched
-            .iter()
-            .find(|w| !w.live_only && w.term.topology_key == term.topology_key && w.term == *term)
+        let at = self.lookup.by_hash.get(&hash)?;
+        at.iter()
+            .map(|&i| &self.watched[i as usize])
+            .find(|w| is(w))
+    }
+
+    /// The aggregate of a watched term; `None` when the term is not watched or the aggregates
+    /// are [`partial`](Terms::partial).
+    pub fn watched(&self, term: &AffinityTerm) -> Option<&Watched> {
+        let t = term;
+        let hash = watch_hash(
+            &t.selector,
+            &t.namespaces,
+            t.namespace_selector.as_ref(),
+            t.topology_key,
+            false,
+        );
+        self.find(hash, |w| !w.live_only && w.term == *term)
+    }
+
+    /// Rebuild [`Lookup`] from `watched`.
+    fn index(&mut self) {
+        let mut l = Lookup::default();
+        for (i, w) in self.watched.iter().enumerate() {
+            let i = i as u16;
+            l.by_hash.entry(hash_of(w)).or_default().push(i);
+            let t = &w.term;
+            match (t.namespace_selector.is_none(), t.selector.lookup()) {
+                (true, Some((k, values))) => {
+                    for &ns in t.namespaces.iter() {
+                        for &v in values {
+                            l.by_label.entry((ns, k, v)).or_default().push(i);
+                        }
+                    }
+                }
+                _ => l.unkeyed.push(i),
+            }
+        }
+        self.lookup = Arc::new(l);
     }
 
     /// The aggregate of a topology spread constraint of a pod in `namespace` (the live pods in
     /// that namespace matching its selector, per domain of its key), as
     /// [`Terms::watched`].
     pub fn watched_spread(&self, c: &SpreadConstraint, namespace: u32) -> Option<&Watched> {
-        if self.partial {
-            return None;
-        }
-        self.watched.iter().find(|w| {
+        let hash = watch_hash(&c.selector, &[namespace], None, c.topology_key, true);
+        self.find(hash, |w| {
             w.live_only
                 && w.term.topology_key == c.topology_key
                 && *w.term.namespaces == [namespace]
@@ -327,6 +408,8 @@ impl Terms {
             Some(i) => watched[i] = w,
             None => watched.push(w),
         }
+        debug_assert!(watched.len() <= MAX_WATCHED, "the cache drops one first");
+        self.index();
     }
 
     /// Stop watching `term`.
@@ -337,6 +420,7 @@ impl Terms {
             .position(|w| w.live_only == live_only && w.term == *term)
         {
             Arc::make_mut(&mut self.watched).remove(i);
+            self.index();
         }
     }
 
@@ -401,19 +485,28 @@ impl Terms {
         if self.watched.is_empty() {
             return;
         }
-        let mut hits = [0u8; MAX_WATCHED];
-        let mut n = 0;
-        for (i, w) in self.watched.iter().enumerate() {
-            if w.counts(info, ns) {
-                hits[n] = i as u8;
-                n += 1;
-            }
+        // The watched terms that may select the pod, then those that do.
+        let mut hits: smallvec::SmallVec<[u16; 8]> = info
+            .labels
+            .iter()
+            .flat_map(|&(k, v)| {
+                self.lookup
+                    .by_label
+                    .get(&(info.namespace, k, v))
+                    .map_or(&[][..], |l| &l[..])
+            })
+            .chain(&self.lookup.unkeyed)
+            .copied()
+            .filter(|&i| self.watched[i as usize].counts(info, ns))
+            .collect();
+        if hits.is_empty() {
+            return;
         }
-        if n > 0 {
-            let watched = Arc::make_mut(&mut self.watched);
-            for &i in &hits[..n] {
-                watched[i as usize].matching.add(meta, sign, domains);
-            }
+        hits.sort_unstable();
+        hits.dedup();
+        let watched = Arc::make_mut(&mut self.watched);
+        for &i in &hits {
+            watched[i as usize].matching.add(meta, sign, domains);
         }
     }
 
