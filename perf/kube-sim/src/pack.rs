@@ -54,8 +54,8 @@ use zstd_safe::{CCtx, CDict, DCtx, DDict};
 pub(crate) const YOUNG: usize = 2048;
 /// zstd's level (the fastest strategy: the packer shares the machine with what it serves).
 const LEVEL: i32 = 1;
-/// Versions queued for the packer thread at most (step 1 of the module doc): about 8 commits'
-/// worth of young window behind, a few hundred KB of queue.
+/// Versions queued for the packer thread at most (step 1 of the module doc): four young
+/// windows behind, a few hundred KB of queue (allocated when the thread starts).
 pub(crate) const QUEUE: usize = 4 * YOUNG;
 /// At most this many bytes of samples in a dictionary.
 const DICT_BYTES: usize = 32 << 10;
