@@ -178,6 +178,16 @@ impl ByDomain {
         }
     }
 
+    /// Whether `slot`'s bit differs from what its node's domain says (`None`: no node there).
+    fn stale(&self, slot: u32, meta: Option<&NodeMeta>) -> bool {
+        self.blocked.as_ref().is_some_and(|bits| {
+            let on = meta
+                .and_then(|m| m.label(self.key))
+                .is_some_and(|l| self.sums.get(l.value) != 0);
+            bits.contains(slot as usize) != on
+        })
+    }
+
     /// Set `slot`'s bit from its node's domain (`None`: no node there).
     fn refresh(&mut self, slot: u32, meta: Option<&NodeMeta>) {
         if let Some(bits) = &mut self.blocked {
@@ -192,7 +202,8 @@ impl ByDomain {
 /// A term pods ask about: the placed pods matching it, counted per domain of its key.
 #[derive(Clone)]
 pub struct Watched {
-    pub term: AffinityTerm,
+    /// Shared, so copying the list after a publication copies no selector.
+    pub term: Arc<AffinityTerm>,
     /// Terminating pods are not counted (a topology spread constraint's count, as the term
     /// [`Terms::spread_term`] makes of it).
     pub live_only: bool,
@@ -247,7 +258,8 @@ pub struct Terms {
     /// namespaces) or, for a term with a namespace selector or no `In` requirement, listed apart.
     /// Rebuilt when a term is watched or dropped.
     lookup: Arc<Lookup>,
-    carried: Arc<FastMap<AffinityTerm, Carried>>,
+    /// Keys shared, so copying the map after a publication copies no selector.
+    carried: Arc<FastMap<Arc<AffinityTerm>, Carried>>,
     /// The aggregates do not describe this snapshot's pods: readers scan.
     partial: bool,
 }
@@ -313,7 +325,7 @@ impl Terms {
             t.topology_key,
             false,
         );
-        self.find(hash, |w| !w.live_only && w.term == *term)
+        self.find(hash, |w| !w.live_only && *w.term == *term)
     }
 
     /// Rebuild [`Lookup`] from `watched`.
@@ -364,7 +376,7 @@ impl Terms {
     /// Every term placed pods carry, with its aggregate; `None` when the aggregates are
     /// [`partial`](Terms::partial).
     pub fn carried(&self) -> Option<impl Iterator<Item = (&AffinityTerm, &Carried)>> {
-        (!self.partial).then(|| self.carried.iter())
+        (!self.partial).then(|| self.carried.iter().map(|(t, c)| (&**t, c)))
     }
 
     /// The same terms marked as not describing the pods of the snapshot that carries them.
@@ -389,7 +401,7 @@ impl Terms {
         domains: &Domains,
     ) {
         let mut w = Watched {
-            term: term.clone(),
+            term: Arc::new(term.clone()),
             live_only,
             matching: ByDomain::new(term.topology_key, true),
         };
@@ -403,7 +415,7 @@ impl Terms {
         let watched = Arc::make_mut(&mut self.watched);
         match watched
             .iter()
-            .position(|x| x.live_only == live_only && x.term == *term)
+            .position(|x| x.live_only == live_only && *x.term == *term)
         {
             Some(i) => watched[i] = w,
             None => watched.push(w),
@@ -417,7 +429,7 @@ impl Terms {
         if let Some(i) = self
             .watched
             .iter()
-            .position(|w| w.live_only == live_only && w.term == *term)
+            .position(|w| w.live_only == live_only && *w.term == *term)
         {
             Arc::make_mut(&mut self.watched).remove(i);
             self.index();
@@ -429,7 +441,7 @@ impl Terms {
         self.watched
             .iter()
             .filter(|w| w.term.namespace_selector.is_some())
-            .map(|w| (w.term.clone(), w.live_only))
+            .map(|w| ((*w.term).clone(), w.live_only))
             .collect()
     }
 
@@ -521,13 +533,15 @@ impl Terms {
         let carried = Arc::make_mut(&mut self.carried);
         let c = match carried.get_mut(t) {
             Some(c) => c,
-            None if sign > 0 => carried.entry(t.clone()).or_insert_with(|| Carried {
-                carriers: 0,
-                anti_carriers: 0,
-                score_carriers: 0,
-                anti: ByDomain::new(t.topology_key, true),
-                score: ByDomain::new(t.topology_key, false),
-            }),
+            None if sign > 0 => carried
+                .entry(Arc::new(t.clone()))
+                .or_insert_with(|| Carried {
+                    carriers: 0,
+                    anti_carriers: 0,
+                    score_carriers: 0,
+                    anti: ByDomain::new(t.topology_key, true),
+                    score: ByDomain::new(t.topology_key, false),
+                }),
             None => {
                 debug_assert!(false, "a carried term removed that was not counted");
                 return;
@@ -553,16 +567,15 @@ impl Terms {
     /// The node in `slot` is now `meta` (`None`: gone): its bit in every aggregate follows its
     /// domain. Call after its pods are counted with their new domain.
     pub fn refresh_slot(&mut self, slot: u32, meta: Option<&NodeMeta>) {
-        if !self.watched.is_empty() {
+        // Only what changes is copied from what snapshots share.
+        if self.watched.iter().any(|w| w.matching.stale(slot, meta)) {
             for w in Arc::make_mut(&mut self.watched).iter_mut() {
                 w.matching.refresh(slot, meta);
             }
         }
-        if self.carried.values().any(|c| c.has_anti()) {
+        if self.carried.values().any(|c| c.anti.stale(slot, meta)) {
             for c in Arc::make_mut(&mut self.carried).values_mut() {
-                if c.has_anti() {
-                    c.anti.refresh(slot, meta);
-                }
+                c.anti.refresh(slot, meta);
             }
         }
     }

@@ -727,6 +727,8 @@ impl Scorer for InterPodAffinity {
             let start = from_terms.len();
             for (w, t) in weighted {
                 match index.watched(t) {
+                    // No matching pod anywhere: nothing to add (as the scan adds nothing).
+                    Some(watched) if watched.matching.sums.is_empty() => {}
                     Some(watched) => from_terms.push((t.topology_key, w, &watched.matching.sums)),
                     None => {
                         from_terms.truncate(start);
