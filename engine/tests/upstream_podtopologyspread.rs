@@ -315,19 +315,31 @@ struct FilterCase {
     want: Vec<Option<&'static str>>,
 }
 
-/// Each case with the constraints' counts aggregated (watched), from the label index (not yet
-/// watched) and scanned (`world::Terms`).
+/// `pod`'s verdicts on `nodes` with `pods` bound, with the constraints' counts aggregated
+/// (watched), from the label index (not yet watched) and scanned (`world::Terms`); PreFilter
+/// never skips in these tables.
+fn verdicts_each_way<'a>(
+    name: &'a str,
+    nodes: &'a [N],
+    pods: &'a [(P, &'static str)],
+    pod: &'a P,
+) -> impl Iterator<Item = (world::Terms, Vec<Option<String>>)> + 'a {
+    world::ALL_TERMS.into_iter().map(move |terms| {
+        let mut w = World::new(nodes);
+        w.0.terms = terms;
+        for (p, node) in pods {
+            w.bind(p, node);
+        }
+        let (skip, got) = w.filter(pod, nodes);
+        assert!(!skip, "{name} ({terms:?}): PreFilter skipped");
+        (terms, got)
+    })
+}
+
 fn run_filter_cases(cases: Vec<FilterCase>) {
     for c in cases {
-        for terms in world::ALL_TERMS {
-            let mut w = World::new(&c.nodes);
-            w.0.terms = terms;
-            for (p, node) in &c.pods {
-                w.bind(p, node);
-            }
-            let (skip, got) = w.filter(&c.pod, &c.nodes);
-            assert!(!skip, "{} ({terms:?}): PreFilter skipped", c.name);
-            let want: Vec<Option<String>> = c.want.iter().map(|w| w.map(str::to_owned)).collect();
+        let want: Vec<Option<String>> = c.want.iter().map(|w| w.map(str::to_owned)).collect();
+        for (terms, got) in verdicts_each_way(c.name, &c.nodes, &c.pods, &c.pod) {
             assert_eq!(got, want, "{} ({terms:?})", c.name);
         }
     }
@@ -425,19 +437,12 @@ struct StateCase {
 
 fn run_state_cases(cases: Vec<StateCase>) {
     for c in cases {
-        for terms in world::ALL_TERMS {
-            let mut w = World::new(&c.nodes);
-            w.0.terms = terms;
-            for (p, node) in &c.pods {
-                w.bind(p, node);
-            }
-            let (skip, got) = w.filter(&c.pod, &c.nodes);
-            assert!(!skip, "{} ({terms:?}): PreFilter skipped", c.name);
-            let want: Vec<Option<String>> = c
-                .nodes
-                .iter()
-                .map(|n| implied_verdict(&c.state, n.labels).map(str::to_owned))
-                .collect();
+        let want: Vec<Option<String>> = c
+            .nodes
+            .iter()
+            .map(|n| implied_verdict(&c.state, n.labels).map(str::to_owned))
+            .collect();
+        for (terms, got) in verdicts_each_way(c.name, &c.nodes, &c.pods, &c.pod) {
             assert_eq!(got, want, "{} ({terms:?})", c.name);
         }
     }
