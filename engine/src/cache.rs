@@ -392,7 +392,7 @@ impl Cache {
                         &self.namespaces,
                     );
                 }
-                self.refresh_terms(slot, Some(&compiled.meta.clone()));
+                self.refresh_terms(slot, Some(&compiled.meta));
             }
             let st = &mut self.slots[slot as usize];
             st.node = Some(compiled);
@@ -406,7 +406,7 @@ impl Cache {
         let name = compiled.meta.name.clone();
         if self.index().domains.has_keys() {
             self.index_mut().domains.node(slot, &compiled.meta, 1);
-            self.refresh_terms(slot, Some(&compiled.meta.clone()));
+            self.refresh_terms(slot, Some(&compiled.meta));
         }
         {
             let st = &mut self.slots[slot as usize];

@@ -49,38 +49,53 @@ pub const HARD_POD_AFFINITY_WEIGHT: i64 = 1;
 
 const SUM_SHARDS: usize = 16;
 
-/// Sums by domain value, in shards shared between snapshots (zero sums are not stored).
+/// Sums by domain value, in shards shared between snapshots (zero sums are not stored). Each
+/// shard is sorted by value: the Score reads one per scanned node, a binary search as the scan
+/// path's, no hashing.
 #[derive(Clone, Default)]
 pub struct Sums {
-    shards: Arc<[Arc<FastMap<u32, i64>>; SUM_SHARDS]>,
+    shards: Arc<[SumShard; SUM_SHARDS]>,
 }
 
+/// One [`Sums`] shard: `(value, sum)` sorted by value.
+type SumShard = Arc<Vec<(u32, i64)>>;
+
+/// Values are interned ids, handed out in sequence: the low bits spread them.
 #[inline]
 fn sum_shard(value: u32) -> usize {
-    (value.wrapping_mul(0x9e37_79b9) >> 28) as usize % SUM_SHARDS
+    value as usize % SUM_SHARDS
 }
 
 impl Sums {
     /// The sum of the domain with `value` (0 when it has none).
     #[inline]
     pub fn get(&self, value: u32) -> i64 {
-        self.shards[sum_shard(value)]
-            .get(&value)
-            .copied()
-            .unwrap_or(0)
+        let shard = &self.shards[sum_shard(value)];
+        shard
+            .binary_search_by_key(&value, |&(v, _)| v)
+            .map_or(0, |i| shard[i].1)
     }
 
     /// Add `d` to the sum of `value`: (before, after).
     fn add(&mut self, value: u32, d: i64) -> (i64, i64) {
         let shard = Arc::make_mut(&mut Arc::make_mut(&mut self.shards)[sum_shard(value)]);
-        let e = shard.entry(value).or_insert(0);
-        let before = *e;
-        *e += d;
-        let after = *e;
-        if after == 0 {
-            shard.remove(&value);
+        match shard.binary_search_by_key(&value, |&(v, _)| v) {
+            Ok(i) => {
+                let before = shard[i].1;
+                shard[i].1 += d;
+                let after = shard[i].1;
+                if after == 0 {
+                    shard.remove(i);
+                }
+                (before, after)
+            }
+            Err(i) => {
+                if d != 0 {
+                    shard.insert(i, (value, d));
+                }
+                (0, d)
+            }
         }
-        (before, after)
     }
 
     /// Whether every sum is 0.
@@ -90,9 +105,7 @@ impl Sums {
 
     /// Every non-zero `(value, sum)`, unordered.
     pub fn iter(&self) -> impl Iterator<Item = (u32, i64)> + '_ {
-        self.shards
-            .iter()
-            .flat_map(|s| s.iter().map(|(&v, &n)| (v, n)))
+        self.shards.iter().flat_map(|s| s.iter().copied())
     }
 }
 

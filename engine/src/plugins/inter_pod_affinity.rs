@@ -424,19 +424,13 @@ impl Filter for InterPodAffinity {
             return None;
         }
         // The pod's own anti-affinity terms, from their aggregates when every one is watched.
-        let anti_slots: Vec<&SlotBits> = anti
+        let watched_anti: Option<Vec<&SlotBits>> = anti
             .iter()
-            .map_while(|t| Some(terms.watched(t)?.matching.blocked()))
+            .map(|t| Some(terms.watched(t)?.matching.blocked()))
             .collect();
-        let scan_anti: &[AffinityTerm] = if anti_slots.len() == anti.len() {
-            &[]
-        } else {
-            anti
-        };
-        let anti_slots = if scan_anti.is_empty() {
-            anti_slots
-        } else {
-            Vec::new()
+        let (anti_slots, scan_anti): (Vec<&SlotBits>, &[AffinityTerm]) = match watched_anti {
+            Some(slots) => (slots, &[]),
+            None => (Vec::new(), anti),
         };
         // One required affinity term (the common case) from its aggregate when watched; more
         // need a pod matching all of them, which no aggregate counts.

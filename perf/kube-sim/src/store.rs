@@ -1167,7 +1167,13 @@ mod tests {
     use super::*;
 
     fn state() -> (State, Arc<ResourceDef>, Arc<ResourceDef>) {
-        let mut s = State::new(4, 64, false);
+        state_with_history(4)
+    }
+
+    /// A state keeping `history` events, the `default` namespace, and the namespaces and
+    /// configmaps definitions.
+    fn state_with_history(history: usize) -> (State, Arc<ResourceDef>, Arc<ResourceDef>) {
+        let mut s = State::new(history, 64, false);
         let ns = s.registry.get("", "v1", "namespaces").unwrap();
         s.create(&ns, None, json!({"metadata": {"name": "default"}}))
             .unwrap();
@@ -1248,12 +1254,8 @@ mod tests {
 
     #[test]
     fn packed_versions_read_as_committed() {
-        let mut s = State::new(100_000, 64, false);
+        let (mut s, _, cm) = state_with_history(100_000);
         s.set_packing(true);
-        let ns = s.registry.get("", "v1", "namespaces").unwrap();
-        s.create(&ns, None, json!({"metadata": {"name": "default"}}))
-            .unwrap();
-        let cm = s.registry.get("", "v1", "configmaps").unwrap();
         let start = s.rv();
         let n = crate::pack::YOUNG * 2;
         let data = |i: usize| json!({"k": format!("value {i} of a map long enough to be packed")});
@@ -1304,12 +1306,8 @@ mod tests {
         use std::sync::Mutex;
         use std::sync::atomic::{AtomicBool, Ordering};
         const READERS: usize = 2;
-        let mut s = State::new(100_000, 64, false);
+        let (mut s, _, cm) = state_with_history(100_000);
         s.set_packing(true);
-        let ns = s.registry.get("", "v1", "namespaces").unwrap();
-        s.create(&ns, None, json!({"metadata": {"name": "default"}}))
-            .unwrap();
-        let cm = s.registry.get("", "v1", "configmaps").unwrap();
         let start = s.rv();
         let s = Mutex::new(s);
         // Every version's bytes as its commit returned them, by resourceVersion: recorded
