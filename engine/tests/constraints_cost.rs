@@ -5,7 +5,7 @@
 //! harness with one worker. Ignored by default; run in release and read the output:
 //!
 //! ```sh
-//! cargo test --release -p magma-engine --test constraints_cost -- --ignored --nocapture
+//! cargo test --release -p magma-engine --test integration -- constraints_cost:: --ignored --nocapture
 //! ```
 //!
 //! Each case places `INIT` pods of its kind first, then times `MEASURED` more (the whole

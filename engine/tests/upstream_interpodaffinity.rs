@@ -41,7 +41,7 @@ use magma_engine::model::{
 use magma_engine::plugins::inter_pod_affinity::InterPodAffinity;
 use magma_engine::plugins::{FilterSwitches, ScoreWeights};
 
-mod world;
+use crate::world;
 
 // Upstream's reasons (`interpodaffinity/filtering.go`).
 const AFFINITY: &str = "node(s) didn't match pod affinity rules";

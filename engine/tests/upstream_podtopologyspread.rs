@@ -44,7 +44,7 @@ use magma_engine::model::{
 use magma_engine::plugins::pod_topology_spread::PodTopologySpread;
 use magma_engine::plugins::{FilterSwitches, ScoreWeights};
 
-mod world;
+use crate::world;
 
 // Upstream's reasons (`podtopologyspread/filtering.go`) by status code.
 const TOO_SKEWED: &str = "node(s) didn't match pod topology spread constraints";

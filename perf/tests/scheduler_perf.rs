@@ -255,8 +255,8 @@ async fn upstream_dra_consumable_capacity_fast_workload() {
 }
 
 /// Needs the unmodified upstream files outside the repository, so it is not part of the
-/// default run: `cargo test -p magma-perf --test scheduler_perf -- --ignored`. Without the
-/// file it fails (it never passes having checked nothing).
+/// default run: `cargo test -p magma-perf --test integration -- scheduler_perf:: --ignored`.
+/// Without the file it fails (it never passes having checked nothing).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs ../shared/upstream/scheduler_perf beside the repository; .ci/run runs it when present"]
 async fn upstream_scheduling_basic_smallest_workload() {

@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube_sim::{ErrorRule, Faults, Sim};
 
-mod common;
+use crate::common;
 use common::*;
 use serde_json::json;
 use std::time::Duration;

@@ -7,7 +7,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-mod procs;
+use crate::procs;
 use procs::{KillOnDrop as Proc, SimProc, free_port, http_get_blocking, wait_until};
 
 fn start_scheduler(sim: &SimProc, extra: &[&str]) -> Proc {

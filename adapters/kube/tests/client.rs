@@ -7,7 +7,7 @@ use kube::api::{Api, ListParams};
 use kube_sim::{Sim, SimConfig, SimHandle};
 use magma_kube::process::client_for;
 
-mod common;
+use crate::common;
 
 async fn client(sim: &SimHandle) -> kube::Client {
     client_for(&common::client_config(sim).await).await.unwrap()

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-mod common;
+use crate::common;
 use common::*;
 
 const ZONE: &str = "topology.kubernetes.io/zone";

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Duration;
 
-mod procs;
+use crate::procs;
 use procs::{Proc, SimProc, start_scheduler, wait_until};
 
 const WAIT: Duration = Duration::from_secs(60);

@@ -17,15 +17,15 @@
 //! are being built in parallel: the parts that need them run as soon as they exist, and print
 //! what they could not check until then.
 
-use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-mod procs;
+use crate::procs;
 use procs::{
     KillOnDrop as Proc, SimProc, free_port, http_get_blocking, kubectl, poll_until, run_with_stdin,
     try_http_get_blocking, wait_until,
 };
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 // ---------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ use serde_json::Value;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-mod procs;
+use crate::procs;
 use procs::{SimProc, free_port, metric, start_scheduler, wait_until};
 
 const WAIT: Duration = Duration::from_secs(60);

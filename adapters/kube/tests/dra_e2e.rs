@@ -26,7 +26,7 @@ use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-mod common;
+use crate::common;
 use common::*;
 
 const WAIT: Duration = Duration::from_secs(30);

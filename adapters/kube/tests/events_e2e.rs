@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-mod procs;
+use crate::procs;
 use procs::{SimProc, free_port, metric, start_scheduler, wait_until};
 
 const WAIT: Duration = Duration::from_secs(90);

@@ -12,7 +12,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-mod common;
+use crate::common;
 
 const NS: &str = "volcano-system";
 const NAME: &str = "agent-scheduler";

@@ -17,7 +17,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-mod procs;
+use crate::procs;
 use procs::{Proc, SimProc, free_port, metric, start_scheduler, wait_until};
 
 const WAIT: Duration = Duration::from_secs(60);

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-mod procs;
+use crate::procs;
 use procs::{SimProc, free_port, metric, start_scheduler, wait_until};
 
 const WAIT: Duration = Duration::from_secs(60);

@@ -17,8 +17,8 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-mod common;
-mod procs;
+use crate::common;
+use crate::procs;
 use procs::http_get;
 
 const NS: &str = "volcano-system";

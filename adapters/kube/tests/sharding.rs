@@ -12,7 +12,7 @@ use magma_kube::nodeshard::NodeShard;
 use serde_json::{Value, json};
 use std::time::Duration;
 
-mod common;
+use crate::common;
 use common::*;
 
 const WAIT: Duration = Duration::from_secs(15);

@@ -49,7 +49,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
 
-mod procs;
+use crate::procs;
 use procs::{
     Proc, SimProc, TempDir, eventually, free_port, http_get, start_controller, start_scheduler,
 };

@@ -17,7 +17,7 @@ use serde_json::Value;
 use std::path::Path;
 use std::time::Duration;
 
-mod procs;
+use crate::procs;
 use procs::{Proc, SimProc, start_scheduler, wait_until};
 
 const WAIT: Duration = Duration::from_secs(60);

@@ -1,7 +1,7 @@
 //! The `kube` client against the simulator: discovery, CRUD, optimistic concurrency, selectors,
 //! patches, status subresources, bindings, leases and the NodeShard CRD.
 
-mod common;
+use crate::common;
 
 use common::*;
 use k8s_openapi::api::coordination::v1::Lease;

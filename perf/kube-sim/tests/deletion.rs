@@ -6,7 +6,7 @@
 //! deleted pod until an update removes them; status patches keep working on terminating pods;
 //! `kubectl delete pod` waits for the pod to go and ends.
 
-mod common;
+use crate::common;
 
 use common::*;
 use futures::{StreamExt, TryStreamExt};

@@ -3,7 +3,7 @@
 //! controller (claims made from templates, the pod's `resourceClaimStatuses`, reservations,
 //! release and deallocation, garbage collection with the pod).
 
-mod common;
+use crate::common;
 
 use common::*;
 use futures::{StreamExt, TryStreamExt};

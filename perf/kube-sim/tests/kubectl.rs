@@ -6,7 +6,7 @@
 //! looked: `$KUBECTL`, `PATH`, /usr/bin, /usr/local/bin and `target/tools/bin` (where
 //! `deploy/tools/install.sh` installs one on a machine without it).
 
-mod common;
+use crate::common;
 
 use common::Kubectl;
 use kube_sim::{Sim, SimConfig};

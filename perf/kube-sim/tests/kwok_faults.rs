@@ -1,7 +1,7 @@
 //! KWOK-like pod lifecycle (Running after binding, Succeeded and deleted after a lifetime) and
 //! fault injection (500 / 429 with Retry-After, latency, the `/sim/faults` admin endpoint).
 
-mod common;
+use crate::common;
 
 use common::*;
 use k8s_openapi::api::core::v1::Pod;

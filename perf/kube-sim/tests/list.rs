@@ -3,7 +3,7 @@
 //! (`NotOlderThan`, `Exact`) and its validation, bad and expired continue tokens, and
 //! kube-runtime's watcher (which lists in pages of 500) still syncing.
 
-mod common;
+use crate::common;
 
 use common::*;
 use futures::StreamExt;

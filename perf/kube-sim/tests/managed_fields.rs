@@ -2,7 +2,7 @@
 //! User-Agent or `fieldManager`), no entry for a binding, the kubelet's status entry, merging
 //! per (manager, operation, subresource), and `fieldManager` validation.
 
-mod common;
+use crate::common;
 
 use common::*;
 use k8s_openapi::api::core::v1::Pod;

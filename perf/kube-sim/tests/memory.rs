@@ -3,11 +3,11 @@
 //! after each window the bind rate, the process's CPU per pod over the window (creates, binds,
 //! the kubelet's writes; the client's share included) and its RSS (the system allocator, as the
 //! `kube-sim` binary's). Ignored by default; run in release:
-//! `cargo test -p kube-sim --release --test memory -- --ignored --nocapture`
+//! `cargo test -p kube-sim --release --test integration -- memory:: --ignored --nocapture`
 //! (`MEM_PODS`, `MEM_WINDOWS`, `MEM_HISTORY` change the window size, the number of windows and
 //! `--history`; versions are packed, the default, unless `MEM_PACK=0`: `--pack-versions=false`).
 
-mod common;
+use crate::common;
 
 use common::*;
 use futures::{StreamExt, TryStreamExt};

@@ -1,6 +1,6 @@
 //! Events (core and `events.k8s.io`), namespace deletion, and the `/sim/*` admin endpoints.
 
-mod common;
+use crate::common;
 
 use common::*;
 use futures::{StreamExt, TryStreamExt};

@@ -5,7 +5,7 @@
 //! owners that cannot be found), the stale `DisruptionTarget` reset, the controller switched
 //! off, and kubectl.
 
-mod common;
+use crate::common;
 
 use common::*;
 use k8s_openapi::api::core::v1::Pod;

@@ -3,7 +3,7 @@
 //! `pods/resize` with the simulated kubelet's answer (pod `status.resources` and
 //! `status.allocatedResources`, or `PodResizePending` when the node cannot take it).
 
-mod common;
+use crate::common;
 
 use common::*;
 use kube_sim::{SimConfig, SimHandle};

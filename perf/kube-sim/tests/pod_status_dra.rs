@@ -4,7 +4,7 @@
 //! nothing written), and the container resource names and extended-resource quantities a pod
 //! create is judged by.
 
-mod common;
+use crate::common;
 
 use common::*;
 use kube_sim::SimHandle;

@@ -8,7 +8,7 @@
 //! (pods keep the priority they carry, as in kube-scheduler's integration harness) and unknown
 //! plugin names refused; and kubectl.
 
-mod common;
+use crate::common;
 
 use common::*;
 use futures::{StreamExt, TryStreamExt};

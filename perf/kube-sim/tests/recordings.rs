@@ -3,7 +3,7 @@
 //! field for field, but for `uid`, timestamps and `resourceVersion` (and, for pods, the general
 //! pod defaults kube-sim does not apply, listed where they are left out).
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::{Value, json};

@@ -2,7 +2,7 @@
 //! group, resource, subresource and namespace RBAC would check, including requests for
 //! resources the simulator does not serve.
 
-mod common;
+use crate::common;
 
 use common::{pod, small, start};
 use k8s_openapi::api::coordination::v1::Lease;

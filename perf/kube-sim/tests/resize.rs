@@ -4,7 +4,7 @@
 //! (422 with its messages, 404 for a missing pod, 405 for other verbs); the request and write
 //! records, managedFields with subresource `resize`, and discovery listing `pods/resize`.
 
-mod common;
+use crate::common;
 
 use common::*;
 use futures::{StreamExt, TryStreamExt};

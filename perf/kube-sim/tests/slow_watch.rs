@@ -4,7 +4,7 @@
 //! selectors turn objects entering and leaving them into `ADDED` and `DELETED`; bookmarks come
 //! at the configured interval and as a watch ends at its timeout.
 
-mod common;
+use crate::common;
 
 use common::*;
 use futures::{AsyncBufReadExt, StreamExt};

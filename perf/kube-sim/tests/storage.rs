@@ -6,7 +6,7 @@
 //! Lost and Released), kubectl
 //! and the binary's flags. Waits are on watch events and reads, never on fixed sleeps.
 
-mod common;
+use crate::common;
 
 use common::*;
 use futures::{StreamExt, TryStreamExt};

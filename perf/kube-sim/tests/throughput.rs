@@ -1,7 +1,7 @@
 //! Bind throughput through HTTP with a pod watch open (the scheduler's shape). Ignored by default;
-//! run in release: `cargo test -p kube-sim --release --test throughput -- --ignored --nocapture`.
+//! run in release: `cargo test -p kube-sim --release --test integration -- throughput:: --ignored --nocapture`.
 
-mod common;
+use crate::common;
 
 use common::*;
 use futures::{StreamExt, TryStreamExt};

@@ -7,7 +7,7 @@ use kube::api::{Api, ListParams, PostParams};
 use kube_sim::SimConfig;
 use std::time::Duration;
 
-mod common;
+use crate::common;
 use common::*;
 
 fn tls() -> SimConfig {

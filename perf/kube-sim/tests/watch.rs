@@ -2,7 +2,7 @@
 //! Expired` for versions older than the history, and `kube::runtime::watcher` relisting after a
 //! forced 410 and after dropped watches.
 
-mod common;
+use crate::common;
 
 use common::*;
 use futures::{StreamExt, TryStreamExt};

@@ -1,0 +1,31 @@
+//! kube-sim's integration tests, as one test binary: each file beside this one is a
+//! module of it.
+//! One binary per crate instead of one per file: every test binary links the whole dependency
+//! graph (kube, k8s-openapi, tokio), and ninety of them took several GB of disk and most of the
+//! build's link time. Run one file's tests with a filter on its module: for example
+//! `cargo nextest run -p kube-sim -E 'test(/^binary::/)'`.
+
+mod common;
+
+mod binary;
+mod core;
+mod deletion;
+mod dra;
+mod kubectl;
+mod kwok_faults;
+mod list;
+mod managed_fields;
+mod memory;
+mod misc;
+mod pdb;
+mod pod_level;
+mod pod_status_dra;
+mod priority;
+mod recordings;
+mod requests;
+mod resize;
+mod slow_watch;
+mod storage;
+mod throughput;
+mod tls;
+mod watch;
