@@ -8,6 +8,11 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+// glibc's malloc/free were about a third of the simulator's CPU per write (`perf record`,
+// BENCHMARKS.md "kube-sim's memory"); the scheduler's binaries and `magma-perf` use mimalloc too.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "kube-sim",

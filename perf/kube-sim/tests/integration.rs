@@ -5,6 +5,11 @@
 //! build's link time. Run one file's tests with a filter on its module: for example
 //! `cargo nextest run -p kube-sim -E 'test(/^binary::/)'`.
 
+// The `kube-sim` binary's allocator, so that what the tests measure (`memory`, `throughput`) is
+// what the binary does.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod common;
 
 mod binary;

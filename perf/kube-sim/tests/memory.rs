@@ -1,7 +1,7 @@
 //! What the simulator keeps per bound pod, in windows: pods created over HTTP, bound over HTTP
 //! (64 at a time, with a watch of the window's pods open), marked Running by the simulated kubelet;
 //! after each window the bind rate, the process's CPU per pod over the window (creates, binds,
-//! the kubelet's writes; the client's share included) and its RSS (the system allocator, as the
+//! the kubelet's writes; the client's share included) and its RSS (mimalloc, as the
 //! `kube-sim` binary's). Ignored by default; run in release:
 //! `cargo test -p kube-sim --release --test integration -- memory:: --ignored --nocapture`
 //! (`MEM_PODS`, `MEM_WINDOWS`, `MEM_HISTORY` change the window size, the number of windows and
