@@ -245,7 +245,7 @@ impl Report {
             for m in &w.measurements {
                 match &m.scheduling_throughput {
                     Some(s) => println!(
-                        "    {}: {} pods, SchedulingThroughput avg {:.1}  p50 {:.1}  p90 {:.1}  p99 {:.1} pods/s ({} samples){}{scaled}",
+                        "    {}: {} pods, SchedulingThroughput avg {:.1}  p50 {:.1}  p90 {:.1}  p99 {:.1} pods/s ({} samples){}{scaled}{}",
                         m.name,
                         m.pods_measured,
                         s.average,
@@ -257,7 +257,11 @@ impl Report {
                             (Some(t), Some(true)) => format!("; threshold {t}: pass"),
                             (Some(t), Some(false)) => format!("; threshold {t}: FAIL"),
                             _ => String::new(),
-                        }
+                        },
+                        m.waiting.map_or(String::new(), |q| format!(
+                            "; waiting to be scheduled at the samples: median {}, most {}",
+                            q.median, q.max
+                        ))
                     ),
                     None if m.pods_measured == 0 => println!(
                         "    {}: no pod scheduled in {:.2} s: no SchedulingThroughput",

@@ -23,7 +23,7 @@
 use super::config::{ChurnMode, NodeStrategy, Op, PodVolumeTemplates, TemplateRef};
 use super::dra;
 use super::objects::{self, Template};
-use super::throughput::{SAMPLE_INTERVAL, Sampler, Summary, summarize};
+use super::throughput::{SAMPLE_INTERVAL, Sampler, Summary, Waiting, summarize, waiting};
 use super::tracker::{Counter, Filter, Tracker};
 use anyhow::Context;
 use futures::StreamExt;
@@ -52,6 +52,9 @@ pub struct Measurement {
     pub duration_s: f64,
     /// `None`: fewer than two sampling intervals with progress (upstream reports nothing).
     pub scheduling_throughput: Option<Summary>,
+    /// Not upstream's: measured pods created and not yet scheduled at the samples (few: the
+    /// throughput is the pods' creation rate, not the scheduler's).
+    pub waiting: Option<Waiting>,
 }
 
 /// What one churn template did.
@@ -557,7 +560,7 @@ impl Executor {
             loop {
                 tokio::select! {
                     _ = &mut stop_rx => break,
-                    _ = iv.tick() => sampler.tick(started.elapsed(), c.scheduled()),
+                    _ = iv.tick() => sampler.tick(started.elapsed(), c.scheduled(), c.waiting()),
                 }
             }
             sampler
@@ -589,6 +592,7 @@ impl Executor {
             pods_measured: a.counter.scheduled(),
             duration_s: a.started.elapsed().as_secs_f64(),
             scheduling_throughput: summarize(&sampler.throughputs),
+            waiting: waiting(&sampler.waiting),
         });
         Ok(())
     }

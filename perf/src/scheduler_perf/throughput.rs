@@ -11,6 +11,10 @@
 //! 4. At the end (the measured op finished): the samples are sorted; Average is their mean and
 //!    PercN is `sorted[ceil(len·N/100) − 1]`. No samples (everything took under two intervals)
 //!    gives no summary, as upstream ("Failed to measure SchedulingThroughput").
+//!
+//! Not upstream's: at every tick from the baseline on, how many of the measured pods exist and
+//! are not scheduled yet ([`Sampler::waiting`]). A rate with few pods waiting is the rate the
+//! pods were created at (the workload's own ceiling), not the scheduler's.
 
 use serde::Serialize;
 use std::time::Duration;
@@ -27,13 +31,16 @@ pub struct Sampler {
     skipped: usize,
     /// Recorded throughputs, pods/s, in order.
     pub throughputs: Vec<f64>,
+    /// Measured pods waiting to be scheduled at each tick from the baseline on.
+    pub waiting: Vec<usize>,
 }
 
 impl Sampler {
-    pub fn tick(&mut self, now: Duration, scheduled: usize) {
+    pub fn tick(&mut self, now: Duration, scheduled: usize, waiting: usize) {
         if scheduled == 0 {
             return;
         }
+        self.waiting.push(waiting);
         if !self.started {
             self.started = true;
             self.last_count = scheduled;
@@ -67,6 +74,24 @@ pub struct Summary {
     pub samples: usize,
 }
 
+/// The pods waiting at the ticks: median and most (`None` without ticks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Waiting {
+    pub median: usize,
+    pub max: usize,
+    pub ticks: usize,
+}
+
+pub fn waiting(ticks: &[usize]) -> Option<Waiting> {
+    let mut s = ticks.to_vec();
+    s.sort_unstable();
+    Some(Waiting {
+        median: *s.get(s.len().checked_sub(1)? / 2)?,
+        max: *s.last()?,
+        ticks: s.len(),
+    })
+}
+
 pub fn summarize(throughputs: &[f64]) -> Option<Summary> {
     if throughputs.is_empty() {
         return None;
@@ -96,23 +121,24 @@ mod tests {
     #[test]
     fn zero_samples_and_the_first_progress_sample_are_not_recorded() {
         let mut s = Sampler::default();
-        s.tick(secs(1.0), 0);
-        s.tick(secs(2.0), 0);
-        s.tick(secs(3.0), 40); // baseline
+        s.tick(secs(1.0), 0, 7);
+        s.tick(secs(2.0), 0, 9);
+        s.tick(secs(3.0), 40, 5); // baseline
         assert!(s.throughputs.is_empty());
-        s.tick(secs(4.0), 140);
+        s.tick(secs(4.0), 140, 3);
         assert_eq!(s.throughputs, [100.0]);
+        assert_eq!(s.waiting, [5, 3]);
     }
 
     #[test]
     fn a_stalled_interval_repeats_the_next_rate_over_the_whole_gap() {
         let mut s = Sampler::default();
-        s.tick(secs(1.0), 10);
-        s.tick(secs(2.0), 10); // nothing new: skipped
-        s.tick(secs(3.0), 10); // skipped
-        s.tick(secs(4.0), 70); // 60 pods over 3 s, recorded 3 times
+        s.tick(secs(1.0), 10, 0);
+        s.tick(secs(2.0), 10, 0); // nothing new: skipped
+        s.tick(secs(3.0), 10, 0); // skipped
+        s.tick(secs(4.0), 70, 0); // 60 pods over 3 s, recorded 3 times
         assert_eq!(s.throughputs, [20.0, 20.0, 20.0]);
-        s.tick(secs(4.5), 120); // a late timer: the real elapsed time counts
+        s.tick(secs(4.5), 120, 0); // a late timer: the real elapsed time counts
         assert_eq!(s.throughputs[3], 100.0);
     }
 
@@ -132,5 +158,13 @@ mod tests {
         assert_eq!(s.samples, 10);
         // 3 samples: Perc50 = s[ceil(1.5)-1] = s[1].
         assert_eq!(summarize(&[30.0, 10.0, 20.0]).unwrap().perc50, 20.0);
+    }
+
+    #[test]
+    fn waiting_is_the_lower_median_and_the_most() {
+        assert_eq!(waiting(&[]), None);
+        let w = waiting(&[40, 3, 900, 5]).unwrap();
+        assert_eq!((w.median, w.max, w.ticks), (5, 900, 4));
+        assert_eq!(waiting(&[7]).unwrap().median, 7);
     }
 }

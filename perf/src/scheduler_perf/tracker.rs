@@ -4,6 +4,9 @@
 //! throughput collectors count pods as they become scheduled, in the watch handler, so a pod
 //! created, scheduled and deleted between two samples still counts (as upstream's handler).
 //! Waiters (barriers, createPods' wait) wake on every change through a version channel.
+//! A collector also keeps how many of its pods exist and are not scheduled yet (`waiting`),
+//! exactly: counted from the pods seen when it starts, then moved by every add, schedule and
+//! delete, so a sample shows whether the scheduler keeps up with the pods' creation.
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
@@ -35,16 +38,36 @@ impl Filter {
     }
 }
 
-/// Pods that matched a collector's filter when they became scheduled.
+/// Pods that matched a collector's filter when they became scheduled, and those that match it
+/// now and are not scheduled.
 #[derive(Debug, Default)]
 pub struct Counter {
     filter: Filter,
     scheduled: AtomicUsize,
+    waiting: AtomicUsize,
 }
 
 impl Counter {
     pub fn scheduled(&self) -> usize {
         self.scheduled.load(Ordering::Acquire)
+    }
+
+    /// Pods matching the filter that exist and are not scheduled, as the watch sees them now.
+    pub fn waiting(&self) -> usize {
+        self.waiting.load(Ordering::Acquire)
+    }
+
+    /// Moves `waiting` by a pod's change: it waited before (`was`) and waits now (`is`).
+    fn moved(&self, was: bool, is: bool) {
+        match (was, is) {
+            (false, true) => {
+                self.waiting.fetch_add(1, Ordering::AcqRel);
+            }
+            (true, false) => {
+                self.waiting.fetch_sub(1, Ordering::AcqRel);
+            }
+            _ => {}
+        }
     }
 }
 
@@ -118,16 +141,15 @@ impl Tracker {
         let labels: BTreeMap<String, String> = p.metadata.labels.clone().unwrap_or_default();
         {
             let mut st = self.lock();
-            let was = st
-                .pods
-                .get(&(ns.clone(), name.clone()))
-                .is_some_and(|r| r.scheduled);
-            if scheduled && !was {
-                for c in &st.counters {
-                    if c.filter.matches(&ns, &labels) {
-                        c.scheduled.fetch_add(1, Ordering::AcqRel);
-                    }
+            let prev = st.pods.get(&(ns.clone(), name.clone()));
+            let was = prev.is_some_and(|r| r.scheduled);
+            for c in &st.counters {
+                let matches = c.filter.matches(&ns, &labels);
+                if scheduled && !was && matches {
+                    c.scheduled.fetch_add(1, Ordering::AcqRel);
                 }
+                let waited = prev.is_some_and(|r| !r.scheduled && c.filter.matches(&ns, &r.labels));
+                c.moved(waited, !scheduled && matches);
             }
             st.pods.insert(
                 (ns, name),
@@ -143,18 +165,32 @@ impl Tracker {
 
     pub fn delete(&self, p: &Pod) {
         if let (Some(ns), Some(name)) = (p.metadata.namespace.clone(), p.metadata.name.clone()) {
-            self.lock().pods.remove(&(ns, name));
+            let mut st = self.lock();
+            if let Some(r) = st.pods.remove(&(ns.clone(), name)) {
+                for c in &st.counters {
+                    c.moved(!r.scheduled && c.filter.matches(&ns, &r.labels), false);
+                }
+            }
+            drop(st);
             self.version.send_modify(|v| *v += 1);
         }
     }
 
-    /// A collector counting pods that become scheduled from now on.
+    /// A collector counting pods that become scheduled from now on (and those waiting, from
+    /// the pods that wait now).
     pub fn counter(&self, filter: Filter) -> Arc<Counter> {
+        let mut st = self.lock();
+        let waiting = st
+            .pods
+            .iter()
+            .filter(|((ns, _), r)| !r.scheduled && filter.matches(ns, &r.labels))
+            .count();
         let c = Arc::new(Counter {
             filter,
             scheduled: AtomicUsize::new(0),
+            waiting: AtomicUsize::new(waiting),
         });
-        self.lock().counters.push(c.clone());
+        st.counters.push(c.clone());
         c
     }
 
@@ -241,10 +277,37 @@ mod tests {
         t.apply(&pod("a", "r", Some("n"), "y")); // other label
         t.apply(&pod("a", "s", Some("n"), "x")); // added already scheduled
         assert_eq!(c.scheduled(), 2);
+        assert_eq!(c.waiting(), 0);
         let all = t.counts("a", &BTreeMap::new());
         assert_eq!((all.scheduled, all.total), (4, 4));
         t.delete(&pod("a", "p", None, "x"));
         assert_eq!(t.counts("a", &BTreeMap::new()).total, 3);
         assert_eq!(c.scheduled(), 2);
+    }
+
+    #[test]
+    fn a_collector_knows_which_of_its_pods_wait() {
+        let t = Tracker::new();
+        t.apply(&pod("a", "before", None, "x")); // waiting when the collector starts
+        t.apply(&pod("a", "placed", Some("n"), "x"));
+        let c = t.counter(Filter {
+            namespaces: HashSet::from(["a".to_string()]),
+            labels: BTreeMap::from([("type".to_string(), "x".to_string())]),
+        });
+        assert_eq!(c.waiting(), 1);
+        t.apply(&pod("a", "p", None, "x"));
+        t.apply(&pod("a", "p", None, "x")); // an update that still waits: once
+        t.apply(&pod("b", "q", None, "x")); // other namespace
+        t.apply(&pod("a", "r", None, "y")); // other label
+        assert_eq!(c.waiting(), 2);
+        t.apply(&pod("a", "before", Some("n"), "x")); // scheduled: it waited before the collector
+        assert_eq!((c.waiting(), c.scheduled()), (1, 1));
+        t.apply(&pod("a", "r", None, "x")); // relabelled into the filter
+        assert_eq!(c.waiting(), 2);
+        t.apply(&pod("a", "r", None, "y")); // and out again
+        assert_eq!(c.waiting(), 1);
+        t.delete(&pod("a", "p", None, "x")); // deleted while waiting
+        t.delete(&pod("a", "placed", Some("n"), "x")); // deleted scheduled: no change
+        assert_eq!(c.waiting(), 0);
     }
 }
