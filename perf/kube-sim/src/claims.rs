@@ -37,6 +37,13 @@
 //! name each claim and template and which claims name each pod UID (`Index`), as
 //! kube-controller-manager's informer indexes do; each sync then reads those objects afresh.
 //!
+//! Like kube-controller-manager's work queue, the controller syncs each object once for all the
+//! events about it that are waiting: it takes the events queued (up to [`BATCH`]), updates the
+//! index from each in order, then runs each distinct sync they call for once, in the order first
+//! asked (`Work`). Every sync reads the current objects, so one sync does what several would;
+//! when the controller falls behind a burst, it catches up instead of syncing each pod once per
+//! write it has seen.
+//!
 //! It uses the shared state (`inner`), the store (whose commits it follows through
 //! `State::follow`) and the DRA object rules (`dra`); `sim` starts it.
 
@@ -94,8 +101,20 @@ fn relevant(ev: &Event) -> bool {
     }
 }
 
-/// How many parsed versions [`Parsed`] keeps.
-const PARSED_MAX: usize = 64;
+/// How many parsed versions [`Parsed`] keeps: a batch's events and the versions its syncs read.
+const PARSED_MAX: usize = 256;
+
+/// The most events taken at once (module doc).
+const BATCH: usize = 128;
+
+/// A sync an event calls for; equal ones in a batch run once.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Work {
+    /// A pod deleted: the claims it reserved or owned (by its UID).
+    PodGone { ns: String, uid: String },
+    Pod { ns: String, name: String },
+    Claim { ns: String, name: String },
+}
 
 /// The objects the controller parsed lately, by version: a stored version never changes, so
 /// its parse holds for as long as the version lives. Each event's object is parsed once (its
@@ -178,14 +197,31 @@ pub(crate) fn spawn(inner: &Arc<Inner>) -> Option<JoinHandle<()>> {
     Some(rt.spawn(async move {
         let mut index = Index::default();
         let mut parsed = Parsed::default();
-        while let Some(ev) = rx.recv().await {
-            // Parsed once, outside the state lock, for every step below.
-            let obj = parsed.get(&ev.obj);
-            if ev.key.as_ref() == "/pods" && !has_claims(&obj) {
-                continue; // `relevant` lets through pods that may have claims
+        let mut batch = Vec::with_capacity(BATCH);
+        let mut work: Vec<Work> = Vec::new();
+        let mut asked: HashSet<Work> = HashSet::new();
+        while rx.recv_many(&mut batch, BATCH).await > 0 {
+            for ev in batch.drain(..) {
+                // Parsed once, outside the state lock, for the index and the work it asks.
+                let obj = parsed.get(&ev.obj);
+                if ev.key.as_ref() == "/pods" && !has_claims(&obj) {
+                    continue; // `relevant` lets through pods that may have claims
+                }
+                index.observe(&ev, &obj);
+                for w in on_event(&index, &ev, &obj) {
+                    if asked.insert(w.clone()) {
+                        work.push(w);
+                    }
+                }
             }
-            index.observe(&ev, &obj);
-            on_event(&inner, &mut index, &mut parsed, &ev, &obj);
+            for w in work.drain(..) {
+                match &w {
+                    Work::PodGone { ns, uid } => pod_gone(&inner, &index, &mut parsed, ns, uid),
+                    Work::Pod { ns, name } => sync_pod(&inner, &mut index, &mut parsed, ns, name),
+                    Work::Claim { ns, name } => sync_claim(&inner, &mut parsed, ns, name),
+                }
+            }
+            asked.clear();
         }
     }))
 }
@@ -352,35 +388,48 @@ fn owning_pod(claim: &Value) -> Option<(&str, &str)> {
 }
 
 /// `obj`: the event's object, parsed.
-fn on_event(inner: &Inner, index: &mut Index, parsed: &mut Parsed, ev: &Event, obj: &Value) {
-    let ns = meta::meta_str(obj, "namespace").to_string();
+/// The syncs an event calls for, in the order they run.
+fn on_event(index: &Index, ev: &Event, obj: &Value) -> Vec<Work> {
+    let ns = meta::meta_str(obj, "namespace");
+    let pod = |name: &str| Work::Pod {
+        ns: ns.to_string(),
+        name: name.to_string(),
+    };
+    let claim = |name: &str| Work::Claim {
+        ns: ns.to_string(),
+        name: name.to_string(),
+    };
     match (ev.key.as_ref(), ev.etype) {
-        ("/pods", EventType::Deleted) => {
-            pod_gone(inner, index, parsed, &ns, meta::meta_str(obj, "uid"));
-        }
+        ("/pods", EventType::Deleted) => vec![Work::PodGone {
+            ns: ns.to_string(),
+            uid: meta::meta_str(obj, "uid").to_string(),
+        }],
         ("/pods", _) => {
-            sync_pod(inner, index, parsed, &ns, meta::meta_str(obj, "name"));
+            let mut w = vec![pod(meta::meta_str(obj, "name"))];
             if pod_done(obj) {
-                for name in claim_names(obj) {
-                    sync_claim(inner, parsed, &ns, &name);
-                }
+                w.extend(claim_names(obj).iter().map(|c| claim(c)));
             }
+            w
         }
         (dra::TEMPLATE_KEY, EventType::Added | EventType::Modified) => {
             let template = meta::meta_str(obj, "name");
-            for p in Index::get(&index.pods_by_template, &ns, template) {
-                sync_pod(inner, index, parsed, &ns, &p);
-            }
+            Index::get(&index.pods_by_template, ns, template)
+                .iter()
+                .map(|p| pod(p))
+                .collect()
         }
         (dra::CLAIM_KEY, EventType::Added | EventType::Modified) => {
-            let claim = meta::meta_str(obj, "name").to_string();
-            sync_claim(inner, parsed, &ns, &claim);
+            let name = meta::meta_str(obj, "name");
             // Scheduled pods using it may need a reservation.
-            for p in Index::get(&index.pods_by_claim, &ns, &claim) {
-                sync_pod(inner, index, parsed, &ns, &p);
-            }
+            std::iter::once(claim(name))
+                .chain(
+                    Index::get(&index.pods_by_claim, ns, name)
+                        .iter()
+                        .map(|p| pod(p)),
+                )
+                .collect()
         }
-        _ => {}
+        _ => Vec::new(),
     }
 }
 
