@@ -111,9 +111,18 @@ const BATCH: usize = 128;
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum Work {
     /// A pod deleted: the claims it reserved or owned (by its UID).
-    PodGone { ns: String, uid: String },
-    Pod { ns: String, name: String },
-    Claim { ns: String, name: String },
+    PodGone {
+        ns: String,
+        uid: String,
+    },
+    Pod {
+        ns: String,
+        name: String,
+    },
+    Claim {
+        ns: String,
+        name: String,
+    },
 }
 
 /// The objects the controller parsed lately, by version: a stored version never changes, so
