@@ -396,8 +396,8 @@ fn owning_pod(claim: &Value) -> Option<(&str, &str)> {
         })
 }
 
-/// `obj`: the event's object, parsed.
-/// The syncs an event calls for, in the order they run.
+/// The syncs an event calls for, in the order they run (`obj`: the event's object, parsed;
+/// `index` already holds what the event says).
 fn on_event(index: &Index, ev: &Event, obj: &Value) -> Vec<Work> {
     let ns = meta::meta_str(obj, "namespace");
     let pod = |name: &str| Work::Pod {
