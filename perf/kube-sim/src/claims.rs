@@ -130,7 +130,8 @@ enum Work {
 /// index update and its syncs share it), and a sync that reads a version an earlier event or
 /// sync parsed (the pod an event named, the claim just written, a template) does not parse it
 /// again. Bounded (the last [`PARSED_MAX`] versions), so it keeps no more than a few objects
-/// alive whatever the number of pods.
+/// alive whatever the number of pods. Parsed without `managedFields`, which the controller
+/// never reads ([`Stored::value_without_managed_fields`]).
 #[derive(Default)]
 struct Parsed {
     recent: VecDeque<(Arc<Stored>, Arc<Value>)>,
@@ -150,7 +151,7 @@ impl Parsed {
         if let Some(v) = self.cached(s) {
             return v;
         }
-        let v = Arc::new(s.value());
+        let v = Arc::new(s.value_without_managed_fields());
         if self.recent.len() >= PARSED_MAX {
             self.recent.pop_back();
         }
@@ -492,7 +493,7 @@ fn stored_pod_done(pod: &Stored) -> bool {
     matches!(index.field("status.phase"), Some("Succeeded" | "Failed"))
         || (index.field("spec.nodeName").unwrap_or("").is_empty()
             && pod.mentions("\"deletionTimestamp\"")
-            && crate::deletion::terminating(&pod.value()))
+            && crate::deletion::terminating(&pod.value_without_managed_fields()))
 }
 
 /// The `generateName` of a claim made for a pod claim (`<pod>-<claim>-`, shortened past 57).

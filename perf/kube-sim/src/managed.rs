@@ -9,6 +9,7 @@ use crate::meta;
 use crate::validation::{self, FieldError};
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound;
 
 /// The longest `fieldManager` the real server accepts (bytes).
 pub const FIELD_MANAGER_MAX_LEN: usize = 128;
@@ -123,8 +124,41 @@ pub enum Scope {
     Resize,
 }
 
-/// A leaf path: `["f:spec", "f:containers", "k:{\"name\":\"c\"}", "."]`.
-type Path = Vec<String>;
+/// A leaf path, its elements (`f:spec`, `f:containers`, `k:{"name":"c"}`, `.`) joined by
+/// [`SEP`]: one allocation per path, however deep. `SEP` sorts before every byte an element
+/// holds, so joined paths sort as their element lists do and the paths under `p` come right
+/// after `p` (what [`present`] relies on).
+type Path = String;
+
+/// The separator of a [`Path`]'s elements.
+const SEP: char = '\0';
+
+/// Appends the element `el` to `p`; returns the length to truncate back to.
+fn push(p: &mut Path, el: &str) -> usize {
+    let len = p.len();
+    if !p.is_empty() {
+        p.push(SEP);
+    }
+    p.push_str(el);
+    len
+}
+
+/// Appends the element `f:<field>` to `p`; returns the length to truncate back to.
+fn push_field(p: &mut Path, field: &str) -> usize {
+    let len = p.len();
+    if !p.is_empty() {
+        p.push(SEP);
+    }
+    p.push_str("f:");
+    p.push_str(field);
+    len
+}
+
+/// Whether `path` is `p` or a path under it.
+fn under(path: &str, p: &str) -> bool {
+    path.strip_prefix(p)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with(SEP))
+}
 
 static PRESENT: Value = Value::Bool(true);
 
@@ -225,36 +259,38 @@ fn leaves_of<'a>(v: &'a Value, name: &str, prefix: &mut Path, out: &mut BTreeMap
         }
         Value::Object(m) if !m.is_empty() => {
             if MAP_FIELDS.contains(&name) {
-                prefix.push(".".into());
+                let len = push(prefix, ".");
                 out.insert(prefix.clone(), &PRESENT);
-                prefix.pop();
+                prefix.truncate(len);
             }
             for (k, c) in m {
-                prefix.push(format!("f:{k}"));
+                let len = push_field(prefix, k);
                 leaves_of(c, k, prefix, out);
-                prefix.pop();
+                prefix.truncate(len);
             }
         }
         Value::Array(items) if !items.is_empty() => {
             let keys: Option<Vec<String>> = items.iter().map(|i| item_key(name, i)).collect();
-            let distinct = keys
-                .as_ref()
-                .is_some_and(|k| k.iter().collect::<BTreeSet<_>>().len() == k.len());
+            let distinct = keys.as_ref().is_some_and(|k| {
+                let mut sorted: Vec<&String> = k.iter().collect();
+                sorted.sort_unstable();
+                sorted.windows(2).all(|w| w[0] != w[1])
+            });
             match keys {
                 Some(keys) if distinct => {
                     for (k, item) in keys.into_iter().zip(items) {
-                        prefix.push(k);
-                        prefix.push(".".into());
+                        let len = push(prefix, &k);
+                        let item_len = push(prefix, ".");
                         out.insert(prefix.clone(), &PRESENT);
-                        prefix.pop();
+                        prefix.truncate(item_len);
                         if let Some(o) = item.as_object() {
                             for (f, c) in o {
-                                prefix.push(format!("f:{f}"));
+                                let field_len = push_field(prefix, f);
                                 leaves_of(c, f, prefix, out);
-                                prefix.pop();
+                                prefix.truncate(field_len);
                             }
                         }
-                        prefix.pop();
+                        prefix.truncate(len);
                     }
                 }
                 _ => {
@@ -272,20 +308,14 @@ fn leaves_of<'a>(v: &'a Value, name: &str, prefix: &mut Path, out: &mut BTreeMap
 fn fields(obj: &Value, scope: Scope) -> BTreeMap<Path, &Value> {
     if scope == Scope::Resize {
         let mut out = fields(obj, Scope::NoStatus);
-        out.retain(|p, _| {
-            p.len() >= 4
-                && p[0] == "f:spec"
-                && matches!(p[1].as_str(), "f:containers" | "f:initContainers")
-                && p[2].starts_with("k:")
-                && matches!(p[3].as_str(), "f:resources" | "f:resizePolicy")
-        });
+        out.retain(|p, _| resize_field(p));
         return out;
     }
     let mut out = BTreeMap::new();
     let Some(o) = obj.as_object() else {
         return out;
     };
-    let mut prefix = Vec::new();
+    let mut prefix = Path::new();
     for (k, v) in o {
         let keep = match scope {
             Scope::Status => k == "status",
@@ -296,24 +326,45 @@ fn fields(obj: &Value, scope: Scope) -> BTreeMap<Path, &Value> {
         if !keep {
             continue;
         }
-        prefix.push(format!("f:{k}"));
+        let len = push_field(&mut prefix, k);
         if k == "metadata" {
             if let Some(m) = v.as_object() {
                 for (mk, mv) in m {
                     if SERVER_METADATA.contains(&mk.as_str()) {
                         continue;
                     }
-                    prefix.push(format!("f:{mk}"));
+                    let meta_len = push_field(&mut prefix, mk);
                     leaves_of(mv, mk, &mut prefix, &mut out);
-                    prefix.pop();
+                    prefix.truncate(meta_len);
                 }
             }
         } else {
             leaves_of(v, k, &mut prefix, &mut out);
         }
-        prefix.pop();
+        prefix.truncate(len);
     }
     out
+}
+
+/// Whether a path of [`fields`]`(obj, Scope::All)` is one of `fields(obj, scope)`: the scopes
+/// differ only in the top-level fields they keep.
+fn in_scope(p: &str, scope: Scope) -> bool {
+    let status = under(p, "f:status");
+    match scope {
+        Scope::All => true,
+        Scope::NoStatus => !status,
+        Scope::Status => status,
+        Scope::Resize => resize_field(p),
+    }
+}
+
+/// A container's `resources` or `resizePolicy`, or a field under them ([`Scope::Resize`]).
+fn resize_field(p: &str) -> bool {
+    let mut el = p.split(SEP);
+    el.next() == Some("f:spec")
+        && matches!(el.next(), Some("f:containers" | "f:initContainers"))
+        && el.next().is_some_and(|e| e.starts_with("k:"))
+        && matches!(el.next(), Some("f:resources" | "f:resizePolicy"))
 }
 
 /// A FieldsV1 value as its leaf paths.
@@ -321,9 +372,9 @@ fn parse_set(v: &Value, prefix: &mut Path, out: &mut BTreeSet<Path>) {
     match v.as_object() {
         Some(m) if !m.is_empty() => {
             for (k, c) in m {
-                prefix.push(k.clone());
+                let len = push(prefix, k);
                 parse_set(c, prefix, out);
-                prefix.pop();
+                prefix.truncate(len);
             }
         }
         _ => {
@@ -339,10 +390,8 @@ fn render_set(set: &BTreeSet<Path>) -> Value {
     let mut root = Map::new();
     for p in set {
         let mut cur = &mut root;
-        for el in p {
-            let next = cur
-                .entry(el.clone())
-                .or_insert_with(|| Value::Object(Map::new()));
+        for el in p.split(SEP) {
+            let next = cur.entry(el).or_insert_with(|| Value::Object(Map::new()));
             if !next.is_object() {
                 *next = Value::Object(Map::new());
             }
@@ -353,28 +402,33 @@ fn render_set(set: &BTreeSet<Path>) -> Value {
 }
 
 /// Whether `p` (or a field under it) is in the object.
-fn present(p: &Path, in_obj: &BTreeMap<Path, &Value>) -> bool {
+fn present(p: &str, in_obj: &BTreeMap<Path, &Value>) -> bool {
     in_obj
-        .range(p.clone()..)
+        .range::<str, _>((Bound::Included(p), Bound::Unbounded))
         .next()
-        .is_some_and(|(k, _)| k.starts_with(p))
+        .is_some_and(|(k, _)| under(k, p))
 }
 
-#[derive(Debug, Clone, PartialEq)]
-struct Entry {
+/// One managedFields entry while a write is recorded.
+#[derive(Debug)]
+struct Entry<'a> {
     manager: String,
     operation: String,
     api_version: String,
     time: String,
     subresource: String,
     set: BTreeSet<Path>,
+    /// The stored entry it was parsed from (None: the writer's new entry).
+    stored: Option<&'a Value>,
+    /// Whether `set` differs from the stored entry's.
+    changed: bool,
 }
 
-impl Entry {
-    fn parse(v: &Value) -> Option<Self> {
+impl<'a> Entry<'a> {
+    fn parse(v: &'a Value) -> Option<Self> {
         let s = |f: &str| v.get(f).and_then(Value::as_str).unwrap_or("").to_string();
         let mut set = BTreeSet::new();
-        parse_set(v.get("fieldsV1")?, &mut Vec::new(), &mut set);
+        parse_set(v.get("fieldsV1")?, &mut Path::new(), &mut set);
         Some(Self {
             manager: s("manager"),
             operation: s("operation"),
@@ -382,10 +436,23 @@ impl Entry {
             time: s("time"),
             subresource: s("subresource"),
             set,
+            stored: Some(v),
+            changed: false,
         })
     }
 
-    fn render(&self) -> Value {
+    /// Keeps the paths `keep` accepts, noting whether any went.
+    fn retain(&mut self, keep: impl FnMut(&Path) -> bool) {
+        let len = self.set.len();
+        self.set.retain(keep);
+        self.changed |= self.set.len() != len;
+    }
+
+    /// The entry as stored: an entry whose set and time did not change is the stored one.
+    fn render(&self, rewritten: bool) -> Value {
+        if let Some(v) = self.stored.filter(|_| !self.changed && !rewritten) {
+            return v.clone();
+        }
         let mut e = json!({
             "manager": self.manager,
             "operation": self.operation,
@@ -417,87 +484,84 @@ pub fn record(
 ) {
     let empty = Value::Null;
     let old_obj = old.unwrap_or(&empty);
-    let before: Vec<Entry> = old_obj
-        .pointer("/metadata/managedFields")
+    let old_entries = old_obj.pointer("/metadata/managedFields");
+    let before: Vec<Entry> = old_entries
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(Entry::parse).collect())
         .unwrap_or_default();
     let old_fields = fields(old_obj, scope);
-    let new_fields = fields(new, scope);
-    // Presence is checked over the whole object: a status write keeps the spec's owners.
-    let whole;
-    let all_fields = if scope == Scope::All {
-        &new_fields
-    } else {
-        whole = fields(new, Scope::All);
-        &whole
-    };
-    let changed: BTreeSet<Path> = new_fields
+    // One walk of the new object: presence is checked over all of it (a status write keeps
+    // the spec's owners), and the write's own fields are those in its scope.
+    let all_fields = fields(new, Scope::All);
+    let changed: BTreeSet<Path> = all_fields
         .iter()
-        .filter(|(p, v)| old_fields.get(*p) != Some(*v))
+        .filter(|(p, v)| in_scope(p, scope) && old_fields.get(*p) != Some(*v))
         .map(|(p, _)| p.clone())
         .collect();
     let op = manager.operation.as_str();
     let mine =
         |e: &Entry| e.manager == manager.name && e.operation == op && e.subresource == subresource;
+    let applied_set = || -> BTreeSet<Path> {
+        match applied {
+            Some(a) => fields(a, scope).into_keys().collect(),
+            None => BTreeSet::new(),
+        }
+    };
     let mut after: Vec<Entry> = Vec::with_capacity(before.len() + 1);
     let mut found = false;
-    for e in &before {
-        let mut e = e.clone();
+    let mut dropped = false;
+    for mut e in before {
         if mine(&e) {
             found = true;
-            e.set = match (manager.operation, applied) {
-                (Operation::Apply, Some(a)) => fields(a, scope).into_keys().collect(),
-                _ => e.set.union(&changed).cloned().collect(),
-            };
+            match (manager.operation, applied) {
+                (Operation::Apply, Some(_)) => {
+                    let set = applied_set();
+                    e.changed |= set != e.set;
+                    e.set = set;
+                }
+                _ => {
+                    let len = e.set.len();
+                    e.set.extend(changed.iter().cloned());
+                    e.changed |= e.set.len() != len;
+                }
+            }
         } else {
-            e.set.retain(|p| !changed.contains(p));
+            e.retain(|p| !changed.contains(p));
         }
-        e.set.retain(|p| present(p, all_fields));
-        after.push(e);
+        e.retain(|p| present(p, &all_fields));
+        if e.set.is_empty() {
+            // Dropped; an entry stored empty does not count as a change.
+            dropped |= e.changed;
+        } else {
+            after.push(e);
+        }
     }
     if !found {
         let set: BTreeSet<Path> = match (manager.operation, applied) {
-            (Operation::Apply, Some(a)) => fields(a, scope).into_keys().collect(),
+            (Operation::Apply, Some(_)) => applied_set(),
             _ => changed.clone(),
         };
-        after.push(Entry {
-            manager: manager.name.clone(),
-            operation: op.to_string(),
-            api_version: String::new(),
-            time: String::new(),
-            subresource: subresource.to_string(),
-            set: set.into_iter().filter(|p| present(p, all_fields)).collect(),
-        });
+        let set: BTreeSet<Path> = set
+            .into_iter()
+            .filter(|p| present(p, &all_fields))
+            .collect();
+        if !set.is_empty() {
+            after.push(Entry {
+                manager: manager.name.clone(),
+                operation: op.to_string(),
+                api_version: String::new(),
+                time: String::new(),
+                subresource: subresource.to_string(),
+                set,
+                stored: None,
+                changed: true,
+            });
+        }
     }
-    after.retain(|e| !e.set.is_empty());
-    let sets_before: Vec<(&str, &str, &str, &BTreeSet<Path>)> = before
-        .iter()
-        .filter(|e| !e.set.is_empty())
-        .map(|e| {
-            (
-                e.manager.as_str(),
-                e.operation.as_str(),
-                e.subresource.as_str(),
-                &e.set,
-            )
-        })
-        .collect();
-    let sets_after: Vec<(&str, &str, &str, &BTreeSet<Path>)> = after
-        .iter()
-        .map(|e| {
-            (
-                e.manager.as_str(),
-                e.operation.as_str(),
-                e.subresource.as_str(),
-                &e.set,
-            )
-        })
-        .collect();
-    let m = meta::metadata_mut(new);
-    if changed.is_empty() && sets_before == sets_after {
+    if changed.is_empty() && !dropped && after.iter().all(|e| !e.changed) {
         // Nothing the field manager tracks changed: keep the entries as they were.
-        match old_obj.pointer("/metadata/managedFields") {
+        let m = meta::metadata_mut(new);
+        match old_entries {
             Some(mf) => m.insert("managedFields".into(), mf.clone()),
             None => m.remove("managedFields"),
         };
@@ -509,14 +573,18 @@ pub fn record(
         .unwrap_or("v1")
         .to_string();
     let now = meta::now();
-    for e in &mut after {
+    let mut rewritten = vec![false; after.len()];
+    for (e, r) in after.iter_mut().zip(&mut rewritten) {
         if mine(e) {
             e.api_version.clone_from(&api_version);
             e.time.clone_from(&now);
+            *r = true;
         }
     }
+    let mut order: Vec<usize> = (0..after.len()).collect();
     // The real server sorts the entries: Apply before Update, then by time, then by manager.
-    after.sort_by(|a, b| {
+    order.sort_by(|&a, &b| {
+        let (a, b) = (&after[a], &after[b]);
         (a.operation != "Apply", &a.time, &a.manager, &a.subresource).cmp(&(
             b.operation != "Apply",
             &b.time,
@@ -524,7 +592,10 @@ pub fn record(
             &b.subresource,
         ))
     });
-    let rendered: Vec<Value> = after.iter().map(Entry::render).collect();
+    let rendered: Vec<Value> = order
+        .iter()
+        .map(|&i| after[i].render(rewritten[i]))
+        .collect();
     let m = meta::metadata_mut(new);
     if rendered.is_empty() {
         m.remove("managedFields");
@@ -607,6 +678,47 @@ mod tests {
         assert_eq!(
             mf[1]["fieldsV1"]["f:metadata"]["f:labels"],
             json!({"f:app": {}, "f:b": {}})
+        );
+    }
+
+    #[test]
+    fn a_field_named_like_the_start_of_another_is_its_own() {
+        let mut cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "labels": {"a": "1", "ab": "2"}},
+            "data": {"x": "1"}});
+        record(None, &mut cm, &Manager::update("me"), "", Scope::All, None);
+        let mine = cm["metadata"]["managedFields"][0].clone();
+        // Another manager's write that changes none of my fields leaves my entry as stored.
+        let old = cm.clone();
+        cm["data"]["y"] = json!("2");
+        record(
+            Some(&old),
+            &mut cm,
+            &Manager::update("other"),
+            "",
+            Scope::All,
+            None,
+        );
+        assert_eq!(cm["metadata"]["managedFields"][0], mine);
+        // Removing `a` takes `f:a` from my entry and leaves `f:ab`, which merely starts alike.
+        let old = cm.clone();
+        cm["metadata"]["labels"]
+            .as_object_mut()
+            .unwrap()
+            .remove("a");
+        record(
+            Some(&old),
+            &mut cm,
+            &Manager::update("other"),
+            "",
+            Scope::All,
+            None,
+        );
+        let mf = cm["metadata"]["managedFields"].as_array().unwrap();
+        assert_eq!(mf[0]["manager"], "me");
+        assert_eq!(
+            mf[0]["fieldsV1"],
+            json!({"f:data": {".": {}, "f:x": {}}, "f:metadata": {"f:labels": {".": {}, "f:ab": {}}}})
         );
     }
 
