@@ -17,12 +17,16 @@
 //! Where it runs: on its own thread ([`Background`]), never under the store's state lock. The
 //! protocol between the commits, the packer thread and the readers:
 //!
-//! 1. A commit (under the state lock) makes the version's [`Encoding`] plain and hands
-//!    `(resource, version)` to the packer's queue with [`Background::push`]: a reference count
-//!    and a non-blocking send, nothing else. When the queue is full (the packer has fallen
-//!    [`QUEUE`] versions behind) the version is not queued and stays plain for good, counted in
+//! 1. A commit (under the state lock) makes the version's [`Encoding`] plain and adds
+//!    `(resource, version)` to the packer's next batch with [`Background::push`]: a reference
+//!    count and a push to a vector, nothing else. Every [`HANDOFF`] versions the batch goes to
+//!    the packer's queue in one non-blocking send, so the packer thread wakes once per batch,
+//!    not once per commit (a wake-up per commit, two context switches, cost kube-sim more than
+//!    the compression). When the queue is full (the packer has fallen [`QUEUE`] versions
+//!    behind) the batch is not queued and its versions stay plain for good, counted in
 //!    [`Background::skipped`]: memory, never correctness, is what a full queue costs.
-//! 2. The packer thread takes versions in commit order into its young window ([`Packer::push`]);
+//! 2. The packer thread takes the batches' versions in commit order into its young window
+//!    ([`Packer::push`]);
 //!    a version stops being young when [`YOUNG`] later ones have arrived. If nothing but the
 //!    packer holds it any more (its reference count is 1) it is dropped unpacked.
 //! 3. Otherwise the packer copies out the plain bytes' handle (a `Bytes` clone under the
@@ -57,6 +61,9 @@ const LEVEL: i32 = 1;
 /// Versions queued for the packer thread at most (step 1 of the module doc): four young
 /// windows behind, a few hundred KB of queue (allocated when the thread starts).
 pub(crate) const QUEUE: usize = 4 * YOUNG;
+/// Versions handed to the packer thread at once (step 1): a batch waits at most this many
+/// commits, a few percent of the young window, for its thread to wake.
+pub(crate) const HANDOFF: usize = 64;
 /// At most this many bytes of samples in a dictionary.
 const DICT_BYTES: usize = 32 << 10;
 /// At most this many young versions sampled for a dictionary.
@@ -270,8 +277,8 @@ impl<T: Packable> Packer<T> {
 
 /// What the packer thread is sent.
 enum Msg<T> {
-    /// A version just committed, of the resource named.
-    Version(Arc<str>, Arc<T>),
+    /// Versions just committed, in commit order, each with the resource it is of.
+    Versions(Vec<(Arc<str>, Arc<T>)>),
     /// Answer once everything sent before is handled.
     #[cfg(test)]
     Settle(SyncSender<()>),
@@ -281,6 +288,8 @@ enum Msg<T> {
 /// versions; dropping it ends the thread.
 pub(crate) struct Background<T> {
     tx: SyncSender<Msg<T>>,
+    /// The batch being filled (step 1).
+    batch: Vec<(Arc<str>, Arc<T>)>,
     skipped: Arc<AtomicU64>,
 }
 
@@ -295,33 +304,51 @@ impl<T> std::fmt::Debug for Background<T> {
 impl<T: Packable + Send + Sync + 'static> Background<T> {
     /// Starts the packer thread.
     pub(crate) fn start() -> Self {
-        let (tx, rx) = mpsc::sync_channel(QUEUE);
+        let (tx, rx) = mpsc::sync_channel(QUEUE / HANDOFF);
         std::thread::Builder::new()
             .name("kube-sim-pack".into())
             .spawn(move || run(rx))
             .expect("the packer thread starts");
         Self {
             tx,
+            batch: Vec::with_capacity(HANDOFF),
             skipped: Arc::new(AtomicU64::new(0)),
         }
     }
 
-    /// Step 1: queues a version just committed (never blocks; a full queue leaves it plain).
-    pub(crate) fn push(&self, key: Arc<str>, v: Arc<T>) {
-        match self.tx.try_send(Msg::Version(key, v)) {
+    /// Step 1: adds a version just committed to the batch, and queues a full batch (never
+    /// blocks; a full queue leaves its versions plain).
+    pub(crate) fn push(&mut self, key: Arc<str>, v: Arc<T>) {
+        self.batch.push((key, v));
+        if self.batch.len() >= HANDOFF {
+            self.hand_off();
+        }
+    }
+
+    /// Queues the batch, if any.
+    fn hand_off(&mut self) {
+        if self.batch.is_empty() {
+            return;
+        }
+        let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(HANDOFF));
+        match self.tx.try_send(Msg::Versions(batch)) {
             Ok(()) => {}
-            Err(TrySendError::Full(_)) => {
-                self.skipped.fetch_add(1, Ordering::Relaxed);
+            Err(TrySendError::Full(Msg::Versions(b))) => {
+                self.skipped.fetch_add(b.len() as u64, Ordering::Relaxed);
             }
+            #[cfg(test)]
+            Err(TrySendError::Full(Msg::Settle(_))) => unreachable!("a batch was sent"),
             // The thread is gone (it panicked): versions stay plain.
             Err(TrySendError::Disconnected(_)) => {}
         }
     }
 
-    /// Waits until the packer has handled every version pushed before (tests: what is packed is
-    /// then what the protocol packs, whatever the threads' timing).
+    /// Waits until the packer has handled every version pushed before, the batch being filled
+    /// included (tests: what is packed is then what the protocol packs, whatever the threads'
+    /// timing).
     #[cfg(test)]
-    pub(crate) fn settle(&self) {
+    pub(crate) fn settle(&mut self) {
+        self.hand_off();
         let (tx, rx) = mpsc::sync_channel(1);
         if self.tx.send(Msg::Settle(tx)).is_ok() {
             let _ = rx.recv();
@@ -339,7 +366,11 @@ fn run<T: Packable>(rx: Receiver<Msg<T>>) {
     let mut packer = Packer::default();
     while let Ok(msg) = rx.recv() {
         match msg {
-            Msg::Version(key, v) => packer.push(key, v),
+            Msg::Versions(batch) => {
+                for (key, v) in batch {
+                    packer.push(key, v);
+                }
+            }
             #[cfg(test)]
             Msg::Settle(done) => {
                 let _ = done.send(());
@@ -403,7 +434,7 @@ mod tests {
     #[test]
     fn reads_racing_the_packer_thread_see_the_committed_bytes() {
         const READERS: usize = 2;
-        let bg: Background<V> = Background::start();
+        let mut bg: Background<V> = Background::start();
         let n = YOUNG * 3;
         let versions: Vec<Arc<V>> = (0..n)
             .map(|i| Arc::new(V(Encoding::new(object(i)))))
@@ -456,15 +487,18 @@ mod tests {
     #[test]
     fn a_full_queue_leaves_versions_plain() {
         // A packer that cannot take anything: its queue is full.
-        let (tx, rx) = mpsc::sync_channel(QUEUE);
-        let bg: Background<V> = Background {
+        let (tx, rx) = mpsc::sync_channel(QUEUE / HANDOFF);
+        let mut bg: Background<V> = Background {
             tx,
+            batch: Vec::new(),
             skipped: Arc::new(AtomicU64::new(0)),
         };
-        for i in 0..QUEUE + 3 {
+        for i in 0..QUEUE + HANDOFF + 3 {
             bg.push("/a".into(), Arc::new(V(Encoding::new(object(i)))));
         }
-        assert_eq!(bg.skipped(), 3);
+        // The queue took QUEUE versions; the next batch found it full; 3 wait in a batch.
+        assert_eq!(bg.skipped(), HANDOFF as u64);
+        assert_eq!(bg.batch.len(), 3);
         drop(rx);
     }
 }

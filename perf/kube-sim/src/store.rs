@@ -297,8 +297,8 @@ impl State {
     /// Waits until the packer thread has handled every version committed so far (`pack`'s
     /// steps 2–4), when packing.
     #[cfg(test)]
-    pub(crate) fn settle_packing(&self) {
-        if let Some(p) = &self.packer {
+    pub(crate) fn settle_packing(&mut self) {
+        if let Some(p) = &mut self.packer {
             p.settle();
         }
     }
@@ -386,7 +386,7 @@ impl State {
             self.evicted_rv = old.rv;
         }
         self.history.push_back(ev.clone());
-        if let Some(p) = &self.packer {
+        if let Some(p) = &mut self.packer {
             p.push(def.key.clone(), stored.clone());
         }
         for f in &self.followers {
