@@ -1580,6 +1580,7 @@ fn write_state(arena: &mut Arena, slot: u32, st: &SlotState, pod_index: bool) {
         if chunk.pods[i].is_some() {
             Arc::make_mut(&mut chunk.pods)[i] = None;
         }
+        chunk.csi_refs[i] = 0;
         if chunk.nominees[i].is_some() {
             Arc::make_mut(&mut chunk.nominees)[i] = None;
         }
@@ -1646,6 +1647,8 @@ fn write_state(arena: &mut Arena, slot: u32, st: &SlotState, pod_index: bool) {
         if !same {
             Arc::make_mut(&mut chunk.pods)[i] =
                 (!st.pods.is_empty()).then(|| Arc::from(st.pods.as_slice()));
+            let refs: usize = st.pods.iter().map(|p| p.csi.len()).sum();
+            chunk.csi_refs[i] = u16::try_from(refs).unwrap_or(u16::MAX);
         }
     }
     if !chunk.meta[i].as_ref().is_some_and(|m| Arc::ptr_eq(m, meta)) {

@@ -74,6 +74,10 @@ pub struct Chunk {
     /// Incarnation of the slot: bumped each time the slot is given to a new node.
     pub incarnation: [u32; CHUNK],
     pub flags: [u8; CHUNK],
+    /// CSI volume references of the pods in `pods` (every driver, a volume two pods use
+    /// counted twice, saturating): an upper bound on each driver's volumes attached there, so
+    /// NodeVolumeLimits passes most nodes without reading their pods. 0 where `pods` is None.
+    pub csi_refs: [u16; CHUNK],
     /// Node descriptions, shared between versions of the chunk: copying a chunk for a claim
     /// does not touch 64 reference counts, and only a node change copies this array.
     pub meta: Arc<[Option<Arc<NodeMeta>>; CHUNK]>,
@@ -96,6 +100,7 @@ impl Default for Chunk {
             version: [0; CHUNK],
             incarnation: [0; CHUNK],
             flags: [0; CHUNK],
+            csi_refs: [0; CHUNK],
             meta: Arc::new(std::array::from_fn(|_| None)),
             ports: Arc::new(std::array::from_fn(|_| None)),
             pods: Arc::new(std::array::from_fn(|_| None)),
