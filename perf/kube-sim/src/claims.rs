@@ -52,6 +52,7 @@ use crate::dra;
 use crate::inner::Inner;
 use crate::managed::{Manager, Operation};
 use crate::meta;
+use crate::meta::Pointer;
 use crate::resources::ResourceDef;
 use crate::store::{Event, EventType, Part, State, Stored};
 use serde_json::{Value, json};
@@ -74,7 +75,7 @@ const KCM: &str = "kube-controller-manager";
 const RESERVED_FOR_MAX: usize = 256;
 
 fn has_claims(pod: &Value) -> bool {
-    pod.pointer("/spec/resourceClaims")
+    pod.at("/spec/resourceClaims")
         .and_then(Value::as_array)
         .is_some_and(|a| !a.is_empty())
         || !extended_claim(pod).is_empty()
@@ -369,11 +370,11 @@ fn defs(st: &State) -> Defs {
 }
 
 fn s<'a>(v: &'a Value, ptr: &str) -> &'a str {
-    v.pointer(ptr).and_then(Value::as_str).unwrap_or("")
+    v.at(ptr).and_then(Value::as_str).unwrap_or("")
 }
 
 fn arr<'a>(v: &'a Value, ptr: &str) -> &'a [Value] {
-    v.pointer(ptr)
+    v.at(ptr)
         .and_then(Value::as_array)
         .map_or(&[], Vec::as_slice)
 }
@@ -553,7 +554,7 @@ fn sync_pod(inner: &Inner, index: &mut Index, parsed: &mut Parsed, ns: &str, nam
                     // One parse per template version, kept across pods.
                     let t = parsed.get(&t);
                     let mut annotations = t
-                        .pointer("/spec/metadata/annotations")
+                        .at("/spec/metadata/annotations")
                         .cloned()
                         .filter(Value::is_object)
                         .unwrap_or_else(|| json!({}));
@@ -566,12 +567,12 @@ fn sync_pod(inner: &Inner, index: &mut Index, parsed: &mut Parsed, ns: &str, nam
                             "blockOwnerDeletion": true}],
                         "annotations": annotations,
                     });
-                    if let Some(l) = t.pointer("/spec/metadata/labels").filter(|l| l.is_object()) {
+                    if let Some(l) = t.at("/spec/metadata/labels").filter(|l| l.is_object()) {
                         metadata["labels"] = l.clone();
                     }
                     let claim = json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
                         "metadata": metadata,
-                        "spec": t.pointer("/spec/spec").cloned().unwrap_or_else(|| json!({}))});
+                        "spec": t.at("/spec/spec").cloned().unwrap_or_else(|| json!({}))});
                     match st.create_by(
                         &d.claims,
                         Some(ns),
@@ -647,9 +648,7 @@ fn sync_pod(inner: &Inner, index: &mut Index, parsed: &mut Parsed, ns: &str, nam
         }
         let reserved = arr(&claim, "/status/reservedFor");
         let uid = meta::meta_str(pod, "uid");
-        if claim
-            .pointer("/status/allocation")
-            .is_some_and(|a| !a.is_null())
+        if claim.at("/status/allocation").is_some_and(|a| !a.is_null())
             && !reserved.iter().any(|r| s(r, "/uid") == uid)
             && reserved.len() < RESERVED_FOR_MAX
         {
@@ -721,11 +720,7 @@ fn sync_claim(inner: &Inner, parsed: &mut Parsed, ns: &str, name: &str) {
                 return;
             }
         }
-        if finalizer
-            && claim
-                .pointer("/status/allocation")
-                .is_none_or(Value::is_null)
-        {
+        if finalizer && claim.at("/status/allocation").is_none_or(Value::is_null) {
             let mut c = (*claim).clone();
             if let Some(Value::Array(f)) = c.pointer_mut("/metadata/finalizers") {
                 f.retain(|x| x.as_str() != Some(dra::DELETE_PROTECTION_FINALIZER));
@@ -749,10 +744,7 @@ fn sync_claim(inner: &Inner, parsed: &mut Parsed, ns: &str, name: &str) {
     } else if finalizer && valid.is_empty() && crate::deletion::terminating(&claim) {
         // Deleted while unused (say allocated, then its last consumer went before the
         // deletion): deallocated, then the finalizer goes, which completes the deletion.
-        if claim
-            .pointer("/status/allocation")
-            .is_some_and(|a| !a.is_null())
-        {
+        if claim.at("/status/allocation").is_some_and(|a| !a.is_null()) {
             let mut c = (*claim).clone();
             if let Some(status) = c["status"].as_object_mut() {
                 status.remove("allocation");

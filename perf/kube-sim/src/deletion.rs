@@ -11,6 +11,7 @@
 
 use crate::error::ApiError;
 use crate::meta;
+use crate::meta::Pointer;
 use crate::validation::{self as v, FieldError, quote};
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -61,7 +62,7 @@ impl DeleteOptions {
                         .ok_or_else(|| bad("gracePeriodSeconds", "int64"))?,
                 ),
             };
-            let string = |p: &str| v.pointer(p).and_then(Value::as_str).map(str::to_string);
+            let string = |p: &str| v.at(p).and_then(Value::as_str).map(str::to_string);
             let orphan = match v.get("orphanDependents") {
                 None | Some(Value::Null) => None,
                 Some(x) => Some(x.as_bool().ok_or_else(|| bad("orphanDependents", "bool"))?),
@@ -188,7 +189,7 @@ fn at(secs: i64) -> String {
 
 /// `metadata.deletionGracePeriodSeconds`.
 pub(crate) fn grace_of(obj: &Value) -> Option<i64> {
-    obj.pointer("/metadata/deletionGracePeriodSeconds")
+    obj.at("/metadata/deletionGracePeriodSeconds")
         .and_then(Value::as_i64)
 }
 
@@ -199,14 +200,14 @@ pub(crate) fn terminating(obj: &Value) -> bool {
 
 /// Whether `metadata.finalizers` is non-empty.
 pub(crate) fn has_finalizers(obj: &Value) -> bool {
-    obj.pointer("/metadata/finalizers")
+    obj.at("/metadata/finalizers")
         .and_then(Value::as_array)
         .is_some_and(|f| !f.is_empty())
 }
 
 fn bump_generation(obj: &mut Value) {
     if let Some(g) = obj
-        .pointer("/metadata/generation")
+        .at("/metadata/generation")
         .and_then(Value::as_i64)
         .filter(|g| *g > 0)
     {
@@ -282,19 +283,19 @@ pub(crate) fn before_delete_pod(
     }
     // CheckGracefulDelete.
     let mut period = grace.unwrap_or_else(|| {
-        pod.pointer("/spec/terminationGracePeriodSeconds")
+        pod.at("/spec/terminationGracePeriodSeconds")
             .and_then(Value::as_i64)
             .unwrap_or(0)
     });
     if pod
-        .pointer("/spec/nodeName")
+        .at("/spec/nodeName")
         .and_then(Value::as_str)
         .is_none_or(str::is_empty)
     {
         period = 0; // not scheduled: delete immediately
     }
     if matches!(
-        pod.pointer("/status/phase").and_then(Value::as_str),
+        pod.at("/status/phase").and_then(Value::as_str),
         Some("Succeeded" | "Failed")
     ) {
         period = 0; // already terminated: delete immediately

@@ -51,6 +51,7 @@
 use crate::inner::Inner;
 use crate::managed::Manager;
 use crate::meta;
+use crate::meta::Pointer;
 use crate::policy::{self, IntOrString, PDB_KEY};
 use crate::resources::ResourceDef;
 use crate::store::{Event, EventType, Part, State};
@@ -135,7 +136,7 @@ fn defs(st: &State) -> Defs {
 }
 
 fn labels(obj: &Value) -> Option<&Map<String, Value>> {
-    obj.pointer("/metadata/labels").and_then(Value::as_object)
+    obj.at("/metadata/labels").and_then(Value::as_object)
 }
 
 impl Controller {
@@ -200,7 +201,7 @@ impl Controller {
         };
         for b in pdbs {
             let b_v = b.value();
-            let sel = b_v.pointer("/spec/selector");
+            let sel = b_v.at("/spec/selector");
             if policy::selects(sel, labels(obj))
                 || prev
                     .as_ref()
@@ -242,10 +243,7 @@ impl Controller {
             Some(_) => {}
         }
         let mut p = pod.value();
-        let generation = p
-            .pointer("/metadata/generation")
-            .cloned()
-            .unwrap_or(json!(1));
+        let generation = p.at("/metadata/generation").cloned().unwrap_or(json!(1));
         crate::kinds::set_condition(
             &mut p,
             json!({"type": "DisruptionTarget", "status": "False", "lastProbeTime": null,
@@ -267,7 +265,7 @@ impl Controller {
 
 /// The pod's `DisruptionTarget` condition.
 fn disruption_target(pod: &Value) -> Option<&Value> {
-    pod.pointer("/status/conditions")
+    pod.at("/status/conditions")
         .and_then(Value::as_array)?
         .iter()
         .find(|c| c["type"] == "DisruptionTarget")
@@ -284,7 +282,7 @@ fn stale_after(pod: &Value, timeout: Duration) -> Option<Duration> {
     if c["status"] != "True"
         || c["reason"] == "TerminationByKubelet"
         || matches!(
-            pod.pointer("/status/phase").and_then(Value::as_str),
+            pod.at("/status/phase").and_then(Value::as_str),
             Some("Succeeded" | "Failed")
         )
     {
@@ -329,7 +327,7 @@ fn scaled_up(x: &IntOrString, total: i64) -> Result<i64, String> {
 
 /// The controller owner reference of a pod (`metav1.GetControllerOf`).
 fn controller_of(pod: &Value) -> Option<&Value> {
-    pod.pointer("/metadata/ownerReferences")
+    pod.at("/metadata/ownerReferences")
         .and_then(Value::as_array)?
         .iter()
         .find(|o| o.get("controller").and_then(Value::as_bool) == Some(true))
@@ -401,7 +399,7 @@ fn find_controller(st: &State, r: &Value, ns: &str) -> Result<Option<(String, i6
     let pointer = format!("/{}", path.trim_start_matches('.').replace('.', "/"));
     let replicas = owner
         .value()
-        .pointer(&pointer)
+        .at(&pointer)
         .and_then(Value::as_i64)
         .unwrap_or(0);
     Ok(Some((s("uid").to_string(), replicas)))
@@ -454,7 +452,7 @@ fn expected_pod_count(
 }
 
 fn is_ready(pod: &Value) -> bool {
-    pod.pointer("/status/conditions")
+    pod.at("/status/conditions")
         .and_then(Value::as_array)
         .is_some_and(|cs| {
             cs.iter()
@@ -501,10 +499,10 @@ fn sync(inner: &Inner, ns: &str, name: &str) -> Option<Duration> {
     let d = defs(&st);
     let pdb = st.get(&d.pdbs, ns, name).ok()?.value();
     let generation = pdb
-        .pointer("/metadata/generation")
+        .at("/metadata/generation")
         .and_then(Value::as_i64)
         .unwrap_or(0);
-    let sel = pdb.pointer("/spec/selector");
+    let sel = pdb.at("/spec/selector");
     let all = st.list(&d.pods, Some(ns)).1;
     let pods: Vec<Value> = all
         .iter()

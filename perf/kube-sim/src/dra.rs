@@ -24,6 +24,7 @@
 
 use crate::error::ApiError;
 use crate::meta;
+use crate::meta::Pointer;
 use crate::resources::ResourceDef;
 use crate::storage;
 use crate::validation::{self as v, FieldError, quote, render};
@@ -69,17 +70,17 @@ pub(crate) fn handles(key: &str) -> bool {
 }
 
 fn arr<'a>(obj: &'a Value, ptr: &str) -> &'a [Value] {
-    obj.pointer(ptr)
+    obj.at(ptr)
         .and_then(Value::as_array)
         .map_or(&[], Vec::as_slice)
 }
 
 fn s<'a>(obj: &'a Value, ptr: &str) -> &'a str {
-    obj.pointer(ptr).and_then(Value::as_str).unwrap_or("")
+    obj.at(ptr).and_then(Value::as_str).unwrap_or("")
 }
 
 fn present(obj: &Value, ptr: &str) -> bool {
-    obj.pointer(ptr).is_some_and(|x| !x.is_null())
+    obj.at(ptr).is_some_and(|x| !x.is_null())
 }
 
 /// `resource.Quantity.UnmarshalJSON`: `null` is zero, a string is parsed without its quotes and
@@ -110,7 +111,7 @@ fn quantities<'a>(def: &ResourceDef, obj: &'a Value) -> Vec<&'a Value> {
         for r in devices.map_or(&[][..], |d| arr(d, "/requests")) {
             let subs = arr(r, "/firstAvailable").iter();
             for e in r.get("exactly").into_iter().chain(subs) {
-                map_values(out, e.pointer("/capacity/requests"), None);
+                map_values(out, e.at("/capacity/requests"), None);
             }
         }
     }
@@ -139,12 +140,12 @@ fn quantities<'a>(def: &ResourceDef, obj: &'a Value) -> Vec<&'a Value> {
             }
         }
         CLAIM_KEY => {
-            requests(&mut out, obj.pointer("/spec/devices"));
+            requests(&mut out, obj.at("/spec/devices"));
             for r in arr(obj, "/status/allocation/devices/results") {
                 map_values(&mut out, r.get("consumedCapacity"), None);
             }
         }
-        TEMPLATE_KEY => requests(&mut out, obj.pointer("/spec/spec/devices")),
+        TEMPLATE_KEY => requests(&mut out, obj.at("/spec/spec/devices")),
         _ => {}
     }
     out
@@ -824,20 +825,15 @@ fn template_metadata(errs: &mut Vec<FieldError>, m: &Value, path: &str) {
 
 fn validate_class(class: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let mut errs = v::subdomain_name(meta::meta_str(class, "name"));
-    let stored_sel = old.is_some_and(|o| {
-        v::same(
-            o.pointer("/spec/selectors"),
-            class.pointer("/spec/selectors"),
-        )
-    });
+    let stored_sel =
+        old.is_some_and(|o| v::same(o.at("/spec/selectors"), class.at("/spec/selectors")));
     selectors(
         &mut errs,
         arr(class, "/spec/selectors"),
         "spec.selectors",
         stored_sel,
     );
-    let stored_cfg =
-        old.is_some_and(|o| v::same(o.pointer("/spec/config"), class.pointer("/spec/config")));
+    let stored_cfg = old.is_some_and(|o| v::same(o.at("/spec/config"), class.at("/spec/config")));
     list_items(
         &mut errs,
         arr(class, "/spec/config"),
@@ -847,7 +843,7 @@ fn validate_class(class: &Value, old: Option<&Value>) -> Vec<FieldError> {
         |errs, c, p| device_configuration(errs, c, p, stored_cfg),
     );
     if let Some(name) = class
-        .pointer("/spec/extendedResourceName")
+        .at("/spec/extendedResourceName")
         .and_then(Value::as_str)
     {
         let native = !name.contains('/') || name.contains("kubernetes.io/");
@@ -1278,7 +1274,7 @@ fn validate_slice(slice: &Value, old: Option<&Value>) -> Vec<FieldError> {
     errs.extend(driver_name(s(spec, "/driver"), "spec.driver"));
     errs.extend(pool_name(s(spec, "/pool/name"), "spec.pool.name"));
     let count = spec
-        .pointer("/pool/resourceSliceCount")
+        .at("/pool/resourceSliceCount")
         .and_then(Value::as_i64)
         .unwrap_or(0);
     if count <= 0 {
@@ -1289,7 +1285,7 @@ fn validate_slice(slice: &Value, old: Option<&Value>) -> Vec<FieldError> {
         ));
     }
     let generation = spec
-        .pointer("/pool/generation")
+        .at("/pool/generation")
         .and_then(Value::as_i64)
         .unwrap_or(0);
     if generation < 0 {
@@ -1305,10 +1301,10 @@ fn validate_slice(slice: &Value, old: Option<&Value>) -> Vec<FieldError> {
             ("/spec/driver", "spec.driver"),
             ("/spec/nodeName", "spec.nodeName"),
         ] {
-            if !v::same(old.pointer(ptr), slice.pointer(ptr)) {
+            if !v::same(old.at(ptr), slice.at(ptr)) {
                 errs.push(FieldError::invalid(
                     path,
-                    slice.pointer(ptr).map_or("null".into(), render),
+                    slice.at(ptr).map_or("null".into(), render),
                     "field is immutable",
                 ));
             }
@@ -1588,7 +1584,7 @@ fn validate_claim_status(claim: &Value, old: &Value) -> Vec<FieldError> {
             ));
         }
     }
-    let old_alloc = old.pointer("/status/allocation").filter(|a| !a.is_null());
+    let old_alloc = old.at("/status/allocation").filter(|a| !a.is_null());
     match (old_alloc, alloc) {
         (Some(o), Some(n)) if !v::same(Some(o), Some(n)) => {
             errs.push(FieldError::invalid(
@@ -1598,7 +1594,7 @@ fn validate_claim_status(claim: &Value, old: &Value) -> Vec<FieldError> {
             ));
         }
         (None, Some(n)) => {
-            let names = request_names(claim.pointer("/spec/devices").unwrap_or(&Value::Null));
+            let names = request_names(claim.at("/spec/devices").unwrap_or(&Value::Null));
             allocation(&mut errs, n, "status.allocation", &names);
         }
         _ => {}
@@ -1634,7 +1630,7 @@ pub(crate) fn admit_create(def: &ResourceDef, obj: &mut Value, name: &str) -> Re
         CLAIM_KEY => {
             let mut errs = v::subdomain_name(name);
             errs.extend(device_claim(
-                obj.pointer("/spec/devices").unwrap_or(&Value::Null),
+                obj.at("/spec/devices").unwrap_or(&Value::Null),
                 "spec.devices",
                 false,
             ));
@@ -1642,11 +1638,11 @@ pub(crate) fn admit_create(def: &ResourceDef, obj: &mut Value, name: &str) -> Re
         }
         TEMPLATE_KEY => {
             let mut errs = v::subdomain_name(name);
-            if let Some(m) = obj.pointer("/spec/metadata") {
+            if let Some(m) = obj.at("/spec/metadata") {
                 template_metadata(&mut errs, m, "spec.metadata");
             }
             errs.extend(device_claim(
-                obj.pointer("/spec/spec/devices").unwrap_or(&Value::Null),
+                obj.at("/spec/spec/devices").unwrap_or(&Value::Null),
                 "spec.spec.devices",
                 false,
             ));

@@ -4,6 +4,7 @@
 
 use crate::error::ApiError;
 use crate::meta;
+use crate::meta::Pointer;
 use serde_json::{Map, Value, json};
 
 /// Defaults the real server applies to a new pod (the subset that matters to schedulers).
@@ -31,9 +32,7 @@ pub fn default_pod(pod: &mut Value) {
 pub fn default_pod_update(old: &Value, pod: &mut Value, priority_admission: bool) {
     if priority_admission {
         for f in ["priority", "preemptionPolicy"] {
-            if pod
-                .pointer(&format!("/spec/{f}"))
-                .is_none_or(Value::is_null)
+            if pod.at(&format!("/spec/{f}")).is_none_or(Value::is_null)
                 && let Some(v) = old["spec"].get(f)
             {
                 pod["spec"][f] = v.clone();
@@ -96,7 +95,7 @@ pub(crate) fn qos_class(spec: &Value) -> &'static str {
         .flatten();
     for c in containers {
         let list = |which: &str| {
-            c.pointer(&format!("/resources/{which}"))
+            c.at(&format!("/resources/{which}"))
                 .and_then(Value::as_object)
                 .into_iter()
                 .flatten()
@@ -144,7 +143,7 @@ pub(crate) fn qos_class(spec: &Value) -> &'static str {
 pub fn validate_pod_create(pod: &Value, name: &str) -> Result<(), ApiError> {
     use crate::validation::FieldError;
     let mut errs = Vec::new();
-    let containers = pod.pointer("/spec/containers").and_then(Value::as_array);
+    let containers = pod.at("/spec/containers").and_then(Value::as_array);
     match containers.filter(|c| !c.is_empty()) {
         None => errs.push(FieldError::required("spec.containers", "")),
         Some(cs) => {
@@ -244,12 +243,9 @@ pub fn default_namespace(ns: &mut Value) {
 /// Status of an accepted CRD.
 pub fn crd_status(crd: &mut Value) {
     let now = meta::now();
-    let names = crd
-        .pointer("/spec/names")
-        .cloned()
-        .unwrap_or_else(|| json!({}));
+    let names = crd.at("/spec/names").cloned().unwrap_or_else(|| json!({}));
     let stored: Vec<Value> = crd
-        .pointer("/spec/versions")
+        .at("/spec/versions")
         .and_then(Value::as_array)
         .map(|vs| {
             vs.iter()
@@ -271,7 +267,7 @@ pub fn crd_status(crd: &mut Value) {
 /// Applies a binding to a pod: checks preconditions and sets `spec.nodeName` and `PodScheduled`.
 pub fn apply_binding(pod: &mut Value, binding: &Value, pod_name: &str) -> Result<String, ApiError> {
     let target = binding
-        .pointer("/target/name")
+        .at("/target/name")
         .and_then(Value::as_str)
         .unwrap_or("");
     if target.is_empty() {
@@ -283,7 +279,7 @@ pub fn apply_binding(pod: &mut Value, binding: &Value, pod_name: &str) -> Result
         ));
     }
     let kind = binding
-        .pointer("/target/kind")
+        .at("/target/kind")
         .and_then(Value::as_str)
         .unwrap_or("");
     if !kind.is_empty() && kind != "Node" {
@@ -295,7 +291,7 @@ pub fn apply_binding(pod: &mut Value, binding: &Value, pod_name: &str) -> Result
         ));
     }
     let want_uid = binding
-        .pointer("/metadata/uid")
+        .at("/metadata/uid")
         .and_then(Value::as_str)
         .unwrap_or("");
     let uid = meta::meta_str(pod, "uid");
@@ -318,7 +314,7 @@ pub fn apply_binding(pod: &mut Value, binding: &Value, pod_name: &str) -> Result
         ));
     }
     let current = pod
-        .pointer("/spec/nodeName")
+        .at("/spec/nodeName")
         .and_then(Value::as_str)
         .unwrap_or("");
     if !current.is_empty() {
@@ -330,7 +326,7 @@ pub fn apply_binding(pod: &mut Value, binding: &Value, pod_name: &str) -> Result
         ));
     }
     if pod
-        .pointer("/spec/schedulingGates")
+        .at("/spec/schedulingGates")
         .and_then(Value::as_array)
         .is_some_and(|g| !g.is_empty())
     {
@@ -346,7 +342,7 @@ pub fn apply_binding(pod: &mut Value, binding: &Value, pod_name: &str) -> Result
         st.remove("nominatedNodeName");
     }
     if let Some(ann) = binding
-        .pointer("/metadata/annotations")
+        .at("/metadata/annotations")
         .and_then(Value::as_object)
     {
         let m = meta::metadata_mut(pod)

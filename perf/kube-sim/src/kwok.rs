@@ -15,6 +15,7 @@ use crate::deletion;
 use crate::inner::Inner;
 use crate::managed::Manager;
 use crate::meta;
+use crate::meta::Pointer;
 use crate::store::Stored;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -116,7 +117,7 @@ fn pod_ip() -> String {
 fn container_statuses(pod: &Value, state: Value, ready: bool) -> Value {
     let running = state.get("running").is_some();
     let cs = pod
-        .pointer("/spec/containers")
+        .at("/spec/containers")
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
@@ -194,7 +195,7 @@ fn pod_level_status(pod: &mut Value) {
         return;
     }
     let pick = |which: &str| -> Option<Value> {
-        spec.pointer(&format!("/resources/{which}"))
+        spec.at(&format!("/resources/{which}"))
             .and_then(Value::as_object)
             .map(|m| {
                 Value::Object(
@@ -232,7 +233,7 @@ pub(crate) fn pod_needs(pod: &Value) -> (i128, i128) {
     let spec = &pod["spec"];
     let aggregate = crate::podres::aggregate_requests(spec);
     let get = |name: &str| -> i128 {
-        spec.pointer(&format!("/resources/requests/{name}"))
+        spec.at(&format!("/resources/requests/{name}"))
             .and_then(crate::validation::quantity_of)
             .or_else(|| aggregate.get(name).copied())
             .unwrap_or(0)
@@ -251,7 +252,7 @@ pub(crate) fn resize_fits(
     others: (i128, i128),
 ) -> Result<(), (&'static str, String)> {
     let alloc = |name: &str, unit: i128| {
-        node.pointer(&format!("/status/allocatable/{name}"))
+        node.at(&format!("/status/allocatable/{name}"))
             .and_then(crate::validation::quantity_of)
             .map_or(i128::MAX, |n| n / unit)
     };
@@ -301,7 +302,7 @@ pub(crate) fn pod_terminating(inner: &Arc<Inner>, pod: &Value) {
         return;
     };
     if pod
-        .pointer("/spec/nodeName")
+        .at("/spec/nodeName")
         .and_then(Value::as_str)
         .is_none_or(str::is_empty)
     {
@@ -334,7 +335,7 @@ pub(crate) fn set_terminated(pod: &mut Value, uid: &str) -> bool {
     if meta::meta_str(pod, "uid") != uid
         || !deletion::terminating(pod)
         || matches!(
-            pod.pointer("/status/phase").and_then(Value::as_str),
+            pod.at("/status/phase").and_then(Value::as_str),
             Some("Succeeded" | "Failed")
         )
     {
@@ -342,12 +343,12 @@ pub(crate) fn set_terminated(pod: &mut Value, uid: &str) -> bool {
     }
     let now = meta::now();
     let specs = pod
-        .pointer("/spec/containers")
+        .at("/spec/containers")
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
     let old: Vec<Value> = pod
-        .pointer("/status/containerStatuses")
+        .at("/status/containerStatuses")
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
@@ -356,7 +357,7 @@ pub(crate) fn set_terminated(pod: &mut Value, uid: &str) -> bool {
         .iter()
         .map(|c| {
             let prev = old.iter().find(|s| s["name"] == c["name"]);
-            let started = prev.and_then(|s| s.pointer("/state/running/startedAt"));
+            let started = prev.and_then(|s| s.at("/state/running/startedAt"));
             let state = match started {
                 Some(at) => json!({"terminated": {"exitCode": 0, "reason": "Completed",
                                    "startedAt": at, "finishedAt": now}}),
@@ -388,7 +389,7 @@ pub(crate) fn set_terminated(pod: &mut Value, uid: &str) -> bool {
 /// Marks a bound Pending pod Running (false when it is gone, terminating or not in that state).
 pub(crate) fn set_running(pod: &mut Value, uid: &str, host_ip: &str) -> bool {
     if meta::meta_str(pod, "uid") != uid
-        || pod.pointer("/status/phase") != Some(&json!("Pending"))
+        || pod.at("/status/phase") != Some(&json!("Pending"))
         || deletion::terminating(pod)
     {
         return false;
@@ -431,17 +432,13 @@ pub(crate) fn actuate_resize(
     uid: &str,
     fits: Result<(), (&'static str, String)>,
 ) -> bool {
-    if meta::meta_str(pod, "uid") != uid || pod.pointer("/status/phase") != Some(&json!("Running"))
-    {
+    if meta::meta_str(pod, "uid") != uid || pod.at("/status/phase") != Some(&json!("Running")) {
         return false;
     }
     if let Err((reason, message)) = fits {
-        let generation = pod
-            .pointer("/metadata/generation")
-            .cloned()
-            .unwrap_or(json!(1));
+        let generation = pod.at("/metadata/generation").cloned().unwrap_or(json!(1));
         let pending = pod
-            .pointer("/status/conditions")
+            .at("/status/conditions")
             .and_then(Value::as_array)
             .and_then(|cs| cs.iter().find(|c| c["type"] == "PodResizePending"));
         if pending.is_some_and(|c| {
@@ -463,7 +460,7 @@ pub(crate) fn actuate_resize(
         conds.retain(|c| c["type"] != "PodResizePending");
     }
     let spec: Vec<(Value, Value)> = pod
-        .pointer("/spec/containers")
+        .at("/spec/containers")
         .and_then(Value::as_array)
         .map(|cs| {
             cs.iter()
@@ -493,13 +490,13 @@ pub(crate) fn actuate_resize(
 /// Marks a Running pod Succeeded (not one being deleted: the kubelet is terminating it).
 pub(crate) fn set_succeeded(pod: &mut Value, uid: &str) -> bool {
     if meta::meta_str(pod, "uid") != uid
-        || pod.pointer("/status/phase") != Some(&json!("Running"))
+        || pod.at("/status/phase") != Some(&json!("Running"))
         || deletion::terminating(pod)
     {
         return false;
     }
     let now = meta::now();
-    let term = json!({"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": pod.pointer("/status/startTime"), "finishedAt": now}});
+    let term = json!({"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": pod.at("/status/startTime"), "finishedAt": now}});
     pod["status"]["containerStatuses"] = container_statuses(pod, term, false);
     pod["status"]["phase"] = json!("Succeeded");
     for t in ["Ready", "ContainersReady"] {
@@ -527,7 +524,7 @@ impl Inner {
             .mentions(LIFETIME_ANNOTATION)
             .then(|| pod.value())
             .and_then(|v| {
-                v.pointer("/metadata/annotations")
+                v.at("/metadata/annotations")
                     .and_then(|a| a.get(LIFETIME_ANNOTATION))
                     .and_then(Value::as_str)
                     .and_then(|s| s.parse().ok())
@@ -565,9 +562,9 @@ impl Inner {
                     let mut others = (0, 0);
                     for p in st.list(&pods, None).1 {
                         let v = &p.value();
-                        if v.pointer("/spec/nodeName").and_then(Value::as_str) == Some(&node_name)
+                        if v.at("/spec/nodeName").and_then(Value::as_str) == Some(&node_name)
                             && meta::meta_str(v, "uid") != uid
-                            && v.pointer("/status/phase").and_then(Value::as_str) == Some("Running")
+                            && v.at("/status/phase").and_then(Value::as_str) == Some("Running")
                         {
                             let (c, m) = pod_needs(v);
                             others = (others.0 + c, others.1 + m);

@@ -6,6 +6,7 @@
 
 use crate::error::ApiError;
 use crate::meta;
+use crate::meta::Pointer;
 use crate::validation::{self, FieldError};
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, BTreeSet};
@@ -484,7 +485,7 @@ pub fn record(
 ) {
     let empty = Value::Null;
     let old_obj = old.unwrap_or(&empty);
-    let old_entries = old_obj.pointer("/metadata/managedFields");
+    let old_entries = old_obj.at("/metadata/managedFields");
     let before: Vec<Entry> = old_entries
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(Entry::parse).collect())

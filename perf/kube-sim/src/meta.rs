@@ -4,6 +4,46 @@
 use serde_json::{Map, Value};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+/// `Value::pointer` (RFC 6901) without its allocations: serde_json's unescapes every reference
+/// token into two new strings, which made JSON-pointer reads about 3% of kube-sim's CPU in the
+/// DRA workloads; here a token without `~` (every token kube-sim writes) is looked up as it is.
+pub trait Pointer {
+    /// The value `pointer` names, as `Value::pointer`.
+    fn at(&self, pointer: &str) -> Option<&Value>;
+}
+
+impl Pointer for Value {
+    fn at(&self, pointer: &str) -> Option<&Value> {
+        if pointer.is_empty() {
+            return Some(self);
+        }
+        let mut target = self;
+        for token in pointer.strip_prefix('/')?.split('/') {
+            let unescaped;
+            let token = if token.contains('~') {
+                unescaped = token.replace("~1", "/").replace("~0", "~");
+                unescaped.as_str()
+            } else {
+                token
+            };
+            target = match target {
+                Value::Object(map) => map.get(token)?,
+                Value::Array(list) => list.get(array_index(token)?)?,
+                _ => return None,
+            };
+        }
+        Some(target)
+    }
+}
+
+/// An array index token as RFC 6901 has it (decimal, no sign, no leading zero).
+fn array_index(token: &str) -> Option<usize> {
+    if token.starts_with('+') || (token.starts_with('0') && token.len() != 1) {
+        return None;
+    }
+    token.parse().ok()
+}
+
 /// Days since 1970-01-01 to a civil (year, month, day); Howard Hinnant's algorithm.
 fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
@@ -144,6 +184,32 @@ pub fn path<'a>(obj: &'a Value, dotted: &str) -> Option<&'a Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pointer_reads_as_serde_jsons() {
+        let v = serde_json::json!({"a": {"b/c": [1, {"d~e": true}], "": 2, "0": 3},
+                                   "l": [[4], 5]});
+        for p in [
+            "",
+            "/",
+            "/a",
+            "/a/b~1c",
+            "/a/b~1c/0",
+            "/a/b~1c/1/d~0e",
+            "/a/b~1c/01",
+            "/a/b~1c/+1",
+            "/a/b~1c/2",
+            "/a/",
+            "/a/0",
+            "/l/0/0",
+            "/l/1/x",
+            "a",
+            "/missing/x",
+            "/a/b~1c/-1",
+        ] {
+            assert_eq!(v.at(p), v.pointer(p), "{p}");
+        }
+    }
     use std::time::Duration;
 
     #[test]

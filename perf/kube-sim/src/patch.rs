@@ -2,6 +2,7 @@
 //! keys of the lists Magma and kubectl touch (conditions by `type`, containers by `name`, ...), and
 //! JSON patch (RFC 6902).
 
+use crate::meta::Pointer;
 use serde_json::{Map, Value};
 
 /// How a PATCH body is interpreted (from its `Content-Type`).
@@ -296,7 +297,7 @@ pub fn json_patch(target: &mut Value, ops: &Value) -> Result<(), String> {
                 pointer_add(target, path, value()?)?;
             }
             "test" => {
-                if target.pointer(path) != Some(&value()?) {
+                if target.at(path) != Some(&value()?) {
                     return Err(format!("test failed at {path:?}"));
                 }
             }
@@ -305,10 +306,7 @@ pub fn json_patch(target: &mut Value, ops: &Value) -> Result<(), String> {
                 pointer_add(target, path, v)?;
             }
             "copy" => {
-                let v = target
-                    .pointer(from()?)
-                    .cloned()
-                    .ok_or("copy source missing")?;
+                let v = target.at(from()?).cloned().ok_or("copy source missing")?;
                 pointer_add(target, path, v)?;
             }
             other => return Err(format!("unknown op {other:?}")),

@@ -11,6 +11,7 @@
 //! container resource names, extended resources whole and requested as limited).
 //! Quantities in messages are rendered canonically, as `resource.Quantity.String()` does.
 
+use crate::meta::Pointer;
 use crate::validation::{self, FieldError, QuantityFormat, canonical_nanos, quote};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
@@ -114,7 +115,7 @@ impl Q {
 type List = BTreeMap<String, Q>;
 
 fn list_at(obj: &Value, ptr: &str) -> List {
-    obj.pointer(ptr)
+    obj.at(ptr)
         .and_then(Value::as_object)
         .into_iter()
         .flatten()
@@ -191,7 +192,7 @@ pub(crate) fn aggregate_requests(spec: &Value) -> BTreeMap<String, i128> {
 fn all_containers_have_limit(spec: &Value, name: &str) -> bool {
     ["initContainers", "containers"].iter().all(|l| {
         containers(spec, l).iter().all(|c| {
-            c.pointer("/resources/limits")
+            c.at("/resources/limits")
                 .and_then(Value::as_object)
                 .is_some_and(|m| m.contains_key(name))
         })
@@ -199,7 +200,7 @@ fn all_containers_have_limit(spec: &Value, name: &str) -> bool {
 }
 
 fn non_empty(spec: &Value, which: &str) -> bool {
-    spec.pointer(&format!("/resources/{which}"))
+    spec.at(&format!("/resources/{which}"))
         .and_then(Value::as_object)
         .is_some_and(|m| !m.is_empty())
 }
@@ -208,7 +209,7 @@ fn non_empty(spec: &Value, which: &str) -> bool {
 /// in the given lists.
 fn level_set(spec: &Value, which: &[&str]) -> bool {
     which.iter().any(|w| {
-        spec.pointer(&format!("/resources/{w}"))
+        spec.at(&format!("/resources/{w}"))
             .and_then(Value::as_object)
             .is_some_and(|m| m.keys().any(|k| supported(k)))
     })
@@ -279,7 +280,7 @@ fn default_requests(spec: &mut Value) {
     }
     let requests = list_at(spec, "/resources/requests");
     let mut raw_requests: Map<String, Value> = spec
-        .pointer("/resources/requests")
+        .at("/resources/requests")
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
@@ -290,7 +291,7 @@ fn default_requests(spec: &mut Value) {
         }
     }
     let limits: Map<String, Value> = spec
-        .pointer("/resources/limits")
+        .at("/resources/limits")
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
@@ -583,7 +584,7 @@ pub(crate) fn validate(spec: &Value) -> Vec<FieldError> {
         return Vec::new();
     };
     let path = "spec.resources";
-    if spec.pointer("/os/name").and_then(Value::as_str) == Some("windows") {
+    if spec.at("/os/name").and_then(Value::as_str) == Some("windows") {
         return vec![FieldError::forbidden(
             path,
             "may not be set for a windows pod",

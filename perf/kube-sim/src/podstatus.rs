@@ -7,6 +7,7 @@
 //! field: a set status may be changed or removed by a later write.
 
 use crate::error::ApiError;
+use crate::meta::Pointer;
 use crate::validation::{self, FieldError, quote};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
@@ -32,10 +33,10 @@ fn items(v: Option<&Value>) -> &[Value] {
 /// `resourceClaimName` since 1.36, kubernetes#137321; before it at `name`).
 fn claim_statuses(pod: &Value) -> Vec<FieldError> {
     let path = "status.resourceClaimStatuses";
-    let pod_claims = items(pod.pointer("/spec/resourceClaims"));
+    let pod_claims = items(pod.at("/spec/resourceClaims"));
     let mut seen = HashSet::new();
     let mut errs = Vec::new();
-    for (i, st) in items(pod.pointer("/status/resourceClaimStatuses"))
+    for (i, st) in items(pod.at("/status/resourceClaimStatuses"))
         .iter()
         .enumerate()
     {
@@ -72,7 +73,7 @@ fn claim_statuses(pod: &Value) -> Vec<FieldError> {
 fn extended_claim_status(pod: &Value) -> Vec<FieldError> {
     let path = "status.extendedResourceClaimStatus";
     let Some(st) = pod
-        .pointer("/status/extendedResourceClaimStatus")
+        .at("/status/extendedResourceClaimStatus")
         .filter(|s| !s.is_null())
     else {
         return Vec::new();
@@ -80,7 +81,7 @@ fn extended_claim_status(pod: &Value) -> Vec<FieldError> {
     // Init containers first, then containers, as upstream fills its map.
     let mut containers: BTreeMap<&str, &Value> = BTreeMap::new();
     for list in ["initContainers", "containers"] {
-        for c in items(pod.pointer(&format!("/spec/{list}"))) {
+        for c in items(pod.at(&format!("/spec/{list}"))) {
             containers.insert(str_at(c, "name"), c);
         }
     }
@@ -103,7 +104,7 @@ fn extended_claim_status(pod: &Value) -> Vec<FieldError> {
         );
         match containers.get(container) {
             Some(c) => {
-                if c.pointer("/resources/requests")
+                if c.at("/resources/requests")
                     .and_then(Value::as_object)
                     .is_none_or(|r| !r.contains_key(resource))
                 {

@@ -9,6 +9,7 @@
 //! (`LabelSelectorAsSelector`: no selector selects nothing, an empty one everything).
 
 use crate::error::ApiError;
+use crate::meta::Pointer;
 use crate::validation::{self as v, FieldError, quote};
 use serde_json::{Map, Value, json};
 
@@ -333,7 +334,7 @@ pub(crate) fn admit_create(obj: &mut Value, name: &str) -> Result<(), ApiError> 
 /// the stored budget already had.
 pub(crate) fn admit_update(old: &Value, new: &mut Value, name: &str) -> Result<(), ApiError> {
     decode(new)?;
-    let old_invalid = old.pointer("/spec/selector").is_some_and(|sel| {
+    let old_invalid = old.at("/spec/selector").is_some_and(|sel| {
         let mut e = Vec::new();
         crate::storage::label_selector(&mut e, sel, "spec.selector");
         !e.is_empty()
@@ -488,7 +489,7 @@ pub(crate) fn selects(selector: Option<&Value>, labels: Option<&Map<String, Valu
 /// A strategic merge patch of a budget: `spec.selector` is `patchStrategy=replace` in policy/v1,
 /// so the patch's selector replaces the stored one instead of merging into it.
 pub(crate) fn strategic_selector_replace(patched: &mut Value, patch: &Value) {
-    if let Some(sel) = patch.pointer("/spec/selector").filter(|s| s.is_object()) {
+    if let Some(sel) = patch.at("/spec/selector").filter(|s| s.is_object()) {
         let mut sel = sel.clone();
         strip_directives(&mut sel);
         patched["spec"]["selector"] = sel;

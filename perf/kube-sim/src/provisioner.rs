@@ -51,6 +51,7 @@ use crate::config::Provisioner;
 use crate::error::ApiError;
 use crate::inner::Inner;
 use crate::meta;
+use crate::meta::Pointer;
 use crate::resources::ResourceDef;
 use crate::storage::{self, arr_at, str_at};
 use crate::store::{Event, EventType, Part, State};
@@ -124,8 +125,7 @@ struct Controller {
 }
 
 fn annotations(obj: &Value) -> Option<&Map<String, Value>> {
-    obj.pointer("/metadata/annotations")
-        .and_then(Value::as_object)
+    obj.at("/metadata/annotations").and_then(Value::as_object)
 }
 
 fn annotation<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
@@ -181,10 +181,10 @@ fn class_of(st: &State, d: &Defs, claim: &Value) -> Option<Value> {
 /// Why a volume cannot take a claim (`checkVolumeSatisfyClaim`: being deleted, too small,
 /// another class, volume mode or access modes), or None.
 fn mismatch(pv: &Value, claim: &Value) -> Option<&'static str> {
-    let size = |o: &Value, p: &str| o.pointer(p).and_then(quantity_of).unwrap_or(0);
+    let size = |o: &Value, p: &str| o.at(p).and_then(quantity_of).unwrap_or(0);
     let pv_modes = arr_at(pv, "/spec/accessModes");
     if pv
-        .pointer("/metadata/deletionTimestamp")
+        .at("/metadata/deletionTimestamp")
         .is_some_and(|t| !t.is_null())
     {
         Some("the volume is marked for deletion")
@@ -212,7 +212,7 @@ fn satisfies(pv: &Value, claim: &Value) -> bool {
 
 /// The volume's `claimRef`, when set.
 fn claim_ref_of(pv: &Value) -> Option<&Value> {
-    pv.pointer("/spec/claimRef").filter(|r| !r.is_null())
+    pv.at("/spec/claimRef").filter(|r| !r.is_null())
 }
 
 /// `IsVolumeBoundToClaim`: the volume's `claimRef` names the claim, without a UID or with its UID.
@@ -324,7 +324,7 @@ fn update_claim_status(
             dirty |= s.remove("capacity").is_some();
         }
         Some(pv) => {
-            let modes = pv.pointer("/spec/accessModes").cloned();
+            let modes = pv.at("/spec/accessModes").cloned();
             if s.get("accessModes") != modes.as_ref() {
                 match modes {
                     Some(m) => s.insert("accessModes".into(), m),
@@ -334,7 +334,7 @@ fn update_claim_status(
             }
             let storage =
                 |o: Option<&Value>| o.and_then(|v| v.get("storage")).and_then(quantity_of);
-            let pv_capacity = pv.pointer("/spec/capacity");
+            let pv_capacity = pv.at("/spec/capacity");
             if becoming && storage(s.get("capacity")) != storage(pv_capacity) {
                 s.insert(
                     "capacity".into(),
@@ -441,7 +441,7 @@ fn volume_affinity(
         .get(&d.nodes, "", node_name)
         .map_err(|_| format!("selected node {node_name:?} not found"))?;
     let node = node.value();
-    let labels = node.pointer("/metadata/labels");
+    let labels = node.at("/metadata/labels");
     let label = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
     let mut keys: Vec<&str> = Vec::new();
     for t in terms {
@@ -482,13 +482,13 @@ fn volume_affinity(
 fn volume_for(claim: &Value, class: &Value, pv_name: &str, affinity: Option<Value>) -> Value {
     let provisioner = str_at(class, "/provisioner");
     let mut spec = json!({
-        "accessModes": claim.pointer("/spec/accessModes").cloned().unwrap_or_default(),
-        "capacity": {"storage": claim.pointer("/spec/resources/requests/storage").cloned().unwrap_or_default()},
+        "accessModes": claim.at("/spec/accessModes").cloned().unwrap_or_default(),
+        "capacity": {"storage": claim.at("/spec/resources/requests/storage").cloned().unwrap_or_default()},
         "claimRef": claim_ref(claim),
         "csi": {"driver": provisioner, "volumeHandle": format!("kube-sim-{}", meta::meta_str(claim, "uid"))},
         "persistentVolumeReclaimPolicy": class.get("reclaimPolicy").cloned().unwrap_or_else(|| json!("Delete")),
         "storageClassName": meta::meta_str(class, "name"),
-        "volumeMode": claim.pointer("/spec/volumeMode").cloned().unwrap_or_else(|| json!("Filesystem")),
+        "volumeMode": claim.at("/spec/volumeMode").cloned().unwrap_or_else(|| json!("Filesystem")),
     });
     if let Some(a) = affinity {
         spec["nodeAffinity"] = a;

@@ -21,6 +21,7 @@
 
 use crate::error::ApiError;
 use crate::kinds;
+use crate::meta::Pointer;
 use crate::validation::{self, FieldError, quantity_of, quote};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
@@ -31,7 +32,7 @@ const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
 const LISTS: [&str; 2] = ["containers", "initContainers"];
 
 fn containers<'a>(pod: &'a Value, list: &str) -> &'a [Value] {
-    pod.pointer(&format!("/spec/{list}"))
+    pod.at(&format!("/spec/{list}"))
         .and_then(Value::as_array)
         .map_or(&[], Vec::as_slice)
 }
@@ -132,10 +133,7 @@ pub(crate) fn resize(old: &Value, mut submitted: Value, name: &str) -> Result<Va
     // InPlacePodLevelResourcesVerticalScaling (beta, on by default in v1.36): the pod-level
     // resources are taken from the submitted pod too.
     if let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) {
-        match submitted
-            .pointer("/spec/resources")
-            .filter(|r| !r.is_null())
-        {
+        match submitted.at("/spec/resources").filter(|r| !r.is_null()) {
             Some(r) => {
                 spec.insert("resources".into(), r.clone());
             }
@@ -322,17 +320,17 @@ fn validate(old: &Value, new: &Value) -> Vec<FieldError> {
     }
     errs.extend(crate::podres::validate(&new["spec"]));
     if old
-        .pointer("/metadata/annotations")
+        .at("/metadata/annotations")
         .and_then(Value::as_object)
         .is_some_and(|a| a.contains_key(MIRROR_ANNOTATION))
     {
         return vec![FieldError::forbidden("", "static pods cannot be resized")];
     }
-    if old.pointer("/spec/os/name").and_then(Value::as_str) == Some("windows") {
+    if old.at("/spec/os/name").and_then(Value::as_str) == Some("windows") {
         return vec![FieldError::forbidden("", "windows pods cannot be resized")];
     }
     let status_qos = old
-        .pointer("/status/qosClass")
+        .at("/status/qosClass")
         .and_then(Value::as_str)
         .unwrap_or("");
     let old_qos = if status_qos.is_empty() {
@@ -350,11 +348,11 @@ fn validate(old: &Value, new: &Value) -> Vec<FieldError> {
     // Version skew: a running container whose status reports no resources is on a node without
     // in-place resize (only the first running container is looked at).
     let running = old
-        .pointer("/status/containerStatuses")
+        .at("/status/containerStatuses")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .find(|s| s.pointer("/state/running").is_some_and(|r| !r.is_null()));
+        .find(|s| s.at("/state/running").is_some_and(|r| !r.is_null()));
     if running.is_some_and(|s| s.get("resources").is_none_or(Value::is_null)) {
         errs.push(FieldError::forbidden(
             "spec",
@@ -391,8 +389,8 @@ fn validate(old: &Value, new: &Value) -> Vec<FieldError> {
         }
     }
     errs.extend(pod_level_resize(
-        old.pointer("/spec/resources"),
-        new.pointer("/spec/resources"),
+        old.at("/spec/resources"),
+        new.at("/spec/resources"),
     ));
     for (o, n) in old_init.iter().zip(new_init) {
         if restartable(n) {

@@ -2,6 +2,7 @@
 //! and subresources (built-in ones plus those registered by CustomResourceDefinitions), and the
 //! discovery documents (`/api`, `/apis`, `/api/v1`, `/apis/<g>/<v>`) built from it.
 
+use crate::meta::Pointer;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -125,9 +126,9 @@ impl ResourceDef {
                 .get("name")
                 .and_then(Value::as_str)
                 .ok_or("spec.versions[].name: Required value")?;
-            let status = v.pointer("/subresources/status").is_some();
+            let status = v.at("/subresources/status").is_some();
             let scale_replicas_path = v
-                .pointer("/subresources/scale/specReplicasPath")
+                .at("/subresources/scale/specReplicasPath")
                 .and_then(Value::as_str)
                 .map(str::to_string);
             out.push(Self {

@@ -5,6 +5,7 @@
 //! selected (the store keeps objects as serialized bytes).
 
 use crate::meta;
+use crate::meta::Pointer;
 use serde_json::Value;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -343,7 +344,7 @@ impl Index {
             text.push_str(value);
             ends.push((k, text.len() as u32));
         };
-        if let Some(labels) = obj.pointer("/metadata/labels").and_then(Value::as_object) {
+        if let Some(labels) = obj.at("/metadata/labels").and_then(Value::as_object) {
             for (k, v) in labels {
                 if let Some(v) = v.as_str() {
                     push('l', k, v);

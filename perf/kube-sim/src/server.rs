@@ -12,6 +12,7 @@ use crate::faults::Faults;
 use crate::inner::Inner;
 use crate::list::{self, ListRequest};
 use crate::managed::{Manager, Operation};
+use crate::meta::Pointer;
 use crate::patch::PatchKind;
 use crate::records::RequestRecord;
 use crate::resources::{self, ResourceDef};
@@ -566,7 +567,7 @@ fn serve_verb(
             manager(Operation::Update, "CreateOptions")?;
             let b = parse_body(body)?;
             let bname = b
-                .pointer("/metadata/name")
+                .at("/metadata/name")
                 .and_then(Value::as_str)
                 .unwrap_or(name);
             if bname != name {

@@ -14,6 +14,7 @@ use crate::inner::Inner;
 use crate::kwok;
 use crate::managed::Manager;
 use crate::meta;
+use crate::meta::Pointer;
 use crate::records::{BindingRecord, RequestRecord, SimStats, WriteRecord};
 use crate::store::Part;
 use serde_json::Value;
@@ -252,7 +253,7 @@ impl SimHandle {
         if def.key.as_ref() == "/pods"
             && stored
                 .value()
-                .pointer("/spec/nodeName")
+                .at("/spec/nodeName")
                 .and_then(Value::as_str)
                 .is_some()
         {

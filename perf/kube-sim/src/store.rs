@@ -32,6 +32,7 @@ use crate::error::ApiError;
 use crate::kinds;
 use crate::managed::{self, Manager, Scope};
 use crate::meta;
+use crate::meta::Pointer;
 use crate::pack::{Background, Encoding, Packable};
 use crate::patch::{self, PatchKind};
 use crate::resources::{Registry, ResourceDef};
@@ -258,7 +259,7 @@ fn spec_part(obj: &Value) -> Value {
 fn bump_generation(def: &ResourceDef, old: &Value, new: &mut Value) {
     if def.generation && spec_part(new) != spec_part(old) {
         let g = old
-            .pointer("/metadata/generation")
+            .at("/metadata/generation")
             .and_then(Value::as_i64)
             .unwrap_or(1);
         meta::metadata_mut(new).insert("generation".into(), json!(g + 1));
@@ -538,7 +539,7 @@ impl State {
                 // Only the classes the plugin can pick (the one named, any global default),
                 // parsed: every pod create passes here.
                 let named = obj
-                    .pointer("/spec/priorityClassName")
+                    .at("/spec/priorityClassName")
                     .and_then(Value::as_str)
                     .unwrap_or("");
                 let classes = self.priority_classes_for(named);
@@ -902,8 +903,8 @@ impl State {
             "/namespaces" => self.delete_namespace_contents(name),
             "apiextensions.k8s.io/customresourcedefinitions" => {
                 if let (Some(g), Some(p)) = (
-                    old_v.pointer("/spec/group").and_then(Value::as_str),
-                    old_v.pointer("/spec/names/plural").and_then(Value::as_str),
+                    old_v.at("/spec/group").and_then(Value::as_str),
+                    old_v.at("/spec/names/plural").and_then(Value::as_str),
                 ) {
                     let key: Arc<str> = format!("{g}/{p}").into();
                     if let Some(d) = self.registry.defs().iter().find(|d| d.key == key).cloned() {

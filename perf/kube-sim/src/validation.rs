@@ -5,6 +5,7 @@
 //! format check the real server applies while decoding, and the value for comparisons).
 
 use crate::error::{ApiError, Cause};
+use crate::meta::Pointer;
 use serde_json::Value;
 
 /// The kind of a field error (`field.ErrorType`).
@@ -541,7 +542,7 @@ pub(crate) fn quantity_of(v: &Value) -> Option<i128> {
 /// Checks the quantities of a `ResourceList` at `pointer` as the decoder would: an error is the
 /// message of the 400 the real server answers.
 pub(crate) fn decode_quantities(obj: &Value, pointer: &str) -> Result<(), &'static str> {
-    let Some(list) = obj.pointer(pointer) else {
+    let Some(list) = obj.at(pointer) else {
         return Ok(());
     };
     let Some(m) = list.as_object() else {

@@ -2,6 +2,7 @@
 //! that claims and volumes both make (access modes, volume modes, class names, quantities).
 //! The bottom of `storage`: it uses only `validation`.
 
+use crate::meta::Pointer;
 use crate::validation::{self as v, FieldError, render};
 use serde_json::{Map, Value, json};
 
@@ -16,19 +17,19 @@ const VOLUME_MODES: [&str; 2] = ["Block", "Filesystem"];
 
 /// A string at a JSON pointer, or "".
 pub(crate) fn str_at<'a>(obj: &'a Value, ptr: &str) -> &'a str {
-    obj.pointer(ptr).and_then(Value::as_str).unwrap_or("")
+    obj.at(ptr).and_then(Value::as_str).unwrap_or("")
 }
 
 /// An array at a JSON pointer, or empty.
 pub(crate) fn arr_at<'a>(obj: &'a Value, ptr: &str) -> &'a [Value] {
-    obj.pointer(ptr)
+    obj.at(ptr)
         .and_then(Value::as_array)
         .map_or(&[], Vec::as_slice)
 }
 
 /// A present, non-null value at a JSON pointer.
 pub(super) fn present<'a>(obj: &'a Value, ptr: &str) -> Option<&'a Value> {
-    obj.pointer(ptr).filter(|v| !v.is_null())
+    obj.at(ptr).filter(|v| !v.is_null())
 }
 
 /// `obj[field]` as an object, created (or replaced when not an object).

@@ -23,6 +23,7 @@ mod selectors;
 
 use crate::error::ApiError;
 use crate::meta;
+use crate::meta::Pointer;
 use crate::resources::ResourceDef;
 use crate::validation::{self as v, FieldError};
 use class::{default_sc, validate_sc, validate_sc_update};
@@ -96,7 +97,7 @@ pub(crate) fn admit_create(
             let spec = object_mut(obj, "spec");
             let unset = spec.get("storageClassName").is_none_or(Value::is_null);
             let beta = obj
-                .pointer("/metadata/annotations")
+                .at("/metadata/annotations")
                 .and_then(|a| a.get(BETA_STORAGE_CLASS_ANNOTATION))
                 .is_some();
             if unset
@@ -170,7 +171,7 @@ pub(crate) fn admit_status_update(
             if !rv_given {
                 errs.push(FieldError::required("resourceVersion", ""));
             }
-            if let Some(cap) = new.pointer("/status/capacity").and_then(Value::as_object) {
+            if let Some(cap) = new.at("/status/capacity").and_then(Value::as_object) {
                 for (r, q) in cap {
                     basic_quantity(&mut errs, q, &format!("status.capacity[{r}]"));
                 }
@@ -183,8 +184,8 @@ pub(crate) fn admit_status_update(
             }
             let (op, np) = (str_at(old, "/status/phase"), str_at(new, "/status/phase"));
             let (ot, nt) = (
-                old.pointer("/status/lastPhaseTransitionTime"),
-                new.pointer("/status/lastPhaseTransitionTime"),
+                old.at("/status/lastPhaseTransitionTime"),
+                new.at("/status/lastPhaseTransitionTime"),
             );
             if op != np
                 && (nt.is_none_or(Value::is_null) || nt == ot)

@@ -10,6 +10,7 @@ use super::common::{
 use super::selectors::label_selector;
 use crate::error::ApiError;
 use crate::meta;
+use crate::meta::Pointer;
 use crate::validation::{self as v, FieldError, render, same};
 use serde_json::{Map, Value, json};
 
@@ -22,14 +23,14 @@ pub const BETA_STORAGE_CLASS_ANNOTATION: &str = "volume.beta.kubernetes.io/stora
 /// The class of a claim as `GetPersistentVolumeClaimClass` reads it (beta annotation first).
 pub(crate) fn claim_class(pvc: &Value) -> &str {
     let ann = pvc
-        .pointer("/metadata/annotations")
+        .at("/metadata/annotations")
         .and_then(|a| a.get(BETA_STORAGE_CLASS_ANNOTATION))
         .and_then(Value::as_str);
     ann.unwrap_or_else(|| str_at(pvc, "/spec/storageClassName"))
 }
 
 fn is_default_class(sc: &Value) -> bool {
-    let ann = sc.pointer("/metadata/annotations");
+    let ann = sc.at("/metadata/annotations");
     [DEFAULT_CLASS_ANNOTATION, BETA_DEFAULT_CLASS_ANNOTATION]
         .iter()
         .any(|a| ann.and_then(|m| m.get(*a)).and_then(Value::as_str) == Some("true"))
@@ -60,7 +61,7 @@ pub(crate) fn resize_admission(
     class: impl Fn(&str) -> Option<Value>,
 ) -> Result<(), ApiError> {
     let size = |o: &Value| {
-        o.pointer("/spec/resources/requests/storage")
+        o.at("/spec/resources/requests/storage")
             .and_then(v::quantity_of)
             .unwrap_or(0)
     };
@@ -159,7 +160,7 @@ pub(super) fn validate_pvc(pvc: &Value) -> Vec<FieldError> {
 }
 
 fn annotation<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
-    obj.pointer("/metadata/annotations")
+    obj.at("/metadata/annotations")
         .and_then(|a| a.get(key))
         .and_then(Value::as_str)
 }
@@ -209,7 +210,7 @@ pub(super) fn validate_pvc_update(old: &Value, new: &Value) -> Vec<FieldError> {
     }
     // Bound claims may change their request; the attributes class is checked elsewhere.
     if str_at(new, "/status/phase") == "Bound" {
-        let old_req = os.pointer("/resources/requests/storage").cloned();
+        let old_req = os.at("/resources/requests/storage").cloned();
         if let Some(req) = nm
             .get_mut("resources")
             .and_then(|r| r.get_mut("requests"))
@@ -232,7 +233,7 @@ pub(super) fn validate_pvc_update(old: &Value, new: &Value) -> Vec<FieldError> {
         ));
     }
     let size = |s: &Value| {
-        s.pointer("/resources/requests/storage")
+        s.at("/resources/requests/storage")
             .and_then(v::quantity_of)
             .unwrap_or(0)
     };
@@ -240,7 +241,7 @@ pub(super) fn validate_pvc_update(old: &Value, new: &Value) -> Vec<FieldError> {
         // RecoverVolumeExpansionFailure (GA in 1.34): shrinking is allowed down to just above
         // the recorded capacity.
         let status_size = new
-            .pointer("/status/capacity/storage")
+            .at("/status/capacity/storage")
             .and_then(v::quantity_of)
             .unwrap_or(0);
         if size(&ns) <= status_size {
