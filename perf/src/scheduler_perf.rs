@@ -19,7 +19,9 @@
 //!
 //! - Default: for each workload a fresh embedded kube-sim (no nodes) and Magma's scheduler in
 //!   process against it (`magma_kube::app::spawn`, as `e2e`), as upstream starts a fresh API
-//!   server and scheduler per workload.
+//!   server and scheduler per workload. Like upstream's, that cluster runs no kubelet: bound
+//!   pods stay Pending (kube-sim's simulated kubelet is off), while its resource-claim
+//!   controller runs, as upstream starts kube-controller-manager's for its DRA workloads.
 //! - `kubeconfig`: any cluster. The scheduler is expected to run there already under
 //!   `scheduler_name`, unless `in_process_scheduler` starts Magma in this process against it.
 //!   The namespaces `namespace-<op>` must not exist; what a workload created (namespaces,
@@ -634,6 +636,10 @@ async fn run_workload_inner(
                 disable_admission_plugins: ["ServiceAccount", "TaintNodesByCondition", "Priority"]
                     .map(String::from)
                     .to_vec(),
+                // scheduler_perf runs no kubelet: bound pods stay Pending, with no status write
+                // of their own (a write and a watch event per pod the scheduler would not see
+                // there).
+                running_delay: None,
                 ..SimConfig::default()
             })
             .await?;
