@@ -146,11 +146,7 @@ fn push(p: &mut Path, el: &str) -> usize {
 
 /// Appends the element `f:<field>` to `p`; returns the length to truncate back to.
 fn push_field(p: &mut Path, field: &str) -> usize {
-    let len = p.len();
-    if !p.is_empty() {
-        p.push(SEP);
-    }
-    p.push_str("f:");
+    let len = push(p, "f:");
     p.push_str(field);
     len
 }
@@ -449,7 +445,8 @@ impl<'a> Entry<'a> {
         self.changed |= self.set.len() != len;
     }
 
-    /// The entry as stored: an entry whose set and time did not change is the stored one.
+    /// The entry as stored: an entry whose set and time did not change (`rewritten` false:
+    /// not the writer's) is the stored one.
     fn render(&self, rewritten: bool) -> Value {
         if let Some(v) = self.stored.filter(|_| !self.changed && !rewritten) {
             return v.clone();
@@ -574,13 +571,9 @@ pub fn record(
         .unwrap_or("v1")
         .to_string();
     let now = meta::now();
-    let mut rewritten = vec![false; after.len()];
-    for (e, r) in after.iter_mut().zip(&mut rewritten) {
-        if mine(e) {
-            e.api_version.clone_from(&api_version);
-            e.time.clone_from(&now);
-            *r = true;
-        }
+    for e in after.iter_mut().filter(|e| mine(e)) {
+        e.api_version.clone_from(&api_version);
+        e.time.clone_from(&now);
     }
     let mut order: Vec<usize> = (0..after.len()).collect();
     // The real server sorts the entries: Apply before Update, then by time, then by manager.
@@ -595,7 +588,7 @@ pub fn record(
     });
     let rendered: Vec<Value> = order
         .iter()
-        .map(|&i| after[i].render(rewritten[i]))
+        .map(|&i| after[i].render(mine(&after[i])))
         .collect();
     let m = meta::metadata_mut(new);
     if rendered.is_empty() {
@@ -608,6 +601,13 @@ pub fn record(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Edits `obj` with `edit` and records the write as an Update by `manager`.
+    fn update_as(obj: &mut Value, manager: &str, scope: Scope, edit: impl FnOnce(&mut Value)) {
+        let old = obj.clone();
+        edit(obj);
+        record(Some(&old), obj, &Manager::update(manager), "", scope, None);
+    }
 
     #[test]
     fn create_then_update_merges() {
@@ -633,16 +633,9 @@ mod tests {
                    "f:spec": {"f:containers": {"k:{\"name\":\"c\"}": {".": {}, "f:image": {}, "f:name": {}, "f:resources": {}}},
                               "f:schedulerName": {}}})
         );
-        let old = pod.clone();
-        pod["metadata"]["labels"]["b"] = json!("x");
-        record(
-            Some(&old),
-            &mut pod,
-            &Manager::update("other"),
-            "",
-            Scope::NoStatus,
-            None,
-        );
+        update_as(&mut pod, "other", Scope::NoStatus, |p| {
+            p["metadata"]["labels"]["b"] = json!("x");
+        });
         let mf = pod["metadata"]["managedFields"].as_array().unwrap();
         assert_eq!(mf.len(), 2);
         assert_eq!(
@@ -651,26 +644,12 @@ mod tests {
         );
         // A no-op keeps the entries.
         let old = pod.clone();
-        record(
-            Some(&old),
-            &mut pod,
-            &Manager::update("third"),
-            "",
-            Scope::NoStatus,
-            None,
-        );
+        update_as(&mut pod, "third", Scope::NoStatus, |_| {});
         assert_eq!(pod, old);
         // Changing a field another manager owns moves it.
-        let old = pod.clone();
-        pod["metadata"]["labels"]["app"] = json!("z");
-        record(
-            Some(&old),
-            &mut pod,
-            &Manager::update("other"),
-            "",
-            Scope::NoStatus,
-            None,
-        );
+        update_as(&mut pod, "other", Scope::NoStatus, |p| {
+            p["metadata"]["labels"]["app"] = json!("z");
+        });
         let mf = pod["metadata"]["managedFields"].as_array().unwrap();
         assert_eq!(
             mf[0]["fieldsV1"]["f:metadata"]["f:labels"],
@@ -690,31 +669,14 @@ mod tests {
         record(None, &mut cm, &Manager::update("me"), "", Scope::All, None);
         let mine = cm["metadata"]["managedFields"][0].clone();
         // Another manager's write that changes none of my fields leaves my entry as stored.
-        let old = cm.clone();
-        cm["data"]["y"] = json!("2");
-        record(
-            Some(&old),
-            &mut cm,
-            &Manager::update("other"),
-            "",
-            Scope::All,
-            None,
-        );
+        update_as(&mut cm, "other", Scope::All, |c| {
+            c["data"]["y"] = json!("2")
+        });
         assert_eq!(cm["metadata"]["managedFields"][0], mine);
         // Removing `a` takes `f:a` from my entry and leaves `f:ab`, which merely starts alike.
-        let old = cm.clone();
-        cm["metadata"]["labels"]
-            .as_object_mut()
-            .unwrap()
-            .remove("a");
-        record(
-            Some(&old),
-            &mut cm,
-            &Manager::update("other"),
-            "",
-            Scope::All,
-            None,
-        );
+        update_as(&mut cm, "other", Scope::All, |c| {
+            c["metadata"]["labels"].as_object_mut().unwrap().remove("a");
+        });
         let mf = cm["metadata"]["managedFields"].as_array().unwrap();
         assert_eq!(mf[0]["manager"], "me");
         assert_eq!(
