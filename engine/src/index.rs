@@ -10,8 +10,10 @@
 //! indexes describe exactly its nodes and pods. Each map is a [`PMap`]: a fixed array of shards
 //! behind one `Arc`, each shard a hash table behind its own `Arc`, each entry a vector behind
 //! a third. Publishing clones one `Arc`; the first change after a publication copies the top
-//! ([`SHARDS`] pointers), the one shard the key lands in and the one entry it changes. So a
-//! publication stays O(what changed) (DESIGN §3), and a reader pays O(its matches).
+//! ([`SHARDS`] pointers), the one shard the key lands in and the one entry it changes; the
+//! entries of the pod indexes list slots in blocks ([`SlotBlock`]), each behind its own `Arc`,
+//! so a change there copies the entry's block pointers and one block. So a publication stays
+//! O(what changed) (DESIGN §3), and a reader pays O(its matches).
 //!
 //! Readers may treat [`PodLabels`] and [`AntiTerms`] answers as candidates: they check every
 //! pod they find with the full selector, so an index never decides a verdict by itself.
@@ -277,11 +279,31 @@ impl Domains {
     }
 }
 
+/// Slots per [`SlotBlock`]: a change copies at most this many `(slot, pods)` of a list.
+const SLOT_BLOCK: u32 = if cfg!(test) { 4 } else { 512 };
+
+/// The `(slot, pods)` of one range of [`SLOT_BLOCK`] slots, sorted by slot, shared between
+/// snapshots. An index entry is a vector of these, sorted by block, so the first change after
+/// a publication copies the entry's block pointers and one block, not every slot holding a
+/// pod with that label (a label all pods share lists every node: 5,000 slots copied per
+/// publication in the constraint replay).
+#[derive(Clone)]
+pub struct SlotBlock {
+    /// The block's first slot / [`SLOT_BLOCK`].
+    block: u32,
+    slots: Arc<Vec<(u32, u32)>>,
+}
+
+/// The `(slot, pods)` of a block list, in slot order.
+pub fn block_slots(blocks: &[SlotBlock]) -> impl Iterator<Item = &(u32, u32)> + '_ {
+    blocks.iter().flat_map(|b| b.slots.iter())
+}
+
 /// Node slots by the labels of the pods placed there: `(namespace, key, value)` → sorted
-/// `(slot, pods)`, maintained while the pod index is on (`Cache::enable_pod_index`).
+/// `(slot, pods)` in blocks, maintained while the pod index is on (`Cache::enable_pod_index`).
 #[derive(Clone, Default)]
 pub struct PodLabels {
-    slots: PMap<(u32, u32, u32), (u32, u32)>,
+    slots: PMap<(u32, u32, u32), SlotBlock>,
 }
 
 impl PodLabels {
@@ -293,9 +315,14 @@ impl PodLabels {
         }
     }
 
-    /// `(slot, pods)` for the pods in `namespace` labelled `key=value`.
-    pub fn slots(&self, namespace: u32, key: u32, value: u32) -> &[(u32, u32)] {
-        self.slots.get(&(namespace, key, value))
+    /// `(slot, pods)` for the pods in `namespace` labelled `key=value`, in slot order.
+    pub fn slots(
+        &self,
+        namespace: u32,
+        key: u32,
+        value: u32,
+    ) -> impl Iterator<Item = &(u32, u32)> + '_ {
+        block_slots(self.slots.get(&(namespace, key, value)))
     }
 
     /// The slots whose pods in `namespace` may match `selector` (every pod it matches is on
@@ -311,7 +338,7 @@ impl PodLabels {
             return false;
         };
         for &v in values {
-            out.extend(self.slots(namespace, key, v).iter().map(|&(s, _)| s));
+            out.extend(self.slots(namespace, key, v).map(|&(s, _)| s));
         }
         true
     }
@@ -321,7 +348,7 @@ impl PodLabels {
     pub fn term_lists<'a>(
         &'a self,
         term: &'a AffinityTerm,
-    ) -> Option<impl Iterator<Item = &'a [(u32, u32)]> + 'a> {
+    ) -> Option<impl Iterator<Item = &'a [SlotBlock]> + 'a> {
         if term.namespace_selector.is_some() {
             return None;
         }
@@ -329,7 +356,7 @@ impl PodLabels {
         Some(
             term.namespaces
                 .iter()
-                .flat_map(move |&ns| values.iter().map(move |&v| self.slots(ns, key, v))),
+                .flat_map(move |&ns| values.iter().map(move |&v| self.slots.get(&(ns, key, v)))),
         )
     }
 
@@ -346,7 +373,7 @@ impl PodLabels {
         let start = out.len();
         for &ns in term.namespaces.iter() {
             for &v in values {
-                out.extend(self.slots(ns, key, v).iter().map(|&(s, _)| s));
+                out.extend(self.slots(ns, key, v).map(|&(s, _)| s));
             }
         }
         out[start..].sort_unstable();
@@ -364,14 +391,37 @@ impl PodLabels {
 /// always gives their slots). Readers check the pods of each slot with the whole term.
 #[derive(Clone, Default)]
 pub struct AntiTerms {
-    keyed: PMap<(u32, u32, u32), (u32, u32)>,
-    unkeyed: Arc<Vec<(u32, u32)>>,
+    keyed: PMap<(u32, u32, u32), SlotBlock>,
+    unkeyed: Arc<Vec<SlotBlock>>,
     /// Pods indexed: none, and a pod looks nothing up.
     pods: usize,
 }
 
+/// Count a pod on `slot` in a block list (`sign` 1) or no longer (-1): one block copied
+/// when a snapshot shares it, an empty block dropped.
+fn count_slot(blocks: &mut Vec<SlotBlock>, slot: u32, sign: i64) {
+    let b = slot / SLOT_BLOCK;
+    let i = match blocks.binary_search_by_key(&b, |e| e.block) {
+        Ok(i) => i,
+        Err(_) if sign < 0 => {
+            debug_assert!(false, "a pod removed that was not indexed");
+            return;
+        }
+        Err(i) => {
+            let slots = Arc::default();
+            blocks.insert(i, SlotBlock { block: b, slots });
+            i
+        }
+    };
+    let block = Arc::make_mut(&mut blocks[i].slots);
+    count_in_block(block, slot, sign);
+    if block.is_empty() {
+        blocks.remove(i);
+    }
+}
+
 /// Count a pod on `slot` in a sorted `(slot, pods)` list (`sign` 1) or no longer (-1).
-fn count_slot(e: &mut Vec<(u32, u32)>, slot: u32, sign: i64) {
+fn count_in_block(e: &mut Vec<(u32, u32)>, slot: u32, sign: i64) {
     match e.binary_search_by_key(&slot, |&(s, _)| s) {
         Ok(i) if sign > 0 => e[i].1 += 1,
         Ok(i) => {
@@ -434,9 +484,9 @@ impl AntiTerms {
             return;
         }
         for &(k, v) in labels {
-            out.extend(self.keyed.get(&(namespace, k, v)).iter().map(|&(s, _)| s));
+            out.extend(block_slots(self.keyed.get(&(namespace, k, v))).map(|&(s, _)| s));
         }
-        out.extend(self.unkeyed.iter().map(|&(s, _)| s));
+        out.extend(block_slots(&self.unkeyed).map(|&(s, _)| s));
         out.sort_unstable();
         out.dedup();
     }
@@ -693,12 +743,30 @@ mod tests {
         }
         for (k, e) in &labels {
             assert_eq!(
-                snap.index().pod_labels.slots(k.0, k.1, k.2),
-                &e[..],
+                snap.index()
+                    .pod_labels
+                    .slots(k.0, k.1, k.2)
+                    .copied()
+                    .collect::<Vec<_>>(),
+                e[..],
                 "{k:?}"
             );
         }
         assert_eq!(snap.index().pod_labels.slots.len(), labels.len());
+        // Blocks: sorted, none empty, each slot in its block's range.
+        let index = snap.index();
+        let lists = [&index.pod_labels.slots, &index.anti_terms.keyed]
+            .into_iter()
+            .flat_map(|m| m.shards.iter().flat_map(|s| s.values()))
+            .map(|v| &v[..])
+            .chain([&index.anti_terms.unkeyed[..]]);
+        for blocks in lists {
+            assert!(blocks.is_sorted_by_key(|b| b.block));
+            for b in blocks {
+                assert!(!b.slots.is_empty(), "an empty block is dropped");
+                assert!(b.slots.iter().all(|&(s, _)| s / SLOT_BLOCK == b.block));
+            }
+        }
         let listed: u32 = snap
             .index()
             .anti_terms
@@ -706,7 +774,7 @@ mod tests {
             .shards
             .iter()
             .flat_map(|s| s.values())
-            .flat_map(|v| v.iter().map(|&(_, n)| n))
+            .flat_map(|v| block_slots(v).map(|&(_, n)| n))
             .sum();
         assert_eq!(listed as usize, anti);
         let mut listed: Vec<(u32, usize)> = snap

@@ -311,7 +311,7 @@ fn scan_slots(
     match snap.index().pod_labels.term_lists(term) {
         Some(lists) => {
             for list in lists {
-                for &(slot, _) in list {
+                for &(slot, _) in crate::index::block_slots(list) {
                     if let Some(node) = snap.node(slot as usize)
                         && f(node, snap.pods_on(slot as usize))
                     {
