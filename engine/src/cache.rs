@@ -777,6 +777,27 @@ impl Cache {
         Arc::make_mut(self.index.get_or_insert_with(Default::default))
     }
 
+    /// Index placed pods by these label keys from now on (`index::PodLabels`): the keys a
+    /// pod's selectors look placed pods up by (`CompiledPod::selector_keys`). A new key costs
+    /// one pass over the placed pods.
+    pub fn index_label_keys(&mut self, keys: impl IntoIterator<Item = u32>) {
+        for key in keys {
+            if self.index().pod_labels.indexes(key) {
+                continue;
+            }
+            let index = Arc::make_mut(self.index.get_or_insert_with(Default::default));
+            let pod_index = self.pod_index;
+            let pods = self
+                .slots
+                .iter()
+                .enumerate()
+                .filter(|(_, st)| pod_index && st.node.is_some())
+                .flat_map(|(i, st)| st.pods.iter().map(move |p| (i as u32, &**p)));
+            index.pod_labels.add_key(key, pods);
+            self.dirty = true;
+        }
+    }
+
     /// Index the nodes by these topology keys from now on (`index::Domains`): the keys a pod's
     /// constraints name, so the post-claim validation finds a domain's other nodes without
     /// scanning every node.

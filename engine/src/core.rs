@@ -679,6 +679,7 @@ impl Core {
                 }
                 if compiled.needs_pod_index() {
                     self.cache.enable_pod_index();
+                    self.cache.index_label_keys(compiled.selector_keys());
                     self.cache.watch_terms(&compiled);
                     let spread = compiled.spread.iter().map(|c| c.topology_key);
                     self.cache.index_domains(

@@ -300,19 +300,61 @@ pub fn block_slots(blocks: &[SlotBlock]) -> impl Iterator<Item = &(u32, u32)> + 
 }
 
 /// Node slots by the labels of the pods placed there: `(namespace, key, value)` → sorted
-/// `(slot, pods)` in blocks, maintained while the pod index is on (`Cache::enable_pod_index`).
+/// `(slot, pods)` in blocks, maintained while the pod index is on (`Cache::enable_pod_index`),
+/// for the label keys some pod's selector looks pods up by ([`PodLabels::add_key`]). Labels no
+/// selector reads (a per-pod id, a batch signature) are not indexed: they would cost an entry
+/// each, and every publication would copy the shard they land in.
 #[derive(Clone, Default)]
 pub struct PodLabels {
+    /// The label keys indexed, sorted.
+    keys: Arc<Vec<u32>>,
     slots: PMap<(u32, u32, u32), SlotBlock>,
 }
 
 impl PodLabels {
     /// A pod with `info` counted on `slot` (`sign` 1) or no longer (-1).
     pub fn pod(&mut self, slot: u32, info: &PodInfo, sign: i64) {
-        for &(k, v) in info.labels.iter() {
-            self.slots
-                .update((info.namespace, k, v), |e| count_slot(e, slot, sign));
+        if self.keys.is_empty() {
+            return;
         }
+        for &(k, v) in info.labels.iter() {
+            if self.indexes(k) {
+                self.slots
+                    .update((info.namespace, k, v), |e| count_slot(e, slot, sign));
+            }
+        }
+    }
+
+    /// Whether label `key` is indexed.
+    pub fn indexes(&self, key: u32) -> bool {
+        self.keys.binary_search(&key).is_ok()
+    }
+
+    /// Index label `key` from now on, starting with the placed `pods`. Whether it was new.
+    pub fn add_key<'a>(
+        &mut self,
+        key: u32,
+        pods: impl IntoIterator<Item = (u32, &'a PodInfo)>,
+    ) -> bool {
+        if self.indexes(key) {
+            return false;
+        }
+        insert_sorted(Arc::make_mut(&mut self.keys), key);
+        for (slot, info) in pods {
+            if let Some(v) = crate::model::label_value(&info.labels, key) {
+                self.slots
+                    .update((info.namespace, key, v), |e| count_slot(e, slot, 1));
+            }
+        }
+        true
+    }
+
+    /// The `In` requirement `selector` is looked up by, if the index can answer it: `None`
+    /// when it has none or its key is not indexed (the caller scans).
+    fn lookup<'s>(&self, selector: &'s LabelSelector) -> Option<(u32, &'s [u32])> {
+        selector
+            .lookup()
+            .filter(|(key, values)| values.is_empty() || self.indexes(*key))
     }
 
     /// `(slot, pods)` for the pods in `namespace` labelled `key=value`, in slot order.
@@ -327,14 +369,14 @@ impl PodLabels {
 
     /// The slots whose pods in `namespace` may match `selector` (every pod it matches is on
     /// one of them), pushed to `out` unsorted; `false` (nothing pushed) when the selector has no
-    /// `In` requirement to look up by.
+    /// `In` requirement to look up by, or its key is not indexed.
     pub fn selector_slots(
         &self,
         namespace: u32,
         selector: &LabelSelector,
         out: &mut Vec<u32>,
     ) -> bool {
-        let Some((key, values)) = selector.lookup() else {
+        let Some((key, values)) = self.lookup(selector) else {
             return false;
         };
         for &v in values {
@@ -352,7 +394,7 @@ impl PodLabels {
         if term.namespace_selector.is_some() {
             return None;
         }
-        let (key, values) = term.selector.lookup()?;
+        let (key, values) = self.lookup(&term.selector)?;
         Some(
             term.namespaces
                 .iter()
@@ -362,12 +404,13 @@ impl PodLabels {
 
     /// The slots whose pods may match `term` (every pod it matches is on one of them), pushed
     /// to `out` sorted and deduplicated; `false` (nothing pushed) when the term cannot be looked
-    /// up: a namespace selector, or a selector without an `In` requirement.
+    /// up: a namespace selector, a selector without an `In` requirement, or its key not
+    /// indexed.
     pub fn term_slots(&self, term: &AffinityTerm, out: &mut Vec<u32>) -> bool {
         if term.namespace_selector.is_some() {
             return false;
         }
-        let Some((key, values)) = term.selector.lookup() else {
+        let Some((key, values)) = self.lookup(&term.selector) else {
             return false;
         };
         let start = out.len();
@@ -539,7 +582,13 @@ mod tests {
             uid: format!("p{i}"),
             name: format!("p{i}"),
             namespace: format!("ns{}", app % 2),
-            labels: vec![("app".into(), format!("a{app}"))],
+            // `app` is what the terms select; `tier` is indexed from step 300 on (its pods
+            // counted then); `id`, one value per pod, is never selected, so never indexed.
+            labels: vec![
+                ("app".into(), format!("a{app}")),
+                ("id".into(), format!("p{i}")),
+                ("tier".into(), format!("t{}", i % 3)),
+            ],
             // Spread counts skip terminating pods; affinity terms count them.
             terminating: i.is_multiple_of(7),
             containers: vec![ContainerInput {
@@ -717,6 +766,9 @@ mod tests {
                     scoring.push((slot, Arc::as_ptr(p) as usize));
                 }
                 for &(k, v) in p.labels.iter() {
+                    if !snap.index().pod_labels.indexes(k) {
+                        continue;
+                    }
                     let e = labels.entry((p.namespace, k, v)).or_default();
                     match e.last_mut() {
                         Some((s, n)) if *s == slot => *n += 1,
@@ -834,6 +886,7 @@ mod tests {
                 cache.enable_pod_index();
                 let anti = cache.compile_pod(&pod(0, 0, true)).unwrap();
                 cache.index_domains(anti.required_keys());
+                cache.index_label_keys(anti.selector_keys());
                 // Watched from here on: a required anti-affinity term and preferred terms, one
                 // by namespace labels (counted again when a namespace's labels change).
                 cache.watch_terms(&anti);
@@ -870,10 +923,18 @@ mod tests {
                     Some(if labels { &team } else { &[] }),
                 );
             }
+            if step == 300 {
+                cache.index_label_keys(cache.interner().get("tier"));
+            }
             if step >= 100
                 && let Some(snap) = cache.publish()
             {
-                check(&snap, cache.interner().get(ZONE).unwrap());
+                let key = |k: &str| cache.interner().get(k).unwrap();
+                let labels = &snap.index().pod_labels;
+                assert!(labels.indexes(key("app")));
+                assert_eq!(labels.indexes(key("tier")), step >= 300);
+                assert!(!labels.indexes(key("id")), "a label no selector reads");
+                check(&snap, key(ZONE));
             }
         }
     }

@@ -305,6 +305,26 @@ impl CompiledPod {
             .map(|(_, t)| t.topology_key)
     }
 
+    /// The label keys its affinity terms and spread constraints look placed pods up by (each
+    /// selector's `LabelSelector::lookup` key): what the label index (`index::PodLabels`) must
+    /// index for this pod's reads to be answered without a scan.
+    pub fn selector_keys(&self) -> impl Iterator<Item = u32> + '_ {
+        let a = self.info.affinity.as_deref();
+        let terms = a.into_iter().flat_map(|a| {
+            a.required
+                .iter()
+                .chain(a.required_anti.iter())
+                .chain(a.preferred.iter().map(|(_, t)| t))
+                .chain(a.preferred_anti.iter().map(|(_, t)| t))
+                .map(|t| &t.selector)
+        });
+        terms
+            .chain(self.spread.iter().map(|c| &c.selector))
+            .filter_map(|s| s.lookup())
+            .filter(|(_, values)| !values.is_empty())
+            .map(|(key, _)| key)
+    }
+
     /// The topology keys of its required (anti-)affinity terms and `DoNotSchedule` spreads.
     pub fn required_keys(&self) -> impl Iterator<Item = u32> + '_ {
         let a = self.info.affinity.as_deref();

@@ -94,8 +94,8 @@ impl World {
         }
     }
 
-    /// The pod being scheduled, compiled as the driver compiles it, its topology keys indexed
-    /// as the driver indexes them (so the tables check the plugins' indexed paths).
+    /// The pod being scheduled, compiled as the driver compiles it, its topology and label keys
+    /// indexed as the driver indexes them (so the tables check the plugins' indexed paths).
     pub fn incoming(&mut self, p: &PodInput) -> CompiledPod {
         let mut input = p.clone();
         input.uid = "incoming".into();
@@ -103,6 +103,7 @@ impl World {
         let pod = self.cache.compile_pod(&input).expect("valid incoming pod");
         let spread = pod.spread.iter().map(|c| c.topology_key);
         self.cache.index_domains(pod.required_keys().chain(spread));
+        self.cache.index_label_keys(pod.selector_keys());
         if self.terms == Terms::Watched {
             self.cache.watch_terms(&pod);
         }
