@@ -249,8 +249,11 @@ fn others_indexed(
         others.extend(slots.iter().copied().filter(|&m| m != slot));
         *multi_anti |= others.len() > before && reads.anti.contains(&key);
     }
-    others.sort_unstable();
-    others.dedup();
+    if reads.domains.len() > 1 {
+        // One key's slots come sorted and distinct from the index; several may overlap.
+        others.sort_unstable();
+        others.dedup();
+    }
     true
 }
 
