@@ -227,28 +227,59 @@ impl Tracker {
     }
 
     /// Waits until `done` holds, re-checking on every change; `Err` with the last state's
-    /// description after `timeout`.
+    /// description after `timeout`. While nothing changes, says on stderr every
+    /// [`STALL_REPORT`] what it still waits for (a scaled workload whose pods cannot all fit
+    /// would otherwise wait out the whole timeout without a word).
     pub async fn wait_until(
         &self,
         timeout: Duration,
+        done: impl FnMut(&Tracker) -> Result<(), String>,
+    ) -> anyhow::Result<()> {
+        self.wait_reporting(timeout, STALL_REPORT, done, |waited, why| {
+            eprintln!(
+                "scheduler-perf: still waiting after {:.0} s (timeout {:.0} s): {why}",
+                waited.as_secs_f64(),
+                timeout.as_secs_f64()
+            )
+        })
+        .await
+    }
+
+    /// [`Tracker::wait_until`], with `report(waited, why)` called when `every` passes without
+    /// a change.
+    async fn wait_reporting(
+        &self,
+        timeout: Duration,
+        every: Duration,
         mut done: impl FnMut(&Tracker) -> Result<(), String>,
+        mut report: impl FnMut(Duration, &str),
     ) -> anyhow::Result<()> {
         let mut rx = self.version.subscribe();
-        let deadline = tokio::time::Instant::now() + timeout;
+        let start = tokio::time::Instant::now();
+        let deadline = start + timeout;
         loop {
             rx.borrow_and_update();
             let why = match done(self) {
                 Ok(()) => return Ok(()),
                 Err(why) => why,
             };
-            match tokio::time::timeout_at(deadline, rx.changed()).await {
-                Ok(Ok(())) => {}
-                Ok(Err(_)) => anyhow::bail!("pod watch ended while waiting: {why}"),
-                Err(_) => anyhow::bail!("timed out after {timeout:?}: {why}"),
+            loop {
+                let quiet = (tokio::time::Instant::now() + every).min(deadline);
+                match tokio::time::timeout_at(quiet, rx.changed()).await {
+                    Ok(Ok(())) => break,
+                    Ok(Err(_)) => anyhow::bail!("pod watch ended while waiting: {why}"),
+                    Err(_) if quiet >= deadline => {
+                        anyhow::bail!("timed out after {timeout:?}: {why}")
+                    }
+                    Err(_) => report(start.elapsed(), &why),
+                }
             }
         }
     }
 }
+
+/// How long a wait goes without a change before it says what it waits for.
+pub const STALL_REPORT: Duration = Duration::from_secs(10);
 
 #[cfg(test)]
 mod tests {
@@ -260,6 +291,55 @@ mod tests {
             "spec": {"containers": [], "nodeName": node}
         }))
         .unwrap()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stalled_wait_says_what_it_waits_for_until_its_timeout() {
+        let t = Tracker::new();
+        let mut reports = Vec::new();
+        let res = t
+            .wait_reporting(
+                Duration::from_secs(35),
+                Duration::from_secs(10),
+                |t| {
+                    let c = t.counts("a", &BTreeMap::new());
+                    Err(format!("{} of 2 pods scheduled", c.scheduled))
+                },
+                |waited, why| reports.push((waited.as_secs(), why.to_owned())),
+            )
+            .await;
+        let err = res.unwrap_err().to_string();
+        assert!(
+            err.contains("timed out after 35s: 0 of 2 pods scheduled"),
+            "{err}"
+        );
+        assert_eq!(
+            reports,
+            [10, 20, 30].map(|s| (s, "0 of 2 pods scheduled".to_owned()))
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_wait_ends_when_its_pods_are_scheduled_without_a_stall_report() {
+        let t = Tracker::new();
+        let writer = t.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            writer.apply(&pod("a", "p", Some("n"), "x"));
+        });
+        let mut reports = 0;
+        t.wait_reporting(
+            Duration::from_secs(60),
+            Duration::from_secs(10),
+            |t| match t.counts("a", &BTreeMap::new()).scheduled {
+                1 => Ok(()),
+                n => Err(format!("{n} of 1")),
+            },
+            |_, _| reports += 1,
+        )
+        .await
+        .unwrap();
+        assert_eq!(reports, 0);
     }
 
     #[test]
