@@ -786,12 +786,12 @@ impl Cache {
                 continue;
             }
             let index = Arc::make_mut(self.index.get_or_insert_with(Default::default));
-            let pod_index = self.pod_index;
-            let pods = self
-                .slots
+            // While the pod index is off no pod is counted (`enable_pod_index` counts them).
+            let placed = if self.pod_index { &self.slots[..] } else { &[] };
+            let pods = placed
                 .iter()
                 .enumerate()
-                .filter(|(_, st)| pod_index && st.node.is_some())
+                .filter(|(_, st)| st.node.is_some())
                 .flat_map(|(i, st)| st.pods.iter().map(move |p| (i as u32, &**p)));
             index.pod_labels.add_key(key, pods);
             self.dirty = true;
