@@ -272,6 +272,7 @@ impl Cache {
         Names {
             resources: &self.registry,
             strings: &self.interner,
+            pod: Default::default(),
         }
     }
 
@@ -1053,7 +1054,6 @@ impl Cache {
         self.storage.resolve(
             &pod.namespace,
             &pod.uid,
-            &pod.name,
             &pod.claims,
             &mut self.interner,
             |claim| placed(claim) || in_flight(claim),
@@ -1118,7 +1118,6 @@ impl Cache {
         let mut claims = self.dra.resolve(
             &pod.namespace,
             &pod.uid,
-            &pod.name,
             &pod.resource_claims,
             enabled,
             &mut self.interner,

@@ -919,7 +919,7 @@ impl Core {
             Outcome::Conflict => self.queue.requeue_urgent(&uid),
             Outcome::Paused => self.queue.requeue_active(&uid),
             Outcome::Unschedulable(summary) => {
-                let message = failure_message(&summary, &self.cache.names());
+                let message = failure_message(&summary, &self.cache.names().for_pod(&r.task.pod));
                 let pod = r.task.pod.clone();
                 // The pod changed while the worker held it (say, a toleration was added): the
                 // decision was about the old spec, so the new one gets its own attempt.
@@ -1347,7 +1347,7 @@ impl Core {
             unresolvable: nodes as u32,
             resolvable: Vec::new(),
         };
-        let mut message = failure_message(&summary, &self.cache.names());
+        let mut message = failure_message(&summary, &self.cache.names().for_pod(pod));
         if why.pre_enqueue() {
             self.queue.mark_waiting(&pod.uid, summary.wake, now);
             let due = now.saturating_add(HOLD_REPORT_GRACE);

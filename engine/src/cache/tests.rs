@@ -435,3 +435,60 @@ fn watched_terms_drop_the_least_recently_asked() {
     assert_eq!(counted(&term(&new)), 1);
     assert_eq!(counted(&term(&first)), 0);
 }
+
+/// A pod held back by its own claims (a template's claim not made yet, a claim not seen yet,
+/// an ephemeral volume's claim not made yet) is told so by name, and none of those names is
+/// interned: a stream of such pods leaves the interner as it was.
+#[test]
+fn pods_held_back_by_their_own_claims_intern_nothing() {
+    use crate::model::{PodVolumeInput, pod_claims::PodClaimInput};
+    let mut c = cache();
+    let held = |c: &mut Cache, i: usize| {
+        let input = PodInput {
+            uid: format!("uid-{i}"),
+            namespace: "ns".into(),
+            name: format!("sandbox-{i}"),
+            resource_claims: vec![PodClaimInput {
+                name: "gpu".into(),
+                template: Some("gpu-template".into()),
+                made: (i % 2 == 1).then(|| Some(format!("sandbox-{i}-gpu-x7k2p"))),
+                ..Default::default()
+            }],
+            volumes: vec![PodVolumeInput {
+                name: "scratch".into(),
+                ephemeral: true,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let pod = c.compile_pod(&input).unwrap();
+        let claims = c.resolve_claims(&pod).blocked.expect("held back");
+        let volumes = c
+            .resolve_volumes(&pod, |_| false)
+            .blocked
+            .expect("held back");
+        let names = c.names().for_pod(&pod);
+        (
+            claims.message(names.strings, &names.pod),
+            volumes.message(names.strings, &names.pod),
+        )
+    };
+    assert_eq!(
+        held(&mut c, 0),
+        (
+            "pod \"ns/sandbox-0\": ResourceClaim not created yet".to_owned(),
+            "waiting for ephemeral volume controller to create the persistentvolumeclaim \
+             \"sandbox-0-scratch\""
+                .to_owned()
+        )
+    );
+    assert_eq!(
+        held(&mut c, 1).0,
+        "resourceclaim.resource.k8s.io \"sandbox-1-gpu-x7k2p\" not found"
+    );
+    let interned = c.interner().len();
+    for i in 2..2_000 {
+        held(&mut c, i);
+    }
+    assert_eq!(c.interner().len(), interned, "nothing interned per pod");
+}

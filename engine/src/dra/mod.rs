@@ -30,6 +30,7 @@ pub mod extended;
 use crate::event::{self, Events};
 pub use crate::model::pod_claims::{ClaimSource, PodClaim, PodClaimInput, compile_claims};
 use crate::model::{Interner, ModelError, Term};
+use crate::plugins::PodNames;
 use crate::resource_version::resource_version_order;
 use devices::DevId;
 use std::borrow::Cow;
@@ -149,25 +150,28 @@ pub enum DraInput {
     ClassReset(Vec<devices::ClassInput>),
 }
 
-/// Why no node can take a pod because of its claims. Strings are interned ids (`Interner`).
+/// Why no node can take a pod because of its claims. A claim of the pod is named by its
+/// position in the pod's `spec.resourceClaims` (`ClaimAt`), the pod by the pod the reason is
+/// rendered for (`PodNames`): neither is interned, as both are the pod's own (a template's
+/// claim name is unique to its pod, and would stay in the interner for good).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Blocked {
-    /// The profile switches DRA off: (the pod's claim name).
-    SwitchedOff(u32),
-    /// A template's claim is not made yet: (`<namespace>/<pod>`).
-    NotCreated(u32),
+    /// The profile switches DRA off: (the pod claim).
+    SwitchedOff(ClaimAt),
+    /// A template's claim is not made yet (`pod "<namespace>/<pod>": ...`).
+    NotCreated,
     /// `resourceclaim.resource.k8s.io "X" not found`.
-    Missing(u32),
+    Missing(ClaimAt),
     /// `resourceclaim "X" is being deleted`.
-    Deleting(u32),
-    /// A template's claim owned by someone else: (`<namespace>/<claim>`, `<namespace>/<pod>`).
-    NotOwner(u32, u32),
+    Deleting(ClaimAt),
+    /// A template's claim owned by someone else (`<namespace>/<claim>`, `<namespace>/<pod>`).
+    NotOwner(ClaimAt),
     /// A claim that cannot be allocated anywhere as it is (a missing class, a request Magma
     /// does not support): the whole message, interned.
     Invalid(u32),
     /// `resource claim <ns>/<name> is in the process of being allocated`: another pod's
     /// decision gave it devices that are not written yet.
-    Allocating(u32),
+    Allocating(ClaimAt),
     /// On a node: `cannot allocate all claims`.
     CannotAllocate,
     /// On a node: `resourceclaim not available on the node` (an allocated claim does not
@@ -182,32 +186,62 @@ pub enum Blocked {
     StaleExtended,
 }
 
+/// One of a pod's claims, by its position in the pod's `spec.resourceClaims`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ClaimAt(pub u32);
+
+impl ClaimAt {
+    /// The pod claim's name (`spec.resourceClaims[].name`).
+    fn pod_claim<'a>(self, pod: &PodNames<'a>) -> &'a str {
+        pod.resource_claims
+            .get(self.0 as usize)
+            .map_or("", |pc| &*pc.name)
+    }
+
+    /// The ResourceClaim's name: the one named, or the one made from the template.
+    fn claim<'a>(self, pod: &PodNames<'a>) -> &'a str {
+        match pod
+            .resource_claims
+            .get(self.0 as usize)
+            .map(|pc| &pc.source)
+        {
+            Some(ClaimSource::Named(n) | ClaimSource::Template(Some(Some(n)))) => n,
+            _ => "",
+        }
+    }
+}
+
 impl Blocked {
     /// Upstream's text (kube-scheduler's DynamicResources PreEnqueue, PreFilter and Filter),
-    /// and Magma's where it has no counterpart (the switch).
-    pub fn message(&self, names: &Interner) -> String {
-        let n = |id: &u32| names.resolve(*id).to_owned();
+    /// and Magma's where it has no counterpart (the switch), for `pod`, the pod it blocks.
+    pub fn message(&self, names: &Interner, pod: &PodNames<'_>) -> String {
+        let ns = pod.namespace;
         match self {
             Blocked::SwitchedOff(c) => format!(
                 "pod resource claim \"{}\": dynamic resource allocation is switched off in this \
                  scheduler profile (predicate.DynamicResourceAllocationEnable: false)",
-                n(c)
+                c.pod_claim(pod)
             ),
-            Blocked::NotCreated(p) => format!("pod \"{}\": ResourceClaim not created yet", n(p)),
-            Blocked::Missing(c) => format!("resourceclaim.resource.k8s.io \"{}\" not found", n(c)),
-            Blocked::Deleting(c) => format!("resourceclaim \"{}\" is being deleted", n(c)),
-            Blocked::NotOwner(c, p) => format!(
-                "ResourceClaim {} was not created for pod {} (pod is not owner)",
-                n(c),
-                n(p)
-            ),
-            Blocked::Invalid(m) => n(m),
-            Blocked::Allocating(c) => {
+            Blocked::NotCreated => {
+                format!("pod \"{ns}/{}\": ResourceClaim not created yet", pod.name)
+            }
+            Blocked::Missing(c) => {
                 format!(
-                    "resource claim {} is in the process of being allocated",
-                    n(c)
+                    "resourceclaim.resource.k8s.io \"{}\" not found",
+                    c.claim(pod)
                 )
             }
+            Blocked::Deleting(c) => format!("resourceclaim \"{}\" is being deleted", c.claim(pod)),
+            Blocked::NotOwner(c) => format!(
+                "ResourceClaim {ns}/{} was not created for pod {ns}/{} (pod is not owner)",
+                c.claim(pod),
+                pod.name
+            ),
+            Blocked::Invalid(m) => names.resolve(*m).to_owned(),
+            Blocked::Allocating(c) => format!(
+                "resource claim {ns}/{} is in the process of being allocated",
+                c.claim(pod)
+            ),
             Blocked::CannotAllocate => allocator::NoFit::CannotAllocate.message().to_owned(),
             Blocked::Unavailable => allocator::NoFit::Unavailable.message().to_owned(),
             Blocked::InvalidPools => allocator::NoFit::InvalidPools.message().to_owned(),
@@ -233,10 +267,10 @@ impl Blocked {
             // A missing class, or a selector failing on some device.
             Blocked::Invalid(_) => event::DEVICES_CHANGED,
             Blocked::SwitchedOff(_)
-            | Blocked::NotCreated(_)
+            | Blocked::NotCreated
             | Blocked::Missing(_)
             | Blocked::Deleting(_)
-            | Blocked::NotOwner(..)
+            | Blocked::NotOwner(_)
             | Blocked::Allocating(_) => 0,
         }
     }
@@ -259,10 +293,10 @@ impl Blocked {
         matches!(
             self,
             Blocked::SwitchedOff(_)
-                | Blocked::NotCreated(_)
+                | Blocked::NotCreated
                 | Blocked::Missing(_)
                 | Blocked::Deleting(_)
-                | Blocked::NotOwner(..)
+                | Blocked::NotOwner(_)
         )
     }
 }
@@ -778,22 +812,21 @@ impl Dra {
         &mut self,
         namespace: &str,
         pod_uid: &str,
-        pod_name: &str,
         claims: &[PodClaim],
         enabled: bool,
         interner: &mut Interner,
     ) -> PodClaims {
         let mut out = PodClaims::default();
-        for pc in claims {
+        for (at, pc) in claims.iter().enumerate() {
+            let at = ClaimAt(at as u32);
             if !enabled {
-                out.blocked = Some(Blocked::SwitchedOff(interner.intern(&pc.name)));
+                out.blocked = Some(Blocked::SwitchedOff(at));
                 return out;
             }
             let (name, must_own) = match &pc.source {
                 ClaimSource::Named(n) => (n.clone(), false),
                 ClaimSource::Template(None) => {
-                    let pod = interner.intern(&format!("{namespace}/{pod_name}"));
-                    out.blocked = Some(Blocked::NotCreated(pod));
+                    out.blocked = Some(Blocked::NotCreated);
                     return out;
                 }
                 // The controller decided no claim is needed.
@@ -801,27 +834,22 @@ impl Dra {
                 ClaimSource::Template(Some(Some(n))) => (n.clone(), true),
             };
             let Some(c) = self.claims.get(&key(namespace, &name)) else {
-                out.blocked = Some(Blocked::Missing(interner.intern(&name)));
+                out.blocked = Some(Blocked::Missing(at));
                 return out;
             };
             if c.deleting {
-                out.blocked = Some(Blocked::Deleting(interner.intern(&name)));
+                out.blocked = Some(Blocked::Deleting(at));
                 return out;
             }
             if must_own && c.owner.as_deref() != Some(pod_uid) {
-                out.blocked = Some(Blocked::NotOwner(
-                    interner.intern(&format!("{namespace}/{name}")),
-                    interner.intern(&format!("{namespace}/{pod_name}")),
-                ));
+                out.blocked = Some(Blocked::NotOwner(at));
                 return out;
             }
             let uid = c.uid.clone();
             // Another pod's decision is allocating it (its PreBind has not written the
             // allocation yet): wait for the allocation, as upstream's PreFilter does.
             if c.allocation.is_none() && c.assumed.as_ref().is_some_and(|a| *a.pod != *pod_uid) {
-                out.blocked = Some(Blocked::Allocating(
-                    interner.intern(&format!("{namespace}/{name}")),
-                ));
+                out.blocked = Some(Blocked::Allocating(at));
                 return out;
             }
             if !c.is_allocated()
@@ -1287,8 +1315,14 @@ mod tests {
     fn message(claims: &mut Dra, inputs: &[PodClaimInput], enabled: bool) -> Option<String> {
         let mut interner = Interner::default();
         let compiled = compile_claims(inputs).unwrap();
-        let r = claims.resolve("ns", "pod-uid", "p", &compiled, enabled, &mut interner);
-        r.blocked.map(|b| b.message(&interner))
+        let r = claims.resolve("ns", "pod-uid", &compiled, enabled, &mut interner);
+        let pod = PodNames {
+            namespace: "ns",
+            name: "p",
+            resource_claims: &compiled,
+            volume_claims: &[],
+        };
+        r.blocked.map(|b| b.message(&interner, &pod))
     }
 
     fn apply(claims: &mut Dra, input: DraInput) {

@@ -119,7 +119,9 @@ impl World {
                 .iter()
                 .map(|c| s.node(c.slot as usize).unwrap().name.to_string())
                 .collect()),
-            Decision::Unschedulable(sum) => Err(failure_message(&sum, &self.cache.names())),
+            Decision::Unschedulable(sum) => {
+                Err(failure_message(&sum, &self.cache.names().for_pod(&cp)))
+            }
         }
     }
 }

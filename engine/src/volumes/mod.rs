@@ -36,6 +36,7 @@ use crate::model::{
     Interner, LabelSelector, LabelSelectorInput, ModelError, SelectorTermInput, Term,
     compile_labels, compile_selector, parse_scaled,
 };
+use crate::plugins::PodNames;
 // A pod's volumes are part of the pod (`model`); the claims they name are resolved here.
 pub use crate::model::PodVolumeInput;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -156,25 +157,28 @@ pub enum StorageInput {
 }
 
 /// Why no node can take the pod because of its volumes (kube-scheduler's PreFilter reasons).
-/// Names are interned ids (`Interner`).
+/// A claim of the pod is named by its position among the pod's volume claims (`VolumeAt`), the
+/// pod by the pod the reason is rendered for (`PodNames`): neither is interned, as an
+/// ephemeral volume's claim name is unique to its pod and would stay in the interner for good.
+/// Other names are interned ids (`Interner`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Blocked {
     /// `persistentvolumeclaim "X" not found`.
-    MissingClaim(u32),
+    MissingClaim(VolumeAt),
     /// `waiting for ephemeral volume controller to create the persistentvolumeclaim "X"`.
-    EphemeralPending(u32),
+    EphemeralPending(VolumeAt),
     /// `persistentvolumeclaim "X" is being deleted`.
-    ClaimDeleted(u32),
+    ClaimDeleted(VolumeAt),
     /// `persistentvolumeclaim "X" bound to non-existent persistentvolume "Y"`: the claim is in
     /// phase `Lost` (claim, `spec.volumeName`).
-    ClaimLost(u32, u32),
+    ClaimLost(VolumeAt, u32),
     /// `invalid persistentvolumeclaim "X": <why>`: Magma refused the claim at input (a request
     /// above 2^62 bytes, a selector it cannot compile), so it cannot decide for it (claim,
     /// why). Magma only: kube-scheduler would take the claim.
-    Invalid(u32, u32),
+    Invalid(VolumeAt, u32),
     /// `PVC <ns>/<claim> was not created for pod <ns>/<pod> (pod is not owner)`: an ephemeral
-    /// volume's claim whose controller is not the pod (`<ns>/<claim>`, `<ns>/<pod>`).
-    NotOwner(u32, u32),
+    /// volume's claim whose controller is not the pod.
+    NotOwner(VolumeAt),
     /// `pod has unbound immediate PersistentVolumeClaims`.
     UnboundImmediate,
     /// `node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)`: VolumeBinding
@@ -185,30 +189,50 @@ pub enum Blocked {
     ReadWriteOncePod,
 }
 
+/// One of a pod's volume claims, by its position among them (`CompiledPod::claims`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct VolumeAt(pub u32);
+
+impl VolumeAt {
+    fn name<'a>(self, pod: &PodNames<'a>) -> &'a str {
+        pod.volume_claims
+            .get(self.0 as usize)
+            .map_or("", |(n, _)| &**n)
+    }
+}
+
 impl Blocked {
-    pub fn message(&self, names: &Interner) -> String {
+    /// Upstream's text, for `pod`, the pod it blocks.
+    pub fn message(&self, names: &Interner, pod: &PodNames<'_>) -> String {
         let n = |id: &u32| names.resolve(*id).to_owned();
+        let ns = pod.namespace;
         match self {
-            Blocked::MissingClaim(c) => format!("persistentvolumeclaim \"{}\" not found", n(c)),
+            Blocked::MissingClaim(c) => {
+                format!("persistentvolumeclaim \"{}\" not found", c.name(pod))
+            }
             Blocked::EphemeralPending(c) => format!(
                 "waiting for ephemeral volume controller to create the persistentvolumeclaim \"{}\"",
-                n(c)
+                c.name(pod)
             ),
             Blocked::ClaimDeleted(c) => {
-                format!("persistentvolumeclaim \"{}\" is being deleted", n(c))
+                format!("persistentvolumeclaim \"{}\" is being deleted", c.name(pod))
             }
             Blocked::ClaimLost(c, v) => format!(
                 "persistentvolumeclaim \"{}\" bound to non-existent persistentvolume \"{}\"",
-                n(c),
+                c.name(pod),
                 n(v)
             ),
             Blocked::Invalid(c, why) => {
-                format!("invalid persistentvolumeclaim \"{}\": {}", n(c), n(why))
+                format!(
+                    "invalid persistentvolumeclaim \"{}\": {}",
+                    c.name(pod),
+                    n(why)
+                )
             }
-            Blocked::NotOwner(c, p) => format!(
-                "PVC {} was not created for pod {} (pod is not owner)",
-                n(c),
-                n(p)
+            Blocked::NotOwner(c) => format!(
+                "PVC {ns}/{} was not created for pod {ns}/{} (pod is not owner)",
+                c.name(pod),
+                pod.name
             ),
             Blocked::UnboundImmediate => "pod has unbound immediate PersistentVolumeClaims".into(),
             Blocked::MissingVolume => {
@@ -741,12 +765,11 @@ impl Storage {
         &self,
         namespace: &str,
         pod_uid: &str,
-        pod_name: &str,
         claims: &[(Arc<str>, bool)],
         interner: &mut Interner,
         rwop_in_use: impl Fn(&str) -> bool,
     ) -> PodVolumes {
-        match self.claims_of(namespace, pod_uid, pod_name, claims, interner, rwop_in_use) {
+        match self.claims_of(namespace, pod_uid, claims, interner, rwop_in_use) {
             Ok((bound, provision)) => PodVolumes {
                 blocked: None,
                 bound: bound.into(),
@@ -765,59 +788,52 @@ impl Storage {
         &self,
         namespace: &str,
         pod_uid: &str,
-        pod_name: &str,
         claims: &[(Arc<str>, bool)],
         interner: &mut Interner,
         rwop_in_use: impl Fn(&str) -> bool,
     ) -> Result<(Vec<BoundVolume>, Vec<Provision>), Blocked> {
-        // Each volume's claim, looked up once: (name, ephemeral, claim).
-        let found: Vec<(&Arc<str>, bool, Option<&Claim>)> = claims
+        // Each volume's claim, looked up once: (position, name, ephemeral, claim).
+        let found: Vec<(VolumeAt, &Arc<str>, bool, Option<&Claim>)> = claims
             .iter()
-            .map(|(name, eph)| (name, *eph, self.claims.get(&key(namespace, name))))
+            .enumerate()
+            .map(|(i, (name, eph))| {
+                let at = VolumeAt(i as u32);
+                (at, name, *eph, self.claims.get(&key(namespace, name)))
+            })
             .collect();
         // 1. VolumeRestrictions PreFilter: the claims of `persistentVolumeClaim` volumes exist.
-        if let Some((name, ..)) = found.iter().find(|(_, eph, c)| !eph && c.is_none()) {
-            return Err(Blocked::MissingClaim(interner.intern(name)));
+        if let Some(&(at, ..)) = found.iter().find(|(_, _, eph, c)| !eph && c.is_none()) {
+            return Err(Blocked::MissingClaim(at));
         }
         // 2. VolumeBinding PreFilter, `podHasPVCs`: claim by claim.
-        for &(name, ephemeral, c) in &found {
+        for &(at, _, ephemeral, c) in &found {
             let Some(c) = c else {
-                let id = interner.intern(name);
                 return Err(if ephemeral {
-                    Blocked::EphemeralPending(id)
+                    Blocked::EphemeralPending(at)
                 } else {
-                    Blocked::MissingClaim(id)
+                    Blocked::MissingClaim(at)
                 });
             };
             if let Some(why) = &c.invalid {
-                return Err(Blocked::Invalid(
-                    interner.intern(name),
-                    interner.intern(why),
-                ));
+                return Err(Blocked::Invalid(at, interner.intern(why)));
             }
             if c.lost {
                 let volume = c.volume.as_deref().unwrap_or("");
-                return Err(Blocked::ClaimLost(
-                    interner.intern(name),
-                    interner.intern(volume),
-                ));
+                return Err(Blocked::ClaimLost(at, interner.intern(volume)));
             }
             if c.terminating {
-                return Err(Blocked::ClaimDeleted(interner.intern(name)));
+                return Err(Blocked::ClaimDeleted(at));
             }
             if ephemeral && c.owner.as_deref() != Some(pod_uid) {
                 // An ephemeral volume's claim the pod does not control (made for another pod,
                 // or by hand): `ephemeral.VolumeIsForPod` refuses it.
-                return Err(Blocked::NotOwner(
-                    interner.intern(&format!("{namespace}/{name}")),
-                    interner.intern(&format!("{namespace}/{pod_name}")),
-                ));
+                return Err(Blocked::NotOwner(at));
             }
         }
         // 3. `GetPodVolumeClaims`: bound, to bind (a `WaitForFirstConsumer` class, no
         // `spec.volumeName`), or unbound immediate (anything else, pre-bound claims included).
         let (mut bound, mut to_bind) = (Vec::new(), Vec::new());
-        for &(name, _, c) in &found {
+        for &(_, name, _, c) in &found {
             let Some(c) = c else { continue };
             if c.bound {
                 bound.push(c);
@@ -849,7 +865,7 @@ impl Storage {
         // 5. VolumeRestrictions Filter: a ReadWriteOncePod claim another pod uses.
         let rwop = found
             .iter()
-            .any(|(name, _, c)| c.is_some_and(|c| c.rwop) && rwop_in_use(name));
+            .any(|(_, name, _, c)| c.is_some_and(|c| c.rwop) && rwop_in_use(name));
         if rwop {
             return Err(Blocked::ReadWriteOncePod);
         }

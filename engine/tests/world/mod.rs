@@ -127,7 +127,7 @@ impl World {
         };
         let skip = F::pre_filter(cx).is_none();
         let mut f = Filters::new(cx);
-        let names = self.cache.names();
+        let names = self.cache.names().for_pod(&pod);
         let mut out = Vec::new();
         for name in on {
             let slot = self.slot(name);
