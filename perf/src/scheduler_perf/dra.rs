@@ -428,9 +428,18 @@ pub async fn alloc_resource_claims(
             name: Arc::from("claim"),
             source: ClaimSource::Named(Arc::from(name.as_str())),
         }];
-        let resolved = dra.resolve(&ns, &consumer, &consumer, &pod_claims, true, &mut interner);
+        let resolved = dra.resolve(&ns, &consumer, &pod_claims, true, &mut interner);
         if let Some(b) = resolved.blocked {
-            anyhow::bail!("allocate claim {ns}/{name}: {}", b.message(&interner));
+            let consumer = magma_engine::plugins::PodNames {
+                namespace: &ns,
+                name: &consumer,
+                resource_claims: &pod_claims,
+                volume_claims: &[],
+            };
+            anyhow::bail!(
+                "allocate claim {ns}/{name}: {}",
+                b.message(&interner, &consumer)
+            );
         }
         let snapshot = dra.snapshot();
         nodes.shuffle(&mut rng);

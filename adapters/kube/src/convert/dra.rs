@@ -694,8 +694,14 @@ mod tests {
             ..Default::default()
         }])
         .unwrap();
-        let r = dra.resolve("ns", "p-uid", "p", &pod, true, &mut interner);
-        let m = r.blocked.unwrap().message(&interner);
+        let r = dra.resolve("ns", "p-uid", &pod, true, &mut interner);
+        let names = magma_engine::plugins::PodNames {
+            namespace: "ns",
+            name: "p",
+            resource_claims: &pod,
+            volume_claims: &[],
+        };
+        let m = r.blocked.unwrap().message(&interner, &names);
         assert_eq!(m, problems[0]);
     }
 
