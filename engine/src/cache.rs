@@ -147,6 +147,8 @@ pub struct Cache {
     orphans: HashMap<Arc<str>, Vec<Arc<str>>>,
     live_nodes: usize,
     dirty: bool,
+    /// The label epoch the placed pods were last converted at (`sync_labels`).
+    labels_synced: u32,
     seq: u64,
     profile: Arc<Profile>,
     view: View,
@@ -236,6 +238,7 @@ impl Cache {
             orphans: HashMap::new(),
             live_nodes: 0,
             dirty: true,
+            labels_synced: 0,
             seq: 0,
             profile,
             view: View::All,
@@ -278,13 +281,75 @@ impl Cache {
 
     /// Compile a pod with this cache's interner and registry (the only ones its snapshots'
     /// ids and slots mean anything in).
+    ///
+    /// A pod whose selector reads a label key no selector read before converts the placed pods
+    /// that carry that key (`sync_labels`) before it returns, so the indexes the caller asks
+    /// for that key next (`index_label_keys`, `watch_terms`) count them.
     pub fn compile_pod(&mut self, input: &PodInput) -> Result<CompiledPod, ModelError> {
-        compile_pod_with(
+        let pod = compile_pod_with(
             input,
             &mut self.interner,
             &mut self.registry,
             &mut self.plain_infos,
-        )
+        );
+        self.sync_labels();
+        pod
+    }
+
+    /// The label epoch (`Interner::label_epoch`).
+    pub fn label_epoch(&self) -> u32 {
+        self.interner.label_epoch()
+    }
+
+    /// `pod` with its labels converted to the current label epoch, when some key of its
+    /// `PodInfo::raw` may have become selectable since it was compiled (`None`: it has not).
+    /// For a pending pod about to be handed off: the worker refuses one that is stale
+    /// against its snapshot.
+    pub fn converted_pod(&mut self, pod: &CompiledPod) -> Option<CompiledPod> {
+        if !pod.info.stale(self.interner.label_epoch()) {
+            return None;
+        }
+        Some(CompiledPod {
+            info: Arc::new(pod.info.converted(&mut self.interner)),
+            ..pod.clone()
+        })
+    }
+
+    /// Convert the placed pods compiled before a label key became selectable (a label of
+    /// their `PodInfo::raw` has that key): each is taken off its node, interned for the keys
+    /// selectable now and put back, so every index counts it under those keys, before any
+    /// selector reading them is used. The next snapshot carries the epoch
+    /// (`Snapshot::label_epoch`). Costs O(placed pods) when the epoch moved (the first pod
+    /// whose selector reads a key no selector read before), nothing otherwise.
+    pub fn sync_labels(&mut self) {
+        let epoch = self.interner.label_epoch();
+        if epoch == self.labels_synced {
+            return;
+        }
+        self.labels_synced = epoch;
+        self.dirty = true;
+        let interner = &self.interner;
+        let stale: Vec<Arc<str>> = self
+            .pods
+            .iter()
+            .filter(|(_, p)| p.info.has_selectable_raw(interner))
+            .map(|(uid, _)| uid.clone())
+            .collect();
+        for uid in stale {
+            let Some(mut p) = self.pods.remove(&uid) else {
+                continue;
+            };
+            let slot = self.by_name.get(&*p.node).copied();
+            if let Some(slot) = slot {
+                self.account(slot, &p, -1);
+            }
+            p.info = Arc::new(p.info.converted(&mut self.interner));
+            if let Some(slot) = slot {
+                self.account(slot, &p, 1);
+                self.write_slot(slot);
+            }
+            self.pods.insert(uid, p);
+        }
     }
 
     pub fn versions(&self) -> &Arc<BindVersions> {
@@ -912,18 +977,26 @@ impl Cache {
 
     /// The pod as others see it once placed: its CSI volumes resolved from the storage objects.
     fn placed_info(&mut self, pod: &CompiledPod) -> Arc<PodInfo> {
+        // Compiled before a key of its raw labels became selectable (`sync_labels`).
+        let info = if pod.info.stale(self.interner.label_epoch())
+            && pod.info.has_selectable_raw(&self.interner)
+        {
+            Arc::new(pod.info.converted(&mut self.interner))
+        } else {
+            pod.info.clone()
+        };
         if pod.claims.is_empty() {
-            return pod.info.clone();
+            return info;
         }
         let csi = self
             .storage
             .csi_of(&pod.namespace, &pod.claims, &mut self.interner);
-        if csi == pod.info.csi {
-            return pod.info.clone();
+        if csi == info.csi {
+            return info;
         }
         Arc::new(PodInfo {
             csi,
-            ..(*pod.info).clone()
+            ..(*info).clone()
         })
     }
 
@@ -1297,6 +1370,7 @@ impl Cache {
 
     /// Publish the working arena as a new snapshot if anything changed since the last one.
     pub fn publish(&mut self) -> Option<Arc<Snapshot>> {
+        self.sync_labels();
         if !self.dirty {
             return None;
         }
@@ -1313,6 +1387,7 @@ impl Cache {
             affinity_pods: self.affinity_pods.clone(),
             namespaces: self.namespaces.clone(),
             anti_epoch: self.anti_epoch,
+            label_epoch: self.labels_synced,
             hostname_key: self.hostname_key,
             csi_limits: self.csi_limits.clone(),
             nominated: self.nominations.len(),
@@ -1365,6 +1440,7 @@ impl Cache {
             affinity_pods,
             namespaces: self.namespaces.clone(),
             anti_epoch: self.anti_epoch,
+            label_epoch: self.labels_synced,
             hostname_key: self.hostname_key,
             csi_limits: self.csi_limits.clone(),
             nominated: self.nominations.len(),
@@ -1464,7 +1540,10 @@ impl Cache {
 
     /// Apply a change to the PodDisruptionBudgets; the ones rejected.
     pub fn apply_pdb(&mut self, change: crate::pdb::PdbChange) -> Vec<ModelError> {
-        self.pdbs.apply(change, &mut self.interner)
+        let errors = self.pdbs.apply(change, &mut self.interner);
+        // A budget's selector reads placed pods' labels (`pdb::Pdbs::violations`).
+        self.sync_labels();
+        errors
     }
 
     /// Nominate `uid` (priority, requests) to the node in `slot` (`preemption`): its room there

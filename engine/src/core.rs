@@ -916,7 +916,7 @@ impl Core {
         }
         match r.outcome {
             Outcome::Claimed { .. } | Outcome::Burned { .. } => unreachable!("handled above"),
-            Outcome::Conflict => self.queue.requeue_urgent(&uid),
+            Outcome::Conflict | Outcome::Stale => self.queue.requeue_urgent(&uid),
             Outcome::Paused => self.queue.requeue_active(&uid),
             Outcome::Unschedulable(summary) => {
                 let message = failure_message(&summary, &self.cache.names().for_pod(&r.task.pod));
@@ -1257,6 +1257,16 @@ impl Core {
             let Some((pod, generation, lane)) = self.queue.pop(now, self.lane_busy.is_none())
             else {
                 break;
+            };
+            // Its labels as the snapshot the worker will load has them (`Cache::sync_labels`,
+            // published in this flush before the hand-off).
+            let pod = match self.cache.converted_pod(&pod) {
+                Some(c) => {
+                    let c = Arc::new(c);
+                    self.queue.upsert(c.clone(), now);
+                    c
+                }
+                None => pod,
             };
             let arrived = self.queue.get(&pod.uid).map_or(now, |e| e.arrived());
             let uid = pod.uid.clone();

@@ -924,17 +924,44 @@ mod tests {
                 );
             }
             if step == 300 {
-                cache.index_label_keys(cache.interner().get("tier"));
+                // The first selector reading `tier`: the placed pods compiled before carry it as
+                // a string (`PodInfo::raw`) until the compile converts them (`sync_labels`),
+                // then the key is indexed from them.
+                let mut p = pod(step, 0, false);
+                p.pod_affinity = Some(PodAffinityInput {
+                    preferred: vec![(
+                        1,
+                        PodAffinityTermInput {
+                            label_selector: Some(LabelSelectorInput {
+                                match_labels: vec![("tier".into(), "t1".into())],
+                                match_expressions: vec![],
+                            }),
+                            topology_key: ZONE.into(),
+                            ..Default::default()
+                        },
+                    )],
+                    ..Default::default()
+                });
+                let p = cache.compile_pod(&p).unwrap();
+                cache.index_label_keys(p.selector_keys());
             }
             if step >= 100
                 && let Some(snap) = cache.publish()
             {
-                let key = |k: &str| cache.interner().get(k).unwrap();
+                let key = |k: &str| cache.interner().get(k);
                 let labels = &snap.index().pod_labels;
-                assert!(labels.indexes(key("app")));
-                assert_eq!(labels.indexes(key("tier")), step >= 300);
-                assert!(!labels.indexes(key("id")), "a label no selector reads");
-                check(&snap, key(ZONE));
+                assert!(labels.indexes(key("app").unwrap()));
+                assert_eq!(key("tier").is_some_and(|t| labels.indexes(t)), step >= 300);
+                assert_eq!(key("id"), None, "a label no selector reads is not interned");
+                for slot in 0..snap.arena.slots() {
+                    assert!(
+                        snap.pods_on(slot)
+                            .iter()
+                            .all(|p| !p.has_selectable_raw(cache.interner())),
+                        "a placed pod's label a selector reads is interned"
+                    );
+                }
+                check(&snap, key(ZONE).unwrap());
             }
         }
     }

@@ -54,6 +54,7 @@ pub use crate::clock::{Clock, ManualClock, Nanos};
 /// foldhash, seeded per map, instead of SipHash, which cost more than the rest of compiling an
 /// unconstrained pod. The seed keeps keys an attacker chooses from colliding predictably.
 pub(crate) type FastMap<K, V> = foldhash::HashMap<K, V>;
+pub(crate) type FastSet<K> = foldhash::HashSet<K>;
 pub use crate::conf::{Profile, Sampling};
 pub use crate::core::{BindIntent, BindResult, Input, Intent, StatusIntent, StatusReason};
 #[cfg(not(loom))]

@@ -110,7 +110,9 @@ impl Pdbs {
         let mut allowed: Vec<i32> = budgets.iter().map(|b| b.allowed).collect();
         pods.into_iter()
             .map(|(name, info)| {
-                if info.labels.is_empty() {
+                // Upstream: a pod without labels matches no budget. Labels kept as strings
+                // (`PodInfo::raw`) have no key a budget's selector reads, but they are labels.
+                if info.labels.is_empty() && info.raw.is_empty() {
                     return false;
                 }
                 let mut violated = false;
@@ -143,10 +145,7 @@ mod tests {
         PodInfo {
             namespace: interner.intern(ns),
             labels: compile_labels(&l, interner),
-            affinity: None,
-            terminating: false,
-            csi: Box::new([]),
-            claims: Box::new([]),
+            ..PodInfo::default()
         }
     }
 
@@ -189,5 +188,38 @@ mod tests {
             ("x", &bare),
         ]);
         assert_eq!(got, [false, false, false, true, false]);
+    }
+
+    /// A pod whose labels no selector read when it was compiled (kept as strings) still has
+    /// labels: a budget selecting pods without some key counts it; a pod without labels matches
+    /// no budget (upstream).
+    #[test]
+    fn a_pod_with_only_unread_labels_is_matched_by_what_it_lacks() {
+        let mut i = Interner::default();
+        let (labels, raw) =
+            crate::model::compile_pod_labels(&[("sandbox-id".into(), "s-1".into())], &mut i);
+        assert!(labels.is_empty() && raw.len() == 1);
+        let sandbox = PodInfo {
+            namespace: i.intern("ns"),
+            labels,
+            raw,
+            ..PodInfo::default()
+        };
+        let bare = info(&mut i, "ns", &[]);
+        let mut pdbs = Pdbs::default();
+        let mut untiered = pdb("ns", None, 0, &[]);
+        untiered.selector = Some(LabelSelectorInput {
+            match_labels: vec![],
+            match_expressions: vec![crate::model::SelectorRequirementInput {
+                key: "team".into(),
+                operator: "DoesNotExist".into(),
+                values: vec![],
+            }],
+        });
+        pdbs.apply(PdbChange::Reset(vec![untiered]), &mut i);
+        assert_eq!(
+            pdbs.violations([("sandbox", &sandbox), ("bare", &bare)]),
+            [true, false]
+        );
     }
 }

@@ -226,6 +226,10 @@ pub struct Snapshot {
     pub namespaces: Arc<Namespaces>,
     /// Bumps of the anti-affinity epoch this snapshot contains (`docs/constraints.md`).
     pub anti_epoch: u64,
+    /// The label epoch its placed pods were converted at (`Cache::sync_labels`): a pending pod
+    /// compiled at another one, with labels kept as strings, may have a label whose key some
+    /// selector here reads, and is not decided on it (`PodInfo::stale`).
+    pub label_epoch: u32,
     /// The interned id of `kubernetes.io/hostname` (a topology key of one node per domain).
     pub hostname_key: u32,
     /// CSI attach limits by node name id: (driver id, count), from CSINodes.
@@ -251,6 +255,7 @@ impl Snapshot {
             affinity_pods: Default::default(),
             namespaces: Arc::default(),
             anti_epoch: 0,
+            label_epoch: 0,
             hostname_key: u32::MAX,
             csi_limits: Arc::default(),
             nominated: 0,

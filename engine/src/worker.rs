@@ -69,6 +69,9 @@ pub enum Outcome {
     },
     /// Every candidate was taken by another claim.
     Conflict,
+    /// The pod's labels were compiled at another label epoch than the snapshot's
+    /// (`PodInfo::stale`): not decided; the driver converts them and tries it again at once.
+    Stale,
     Unschedulable(FailureSummary),
     /// The engine is not leading: the pod goes back untouched.
     Paused,
@@ -374,6 +377,12 @@ impl Worker {
         let snap = shared.enter(self.id);
         let outcome = if !shared.leading() {
             Outcome::Paused
+        } else if task.pod.info.stale(snap.label_epoch) {
+            // Labels kept as strings, split at another label epoch than the snapshot's: one
+            // may have a key a selector here reads. The driver converts it and hands it off
+            // again (`Cache::converted_pod`).
+            inc(&counters.urgent_requeues, 1);
+            Outcome::Stale
         } else {
             inc(&counters.attempts, 1);
             let volumes = task.volumes.as_deref();

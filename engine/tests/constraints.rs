@@ -285,6 +285,96 @@ fn zone_anti_affinity_and_matching_pods_racing_on_many_workers_stay_apart() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Labels no selector reads (`docs/constraints.md`)
+
+/// A pod labelled `app=<app>` and with an id label no selector reads.
+fn sandbox(name: &str, app_name: &str) -> PodInput {
+    let mut p = app(mk_pod(name, "100m", "128Mi"), app_name);
+    p.labels.push(("sandbox-id".into(), format!("id-{name}")));
+    p
+}
+
+#[test]
+fn labels_no_selector_reads_are_not_interned() {
+    let mut c = Sim::workers(2);
+    zoned(&mut c, 4, 2, "64");
+    c.add_pod(sandbox("first", "web"));
+    c.settle();
+    let interned = c.h.core().cache().interner().len();
+    for i in 0..400 {
+        c.add_pod(sandbox(&format!("s-{i}"), "web"));
+    }
+    c.settle();
+    assert_eq!(c.bound_count(), 401);
+    assert_eq!(
+        c.h.core().cache().interner().len(),
+        interned,
+        "no label value interned per pod"
+    );
+}
+
+#[test]
+fn placed_pods_labelled_before_any_selector_read_the_key_are_seen_by_the_first_one() {
+    // Every node holds an app=web pod, placed while no selector read `app`: a pod refusing
+    // app=web on its node has nowhere to go.
+    let mut c = Sim::workers(2);
+    zoned(&mut c, 4, 2, "8");
+    for i in 0..4 {
+        c.add_pod(bound(sandbox(&format!("web-{i}"), "web"), &format!("n{i}")));
+    }
+    c.settle();
+    c.add_pod(anti(mk_pod("loner", "100m", "128Mi"), "web", HOSTNAME));
+    assert!(c.run_until(BACKOFFS, |c| c.reported().contains("uid-loner")));
+    assert_eq!(c.node_of("uid-loner"), None);
+    // And one spreading over them counts them: 4 web pods in zone-0 and zone-1 each hold two.
+    let mut p = spread(sandbox("spreader", "web"), "web", ZONE, 1, true);
+    p.labels.retain(|(k, _)| k != "app");
+    c.add_pod(p);
+    c.settle();
+    assert!(c.node_of("uid-spreader").is_some());
+}
+
+#[test]
+fn a_pending_pod_labelled_before_a_placed_pods_term_read_the_key_keeps_out_of_its_way() {
+    // `web` is compiled (and handed off) while no selector reads `app`; then a pod placed by
+    // someone else on the only node refuses app=web there. The worker holding `web` must not
+    // decide on labels split before that (`PodInfo::stale`): it gives the pod back, the driver
+    // converts it, and it is refused.
+    use magma_engine::core::Input;
+    use magma_engine::testing::Harness;
+    let mut h = Harness::new(HarnessOptions::workers(1));
+    h.input(Input::NodeApply(with_labels(
+        mk_node("n0", "8", "64Gi", 110),
+        &[(HOSTNAME, "n0")],
+    )));
+    h.input(Input::PodApply(sandbox("web", "web")));
+    h.flush(); // `web` handed off, not yet taken by the worker
+    h.input(Input::PodApply(bound(
+        anti(mk_pod("guard", "100m", "128Mi"), "web", HOSTNAME),
+        "n0",
+    )));
+    h.flush(); // the snapshot with `guard` and the new label epoch
+    let mut outcomes = Vec::new();
+    for _ in 0..4 {
+        h.step(0);
+        h.results_observed(|r| outcomes.push(format!("{:?}", r.outcome)));
+        h.flush();
+    }
+    assert!(
+        matches!(outcomes.first().map(String::as_str), Some("Stale")),
+        "{outcomes:?}"
+    );
+    assert!(
+        outcomes.iter().all(|o| !o.starts_with("Claimed")),
+        "web placed beside guard: {outcomes:?}"
+    );
+    assert!(
+        outcomes.iter().any(|o| o.starts_with("Unschedulable")),
+        "{outcomes:?}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
 // Volumes
 
 fn with_claim(mut p: PodInput, claim: &str) -> PodInput {

@@ -44,7 +44,8 @@ pub use pod::{
 pub use pod_affinity::{
     AffinityTerm, LabelOp, LabelReq, LabelSelector, LabelSelectorInput, NamespaceInput, Namespaces,
     PlainInfos, PodAffinity, PodAffinityInput, PodAffinityTermInput, PodInfo, SpreadConstraint,
-    TopologySpreadInput, compile_labels, compile_selector, label_value,
+    TopologySpreadInput, compile_labels, compile_pod_labels, compile_selector, label_value,
+    mark_own_selector_keys,
 };
 pub use quantity::{MAX_AMOUNT, parse_scaled};
 pub(crate) use selector::compile_toleration;
@@ -138,10 +139,20 @@ fn causes_text(causes: &[String]) -> String {
 ///
 /// The map hashes with foldhash, seeded per interner: the driver interns every label, selector
 /// and node name it compiles, and SipHash cost as much as the rest of a pod's compile.
+///
+/// It also knows which label keys some label selector reads (`mark_selectable`): a pod's
+/// labels are interned only for those keys, the others are kept as strings in its `PodInfo`
+/// (`compile_pod_labels`), so labels no selector reads (a sandbox id, a Job's uid) are not
+/// kept here for the life of the process. The number of such keys is the label epoch
+/// (`label_epoch`); `Cache::sync_labels` converts the pods compiled before a key became
+/// selectable (`docs/constraints.md`, "Labels no selector reads").
 #[derive(Debug)]
 pub struct Interner {
     ids: crate::FastMap<Arc<str>, u32>,
     strs: Vec<Arc<str>>,
+    /// Label keys some selector reads, and the same in the order they became so.
+    selectable: crate::FastSet<u32>,
+    selectable_order: Vec<u32>,
 }
 
 impl Default for Interner {
@@ -149,6 +160,8 @@ impl Default for Interner {
         let mut me = Self {
             ids: crate::FastMap::default(),
             strs: Vec::new(),
+            selectable: crate::FastSet::default(),
+            selectable_order: Vec::new(),
         };
         for (want, s) in [
             (0, ""),
@@ -199,6 +212,35 @@ impl Interner {
     /// Nothing interned beyond the reserved strings.
     pub fn is_empty(&self) -> bool {
         self.strs.len() <= 3
+    }
+
+    /// Label key `key` is read by some label selector: pods compiled from now on intern their
+    /// values for it. Never undone.
+    pub fn mark_selectable(&mut self, key: u32) {
+        if self.selectable.insert(key) {
+            self.selectable_order.push(key);
+        }
+    }
+
+    pub fn is_selectable(&self, key: u32) -> bool {
+        self.selectable.contains(&key)
+    }
+
+    /// The id of label key `key` if some selector reads it.
+    pub fn selectable_key(&self, key: &str) -> Option<u32> {
+        self.get(key).filter(|&k| self.is_selectable(k))
+    }
+
+    /// How many label keys are selectable: grows whenever one becomes so.
+    pub fn label_epoch(&self) -> u32 {
+        u32::try_from(self.selectable_order.len()).expect("label keys fit the interner")
+    }
+
+    /// The keys that became selectable since epoch `from`.
+    pub fn selectable_since(&self, from: u32) -> &[u32] {
+        self.selectable_order
+            .get(from as usize..)
+            .unwrap_or_default()
     }
 }
 

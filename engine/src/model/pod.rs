@@ -17,8 +17,8 @@ pub use extended::{
 
 use super::node::{Taint, TaintEffect};
 use super::pod_affinity::{
-    PlainInfos, PodAffinityInput, PodInfo, SpreadConstraint, TopologySpreadInput, compile_labels,
-    compile_pod_affinity, compile_spread,
+    PlainInfos, PodAffinityInput, PodInfo, SpreadConstraint, TopologySpreadInput,
+    compile_pod_affinity, compile_pod_labels, compile_spread, mark_own_selector_keys,
 };
 use super::pod_claims::{PodClaim, PodClaimInput, compile_claims};
 use super::quantity::parse_scaled;
@@ -616,7 +616,12 @@ pub fn compile_pod_with(
     let tolerates_unschedulable = tolerations.iter().any(|t| t.tolerates(&unsched_taint));
     let has_node_constraints = !node_selector.is_empty() || required.is_some();
     let namespace = interner.intern(&input.namespace);
-    let labels = compile_labels(&input.labels, interner);
+    mark_own_selector_keys(
+        input.pod_affinity.as_ref(),
+        &input.topology_spread,
+        interner,
+    );
+    let (labels, raw) = compile_pod_labels(&input.labels, interner);
     let affinity = match &input.pod_affinity {
         Some(a) => {
             compile_pod_affinity(a, namespace, &labels, interner)?.map(|a| plain.share_affinity(a))
@@ -672,13 +677,19 @@ pub fn compile_pod_with(
         tolerates_unschedulable,
         has_node_constraints,
         created_unix_ms: input.created_unix_ms,
-        info: if labels.is_empty() && affinity.is_none() && !input.terminating && claims.is_empty()
+        info: if labels.is_empty()
+            && raw.is_empty()
+            && affinity.is_none()
+            && !input.terminating
+            && claims.is_empty()
         {
             plain.get(namespace)
         } else {
             Arc::new(PodInfo {
                 namespace,
                 labels,
+                raw,
+                epoch: interner.label_epoch(),
                 affinity,
                 terminating: input.terminating,
                 csi: Box::new([]),

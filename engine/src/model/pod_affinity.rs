@@ -265,8 +265,14 @@ pub struct SpreadConstraint {
 pub struct PodInfo {
     /// Interned namespace name.
     pub namespace: u32,
-    /// Sorted by key.
+    /// Its labels whose key some selector read when they were compiled (`Interner::
+    /// mark_selectable`), interned, sorted by key.
     pub labels: Box<[(u32, u32)]>,
+    /// Its other labels, as strings, sorted by key: no selector read their keys when they were
+    /// compiled, so their values are not interned (`compile_pod_labels`).
+    pub raw: RawLabels,
+    /// The label epoch (`Interner::label_epoch`) `labels` and `raw` were split at.
+    pub epoch: u32,
     pub affinity: Option<Arc<PodAffinity>>,
     /// Being deleted: not counted by topology spread (as kube-scheduler).
     pub terminating: bool,
@@ -318,6 +324,41 @@ impl PlainInfos {
 }
 
 impl PodInfo {
+    /// Some label of `raw` may have a key that became selectable since it was split (label
+    /// epoch `epoch` now): a decision about the pod must wait for it to be converted
+    /// ([`PodInfo::converted`]).
+    #[inline]
+    pub fn stale(&self, epoch: u32) -> bool {
+        !self.raw.is_empty() && self.epoch != epoch
+    }
+
+    /// Whether a label of `raw` has a key selectable now.
+    pub fn has_selectable_raw(&self, interner: &Interner) -> bool {
+        self.raw
+            .iter()
+            .any(|(k, _)| interner.selectable_key(k).is_some())
+    }
+
+    /// The same pod with the labels of `raw` whose key is selectable now interned, split at the
+    /// current label epoch.
+    pub fn converted(&self, interner: &mut Interner) -> PodInfo {
+        let mut labels = self.labels.to_vec();
+        let mut raw = Vec::new();
+        for (k, v) in self.raw.iter() {
+            match interner.selectable_key(k) {
+                Some(key) => labels.push((key, interner.intern(v))),
+                None => raw.push((k.clone(), v.clone())),
+            }
+        }
+        labels.sort_unstable();
+        PodInfo {
+            labels: labels.into(),
+            raw: raw.into(),
+            epoch: interner.label_epoch(),
+            ..self.clone()
+        }
+    }
+
     /// Has required anti-affinity terms (the symmetric rule applies to others).
     pub fn has_required_anti(&self) -> bool {
         self.affinity
@@ -355,8 +396,10 @@ pub fn compile_selector(
                 what: "label selector key",
             });
         }
+        let key = interner.intern(k);
+        interner.mark_selectable(key);
         reqs.push(LabelReq {
-            key: interner.intern(k),
+            key,
             op: LabelOp::In,
             values: Box::new([interner.intern(v)]),
         });
@@ -385,8 +428,10 @@ pub fn compile_selector(
         let mut values: Vec<u32> = e.values.iter().map(|v| interner.intern(v)).collect();
         values.sort_unstable();
         values.dedup();
+        let key = interner.intern(&e.key);
+        interner.mark_selectable(key);
         reqs.push(LabelReq {
-            key: interner.intern(&e.key),
+            key,
             op,
             values: values.into(),
         });
@@ -395,6 +440,74 @@ pub fn compile_selector(
         nothing: false,
         reqs: reqs.into(),
     })
+}
+
+/// A pod's labels no selector read when it was compiled: (key, value), sorted by key.
+pub type RawLabels = Box<[(Arc<str>, Arc<str>)]>;
+
+/// Compile a pod's labels: the values of the keys some selector reads interned, sorted by key
+/// (`PodInfo::labels`), the others kept as strings, sorted by key (`PodInfo::raw`). A selector
+/// compiled later makes its keys selectable; `Cache::sync_labels` then converts the pods
+/// compiled before (`PodInfo::converted`).
+pub fn compile_pod_labels(
+    labels: &[(String, String)],
+    interner: &mut Interner,
+) -> (Box<[(u32, u32)]>, RawLabels) {
+    let mut interned: Vec<(u32, u32)> = Vec::new();
+    let mut raw: Vec<(Arc<str>, Arc<str>)> = Vec::new();
+    for (k, v) in labels {
+        match interner.selectable_key(k) {
+            Some(key) => interned.push((key, interner.intern(v))),
+            None => raw.push((Arc::from(k.as_str()), Arc::from(v.as_str()))),
+        }
+    }
+    interned.sort_unstable();
+    interned.dedup_by_key(|l| l.0);
+    raw.sort_unstable();
+    raw.dedup_by(|a, b| a.0 == b.0);
+    (interned.into(), raw.into())
+}
+
+/// Mark the label keys `input`'s own selectors read (its pod affinity terms and spread
+/// constraints), before its labels are compiled: a pod whose selector reads its own labels
+/// (`matchLabelKeys`, a spread counting its own kind) finds them interned.
+pub fn mark_own_selector_keys(
+    affinity: Option<&PodAffinityInput>,
+    spread: &[TopologySpreadInput],
+    interner: &mut Interner,
+) {
+    let mut mark = |k: &str| {
+        let key = interner.intern(k);
+        interner.mark_selectable(key);
+    };
+    fn selector(s: Option<&LabelSelectorInput>, mark: &mut impl FnMut(&str)) {
+        for (k, _) in s.map_or(&[][..], |s| &s.match_labels) {
+            mark(k);
+        }
+        for e in s.map_or(&[][..], |s| &s.match_expressions) {
+            mark(&e.key);
+        }
+    }
+    if let Some(a) = affinity {
+        let terms = a
+            .required
+            .iter()
+            .chain(&a.required_anti)
+            .chain(a.preferred.iter().map(|(_, t)| t))
+            .chain(a.preferred_anti.iter().map(|(_, t)| t));
+        for t in terms {
+            selector(t.label_selector.as_ref(), &mut mark);
+            for k in t.match_label_keys.iter().chain(&t.mismatch_label_keys) {
+                mark(k);
+            }
+        }
+    }
+    for c in spread {
+        selector(c.label_selector.as_ref(), &mut mark);
+        for k in &c.match_label_keys {
+            mark(k);
+        }
+    }
 }
 
 /// Compile labels into sorted (key, value) ids.
@@ -418,6 +531,7 @@ fn merge_label_keys(
 ) -> LabelSelector {
     for k in keys {
         let key = interner.intern(k);
+        interner.mark_selectable(key);
         if let Some(v) = label_value(own, key) {
             selector = selector.with(key, op, v);
         }
