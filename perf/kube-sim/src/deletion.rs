@@ -30,6 +30,9 @@ pub struct DeleteOptions {
     pub propagation_policy: Option<String>,
     /// `orphanDependents` (deprecated).
     pub orphan_dependents: Option<bool>,
+    /// A non-empty `dryRun` (kube's `DeleteParams` sends it in the body), which kube-sim
+    /// refuses as it does in the query of any write.
+    pub dry_run: bool,
 }
 
 impl DeleteOptions {
@@ -73,6 +76,10 @@ impl DeleteOptions {
                 resource_version: string("/preconditions/resourceVersion"),
                 propagation_policy: string("/propagationPolicy"),
                 orphan_dependents: orphan,
+                dry_run: v
+                    .get("dryRun")
+                    .and_then(Value::as_array)
+                    .is_some_and(|d| !d.is_empty()),
             });
         }
         let grace = match q.get("gracePeriodSeconds") {
@@ -101,6 +108,7 @@ impl DeleteOptions {
             resource_version: None,
             propagation_policy: q.get("propagationPolicy").cloned(),
             orphan_dependents: orphan,
+            dry_run: q.get("dryRun").is_some_and(|d| !d.is_empty()),
         })
     }
 

@@ -13,7 +13,8 @@ use std::time::Duration;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ErrorRule {
-    /// Kubernetes verb (`get`, `list`, `watch`, `create`, `update`, `patch`, `delete`) or `*`.
+    /// Kubernetes verb (`get`, `list`, `watch`, `create`, `update`, `patch`, `delete`,
+    /// `deletecollection`) or `*`.
     /// Binding is `create` on `pods/binding`.
     pub verb: String,
     /// Resource, optionally with subresource (`pods`, `pods/binding`, `pods/status`); None = any.

@@ -43,12 +43,13 @@
 //! | `/version` | GET | `v1.34.0-kube-sim` version info |
 //! | `/healthz`, `/readyz`, `/livez` | GET | `ok` |
 //! | `/api` | GET | `APIVersions` (`v1`) |
-//! | `/api/v1`, `/apis/<g>/<v>` | GET | `APIResourceList`, with `pods/status`, `pods/binding`, `pods/resize`, `persistentvolume[claim]s/status`, `<crd>/status` |
+//! | `/api/v1`, `/apis/<g>/<v>` | GET | `APIResourceList` (every resource with `deletecollection` but namespaces), with `pods/status`, `pods/binding`, `pods/resize`, `persistentvolume[claim]s/status`, `<crd>/status` |
 //! | `/apis`, `/apis/<g>` | GET | `APIGroupList` / `APIGroup`; CRD groups appear once registered |
 //! | `/openapi/v3`, `/openapi/v3/api/v1`, `/openapi/v3/apis/<g>/<v>` | GET | a minimal OpenAPI v3: paths with `x-kubernetes-group-version-kind` and the `fieldValidation` parameter, no schemas (enough for kubectl to pick server-side validation) |
 //! | `/openapi/v2` | GET | 404 |
 //! | `/api/v1/[namespaces/<ns>/]<plural>` | GET | list (`labelSelector`, `fieldSelector`) or watch (`watch=true\|1`) |
 //! | same | POST | create (201); `generateName` supported |
+//! | `…/namespaces/<ns>/<plural>`, `/api[s]/…/<cluster-scoped plural>` | DELETE | deletecollection (see below); 405 on a namespaced resource's all-namespaces path and on namespaces |
 //! | `…/<plural>/<name>` | GET, PUT, PATCH, DELETE | get, update (optimistic concurrency), patch, delete |
 //! | `…/<plural>/<name>/status` | GET, PUT, PATCH | status subresource (pods, nodes, namespaces, persistentvolumeclaims, persistentvolumes, resourceclaims, poddisruptionbudgets, CRDs, CRs with `subresources.status`) |
 //! | `/api/v1/namespaces/<ns>/pods/<name>/binding` | POST | bind a pod (201 `Status` Success) |
@@ -176,6 +177,19 @@
 //!   and answer with the object. Deleting a namespace deletes its objects at once; deleting a
 //!   CRD deletes its resources and unregisters them. [`SimHandle::delete`] removes an object
 //!   directly (one `DELETED` event, no grace period, no finalizers).
+//! - **DeleteCollection** (`DELETE` on a collection, verb `deletecollection`, as
+//!   `Store.DeleteCollection` and its handler do it): the `ListOptions` are read and validated as
+//!   a list's (selectors, `limit`, `continue`, `resourceVersion[Match]`: the same 400 and 422),
+//!   then the `DeleteOptions` as a DELETE's. It lists the matching objects (all of them, in pages
+//!   of 10,000 at the first page's version; with `limit`, only that page) and deletes each as a
+//!   DELETE with those options would (graceful deletion, finalizers, preconditions per object,
+//!   the same events and versions), skipping one already gone (404); any other error ends the
+//!   request with that error, leaving what it deleted deleted. Like upstream, it deletes each
+//!   through the generic store, so the system PriorityClasses are not protected from it. The
+//!   answer is 200 with the list as listed (`<Kind>List`, the list's `resourceVersion`; with
+//!   `limit` the page's `continue` and `remainingItemCount`, without it the first page's, as
+//!   upstream keeps the first page's list metadata), items as they were before deletion. Only a namespace's collection of a namespaced resource has the verb (the
+//!   all-namespaces path is 405), and namespaces have none (405), as discovery says.
 //! - **List**: `resourceVersion` in list metadata; label selectors `=`, `==`, `!=`, `in`, `notin`,
 //!   `key`, `!key`; field selectors `=`, `==`, `!=` over the fields the real server supports per
 //!   resource (pods: `metadata.name/namespace`, `spec.nodeName`, `spec.schedulerName`,
@@ -584,10 +598,10 @@
 //! above, no OpenAPI schemas (v2 is 404, v3 carries no schemas), no unknown-field
 //! detection for `fieldValidation`, no CBOR and protobuf only in requests of PriorityClasses
 //! (another kind's protobuf body is a 415; answers are JSON), no Table output (kubectl prints from
-//! the plain objects), no `dryRun` (400), no `deletecollection`, graceful deletion only for pods
-//! and finalizers only on pods and PodDisruptionBudgets (other objects go at once; the garbage
-//! collector's `orphan`/`foregroundDeletion` finalizers are not added, `propagationPolicy` is
-//! only validated), no eviction API (`pods/eviction`) and so no `disruptedPods` entries,
+//! the plain objects), no `dryRun` (400, in the query of any write or a `DeleteOptions` body),
+//! graceful deletion only for pods and finalizers only on pods and PodDisruptionBudgets (other
+//! objects go at once; the garbage collector's `orphan`/`foregroundDeletion` finalizers are not
+//! added, `propagationPolicy` is only validated), no eviction API (`pods/eviction`) and so no `disruptedPods` entries,
 //! no inconsistent-continue token in a 410 list answer,
 //! no CRD schema validation or conversion, server-side apply without conflict detection (an
 //! apply takes the fields it changes as if `force=true`), managedFields sets computed without

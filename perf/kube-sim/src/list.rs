@@ -2,7 +2,9 @@
 //! `ListOptions.meta.k8s.io`), `resourceVersion` + `resourceVersionMatch` (most recent, not older
 //! than, exact), `limit`/`continue` pagination with the real opaque token format and
 //! `metadata.remainingItemCount`, and the 400 / 410 / 504 answers for a bad or expired token and
-//! a version the server has not reached.
+//! a version the server has not reached. The page selection ([`Listing::next_page`]) is also
+//! what a DeleteCollection lists ([`for_delete_collection`]: that one page with a `limit`,
+//! else every match in pages of 10,000, as `Store.DeleteCollection` reads them).
 //!
 //! It uses the shared state (`inner`) and the store; the server calls it.
 
@@ -21,6 +23,10 @@ use std::time::Duration;
 /// How long a read at a future version waits for the server to reach it (the watch cache's
 /// `blockTimeout`) before the 504.
 const TOO_LARGE_WAIT: Duration = Duration::from_secs(3);
+
+/// The page size a DeleteCollection without `limit` lists in (upstream's
+/// `deleteCollectionPageSize`).
+const DELETE_COLLECTION_PAGE_SIZE: usize = 10_000;
 
 const TOKEN_VERSION: &str = "meta.k8s.io/v1";
 
@@ -162,6 +168,12 @@ impl ListRequest {
         };
         Ok(Self { read, limit })
     }
+
+    /// The page size the storage applies for `limit`: none for a `resourceVersion=0` read,
+    /// which the watch cache serves whole.
+    fn page_size(&self, limit: Option<usize>) -> Option<usize> {
+        if self.read == Read::Any { None } else { limit }
+    }
 }
 
 /// Waits until the store reaches `rv` (up to [`TOO_LARGE_WAIT`]); the 504 otherwise.
@@ -200,16 +212,36 @@ fn item_key(def: &ResourceDef, all_namespaces: bool, o: &Stored) -> String {
     }
 }
 
-/// Serves one page: the list body (`kind`, `apiVersion`, `metadata.resourceVersion`,
-/// `continue`, `remainingItemCount`, `items`).
-pub(crate) async fn serve(
+/// The objects a list reads, at one version, sorted by key, and where its next page starts.
+pub(crate) struct Listing {
+    rv: u64,
+    items: Vec<Arc<Stored>>,
+    /// The index of the next page's first candidate.
+    next: usize,
+    all_namespaces: bool,
+}
+
+/// One page of a list.
+pub(crate) struct Page {
+    /// The version the list read (`metadata.resourceVersion`).
+    pub rv: u64,
+    /// The matching objects as they were at `rv`.
+    pub items: Vec<Arc<Stored>>,
+    /// `metadata.continue`, while objects follow the page.
+    pub continue_token: Option<String>,
+    /// `metadata.remainingItemCount`: with a continue token and no selectors.
+    pub remaining: Option<usize>,
+}
+
+/// Reads the state a list request names: the latest, or a version (waiting for one the server
+/// has not reached, then 504), or a continue token's (410 once the history no longer reaches
+/// it), from where the token's page ends.
+pub(crate) async fn read(
     inner: &Arc<Inner>,
     def: &ResourceDef,
     ns: Option<&str>,
     req: &ListRequest,
-    labels: &LabelSelector,
-    fields: &FieldSelector,
-) -> Result<Vec<u8>, ApiError> {
+) -> Result<Listing, ApiError> {
     match req.read {
         Read::NotOlderThan(rv) | Read::Exact(rv) => wait_for(inner, rv).await?,
         _ => {}
@@ -235,62 +267,136 @@ pub(crate) async fn serve(
             }
         }
     };
-    let limit = if req.read == Read::Any {
-        None
-    } else {
-        req.limit
-    };
     let all_namespaces = ns.is_none();
-    let from = match &start {
+    let next = match &start {
         // Keys sort as the items do (namespace, then name): skip up to and including `start`.
         Some(s) => {
             items.partition_point(|o| item_key(def, all_namespaces, o).as_str() <= s.as_str())
         }
         None => 0,
     };
-    let mut out = Vec::new();
-    let mut picked = 0usize;
-    let mut last = None;
-    let mut body = Vec::new();
-    let mut i = from;
-    while i < items.len() {
-        let it = &items[i];
-        i += 1;
-        if !labels.matches(it.index()) || !fields.matches(it.index()) {
-            continue;
+    Ok(Listing {
+        rv,
+        items,
+        next,
+        all_namespaces,
+    })
+}
+
+impl Listing {
+    /// The next page: up to `limit` objects (all without one) matching the selectors, in key
+    /// order, after the previous page; its continue token names the version read and the last
+    /// key returned, as the real storage's does.
+    pub(crate) fn next_page(
+        &mut self,
+        def: &ResourceDef,
+        limit: Option<usize>,
+        labels: &LabelSelector,
+        fields: &FieldSelector,
+    ) -> Page {
+        let mut picked = Vec::new();
+        let mut full = false;
+        while self.next < self.items.len() {
+            let it = &self.items[self.next];
+            self.next += 1;
+            if !labels.matches(it.index()) || !fields.matches(it.index()) {
+                continue;
+            }
+            picked.push(it.clone());
+            if limit.is_some_and(|l| picked.len() >= l) {
+                full = true;
+                break;
+            }
         }
-        if picked > 0 {
-            body.push(b',');
-        }
-        body.extend_from_slice(&it.json());
-        picked += 1;
-        if limit.is_some_and(|l| picked >= l) {
-            last = Some(it.clone());
-            break;
+        let more = full && self.next < self.items.len();
+        let (continue_token, remaining) = match picked.last() {
+            Some(last) if more => (
+                Some(encode_continue(
+                    self.rv,
+                    &format!("{}\0", item_key(def, self.all_namespaces, last)),
+                )),
+                // Only without selectors: with them the server cannot count what would match.
+                (labels.is_empty() && fields.is_empty()).then(|| self.items.len() - self.next),
+            ),
+            _ => (None, None),
+        };
+        Page {
+            rv: self.rv,
+            items: picked,
+            continue_token,
+            remaining,
         }
     }
-    let has_more = last.is_some() && i < items.len();
-    let mut meta = format!("{{\"resourceVersion\":\"{rv}\"");
-    if has_more && let Some(last) = &last {
-        let token = encode_continue(rv, &format!("{}\0", item_key(def, all_namespaces, last)));
-        meta.push_str(&format!(",\"continue\":\"{token}\""));
-        // Only without selectors: with them the server cannot count what would match.
-        if labels.is_empty() && fields.is_empty() {
-            meta.push_str(&format!(",\"remainingItemCount\":{}", items.len() - i));
+}
+
+impl Page {
+    /// The list body: `kind`, `apiVersion`, `metadata` (`resourceVersion`, `continue`,
+    /// `remainingItemCount`) and `items`, each as stored.
+    pub(crate) fn encode(&self, def: &ResourceDef) -> Vec<u8> {
+        let mut meta = format!("{{\"resourceVersion\":\"{}\"", self.rv);
+        if let Some(token) = &self.continue_token {
+            meta.push_str(&format!(",\"continue\":\"{token}\""));
         }
-    }
-    meta.push('}');
-    out.extend_from_slice(
-        format!(
+        if let Some(n) = self.remaining {
+            meta.push_str(&format!(",\"remainingItemCount\":{n}"));
+        }
+        meta.push('}');
+        let mut out = format!(
             "{{\"kind\":\"{}List\",\"apiVersion\":\"{}\",\"metadata\":{meta},\"items\":[",
             def.kind,
             def.api_version()
         )
-        .as_bytes(),
-    );
-    out.extend_from_slice(&body);
-    out.extend_from_slice(b"]}");
-    Ok(out)
+        .into_bytes();
+        for (i, it) in self.items.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(&it.json());
+        }
+        out.extend_from_slice(b"]}");
+        out
+    }
+}
+
+/// Serves one page of a list.
+pub(crate) async fn serve(
+    inner: &Arc<Inner>,
+    def: &ResourceDef,
+    ns: Option<&str>,
+    req: &ListRequest,
+    labels: &LabelSelector,
+    fields: &FieldSelector,
+) -> Result<Vec<u8>, ApiError> {
+    let mut listing = read(inner, def, ns, req).await?;
+    let page = listing.next_page(def, req.page_size(req.limit), labels, fields);
+    Ok(page.encode(def))
+}
+
+/// What a DeleteCollection lists (`Store.DeleteCollection`): with a `limit`, that one page
+/// (its continue token included); without, every matching object, read in pages of
+/// [`DELETE_COLLECTION_PAGE_SIZE`] at the first page's version and answered with the first
+/// page's metadata, as upstream clears the first page's items and appends all of them.
+pub(crate) async fn for_delete_collection(
+    inner: &Arc<Inner>,
+    def: &ResourceDef,
+    ns: Option<&str>,
+    req: &ListRequest,
+    labels: &LabelSelector,
+    fields: &FieldSelector,
+) -> Result<Page, ApiError> {
+    let mut listing = read(inner, def, ns, req).await?;
+    if req.limit.is_some() {
+        return Ok(listing.next_page(def, req.page_size(req.limit), labels, fields));
+    }
+    let size = req.page_size(Some(DELETE_COLLECTION_PAGE_SIZE));
+    let mut all = listing.next_page(def, size, labels, fields);
+    let mut more = all.continue_token.is_some();
+    while more {
+        let page = listing.next_page(def, size, labels, fields);
+        more = page.continue_token.is_some();
+        all.items.extend(page.items);
+    }
+    Ok(all)
 }
 
 #[cfg(test)]

@@ -25,10 +25,12 @@ pub struct BindingRecord {
     pub at: SystemTime,
 }
 
-/// One write request (create, update, patch, delete, including subresources) and its outcome.
+/// One write request (create, update, patch, delete, including subresources) and its outcome;
+/// a deletecollection that succeeds is recorded once per object it deleted (code 200), one that
+/// fails once, with its error's code and no name.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct WriteRecord {
-    /// Kubernetes verb (`create`, `update`, `patch`, `delete`).
+    /// Kubernetes verb (`create`, `update`, `patch`, `delete`, `deletecollection`).
     pub verb: &'static str,
     /// Resource with subresource, e.g. `pods/binding`, `leases`, `nodeshards/status`.
     pub resource: String,
@@ -42,9 +44,9 @@ pub struct WriteRecord {
     pub at: SystemTime,
 }
 
-/// One API request of any verb (get, list, watch, create, update, patch, delete), as RBAC sees
-/// it (what a Role must grant for the request to be allowed), with the object name and the
-/// status code answered. Recorded when the response is produced (a watch when its stream opens),
+/// One API request of any verb (get, list, watch, create, update, patch, delete,
+/// deletecollection), as RBAC sees it (what a Role must grant for the request to be allowed),
+/// with the object name and the status code answered. Recorded when the response is produced (a watch when its stream opens),
 /// for every routed request whatever its outcome: failed writes (a `409` binding, an injected
 /// `500`/`429`) and requests for resources the simulator does not serve (`404`) included.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -64,7 +66,8 @@ pub struct RequestRecord {
     pub name: String,
     /// The `User-Agent` header, to tell clients apart.
     pub user_agent: String,
-    /// Whether the verb writes (create, update, patch, delete; `pods/binding` is a create).
+    /// Whether the verb writes (create, update, patch, delete, deletecollection; `pods/binding`
+    /// is a create).
     pub write: bool,
     /// HTTP status code answered (200 for a watch whose stream opened).
     pub code: u16,

@@ -335,11 +335,24 @@ impl Registry {
     }
 }
 
-/// Verbs served for every resource (no `deletecollection`).
-fn verbs() -> Value {
-    json!([
-        "create", "delete", "get", "list", "patch", "update", "watch"
-    ])
+/// The verbs of a resource: all of them, but no `deletecollection` for namespaces (their
+/// storage has none).
+fn verbs(d: &ResourceDef) -> Value {
+    const ALL: [&str; 8] = [
+        "create",
+        "delete",
+        "deletecollection",
+        "get",
+        "list",
+        "patch",
+        "update",
+        "watch",
+    ];
+    let namespaces = d.key.as_ref() == "/namespaces";
+    ALL.iter()
+        .filter(|v| !(namespaces && **v == "deletecollection"))
+        .map(|v| json!(v))
+        .collect()
 }
 
 /// `/api`.
@@ -397,7 +410,7 @@ pub fn api_resource_list(reg: &Registry, group: &str, version: &str) -> Option<V
     {
         res.push(
             json!({"name": d.plural, "singularName": d.singular, "namespaced": d.namespaced,
-                        "kind": d.kind, "verbs": verbs(), "shortNames": d.short_names}),
+                        "kind": d.kind, "verbs": verbs(d), "shortNames": d.short_names}),
         );
         if d.status {
             res.push(json!({"name": format!("{}/status", d.plural), "singularName": "", "namespaced": d.namespaced,

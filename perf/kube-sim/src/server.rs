@@ -1,12 +1,13 @@
 //! The HTTP surface: routing of discovery, resource and admin paths, query parsing, fault
 //! injection, request decoding and the verbs (get, list, watch, create, update, patch, delete,
-//! `pods/binding`, `pods/resize`), with write recording. It holds the state lock only inside single store calls
-//! and never across an await.
+//! deletecollection, `pods/binding`, `pods/resize`), with request and write recording. It holds
+//! the state lock only inside single store calls and never across an await.
 //!
 //! It uses the shared state (`inner`), the list and watch handlers and the object rules below
 //! them; `sim` builds its router. The simulated kubelet's reactions (`Inner::after_bound`, …)
 //! are `kwok`'s.
 
+use crate::deletion::DeleteOptions;
 use crate::error::{ApiError, json_response, success_status};
 use crate::faults::Faults;
 use crate::inner::Inner;
@@ -17,7 +18,7 @@ use crate::patch::PatchKind;
 use crate::records::RequestRecord;
 use crate::resources::{self, ResourceDef};
 use crate::selector::{FieldSelector, LabelSelector};
-use crate::store::{Part, Stored};
+use crate::store::{Deleted, Part, Stored};
 use crate::watch::{self, WatchRequest};
 use axum::Router;
 use axum::extract::{Json, State};
@@ -329,7 +330,7 @@ async fn resource(
     let Some(verb) = verb_of(method, t.name.is_some(), t.sub.as_deref(), watching) else {
         return ApiError::method_not_allowed().into_response();
     };
-    let is_write = matches!(verb, "create" | "update" | "patch" | "delete");
+    let is_write = writes(verb);
     let mut rec = RequestRecord {
         verb,
         group: group.to_string(),
@@ -345,6 +346,12 @@ async fn resource(
     let allowed = match t.sub.as_deref() {
         Some("binding") => verb == "create",
         Some("resize") => matches!(verb, "get" | "update" | "patch"),
+        // The installer registers DELETE on a namespaced resource's collection only under
+        // `namespaces/<ns>/` (the all-namespaces path has LIST and WATCH), and the namespace
+        // storage has no DeleteCollection at all.
+        None if verb == "deletecollection" => {
+            (t.ns.is_some() || !t.def.namespaced) && t.def.key.as_ref() != "/namespaces"
+        }
         _ => true,
     };
     if !allowed {
@@ -364,21 +371,24 @@ async fn resource(
     let name = t.name.clone().unwrap_or_default();
     let result = match fault {
         Some(e) => Err(e),
-        None if q.contains_key("dryRun") && is_write => {
-            Err(ApiError::bad_request("dryRun is not supported by kube-sim"))
-        }
+        None if q.contains_key("dryRun") && is_write => Err(dry_run_refused()),
         None => match serve_verb(inner, verb, &t, q, headers, body) {
             Ok(Served::List(req, labels, fields)) => {
                 list::serve(inner, &t.def, t.ns.as_deref(), &req, &labels, &fields)
                     .await
                     .map(|b| Served::Response(200, json_response(200, b), None))
             }
+            Ok(Served::DeleteCollection(c)) => delete_collection(inner, &t, &resource_name, &c)
+                .await
+                .map(|b| Served::Response(200, json_response(200, b), None)),
             other => other,
         },
     };
     let (code, resp, written_name) = match result {
         Ok(Served::Response(code, resp, n)) => (code, resp, n),
-        Ok(Served::List(..)) => unreachable!("lists are served above"),
+        Ok(Served::List(..) | Served::DeleteCollection(..)) => {
+            unreachable!("lists and collection deletes are served above")
+        }
         Ok(Served::Watch(req)) => {
             // A watch answers 200 and streams (an expired version is an ERROR event inside).
             rec.code = 200;
@@ -392,7 +402,8 @@ async fn resource(
         rec.name.clone_from(n);
     }
     inner.record_request(rec);
-    if is_write {
+    // A deletecollection that succeeded has recorded each object it deleted.
+    if is_write && !(verb == "deletecollection" && code == 200) {
         inner.record_write(
             verb,
             resource_name,
@@ -420,8 +431,22 @@ fn verb_of(
         ("PUT", true, _) => "update",
         ("PATCH", true, _) => "patch",
         ("DELETE", true, _) => "delete",
+        ("DELETE", false, None) => "deletecollection",
         _ => return None,
     })
+}
+
+/// Whether a verb writes.
+fn writes(verb: &str) -> bool {
+    matches!(
+        verb,
+        "create" | "update" | "patch" | "delete" | "deletecollection"
+    )
+}
+
+/// kube-sim's answer to a dry run, in the query of any write or in a `DeleteOptions` body.
+fn dry_run_refused() -> ApiError {
+    ApiError::bad_request("dryRun is not supported by kube-sim")
 }
 
 /// The RBAC view of a request for a resource the registry does not know, read from the path
@@ -459,7 +484,7 @@ fn unrouted_request(
         namespace: ns.to_string(),
         name: name.unwrap_or("").to_string(),
         user_agent,
-        write: matches!(verb, "create" | "update" | "patch" | "delete"),
+        write: writes(verb),
         code: 404,
         http_version: http_version(proto),
     })
@@ -480,7 +505,72 @@ enum Served {
     Response(u16, Response, Option<String>),
     /// A validated list, served (possibly after waiting for a future version) outside the lock.
     List(ListRequest, LabelSelector, FieldSelector),
+    /// A validated DeleteCollection, served as a list is.
+    DeleteCollection(Collection),
     Watch(WatchRequest),
+}
+
+/// What a DeleteCollection lists and the options it deletes each object with.
+struct Collection {
+    list: ListRequest,
+    labels: LabelSelector,
+    fields: FieldSelector,
+    opts: DeleteOptions,
+}
+
+/// `Store.DeleteCollection`: the objects listed ([`list::for_delete_collection`]), then each
+/// deleted as a DELETE with the request's options deletes it ([`delete_one`]); one already gone
+/// is skipped, any other failure ends the request with its error (what was deleted stays
+/// deleted: the real one is not atomic either). Answers the list as listed, before deletion,
+/// and records a write (`deletecollection`, 200) per object deleted.
+async fn delete_collection(
+    inner: &Arc<Inner>,
+    t: &Target,
+    resource_name: &str,
+    c: &Collection,
+) -> Result<Vec<u8>, ApiError> {
+    let page = list::for_delete_collection(
+        inner,
+        &t.def,
+        t.ns.as_deref(),
+        &c.list,
+        &c.labels,
+        &c.fields,
+    )
+    .await?;
+    for it in &page.items {
+        let (ns, name) = (it.namespace(), it.name());
+        match delete_one(inner, &t.def, ns, name, &c.opts, true) {
+            Ok(_) => {
+                inner.record_write("deletecollection", resource_name.to_string(), ns, name, 200)
+            }
+            Err(e) if e.code == 404 => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(page.encode(&t.def))
+}
+
+/// One object deleted (`in_collection`: as a DeleteCollection deletes it, see
+/// [`crate::store::State::delete_collection_item`]), and the simulated kubelet told of a pod
+/// left terminating.
+fn delete_one(
+    inner: &Arc<Inner>,
+    def: &ResourceDef,
+    ns: &str,
+    name: &str,
+    opts: &DeleteOptions,
+    in_collection: bool,
+) -> Result<Deleted, ApiError> {
+    let d = if in_collection {
+        inner.state().delete_collection_item(def, ns, name, opts)?
+    } else {
+        inner.state().delete_request(def, ns, name, opts)?
+    };
+    if def.key.as_ref() == "/pods" && !d.gone {
+        inner.after_graceful_delete(&d.obj);
+    }
+    Ok(d)
 }
 
 fn selectors(
@@ -646,11 +736,11 @@ fn serve_verb(
             ok(200, s)
         }
         "delete" => {
-            let opts = crate::deletion::DeleteOptions::parse(body, q)?;
-            let d = inner.state().delete_request(def, ns, name, &opts)?;
-            if def.key.as_ref() == "/pods" && !d.gone {
-                inner.after_graceful_delete(&d.obj);
+            let opts = DeleteOptions::parse(body, q)?;
+            if opts.dry_run {
+                return Err(dry_run_refused());
             }
+            let d = delete_one(inner, def, ns, name, &opts, false)?;
             // 202 when dependents were asked not to be orphaned and the object is still there.
             let code = if !d.gone && opts.orphan_dependents == Some(false) {
                 202
@@ -665,6 +755,22 @@ fn serve_verb(
                 return Ok(Served::Response(code, json_value(code, &status), None));
             }
             ok(code, d.obj)
+        }
+        "deletecollection" => {
+            // The handler's order: ListOptions, then DeleteOptions.
+            let (labels, fields) = selectors(q, def)?;
+            let list = ListRequest::parse(q)?;
+            let opts = DeleteOptions::parse(body, q)?;
+            if opts.dry_run {
+                return Err(dry_run_refused());
+            }
+            opts.validate()?;
+            Ok(Served::DeleteCollection(Collection {
+                list,
+                labels,
+                fields,
+                opts,
+            }))
         }
         _ => Err(ApiError::method_not_allowed()),
     }

@@ -935,10 +935,35 @@ impl State {
         name: &str,
         opts: &deletion::DeleteOptions,
     ) -> Result<Deleted, ApiError> {
+        self.delete_object(def, ns, name, opts, true)
+    }
+
+    /// One object of a DeleteCollection: as [`State::delete_request`], except that upstream's
+    /// `Store.DeleteCollection` calls the generic `Store.Delete` for each object, not the
+    /// resource's own `REST.Delete`, so the system PriorityClasses' protection does not apply.
+    pub(crate) fn delete_collection_item(
+        &mut self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        opts: &deletion::DeleteOptions,
+    ) -> Result<Deleted, ApiError> {
+        self.delete_object(def, ns, name, opts, false)
+    }
+
+    /// A delete, with the resource's `REST.Delete` checks when `rest_checks`.
+    fn delete_object(
+        &mut self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        opts: &deletion::DeleteOptions,
+        rest_checks: bool,
+    ) -> Result<Deleted, ApiError> {
         let old = self.get(def, ns, name)?;
         let old_v = old.value();
         opts.validate()?;
-        if def.key.as_ref() == crate::scheduling::PC_KEY {
+        if rest_checks && def.key.as_ref() == crate::scheduling::PC_KEY {
             crate::scheduling::check_delete(name)?;
         }
         opts.check_preconditions(&def.group, &def.kind, &old_v)?;

@@ -14,6 +14,7 @@ mod common;
 
 mod binary;
 mod core;
+mod deletecollection;
 mod deletion;
 mod dra;
 mod kubectl;

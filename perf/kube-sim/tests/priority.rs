@@ -86,7 +86,8 @@ async fn discovery_and_the_built_in_classes() {
         list["resources"],
         json!([{"name": "priorityclasses", "singularName": "priorityclass", "namespaced": false,
                 "kind": "PriorityClass", "shortNames": ["pc"],
-                "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]}])
+                "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update",
+                          "watch"]}])
     );
 
     let (code, list) = curl(&sim, "GET", PCS, None, None).await;
