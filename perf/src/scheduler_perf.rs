@@ -33,9 +33,9 @@
 //! (and to the op's own nodes; upstream patches the `nextNodeIndex`-th nodes of the sorted node
 //! list, which with random names are not necessarily the new ones). Nodes without
 //! `status.allocatable` are sent with it set to their capacity, as the real API server
-//! defaults it (kube-sim does not). `deletePods` without a rate, and the steady state's
-//! deletions, send one DELETE per pod (kube-sim has no DeleteCollection). Churn failures are
-//! counted and reported. `createResourceDriver` returns once its slices are created (upstream
+//! defaults it (kube-sim does not). `deletePods` without a rate sends one DELETE per pod
+//! (upstream: one DeleteCollection). Churn failures are counted and reported.
+//! `createResourceDriver` returns once its slices are created (upstream
 //! waits until kube-scheduler's informer holds them; Magma's cache cannot be seen from here);
 //! `allocResourceClaims` allocates with Magma's structured allocator instead of
 //! kube-scheduler's (see [`dra`]).

@@ -12,8 +12,10 @@
 //! - `churn` runs in the background until the workload ends; create failures are counted per
 //!   template and reported (upstream drops them silently);
 //! - `deletePods` deletes the pods the watch shows in the namespace (matching the labels),
-//!   at `deletePodsPerSecond` or all at once (upstream: one DeleteCollection; kube-sim has
-//!   none, so one DELETE per pod);
+//!   at `deletePodsPerSecond` or all at once (upstream: one DeleteCollection; here one DELETE
+//!   per pod);
+//! - the steady state of `createPods` deletes each scheduled batch with one DeleteCollection,
+//!   as upstream;
 //! - `barrier` waits for every expected pod of the namespaces (all known ones when none are
 //!   given) to be scheduled, or with `stageRequirement: Attempted` to carry a `PodScheduled`
 //!   condition; a Scheduled barrier forgets the namespaces it waited for.
@@ -28,7 +30,9 @@ use super::tracker::{Counter, Filter, Tracker};
 use anyhow::Context;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, PostParams};
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, PostParams,
+};
 use kube::discovery::Scope;
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -827,9 +831,10 @@ impl Executor {
     }
 
     /// Upstream's `createPodsSteadily`: `count` pods, and each time `count` more of the
-    /// namespace's pods got scheduled, every pod of the namespace deleted (grace period 0;
-    /// upstream: one DeleteCollection, kube-sim has none) and the next `count` created, until
-    /// `duration` is over. No pod scheduled at all is an error, as upstream.
+    /// namespace's pods got scheduled, every pod of the namespace deleted with one
+    /// DeleteCollection (grace period 0, background propagation) and the next `count` created,
+    /// until `duration` is over. No pod scheduled at all is an error, as upstream, and so is a
+    /// DeleteCollection that fails before the deadline.
     async fn create_pods_steadily(
         &mut self,
         ns: &str,
@@ -869,13 +874,39 @@ impl Executor {
                     Ok(r) => r?,
                 }
                 next += count;
+                // Upstream (`[...]`: left out here):
+                //   err := tCtx.Client().CoreV1().Pods(namespace).DeleteCollection(tCtx,
+                //       metav1.DeleteOptions{
+                //           GracePeriodSeconds: ptr.To(int64(0)),
+                //           PropagationPolicy:  ptr.To(metav1.DeletePropagationBackground), [...]
+                //       }, metav1.ListOptions{})
+                //   // Ignore errors when the time is up. [...]
+                //   if tCtx.Err() != nil {
+                //       continue
+                //   }
+                //   if err != nil {
+                //       // [...] sometimes rate limiting gives up *before* the context
+                //       // deadline is reached. [...]
+                //       if strings.Contains(err.Error(), "would exceed context deadline") {
+                //           continue
+                //       }
+                //       return fmt.Errorf("delete scheduled pods: %w", err)
+                //   }
+                // kube's client has no rate limiter that gives up early: only the deadline
+                // excuses a failure.
                 let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
-                let names = self.tracker.pod_names(ns, &BTreeMap::new());
-                if tokio::time::timeout_at(deadline, delete_now(&api, names))
-                    .await
-                    .is_err()
-                {
-                    break;
+                let dp = DeleteParams {
+                    grace_period_seconds: Some(0),
+                    propagation_policy: Some(kube::api::PropagationPolicy::Background),
+                    ..DeleteParams::default()
+                };
+                let all = ListParams::default();
+                match tokio::time::timeout_at(deadline, api.delete_collection(&dp, &all)).await {
+                    Err(_) => break,
+                    Ok(_) if tokio::time::Instant::now() >= deadline => break,
+                    Ok(r) => {
+                        r.with_context(|| format!("namespace {ns}: delete scheduled pods"))?;
+                    }
                 }
             }
             anyhow::ensure!(
@@ -1057,31 +1088,6 @@ impl Executor {
             (Scope::Cluster, _) => Api::all_with(self.client.clone(), ar),
         })
     }
-}
-
-/// Deletes `names` at once with grace period 0 and background propagation (upstream's
-/// steady-state DeleteCollection), [`CREATE_PARALLELISM`] requests in flight; a pod already
-/// gone (404) is fine.
-async fn delete_now(api: &Api<Pod>, names: Vec<String>) {
-    let dp = DeleteParams {
-        grace_period_seconds: Some(0),
-        propagation_policy: Some(kube::api::PropagationPolicy::Background),
-        ..DeleteParams::default()
-    };
-    futures::stream::iter(names.into_iter().map(|n| {
-        let api = api.clone();
-        let dp = dp.clone();
-        async move {
-            if let Err(e) = api.delete(&n, &dp).await
-                && api_err(&e) != Some(404)
-            {
-                eprintln!("scheduler-perf: unable to delete pod {n}: {e}");
-            }
-        }
-    }))
-    .buffer_unordered(CREATE_PARALLELISM)
-    .collect::<Vec<()>>()
-    .await;
 }
 
 /// Deletes `names` at `per_second` (a tick per pod, the first after one period, as Go's
