@@ -140,10 +140,10 @@ fn causes_text(causes: &[String]) -> String {
 /// The map hashes with foldhash, seeded per interner: the driver interns every label, selector
 /// and node name it compiles, and SipHash cost as much as the rest of a pod's compile.
 ///
-/// It also knows which label keys some label selector reads (`mark_selectable`): a pod's
-/// labels are interned only for those keys, the others are kept as strings in its `PodInfo`
+/// It also knows which label keys some label selector reads (`mark_selectable`): a pod's label
+/// values are interned only for those keys, the others are kept as strings in its `PodInfo`
 /// (`compile_pod_labels`), so labels no selector reads (a sandbox id, a Job's uid) are not
-/// kept here for the life of the process. The number of such keys is the label epoch
+/// kept here for the life of the process. Label keys are always interned. The number of such keys is the label epoch
 /// (`label_epoch`); `Cache::sync_labels` converts the pods compiled before a key became
 /// selectable (`docs/constraints.md`, "Labels no selector reads").
 #[derive(Debug)]
@@ -224,11 +224,6 @@ impl Interner {
 
     pub fn is_selectable(&self, key: u32) -> bool {
         self.selectable.contains(&key)
-    }
-
-    /// The id of label key `key` if some selector reads it.
-    pub fn selectable_key(&self, key: &str) -> Option<u32> {
-        self.get(key).filter(|&k| self.is_selectable(k))
     }
 
     /// How many label keys are selectable: grows whenever one becomes so.

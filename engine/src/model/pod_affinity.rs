@@ -268,8 +268,8 @@ pub struct PodInfo {
     /// Its labels whose key some selector read when they were compiled (`Interner::
     /// mark_selectable`), interned, sorted by key.
     pub labels: Box<[(u32, u32)]>,
-    /// Its other labels, as strings, sorted by key: no selector read their keys when they were
-    /// compiled, so their values are not interned (`compile_pod_labels`).
+    /// Its other labels, sorted by key: no selector read their keys when they were compiled,
+    /// so their values are kept as strings, not interned (`compile_pod_labels`).
     pub raw: RawLabels,
     /// The label epoch (`Interner::label_epoch`) `labels` and `raw` were split at.
     pub epoch: u32,
@@ -334,9 +334,7 @@ impl PodInfo {
 
     /// Whether a label of `raw` has a key selectable now.
     pub fn has_selectable_raw(&self, interner: &Interner) -> bool {
-        self.raw
-            .iter()
-            .any(|(k, _)| interner.selectable_key(k).is_some())
+        self.raw.iter().any(|&(k, _)| interner.is_selectable(k))
     }
 
     /// The same pod with the labels of `raw` whose key is selectable now interned, split at the
@@ -345,9 +343,10 @@ impl PodInfo {
         let mut labels = self.labels.to_vec();
         let mut raw = Vec::new();
         for (k, v) in self.raw.iter() {
-            match interner.selectable_key(k) {
-                Some(key) => labels.push((key, interner.intern(v))),
-                None => raw.push((k.clone(), v.clone())),
+            if interner.is_selectable(*k) {
+                labels.push((*k, interner.intern(v)));
+            } else {
+                raw.push((*k, v.clone()));
             }
         }
         labels.sort_unstable();
@@ -442,8 +441,8 @@ pub fn compile_selector(
     })
 }
 
-/// A pod's labels no selector read when it was compiled: (key, value), sorted by key.
-pub type RawLabels = Box<[(Arc<str>, Arc<str>)]>;
+/// A pod's labels no selector read when it was compiled: (interned key, value), sorted by key.
+pub type RawLabels = Box<[(u32, Arc<str>)]>;
 
 /// Compile a pod's labels: the values of the keys some selector reads interned, sorted by key
 /// (`PodInfo::labels`), the others kept as strings, sorted by key (`PodInfo::raw`). A selector
@@ -454,17 +453,20 @@ pub fn compile_pod_labels(
     interner: &mut Interner,
 ) -> (Box<[(u32, u32)]>, RawLabels) {
     let mut interned: Vec<(u32, u32)> = Vec::new();
-    let mut raw: Vec<(Arc<str>, Arc<str>)> = Vec::new();
+    let mut raw: Vec<(u32, Arc<str>)> = Vec::new();
     for (k, v) in labels {
-        match interner.selectable_key(k) {
-            Some(key) => interned.push((key, interner.intern(v))),
-            None => raw.push((Arc::from(k.as_str()), Arc::from(v.as_str()))),
+        // Keys are interned (a workload's label keys are few); values only for selectable keys.
+        let key = interner.intern(k);
+        if interner.is_selectable(key) {
+            interned.push((key, interner.intern(v)));
+        } else {
+            raw.push((key, Arc::from(v.as_str())));
         }
     }
     interned.sort_unstable();
     interned.dedup_by_key(|l| l.0);
-    raw.sort_unstable();
-    raw.dedup_by(|a, b| a.0 == b.0);
+    raw.sort_unstable_by_key(|l| l.0);
+    raw.dedup_by_key(|l| l.0);
     (interned.into(), raw.into())
 }
 
