@@ -1098,7 +1098,10 @@ impl Core {
     /// from now on) and hold it while the adapter evicts the victims. Otherwise upstream's
     /// message saying why not, and whether the pod's nomination was cleared.
     fn preempt(&mut self, task: &Task, summary: &FailureSummary) -> Option<(String, bool)> {
-        let pod = &task.pod;
+        // Judged against the cache as it is now: with the labels as it has them
+        // (`Cache::converted_pod`; the worker's decision was on its snapshot's).
+        let converted = self.cache.converted_pod(&task.pod).map(Arc::new);
+        let pod = converted.as_ref().unwrap_or(&task.pod);
         inc(&self.stats.driver.preemption_attempts, 1);
         if let Err(why) = crate::preemption::eligible(&self.cache, pod, summary) {
             return Some((why.message().to_owned(), false));
@@ -1498,6 +1501,11 @@ fn room_for(
     use crate::plugins::{Cycle, Filters, Node};
     use crate::snapshot::CHUNK;
     if !pod.claims.is_empty() || !pod.resource_claims.is_empty() || pod.extended.is_some() {
+        return Room::Unknown;
+    }
+    if pod.info.stale(snap.label_epoch) {
+        // Labels split before a key some placed pod's term here reads became selectable: the
+        // filters would miss that term (`PodInfo::stale`); its attempt converts them.
         return Room::Unknown;
     }
     let mut filters = Filters::new(Cycle {

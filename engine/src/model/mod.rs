@@ -44,8 +44,8 @@ pub use pod::{
 pub use pod_affinity::{
     AffinityTerm, LabelOp, LabelReq, LabelSelector, LabelSelectorInput, NamespaceInput, Namespaces,
     PlainInfos, PodAffinity, PodAffinityInput, PodAffinityTermInput, PodInfo, SpreadConstraint,
-    TopologySpreadInput, compile_labels, compile_pod_labels, compile_selector, label_value,
-    mark_own_selector_keys,
+    TopologySpreadInput, compile_labels, compile_other_selector, compile_pod_labels,
+    compile_selector, label_value, mark_own_selector_keys,
 };
 pub use quantity::{MAX_AMOUNT, parse_scaled};
 pub(crate) use selector::compile_toleration;

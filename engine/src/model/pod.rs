@@ -622,6 +622,9 @@ pub fn compile_pod_with(
         interner,
     );
     let (labels, raw) = compile_pod_labels(&input.labels, interner);
+    // The epoch the labels were split at: a selector compiled below that marks a key of `raw`
+    // leaves the pod stale, to be converted (`PodInfo::stale`).
+    let split_at = interner.label_epoch();
     let affinity = match &input.pod_affinity {
         Some(a) => {
             compile_pod_affinity(a, namespace, &labels, interner)?.map(|a| plain.share_affinity(a))
@@ -689,7 +692,7 @@ pub fn compile_pod_with(
                 namespace,
                 labels,
                 raw,
-                epoch: interner.label_epoch(),
+                epoch: split_at,
                 affinity,
                 terminating: input.terminating,
                 csi: Box::new([]),

@@ -260,8 +260,9 @@ pub struct SpreadConstraint {
 }
 
 /// What the cross-node plugins need of a pod placed on a node (shared by the cache, the
-/// snapshots and the compiled pod).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// snapshots and the compiled pod). Equal when everything but `epoch` is (the same labels split
+/// at another epoch are the same pod).
+#[derive(Debug, Clone, Default)]
 pub struct PodInfo {
     /// Interned namespace name.
     pub namespace: u32,
@@ -323,6 +324,30 @@ impl PlainInfos {
     }
 }
 
+impl PartialEq for PodInfo {
+    fn eq(&self, o: &Self) -> bool {
+        let PodInfo {
+            namespace,
+            labels,
+            raw,
+            epoch: _,
+            affinity,
+            terminating,
+            csi,
+            claims,
+        } = self;
+        *namespace == o.namespace
+            && *labels == o.labels
+            && *raw == o.raw
+            && *affinity == o.affinity
+            && *terminating == o.terminating
+            && *csi == o.csi
+            && *claims == o.claims
+    }
+}
+
+impl Eq for PodInfo {}
+
 impl PodInfo {
     /// Some label of `raw` may have a key that became selectable since it was split (label
     /// epoch `epoch` now): a decision about the pod must wait for it to be converted
@@ -380,10 +405,28 @@ fn label_op(op: &str) -> Result<LabelOp, ModelError> {
     })
 }
 
-/// Compile a label selector (`None`: absent, selects nothing).
+/// Compile a label selector over pods' labels (`None`: absent, selects nothing); its keys
+/// become selectable (`Interner::mark_selectable`).
 pub fn compile_selector(
     s: Option<&LabelSelectorInput>,
     interner: &mut Interner,
+) -> Result<LabelSelector, ModelError> {
+    compile_selector_marking(s, interner, true)
+}
+
+/// Compile a label selector over other objects' labels (a namespace's, a PersistentVolume's,
+/// interned whole): it makes no pod label key selectable.
+pub fn compile_other_selector(
+    s: Option<&LabelSelectorInput>,
+    interner: &mut Interner,
+) -> Result<LabelSelector, ModelError> {
+    compile_selector_marking(s, interner, false)
+}
+
+fn compile_selector_marking(
+    s: Option<&LabelSelectorInput>,
+    interner: &mut Interner,
+    mark: bool,
 ) -> Result<LabelSelector, ModelError> {
     let Some(s) = s else {
         return Ok(LabelSelector::nothing());
@@ -396,7 +439,9 @@ pub fn compile_selector(
             });
         }
         let key = interner.intern(k);
-        interner.mark_selectable(key);
+        if mark {
+            interner.mark_selectable(key);
+        }
         reqs.push(LabelReq {
             key,
             op: LabelOp::In,
@@ -428,7 +473,9 @@ pub fn compile_selector(
         values.sort_unstable();
         values.dedup();
         let key = interner.intern(&e.key);
-        interner.mark_selectable(key);
+        if mark {
+            interner.mark_selectable(key);
+        }
         reqs.push(LabelReq {
             key,
             op,
@@ -577,7 +624,7 @@ fn compile_term(
     let namespace_selector = t
         .namespace_selector
         .as_ref()
-        .map(|s| compile_selector(Some(s), interner))
+        .map(|s| compile_other_selector(Some(s), interner))
         .transpose()?;
     let mut namespaces: Vec<u32> = t.namespaces.iter().map(|n| interner.intern(n)).collect();
     if namespaces.is_empty() && namespace_selector.is_none() {

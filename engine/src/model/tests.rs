@@ -645,3 +645,64 @@ fn pod_level_in_place_resize_counts_the_larger_of_spec_and_what_the_pod_holds() 
     // Infeasible: what it holds, whatever the spec asks.
     assert_eq!(resized(&[("cpu", "600m")], &[("cpu", "600m")], true), 600);
 }
+
+/// A pod's own selectors make their keys selectable before its labels are split, so it finds
+/// its own labels interned; a namespace selector reads namespaces' labels and makes no pod
+/// label key selectable; a label no selector reads stays a string, and a selector compiled
+/// later leaves the pod stale until it is converted.
+#[test]
+fn a_pods_labels_are_interned_for_the_keys_selectors_read() {
+    let mut interner = Interner::default();
+    let mut registry = ResourceRegistry::default();
+    let selector = |k: &str| LabelSelectorInput {
+        match_labels: vec![(k.into(), "a".into())],
+        match_expressions: vec![],
+    };
+    let mut p = PodInput {
+        uid: "u".into(),
+        name: "p".into(),
+        namespace: "ns".into(),
+        labels: vec![
+            ("app".into(), "a".into()),
+            ("team".into(), "a".into()),
+            ("id".into(), "x1".into()),
+        ],
+        ..Default::default()
+    };
+    p.pod_affinity = Some(PodAffinityInput {
+        required_anti: vec![PodAffinityTermInput {
+            label_selector: Some(selector("app")),
+            namespace_selector: Some(selector("team")),
+            topology_key: "kubernetes.io/hostname".into(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    });
+    let c = compile_pod(&p, &mut interner, &mut registry).unwrap();
+    let key = |i: &Interner, k: &str| i.get(k).unwrap();
+    let app = key(&interner, "app");
+    assert_eq!(c.info.labels.len(), 1, "app only: {:?}", c.info.labels);
+    assert_eq!(c.info.labels[0].0, app);
+    assert!(
+        !interner.is_selectable(key(&interner, "team")),
+        "a namespace selector's key"
+    );
+    assert_eq!(c.info.raw.len(), 2);
+    assert!(
+        interner.get("x1").is_none(),
+        "a value no selector reads is not interned"
+    );
+    assert!(!c.info.stale(interner.label_epoch()));
+    // A selector reading `id`, compiled later: the pod is stale until converted.
+    compile_selector(Some(&selector("id")), &mut interner).unwrap();
+    assert!(c.info.stale(interner.label_epoch()));
+    assert!(c.info.has_selectable_raw(&interner));
+    let converted = c.info.converted(&mut interner);
+    assert!(!converted.stale(interner.label_epoch()));
+    assert_eq!(converted.labels.len(), 2);
+    assert_eq!(
+        label_value(&converted.labels, key(&interner, "id")),
+        interner.get("x1")
+    );
+    assert_eq!(converted.raw.len(), 1, "team stays a string");
+}

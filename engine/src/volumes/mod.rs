@@ -34,7 +34,7 @@ pub use matching::{Assignment, PvCandidate, assign, mode_bits};
 use crate::event::{self, Events};
 use crate::model::{
     Interner, LabelSelector, LabelSelectorInput, ModelError, SelectorTermInput, Term,
-    compile_labels, compile_selector, parse_scaled,
+    compile_labels, compile_other_selector, parse_scaled,
 };
 use crate::plugins::PodNames;
 // A pod's volumes are part of the pod (`model`); the claims they name are resolved here.
@@ -469,7 +469,7 @@ impl Storage {
         let selector = c
             .selector
             .as_ref()
-            .map(|s| compile_selector(Some(s), interner))
+            .map(|s| compile_other_selector(Some(s), interner))
             .transpose();
         let error = request.as_ref().err().or(selector.as_ref().err()).cloned();
         let volume: Option<Arc<str>> = c.volume_name.filter(|s| !s.is_empty()).map(Arc::from);
