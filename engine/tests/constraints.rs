@@ -374,6 +374,47 @@ fn a_pending_pod_labelled_before_a_placed_pods_term_read_the_key_keeps_out_of_it
     );
 }
 
+#[test]
+fn preemption_plans_with_the_labels_a_term_placed_meanwhile_reads() {
+    // `web` (high priority, app=web as a string: no selector read `app` yet) is decided
+    // unschedulable for room on n0, the only node. Before the driver takes the result, a pod
+    // placed by someone else on n0 refuses app=web there. Evicting the low-priority `filler`
+    // would not help: preemption must see `web`'s app label (`Core::preempt` converts it).
+    use magma_engine::core::{Input, Intent};
+    use magma_engine::testing::Harness;
+    let mut h = Harness::new(HarnessOptions::workers(1));
+    h.input(Input::NodeApply(with_labels(
+        mk_node("n0", "1", "64Gi", 110),
+        &[(HOSTNAME, "n0")],
+    )));
+    let mut filler = bound(mk_pod("filler", "900m", "128Mi"), "n0");
+    filler.priority = 0;
+    h.input(Input::PodApply(filler));
+    let mut web = sandbox("web", "web");
+    web.containers[0].requests = vec![("cpu".into(), "500m".into())];
+    web.priority = 1000;
+    h.input(Input::PodApply(web));
+    h.flush();
+    h.step(0); // decided on a snapshot without `guard`: no room on n0
+    let mut guard = bound(anti(mk_pod("guard", "10m", "16Mi"), "web", HOSTNAME), "n0");
+    guard.priority = 2000;
+    h.input(Input::PodApply(guard));
+    h.results();
+    h.flush();
+    let preempted: Vec<String> = h
+        .take_intents()
+        .into_iter()
+        .filter_map(|i| match i {
+            Intent::Preempt(p) => Some(format!("{p:?}")),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        preempted.is_empty(),
+        "filler evicted for a node web can never use: {preempted:?}"
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // Volumes
 
