@@ -415,6 +415,49 @@ fn preemption_plans_with_the_labels_a_term_placed_meanwhile_reads() {
     );
 }
 
+#[test]
+fn a_pool_pod_labelled_before_a_term_read_its_key_is_woken_by_the_room_freed() {
+    // `web` (app=web as a string: no selector read `app` yet) waits for room on n0. Then a pod
+    // placed on n0 refuses pods *without* an app label, which `web` is not. When room is
+    // freed on n0, the check that wakes pods must not judge `web` by its labels as handed off
+    // (no `app`: refused): `room_for` answers Unknown for a stale pod, and it is placed.
+    let mut c = Sim::workers(1);
+    c.add_node(with_labels(
+        mk_node("n0", "1", "64Gi", 110),
+        &[(HOSTNAME, "n0")],
+    ));
+    c.add_pod(bound(mk_pod("filler", "900m", "128Mi"), "n0"));
+    let mut web = sandbox("web", "web");
+    web.containers[0].requests = vec![("cpu".into(), "500m".into())];
+    c.add_pod(web);
+    c.settle();
+    assert_eq!(c.node_of("uid-web"), None, "no room yet");
+    let mut guard = mk_pod("guard", "10m", "16Mi");
+    guard.pod_affinity = Some(PodAffinityInput {
+        required_anti: vec![PodAffinityTermInput {
+            label_selector: Some(LabelSelectorInput {
+                match_labels: vec![],
+                match_expressions: vec![SelectorRequirementInput {
+                    key: "app".into(),
+                    operator: "DoesNotExist".into(),
+                    values: vec![],
+                }],
+            }),
+            topology_key: HOSTNAME.into(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    });
+    guard.labels = vec![("app".into(), "guard".into())];
+    c.add_pod(bound(guard, "n0"));
+    c.settle();
+    c.delete_pod("uid-filler");
+    assert!(
+        c.run_until(Duration::from_secs(5), |c| c.node_of("uid-web").is_some()),
+        "web not woken by the room freed on n0"
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // Volumes
 
