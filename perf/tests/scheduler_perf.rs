@@ -268,3 +268,48 @@ async fn upstream_scheduling_basic_smallest_workload() {
     assert_eq!(w.measurements[0].name, "SchedulingBasic/5Nodes/namespace-2");
     assert_eq!(w.measurements[0].pods_measured, 10);
 }
+
+/// `deletePods` sends what upstream's `runDeletePodsOp` sends: all at once, one
+/// DeleteCollection; at a rate, one DELETE per pod. Against a standalone kube-sim, whose request
+/// and write records say what came.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_pods_at_once_is_one_delete_collection_and_at_a_rate_one_delete_each() {
+    let sim = kube_sim::Sim::start(kube_sim::SimConfig {
+        nodes: 0,
+        running_delay: None,
+        ..kube_sim::SimConfig::default()
+    })
+    .await
+    .unwrap();
+    let kubeconfig = std::env::temp_dir().join(format!(
+        "magma-delete-pods-{}.kubeconfig",
+        std::process::id()
+    ));
+    sim.write_kubeconfig(&kubeconfig).unwrap();
+    let opts = Options {
+        timeout: Duration::from_secs(60),
+        kubeconfig: Some(kubeconfig.clone()),
+        in_process_scheduler: true,
+        ..Options::new(data("delete/performance-config.yaml"))
+    };
+    let report = run(&opts).await.unwrap();
+    let _ = std::fs::remove_file(&kubeconfig);
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(workload(&json, "Delete/at-once-and-paced")["status"], "ran");
+    let requests = sim.requests();
+    let collections: Vec<_> = requests
+        .iter()
+        .filter(|r| r.verb == "deletecollection")
+        .map(|r| (r.resource.as_str(), r.namespace.as_str(), r.code))
+        .collect();
+    assert_eq!(collections, [("pods", "doomed", 200)]);
+    let deleted = |verb: &str, ns: &str| {
+        sim.writes()
+            .iter()
+            .filter(|w| w.verb == verb && w.namespace == ns && w.resource == "pods")
+            .count()
+    };
+    assert_eq!(deleted("deletecollection", "doomed"), 3);
+    assert_eq!(deleted("delete", "doomed"), 0);
+    assert_eq!(deleted("delete", "paced"), 2);
+}

@@ -599,8 +599,8 @@
 //! detection for `fieldValidation`, no CBOR and protobuf only in requests of PriorityClasses
 //! (another kind's protobuf body is a 415; answers are JSON), no Table output (kubectl prints from
 //! the plain objects), no `dryRun` (400, in the query of any write or a `DeleteOptions` body),
-//! graceful deletion only for pods and finalizers only on pods and PodDisruptionBudgets (other
-//! objects go at once; the garbage collector's `orphan`/`foregroundDeletion` finalizers are not
+//! graceful deletion only for pods and finalizers only on pods, PodDisruptionBudgets and
+//! ResourceClaims (other objects go at once; the garbage collector's `orphan`/`foregroundDeletion` finalizers are not
 //! added, `propagationPolicy` is only validated), no eviction API (`pods/eviction`) and so no `disruptedPods` entries,
 //! no inconsistent-continue token in a 410 list answer,
 //! no CRD schema validation or conversion, server-side apply without conflict detection (an

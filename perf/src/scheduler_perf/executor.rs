@@ -327,11 +327,23 @@ impl Executor {
                 per_second,
                 skip_wait,
             } => {
-                let names = self.tracker.pod_names(namespace, labels);
                 let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
                 let per_second = *per_second;
+                // Upstream's `runDeletePodsOp`: at a rate, one DELETE per pod its informer
+                // lists; all at once, one DeleteCollection with the op's labels.
+                let doomed = if per_second > 0 {
+                    Doomed::Named(self.tracker.pod_names(namespace, labels))
+                } else {
+                    Doomed::Selected(
+                        labels
+                            .iter()
+                            .map(|(k, v)| format!("{k}={v}"))
+                            .collect::<Vec<_>>()
+                            .join(","),
+                    )
+                };
                 let work = async move {
-                    delete_all(&api, names, per_second).await;
+                    delete_all(&api, doomed, per_second).await;
                     Ok(())
                 };
                 if *skip_wait {
@@ -1090,11 +1102,29 @@ impl Executor {
     }
 }
 
-/// Deletes `names` at `per_second` (a tick per pod, the first after one period, as Go's
-/// ticker), or all at once with [`CREATE_PARALLELISM`] requests in flight. A pod already gone
-/// (404) is fine; other failures are reported on stderr as upstream logs them.
-async fn delete_all(api: &Api<Pod>, names: Vec<String>, per_second: u32) {
+/// The pods a `deletePods` op deletes.
+enum Doomed {
+    /// These, one DELETE each.
+    Named(Vec<String>),
+    /// Those the label selector selects, in one DeleteCollection.
+    Selected(String),
+}
+
+/// Deletes the pods at `per_second` (a tick per pod, the first after one period, as Go's
+/// ticker), or those selected in one DeleteCollection. A pod already gone (404) is fine; other
+/// failures are reported on stderr as upstream logs them.
+async fn delete_all(api: &Api<Pod>, doomed: Doomed, per_second: u32) {
     let dp = DeleteParams::default();
+    let names = match doomed {
+        Doomed::Named(names) => names,
+        Doomed::Selected(selector) => {
+            let lp = ListParams::default().labels(&selector);
+            if let Err(e) = api.delete_collection(&dp, &lp).await {
+                eprintln!("scheduler-perf: unable to delete pods ({selector:?}): {e}");
+            }
+            return;
+        }
+    };
     let one = |n: String| {
         let api = api.clone();
         let dp = dp.clone();
@@ -1106,17 +1136,10 @@ async fn delete_all(api: &Api<Pod>, names: Vec<String>, per_second: u32) {
             }
         }
     };
-    if per_second > 0 {
-        let every = Duration::from_secs(1) / per_second;
-        let mut iv = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-        for n in names {
-            iv.tick().await;
-            one(n).await;
-        }
-    } else {
-        futures::stream::iter(names.into_iter().map(one))
-            .buffer_unordered(CREATE_PARALLELISM)
-            .collect::<Vec<()>>()
-            .await;
+    let every = Duration::from_secs(1) / per_second.max(1);
+    let mut iv = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    for n in names {
+        iv.tick().await;
+        one(n).await;
     }
 }
