@@ -296,11 +296,6 @@ impl Cache {
         pod
     }
 
-    /// The label epoch (`Interner::label_epoch`).
-    pub fn label_epoch(&self) -> u32 {
-        self.interner.label_epoch()
-    }
-
     /// `pod` with its labels converted to the current label epoch, when some key of its
     /// `PodInfo::raw` may have become selectable since it was compiled (`None`: it has not).
     /// For a pending pod about to be handed off: the worker refuses one that is stale

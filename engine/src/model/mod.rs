@@ -150,9 +150,8 @@ fn causes_text(causes: &[String]) -> String {
 pub struct Interner {
     ids: crate::FastMap<Arc<str>, u32>,
     strs: Vec<Arc<str>>,
-    /// Label keys some selector reads, and the same in the order they became so.
+    /// Label keys some selector reads.
     selectable: crate::FastSet<u32>,
-    selectable_order: Vec<u32>,
 }
 
 impl Default for Interner {
@@ -161,7 +160,6 @@ impl Default for Interner {
             ids: crate::FastMap::default(),
             strs: Vec::new(),
             selectable: crate::FastSet::default(),
-            selectable_order: Vec::new(),
         };
         for (want, s) in [
             (0, ""),
@@ -217,9 +215,7 @@ impl Interner {
     /// Label key `key` is read by some label selector: pods compiled from now on intern their
     /// values for it. Never undone.
     pub fn mark_selectable(&mut self, key: u32) {
-        if self.selectable.insert(key) {
-            self.selectable_order.push(key);
-        }
+        self.selectable.insert(key);
     }
 
     pub fn is_selectable(&self, key: u32) -> bool {
@@ -228,14 +224,7 @@ impl Interner {
 
     /// How many label keys are selectable: grows whenever one becomes so.
     pub fn label_epoch(&self) -> u32 {
-        u32::try_from(self.selectable_order.len()).expect("label keys fit the interner")
-    }
-
-    /// The keys that became selectable since epoch `from`.
-    pub fn selectable_since(&self, from: u32) -> &[u32] {
-        self.selectable_order
-            .get(from as usize..)
-            .unwrap_or_default()
+        u32::try_from(self.selectable.len()).expect("label keys fit the interner")
     }
 }
 
