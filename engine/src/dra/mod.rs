@@ -28,9 +28,9 @@ pub mod devices;
 pub mod extended;
 
 use crate::event::{self, Events};
+use crate::model::PodNames;
 pub use crate::model::pod_claims::{ClaimSource, PodClaim, PodClaimInput, compile_claims};
 use crate::model::{Interner, ModelError, Term};
-use crate::plugins::PodNames;
 use crate::resource_version::resource_version_order;
 use devices::DevId;
 use std::borrow::Cow;

@@ -37,8 +37,8 @@ pub use node::{
 };
 pub use pod::{
     CompiledPod, ContainerInput, ContainerStatusInput, DEVICE_CLASS_PREFIX, ExtendedRequest,
-    HostPort, NodeAffinityInput, PodInput, PodPhase, PodResourcesInput, PodVolumeInput, PortInput,
-    compile_pod, compile_pod_with, effective_requests, is_dra_extended_resource_name,
+    HostPort, NodeAffinityInput, PodInput, PodNames, PodPhase, PodResourcesInput, PodVolumeInput,
+    PortInput, compile_pod, compile_pod_with, effective_requests, is_dra_extended_resource_name,
     parse_scheduling_priority,
 };
 pub use pod_affinity::{

@@ -1,7 +1,8 @@
 //! Pods: a pod as the adapter sees it ([`PodInput`] and its parts), what the workers need to
 //! place it ([`CompiledPod`]), Kubernetes' effective-request rule ([`effective_requests`]:
-//! init containers, sidecars, in-place resize, pod-level resources in `resources`, overhead)
-//! and [`compile_pod`], which validates all of it.
+//! init containers, sidecars, in-place resize, pod-level resources in `resources`, overhead),
+//! [`compile_pod`], which validates all of it, and [`PodNames`], the pod's own names that
+//! `plugins`, `dra` and `volumes` render their reasons with.
 //!
 //! Owns these types and that conversion. Uses the rest of the model (`model`'s interner,
 //! errors and resource lists, `quantity`, `node`'s taints, `selector`, `pod_affinity`) and,
@@ -255,6 +256,30 @@ pub struct CompiledPod {
     /// Requests for extended resources a DeviceClass may provide (`extended`), per container;
     /// `None` without any.
     pub extended: Option<Arc<[ExtendedRequest]>>,
+}
+
+/// The pod a reason is rendered for. A reason about one pod's own objects (its name, its
+/// claims) names them by position here instead of by interned id: they are unique to the pod,
+/// and interning them would keep every such string for the life of the process.
+#[derive(Clone, Copy, Default)]
+pub struct PodNames<'a> {
+    pub namespace: &'a str,
+    pub name: &'a str,
+    /// `spec.resourceClaims`, compiled.
+    pub resource_claims: &'a [PodClaim],
+    /// The claims of the pod's volumes: (claim name, ephemeral).
+    pub volume_claims: &'a [(Arc<str>, bool)],
+}
+
+impl<'a> PodNames<'a> {
+    pub fn of(pod: &'a CompiledPod) -> PodNames<'a> {
+        PodNames {
+            namespace: &pod.namespace,
+            name: &pod.name,
+            resource_claims: &pod.resource_claims,
+            volume_claims: &pod.claims,
+        }
+    }
 }
 
 impl CompiledPod {

@@ -130,12 +130,10 @@ mod tests;
 
 use crate::dra::PodClaims;
 use crate::event::Events;
-use crate::model::pod_claims::PodClaim;
-use crate::model::{CompiledPod, HostPort, Interner, NodeMeta, ResourceRegistry};
+use crate::model::{CompiledPod, HostPort, Interner, NodeMeta, PodNames, ResourceRegistry};
 pub use crate::profile::{FilterSwitches, ScoreWeights};
 use crate::snapshot::{Chunk, Snapshot, flags};
 use crate::volumes::PodVolumes;
-use std::sync::Arc;
 
 /// What a plugin sees of one scheduling cycle: the pod and the snapshot it is scheduled
 /// against (the profile in force is `snap.profile`).
@@ -211,30 +209,6 @@ impl<'a> Names<'a> {
         Names {
             pod: PodNames::of(pod),
             ..self
-        }
-    }
-}
-
-/// The pod a reason is rendered for. A reason about one pod's own objects (its name, its
-/// claims) names them by position here instead of by interned id: they are unique to the pod,
-/// and interning them would keep every such string for the life of the process.
-#[derive(Clone, Copy, Default)]
-pub struct PodNames<'a> {
-    pub namespace: &'a str,
-    pub name: &'a str,
-    /// `spec.resourceClaims`, compiled.
-    pub resource_claims: &'a [PodClaim],
-    /// The claims of the pod's volumes: (claim name, ephemeral).
-    pub volume_claims: &'a [(Arc<str>, bool)],
-}
-
-impl<'a> PodNames<'a> {
-    pub fn of(pod: &'a CompiledPod) -> PodNames<'a> {
-        PodNames {
-            namespace: &pod.namespace,
-            name: &pod.name,
-            resource_claims: &pod.resource_claims,
-            volume_claims: &pod.claims,
         }
     }
 }

@@ -32,11 +32,11 @@ mod matching;
 pub use matching::{Assignment, PvCandidate, assign, mode_bits};
 
 use crate::event::{self, Events};
+use crate::model::PodNames;
 use crate::model::{
     Interner, LabelSelector, LabelSelectorInput, ModelError, SelectorTermInput, Term,
     compile_labels, compile_other_selector, parse_scaled,
 };
-use crate::plugins::PodNames;
 // A pod's volumes are part of the pod (`model`); the claims they name are resolved here.
 pub use crate::model::PodVolumeInput;
 use std::collections::{BTreeMap, BTreeSet, HashMap};

@@ -430,7 +430,7 @@ pub async fn alloc_resource_claims(
         }];
         let resolved = dra.resolve(&ns, &consumer, &pod_claims, true, &mut interner);
         if let Some(b) = resolved.blocked {
-            let consumer = magma_engine::plugins::PodNames {
+            let consumer = magma_engine::model::PodNames {
                 namespace: &ns,
                 name: &consumer,
                 resource_claims: &pod_claims,

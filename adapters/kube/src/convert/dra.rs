@@ -695,7 +695,7 @@ mod tests {
         }])
         .unwrap();
         let r = dra.resolve("ns", "p-uid", &pod, true, &mut interner);
-        let names = magma_engine::plugins::PodNames {
+        let names = magma_engine::model::PodNames {
             namespace: "ns",
             name: "p",
             resource_claims: &pod,
