@@ -983,9 +983,7 @@ impl Cache {
         if pod.claims.is_empty() {
             return info;
         }
-        let csi = self
-            .storage
-            .csi_of(&pod.namespace, &pod.claims, &mut self.interner);
+        let csi = self.storage.csi_of(&pod.namespace, &pod.claims);
         if csi == info.csi {
             return info;
         }
@@ -1076,7 +1074,7 @@ impl Cache {
             let ns = self.interner.resolve(info.namespace).to_owned();
             let claims: Vec<(Arc<str>, bool)> =
                 info.claims.iter().map(|c| (c.clone(), false)).collect();
-            let csi = self.storage.csi_of(&ns, &claims, &mut self.interner);
+            let csi = self.storage.csi_of(&ns, &claims);
             if csi != info.csi {
                 stale.push((uid, csi));
             }

@@ -492,3 +492,101 @@ fn pods_held_back_by_their_own_claims_intern_nothing() {
     }
     assert_eq!(c.interner().len(), interned, "nothing interned per pod");
 }
+
+/// CSI volume handles are not interned: each provisioned volume has a handle of its own (and a
+/// claim not bound yet a synthetic one), so a stream of pods with volumes of their own, each
+/// resolved while its claim waits, then placed with it bound and gone again, leaves the
+/// interner as it was. NodeVolumeLimits still counts them by handle.
+#[test]
+fn csi_volume_handles_are_not_interned() {
+    use crate::model::PodVolumeInput;
+    use crate::volumes::{PvInput, PvcInput, StorageClassInput, StorageInput};
+    const DRIVER: &str = "csi.example.com";
+    let mut c = cache();
+    c.apply_node(&mk_node("n0", "64"), 0).unwrap();
+    let (_, errors) = c.apply_storage(StorageInput::Class(StorageClassInput {
+        name: "fast".into(),
+        provisioner: DRIVER.into(),
+        binding_mode: "WaitForFirstConsumer".into(),
+        ..Default::default()
+    }));
+    assert!(errors.is_empty(), "{errors:?}");
+    let claim = |i: usize, volume: Option<String>| PvcInput {
+        namespace: "ns".into(),
+        name: format!("sandbox-{i}-scratch"),
+        uid: format!("pvc-uid-{i}"),
+        storage_class: Some("fast".into()),
+        volume_name: volume,
+        phase: "Pending".into(),
+        access_modes: vec!["ReadWriteOnce".into()],
+        owner_uid: Some(format!("uid-{i}")),
+        request: Some("1Gi".into()),
+        ..Default::default()
+    };
+    let driver = c
+        .interner()
+        .get(DRIVER)
+        .expect("the class's provisioner is interned");
+    let one = |c: &mut Cache, i: usize| {
+        let input = PodInput {
+            uid: format!("uid-{i}"),
+            namespace: "ns".into(),
+            name: format!("sandbox-{i}"),
+            volumes: vec![PodVolumeInput {
+                name: "scratch".into(),
+                ephemeral: true,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let pod = c.compile_pod(&input).unwrap();
+        // Handed off while its claim waits for the first consumer: it counts a synthetic
+        // handle under the class's provisioner.
+        assert!(
+            c.apply_storage(StorageInput::Pvc(claim(i, None)))
+                .1
+                .is_empty()
+        );
+        let pending = c.resolve_volumes(&pod, |_| false);
+        assert!(pending.blocked.is_none(), "{:?}", pending.blocked);
+        let synthetic = format!(
+            "{}ns/sandbox-{i}-scratch",
+            crate::volumes::UNBOUND_HANDLE_PREFIX
+        );
+        assert_eq!(&*pending.csi, &[(driver, Arc::from(synthetic.as_str()))]);
+        // Provisioned, bound, and placed: it counts the volume's own handle.
+        let pv = format!("pvc-{i}");
+        let handle = format!("vol-{i:08x}");
+        let (_, errors) = c.apply_storage(StorageInput::Pv(PvInput {
+            name: pv.clone(),
+            csi: Some((DRIVER.into(), handle.clone())),
+            capacity: Some("1Gi".into()),
+            access_modes: vec!["ReadWriteOnce".into()],
+            storage_class: Some("fast".into()),
+            phase: "Bound".into(),
+            claim_ref: Some(("ns".into(), format!("sandbox-{i}-scratch"))),
+            ..Default::default()
+        }));
+        assert!(errors.is_empty(), "{errors:?}");
+        let mut bound = claim(i, Some(pv.clone()));
+        bound.phase = "Bound".into();
+        assert!(c.apply_storage(StorageInput::Pvc(bound)).1.is_empty());
+        c.apply_bound_pod(&pod, "n0", false);
+        let placed = &c.pods[&*pod.uid].info.csi;
+        assert_eq!(&**placed, &[(driver, Arc::from(handle.as_str()))]);
+        // Gone: the pod, its claim, its volume.
+        c.remove_pod(&pod.uid);
+        c.apply_storage(StorageInput::PvcDelete {
+            namespace: "ns".into(),
+            name: format!("sandbox-{i}-scratch"),
+        });
+        c.apply_storage(StorageInput::PvDelete(pv));
+        c.publish();
+    };
+    one(&mut c, 0);
+    let interned = c.interner().len();
+    for i in 1..2_000 {
+        one(&mut c, i);
+    }
+    assert_eq!(c.interner().len(), interned, "nothing interned per volume");
+}

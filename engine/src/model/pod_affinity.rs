@@ -277,9 +277,10 @@ pub struct PodInfo {
     pub affinity: Option<Arc<PodAffinity>>,
     /// Being deleted: not counted by topology spread (as kube-scheduler).
     pub terminating: bool,
-    /// CSI volumes it has attached on its node: (driver, volume handle) ids, resolved when it is
-    /// placed (`volumes`); empty for pods without claims.
-    pub csi: Box<[(u32, u32)]>,
+    /// CSI volumes it has attached on its node: (driver id, volume handle), resolved when it is
+    /// placed (`volumes::Storage::csi_of`; handles are not interned); empty for pods without
+    /// claims.
+    pub csi: Box<[(u32, Arc<str>)]>,
     /// Names of the claims it uses (ReadWriteOncePod exclusivity).
     pub claims: Box<[Arc<str>]>,
 }

@@ -82,16 +82,16 @@ impl Filter for NodeVolumeLimits {
                 continue;
             }
             // The driver's volumes attached on the node, each once (most nodes hold a few).
-            let mut attached: smallvec::SmallVec<[u32; 16]> = pods
+            let mut attached: smallvec::SmallVec<[&str; 16]> = pods
                 .iter()
                 .flat_map(|p| p.csi.iter())
                 .filter(|(d, _)| *d == driver)
-                .map(|&(_, h)| h)
+                .map(|(_, h)| &**h)
                 .collect();
             attached.sort_unstable();
             attached.dedup();
             let new = mine()
-                .filter(|(_, h)| attached.binary_search(h).is_err())
+                .filter(|(_, h)| attached.binary_search(&&**h).is_err())
                 .count();
             if attached.len() as i64 + new as i64 > limit {
                 v.fail(TooManyVolumes);

@@ -56,10 +56,17 @@ pub const ZONE_LABELS: [&str; 4] = [
 /// CSI attach limits by node name id: (driver id, count), sorted by driver.
 pub type CsiLimits = BTreeMap<u32, Arc<[(u32, i64)]>>;
 
-/// CSI volumes (driver id, volume handle id), each once, sorted: what NodeVolumeLimits counts.
+/// CSI volumes (driver id, volume handle), each once, sorted: what NodeVolumeLimits counts.
 /// A claim not bound to a CSI volume yet counts under its class's provisioner with a handle of
 /// its own ([`UNBOUND_HANDLE_PREFIX`]), as kube-scheduler's synthetic handle.
-pub type CsiVolumes = Box<[(u32, u32)]>;
+///
+/// Handles are kept as strings, not interned: each provisioned volume has one of its own, and
+/// an interned handle would stay in the interner for the life of the process (a volume per
+/// sandbox, for good). A handle goes with the last PV, claim or placed pod that holds it.
+pub type CsiVolumes = Box<[CsiVolume]>;
+
+/// One CSI volume: (driver id, volume handle).
+pub type CsiVolume = (u32, Arc<str>);
 
 /// Prefix of the handle an unbound claim counts with (`<prefix><namespace>/<claim>`):
 /// kube-scheduler uses a random prefix chosen at start; this one cannot be a CSI volume handle
@@ -260,8 +267,6 @@ pub struct BoundVolume {
     pub node_affinity: Option<Box<[Term]>>,
     /// The PV's zone/region labels: (key, allowed values) (a value may list several, `__`).
     pub zones: Box<[(u32, Box<[u32]>)]>,
-    /// CSI (driver, volume handle), for attach limits.
-    pub csi: Option<(u32, u32)>,
 }
 
 /// A claim to provision on the chosen node (`WaitForFirstConsumer`).
@@ -322,7 +327,7 @@ struct Claim {
 struct Volume {
     node_affinity: Option<Box<[Term]>>,
     zones: Box<[(u32, Box<[u32]>)]>,
-    csi: Option<(u32, u32)>,
+    csi: Option<CsiVolume>,
     class: Arc<str>,
     capacity: i64,
     modes: u8,
@@ -566,7 +571,7 @@ impl Storage {
         let csi = v
             .csi
             .as_ref()
-            .map(|(d, h)| (interner.intern(d), interner.intern(h)));
+            .map(|(d, h)| (interner.intern(d), Arc::from(h.as_str())));
         // A PV seen taken (bound, or pre-bound by our PreBind) needs no reservation any more.
         if v.phase != "Available" || v.claim_ref.is_some() {
             self.reserved.remove(v.name.as_str());
@@ -728,27 +733,22 @@ impl Storage {
     /// pods sharing it count it once; a claim without a class (or whose class is missing) and a
     /// PV that is not CSI count nothing. Missing claims count nothing (VolumeBinding rejects the
     /// pod).
-    pub fn csi_of(
-        &self,
-        namespace: &str,
-        claims: &[(Arc<str>, bool)],
-        interner: &mut Interner,
-    ) -> CsiVolumes {
-        let mut out: Vec<(u32, u32)> = Vec::new();
+    pub fn csi_of(&self, namespace: &str, claims: &[(Arc<str>, bool)]) -> CsiVolumes {
+        let mut out: Vec<CsiVolume> = Vec::new();
         for (name, _) in claims {
             let Some(c) = self.claims.get(&key(namespace, name)) else {
                 continue;
             };
             let pv = c.volume.as_ref().and_then(|v| self.volumes.get(v));
             let vol = match pv {
-                Some(pv) => pv.csi,
+                Some(pv) => pv.csi.clone(),
                 None => c
                     .class
                     .as_ref()
                     .and_then(|class| self.classes.get(class))
                     .map(|class| {
                         let handle = format!("{UNBOUND_HANDLE_PREFIX}{namespace}/{name}");
-                        (class.provisioner, interner.intern(&handle))
+                        (class.provisioner, Arc::from(handle))
                     }),
             };
             out.extend(vol);
@@ -774,7 +774,7 @@ impl Storage {
                 blocked: None,
                 bound: bound.into(),
                 provision: provision.into(),
-                csi: self.csi_of(namespace, claims, interner),
+                csi: self.csi_of(namespace, claims),
             },
             Err(blocked) => PodVolumes {
                 blocked: Some(blocked),
@@ -858,7 +858,6 @@ impl Storage {
                 Ok(BoundVolume {
                     node_affinity: pv.node_affinity.clone(),
                     zones: pv.zones.clone(),
-                    csi: pv.csi,
                 })
             })
             .collect::<Result<Vec<_>, Blocked>>()?;
