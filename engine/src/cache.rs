@@ -1117,13 +1117,10 @@ impl Cache {
                 u != uid && p.info.namespace == ns && p.info.claims.iter().any(|c| &**c == claim)
             })
         };
-        self.storage.resolve(
-            &pod.namespace,
-            &pod.uid,
-            &pod.claims,
-            &mut self.interner,
-            |claim| placed(claim) || in_flight(claim),
-        )
+        self.storage
+            .resolve(&pod.namespace, &pod.uid, &pod.claims, |claim| {
+                placed(claim) || in_flight(claim)
+            })
     }
 
     /// The description of the node in `slot`, if one lives there.
@@ -1196,8 +1193,8 @@ impl Cache {
         if claims.blocked.is_none()
             && let Some((_, e)) = failed
         {
-            let id = self.interner.intern(e);
-            claims.blocked = Some(crate::dra::Blocked::Invalid(id));
+            claims.invalid = Some(e.clone());
+            claims.blocked = Some(crate::dra::Blocked::Invalid);
         }
         // Extended resources a class provides: the claim made for them, last (`dra::extended`).
         if claims.blocked.is_none()

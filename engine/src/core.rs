@@ -919,7 +919,13 @@ impl Core {
             Outcome::Conflict | Outcome::Stale => self.queue.requeue_urgent(&uid),
             Outcome::Paused => self.queue.requeue_active(&uid),
             Outcome::Unschedulable(summary) => {
-                let message = failure_message(&summary, &self.cache.names().for_pod(&r.task.pod));
+                let task = &r.task;
+                let names = self.cache.names().for_task(
+                    &task.pod,
+                    task.volumes.as_deref(),
+                    task.claims.as_deref(),
+                );
+                let message = failure_message(&summary, &names);
                 let pod = r.task.pod.clone();
                 // The pod changed while the worker held it (say, a toleration was added): the
                 // decision was about the old spec, so the new one gets its own attempt.
@@ -1360,7 +1366,8 @@ impl Core {
             unresolvable: nodes as u32,
             resolvable: Vec::new(),
         };
-        let mut message = failure_message(&summary, &self.cache.names().for_pod(pod));
+        let names = self.cache.names().for_task(pod, None, claims);
+        let mut message = failure_message(&summary, &names);
         if why.pre_enqueue() {
             self.queue.mark_waiting(&pod.uid, summary.wake, now);
             let due = now.saturating_add(HOLD_REPORT_GRACE);

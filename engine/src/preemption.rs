@@ -302,7 +302,7 @@ pub fn no_plan_message(
 ) -> String {
     const NOT_HELPFUL: &str = "Preemption is not helpful for scheduling";
     const NO_VICTIMS: &str = "No preemption victims found for incoming pod";
-    let names = cache.names().for_pod(pod);
+    let names = cache.names().for_task(pod, volumes, claims);
     let arithmetic = by_arithmetic(cache, pod);
     let mut counts: std::collections::BTreeMap<String, u32> = Default::default();
     if summary.unresolvable > 0 {

@@ -462,15 +462,12 @@ fn pods_held_back_by_their_own_claims_intern_nothing() {
             ..Default::default()
         };
         let pod = c.compile_pod(&input).unwrap();
-        let claims = c.resolve_claims(&pod).blocked.expect("held back");
-        let volumes = c
-            .resolve_volumes(&pod, |_| false)
-            .blocked
-            .expect("held back");
-        let names = c.names().for_pod(&pod);
+        let claims = c.resolve_claims(&pod);
+        let volumes = c.resolve_volumes(&pod, |_| false);
+        let names = c.names().for_task(&pod, Some(&volumes), Some(&claims));
         (
-            claims.message(names.strings, &names.pod),
-            volumes.message(names.strings, &names.pod),
+            claims.blocked.expect("held back").message(&names.pod),
+            volumes.blocked.expect("held back").message(&names.pod),
         )
     };
     assert_eq!(
@@ -589,4 +586,92 @@ fn csi_volume_handles_are_not_interned() {
         one(&mut c, i);
     }
     assert_eq!(c.interner().len(), interned, "nothing interned per volume");
+}
+
+/// A pod whose own claim cannot be allocated as it is (a template with a request Magma cannot
+/// read makes one such claim per pod), or whose volume claim is lost (its volume named by the
+/// claim), is told why with the claim's and the volume's names, and none of those texts is
+/// interned: a stream of such pods leaves the interner as it was.
+#[test]
+fn why_a_pods_own_claim_is_refused_is_not_interned() {
+    use crate::dra::{ClaimInput, DraInput, RequestInput};
+    use crate::model::{PodVolumeInput, pod_claims::PodClaimInput};
+    use crate::volumes::{PvcInput, StorageInput};
+    let mut c = cache();
+    let one = |c: &mut Cache, i: usize| {
+        let claim = format!("sandbox-{i}-gpu-x7k2p");
+        let (_, errors, _) = c.apply_dra(DraInput::Claim(ClaimInput {
+            namespace: "ns".into(),
+            name: claim.clone(),
+            uid: format!("claim-uid-{i}"),
+            owner_uid: Some(format!("uid-{i}")),
+            // Neither `exactly` nor `firstAvailable`.
+            requests: vec![RequestInput {
+                name: "gpu".into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }));
+        assert!(errors.is_empty(), "{errors:?}");
+        let pvc = format!("data-{i}");
+        let (_, errors) = c.apply_storage(StorageInput::Pvc(PvcInput {
+            namespace: "ns".into(),
+            name: pvc.clone(),
+            uid: format!("pvc-uid-{i}"),
+            volume_name: Some(format!("pvc-{i:08x}")),
+            phase: "Lost".into(),
+            access_modes: vec!["ReadWriteOnce".into()],
+            ..Default::default()
+        }));
+        assert!(errors.is_empty(), "{errors:?}");
+        let input = PodInput {
+            uid: format!("uid-{i}"),
+            namespace: "ns".into(),
+            name: format!("sandbox-{i}"),
+            resource_claims: vec![PodClaimInput {
+                name: "gpu".into(),
+                template: Some("gpu-template".into()),
+                made: Some(Some(claim.clone())),
+                ..Default::default()
+            }],
+            volumes: vec![PodVolumeInput {
+                name: "data".into(),
+                claim: Some(pvc.clone()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let pod = c.compile_pod(&input).unwrap();
+        let claims = c.resolve_claims(&pod);
+        let volumes = c.resolve_volumes(&pod, |_| false);
+        let names = c.names().for_task(&pod, Some(&volumes), Some(&claims));
+        let got = (
+            claims.blocked.expect("refused").message(&names.pod),
+            volumes.blocked.expect("lost").message(&names.pod),
+        );
+        assert_eq!(
+            got,
+            (
+                format!("resource claim ns/{claim}, request gpu: unknown request type"),
+                format!(
+                    "persistentvolumeclaim \"{pvc}\" bound to non-existent persistentvolume \
+                     \"pvc-{i:08x}\""
+                )
+            )
+        );
+        c.apply_dra(DraInput::ClaimDelete {
+            namespace: "ns".into(),
+            name: claim,
+        });
+        c.apply_storage(StorageInput::PvcDelete {
+            namespace: "ns".into(),
+            name: pvc,
+        });
+    };
+    one(&mut c, 0);
+    let interned = c.interner().len();
+    for i in 1..2_000 {
+        one(&mut c, i);
+    }
+    assert_eq!(c.interner().len(), interned, "nothing interned per pod");
 }

@@ -167,8 +167,10 @@ pub enum Blocked {
     /// A template's claim owned by someone else (`<namespace>/<claim>`, `<namespace>/<pod>`).
     NotOwner(ClaimAt),
     /// A claim that cannot be allocated anywhere as it is (a missing class, a request Magma
-    /// does not support): the whole message, interned.
-    Invalid(u32),
+    /// does not support, a selector failing on a device): the whole message is
+    /// `PodClaims::invalid`, rendered from `PodNames::claims_invalid` (not interned: it names
+    /// the pod's own claim, and a bad template would leave one string per pod for good).
+    Invalid,
     /// `resource claim <ns>/<name> is in the process of being allocated`: another pod's
     /// decision gave it devices that are not written yet.
     Allocating(ClaimAt),
@@ -214,7 +216,7 @@ impl ClaimAt {
 impl Blocked {
     /// Upstream's text (kube-scheduler's DynamicResources PreEnqueue, PreFilter and Filter),
     /// and Magma's where it has no counterpart (the switch), for `pod`, the pod it blocks.
-    pub fn message(&self, names: &Interner, pod: &PodNames<'_>) -> String {
+    pub fn message(&self, pod: &PodNames<'_>) -> String {
         let ns = pod.namespace;
         match self {
             Blocked::SwitchedOff(c) => format!(
@@ -237,7 +239,7 @@ impl Blocked {
                 c.claim(pod),
                 pod.name
             ),
-            Blocked::Invalid(m) => names.resolve(*m).to_owned(),
+            Blocked::Invalid => pod.claims_invalid.unwrap_or_default().to_owned(),
             Blocked::Allocating(c) => format!(
                 "resource claim {ns}/{} is in the process of being allocated",
                 c.claim(pod)
@@ -265,7 +267,7 @@ impl Blocked {
             // name: `Core::claim_waiters`).
             Blocked::StaleExtended => event::DEVICES_FREED,
             // A missing class, or a selector failing on some device.
-            Blocked::Invalid(_) => event::DEVICES_CHANGED,
+            Blocked::Invalid => event::DEVICES_CHANGED,
             Blocked::SwitchedOff(_)
             | Blocked::NotCreated
             | Blocked::Missing(_)
@@ -338,12 +340,22 @@ pub struct PodClaims {
     /// more than one node reaches it) and the error. The cache holds the pod back when such a
     /// device is on a node of the cluster (`Cache::resolve_claims`), as upstream's Filter error.
     pub selector_errors: Vec<(Option<u32>, Arc<str>)>,
+    /// The message of `Blocked::Invalid`, when that is what blocks the pod.
+    pub invalid: Option<Arc<str>>,
     /// Extended resources a class provides (`extended`): the special claim is the last of
     /// `claims`, and on each node only the resources the node does not offer are allocated.
     pub extended: Option<Arc<extended::Extended>>,
 }
 
 impl PodClaims {
+    /// `pod`'s names with what this resolution adds to them (the text of [`Blocked::Invalid`]).
+    pub fn names<'a>(&'a self, pod: PodNames<'a>) -> PodNames<'a> {
+        PodNames {
+            claims_invalid: self.invalid.as_deref(),
+            ..pod
+        }
+    }
+
     /// The claims to allocate on a node whose allocatable of a resource is `alloc(slot)`.
     pub fn for_node(
         &self,
@@ -855,7 +867,8 @@ impl Dra {
             if !c.is_allocated()
                 && let Some(why) = &c.unsupported
             {
-                out.blocked = Some(Blocked::Invalid(interner.intern(why)));
+                out.invalid = Some(why.clone());
+                out.blocked = Some(Blocked::Invalid);
                 return out;
             }
             if c.is_allocated() {
@@ -888,7 +901,8 @@ impl Dra {
                     });
                 }
                 Err(message) => {
-                    out.blocked = Some(Blocked::Invalid(interner.intern(&message)));
+                    out.invalid = Some(Arc::from(message));
+                    out.blocked = Some(Blocked::Invalid);
                     return out;
                 }
             }
@@ -1244,7 +1258,10 @@ impl Dra {
                     out.blocked = Some(Blocked::StaleExtended);
                 }
             }
-            Err(message) => out.blocked = Some(Blocked::Invalid(interner.intern(&message))),
+            Err(message) => {
+                out.invalid = Some(Arc::from(message));
+                out.blocked = Some(Blocked::Invalid);
+            }
         }
     }
 
@@ -1316,13 +1333,13 @@ mod tests {
         let mut interner = Interner::default();
         let compiled = compile_claims(inputs).unwrap();
         let r = claims.resolve("ns", "pod-uid", &compiled, enabled, &mut interner);
-        let pod = PodNames {
+        let pod = r.names(PodNames {
             namespace: "ns",
             name: "p",
             resource_claims: &compiled,
-            volume_claims: &[],
-        };
-        r.blocked.map(|b| b.message(&interner, &pod))
+            ..PodNames::default()
+        });
+        r.blocked.map(|b| b.message(&pod))
     }
 
     fn apply(claims: &mut Dra, input: DraInput) {

@@ -269,6 +269,14 @@ pub struct PodNames<'a> {
     pub resource_claims: &'a [PodClaim],
     /// The claims of the pod's volumes: (claim name, ephemeral).
     pub volume_claims: &'a [(Arc<str>, bool)],
+    /// Why its ResourceClaims cannot be allocated as they are, when they cannot
+    /// (`dra::PodClaims::invalid`): kept with the pod's resolution, not interned, as the text
+    /// names the pod's own claim.
+    pub claims_invalid: Option<&'a str>,
+    /// The name or text a volume reason needs that the pod does not hold itself
+    /// (`volumes::PodVolumes::detail`: why a claim was refused, the missing volume a lost
+    /// claim names), kept with the resolution for the same reason.
+    pub volumes_detail: Option<&'a str>,
 }
 
 impl<'a> PodNames<'a> {
@@ -278,6 +286,8 @@ impl<'a> PodNames<'a> {
             name: &pod.name,
             resource_claims: &pod.resource_claims,
             volume_claims: &pod.claims,
+            claims_invalid: None,
+            volumes_detail: None,
         }
     }
 }

@@ -28,7 +28,7 @@ impl Reason for Blocked {
     }
 
     fn message(self, names: &Names<'_>) -> String {
-        Blocked::message(&self, names.strings, &names.pod)
+        Blocked::message(&self, &names.pod)
     }
 }
 

@@ -211,6 +211,24 @@ impl<'a> Names<'a> {
             ..self
         }
     }
+
+    /// The same names, rendering for `pod` with its claims resolved as `volumes` and `claims`
+    /// (what a reason reads there: `PodVolumes::detail`, `PodClaims::invalid`).
+    pub fn for_task(
+        self,
+        pod: &'a CompiledPod,
+        volumes: Option<&'a PodVolumes>,
+        claims: Option<&'a PodClaims>,
+    ) -> Names<'a> {
+        let mut pod = PodNames::of(pod);
+        if let Some(v) = volumes {
+            pod = v.names(pod);
+        }
+        if let Some(c) = claims {
+            pod = c.names(pod);
+        }
+        Names { pod, ..self }
+    }
 }
 
 /// One reason a filter rejects a node.

@@ -58,7 +58,7 @@ impl Reason for Volumes {
 
     fn message(self, names: &Names<'_>) -> String {
         match self {
-            Volumes::Blocked(b) => b.message(names.strings, &names.pod),
+            Volumes::Blocked(b) => b.message(&names.pod),
             Volumes::NodeConflict => "node(s) had volume node affinity conflict".to_owned(),
             Volumes::BindConflict => {
                 "node(s) didn't find available persistent volumes to bind".to_owned()

@@ -167,7 +167,8 @@ pub enum StorageInput {
 /// A claim of the pod is named by its position among the pod's volume claims (`VolumeAt`), the
 /// pod by the pod the reason is rendered for (`PodNames`): neither is interned, as an
 /// ephemeral volume's claim name is unique to its pod and would stay in the interner for good.
-/// Other names are interned ids (`Interner`).
+/// The one text a reason needs beyond those (why a claim was refused, the volume a lost claim
+/// names) is kept with the pod's resolution (`PodVolumes::detail`), not interned either.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Blocked {
     /// `persistentvolumeclaim "X" not found`.
@@ -177,12 +178,12 @@ pub enum Blocked {
     /// `persistentvolumeclaim "X" is being deleted`.
     ClaimDeleted(VolumeAt),
     /// `persistentvolumeclaim "X" bound to non-existent persistentvolume "Y"`: the claim is in
-    /// phase `Lost` (claim, `spec.volumeName`).
-    ClaimLost(VolumeAt, u32),
+    /// phase `Lost` (`Y`, its `spec.volumeName`, is `PodVolumes::detail`).
+    ClaimLost(VolumeAt),
     /// `invalid persistentvolumeclaim "X": <why>`: Magma refused the claim at input (a request
-    /// above 2^62 bytes, a selector it cannot compile), so it cannot decide for it (claim,
-    /// why). Magma only: kube-scheduler would take the claim.
-    Invalid(VolumeAt, u32),
+    /// above 2^62 bytes, a selector it cannot compile), so it cannot decide for it (`why` is
+    /// `PodVolumes::detail`). Magma only: kube-scheduler would take the claim.
+    Invalid(VolumeAt),
     /// `PVC <ns>/<claim> was not created for pod <ns>/<pod> (pod is not owner)`: an ephemeral
     /// volume's claim whose controller is not the pod.
     NotOwner(VolumeAt),
@@ -210,8 +211,8 @@ impl VolumeAt {
 
 impl Blocked {
     /// Upstream's text, for `pod`, the pod it blocks.
-    pub fn message(&self, names: &Interner, pod: &PodNames<'_>) -> String {
-        let n = |id: &u32| names.resolve(*id).to_owned();
+    pub fn message(&self, pod: &PodNames<'_>) -> String {
+        let detail = pod.volumes_detail.unwrap_or_default();
         let ns = pod.namespace;
         match self {
             Blocked::MissingClaim(c) => {
@@ -224,16 +225,14 @@ impl Blocked {
             Blocked::ClaimDeleted(c) => {
                 format!("persistentvolumeclaim \"{}\" is being deleted", c.name(pod))
             }
-            Blocked::ClaimLost(c, v) => format!(
-                "persistentvolumeclaim \"{}\" bound to non-existent persistentvolume \"{}\"",
+            Blocked::ClaimLost(c) => format!(
+                "persistentvolumeclaim \"{}\" bound to non-existent persistentvolume \"{detail}\"",
                 c.name(pod),
-                n(v)
             ),
-            Blocked::Invalid(c, why) => {
+            Blocked::Invalid(c) => {
                 format!(
-                    "invalid persistentvolumeclaim \"{}\": {}",
+                    "invalid persistentvolumeclaim \"{}\": {detail}",
                     c.name(pod),
-                    n(why)
                 )
             }
             Blocked::NotOwner(c) => format!(
@@ -300,6 +299,19 @@ pub struct PodVolumes {
     pub provision: Box<[Provision]>,
     /// The CSI volumes it attaches (`Storage::csi_of`), for NodeVolumeLimits.
     pub csi: CsiVolumes,
+    /// The text `blocked` needs beyond the pod's own names (`Blocked::Invalid`'s why,
+    /// `Blocked::ClaimLost`'s volume).
+    pub detail: Option<Arc<str>>,
+}
+
+impl PodVolumes {
+    /// `pod`'s names with what this resolution adds to them ([`PodVolumes::detail`]).
+    pub fn names<'a>(&'a self, pod: PodNames<'a>) -> PodNames<'a> {
+        PodNames {
+            volumes_detail: self.detail.as_deref(),
+            ..pod
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -766,20 +778,39 @@ impl Storage {
         namespace: &str,
         pod_uid: &str,
         claims: &[(Arc<str>, bool)],
-        interner: &mut Interner,
         rwop_in_use: impl Fn(&str) -> bool,
     ) -> PodVolumes {
-        match self.claims_of(namespace, pod_uid, claims, interner, rwop_in_use) {
+        match self.claims_of(namespace, pod_uid, claims, rwop_in_use) {
             Ok((bound, provision)) => PodVolumes {
                 blocked: None,
                 bound: bound.into(),
                 provision: provision.into(),
                 csi: self.csi_of(namespace, claims),
+                detail: None,
             },
             Err(blocked) => PodVolumes {
                 blocked: Some(blocked),
+                detail: self.detail(namespace, claims, blocked),
                 ..PodVolumes::default()
             },
+        }
+    }
+
+    /// The text `blocked` needs beyond the pod's own names ([`PodVolumes::detail`]).
+    fn detail(
+        &self,
+        namespace: &str,
+        claims: &[(Arc<str>, bool)],
+        blocked: Blocked,
+    ) -> Option<Arc<str>> {
+        let claim = |at: VolumeAt| {
+            let (name, _) = claims.get(at.0 as usize)?;
+            self.claims.get(&key(namespace, name))
+        };
+        match blocked {
+            Blocked::Invalid(at) => claim(at)?.invalid.clone(),
+            Blocked::ClaimLost(at) => Some(claim(at)?.volume.clone().unwrap_or_default()),
+            _ => None,
         }
     }
 
@@ -789,7 +820,6 @@ impl Storage {
         namespace: &str,
         pod_uid: &str,
         claims: &[(Arc<str>, bool)],
-        interner: &mut Interner,
         rwop_in_use: impl Fn(&str) -> bool,
     ) -> Result<(Vec<BoundVolume>, Vec<Provision>), Blocked> {
         // Each volume's claim, looked up once: (position, name, ephemeral, claim).
@@ -814,12 +844,11 @@ impl Storage {
                     Blocked::MissingClaim(at)
                 });
             };
-            if let Some(why) = &c.invalid {
-                return Err(Blocked::Invalid(at, interner.intern(why)));
+            if c.invalid.is_some() {
+                return Err(Blocked::Invalid(at));
             }
             if c.lost {
-                let volume = c.volume.as_deref().unwrap_or("");
-                return Err(Blocked::ClaimLost(at, interner.intern(volume)));
+                return Err(Blocked::ClaimLost(at));
             }
             if c.terminating {
                 return Err(Blocked::ClaimDeleted(at));

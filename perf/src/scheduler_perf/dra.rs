@@ -430,16 +430,13 @@ pub async fn alloc_resource_claims(
         }];
         let resolved = dra.resolve(&ns, &consumer, &pod_claims, true, &mut interner);
         if let Some(b) = resolved.blocked {
-            let consumer = magma_engine::model::PodNames {
+            let consumer = resolved.names(magma_engine::model::PodNames {
                 namespace: &ns,
                 name: &consumer,
                 resource_claims: &pod_claims,
-                volume_claims: &[],
-            };
-            anyhow::bail!(
-                "allocate claim {ns}/{name}: {}",
-                b.message(&interner, &consumer)
-            );
+                ..Default::default()
+            });
+            anyhow::bail!("allocate claim {ns}/{name}: {}", b.message(&consumer));
         }
         let snapshot = dra.snapshot();
         nodes.shuffle(&mut rng);

@@ -695,13 +695,13 @@ mod tests {
         }])
         .unwrap();
         let r = dra.resolve("ns", "p-uid", &pod, true, &mut interner);
-        let names = magma_engine::model::PodNames {
+        let names = r.names(magma_engine::model::PodNames {
             namespace: "ns",
             name: "p",
             resource_claims: &pod,
-            volume_claims: &[],
-        };
-        let m = r.blocked.unwrap().message(&interner, &names);
+            ..Default::default()
+        });
+        let m = r.blocked.unwrap().message(&names);
         assert_eq!(m, problems[0]);
     }
 
