@@ -82,7 +82,9 @@
 //!   PodDisruptionBudgets; set to 1 on create and bumped when anything outside metadata and
 //!   status changes, a resize included, and when a deletion starts; a binding does not bump
 //!   it). A no-op update does not bump the version.
-//! - **Create**: 409 `AlreadyExists`; 422 `Invalid` without name/generateName; 400 when the body's
+//! - **Create**: 409 `AlreadyExists` once the object is valid (an invalid one is a 422 whatever
+//!   its name, as the real server validates before its storage refuses); 422 `Invalid` without
+//!   name/generateName; 400 when the body's
 //!   namespace, kind or apiVersion disagree with the URL; 404 `namespaces "x" not found` for a
 //!   missing namespace unless [`SimConfig::auto_create_namespaces`]. Pods are defaulted
 //!   (`schedulerName: default-scheduler`, requests from limits, `status.phase: Pending`,
@@ -636,9 +638,8 @@
 //! (`FailedResourceClaimCreation`), and claims of pods that are done are not made again.
 //! PriorityClasses: the built-in classes are created once at start (the real hook re-creates
 //! them at every API server start; [`SimHandle::delete`] can remove them for good); `kubectl get
-//! pc` prints NAME and AGE only (no VALUE, GLOBAL-DEFAULT, PREEMPTIONPOLICY columns: no Table);
-//! as for every kind, a create of an existing name is a 409 before the body is validated (the
-//! real server validates first). The names `--disable-admission-plugins` accepts are those
+//! pc` prints NAME and AGE only (no VALUE, GLOBAL-DEFAULT, PREEMPTIONPOLICY columns: no Table).
+//! The names `--disable-admission-plugins` accepts are those
 //! kube-apiserver v1.35 registers (a plugin v1.36 adds is refused as unknown).
 //! Deletion: an update that changes `deletionGracePeriodSeconds` is silently given the stored
 //! value back rather than refused (`field is immutable`). The simulated kubelet finishes a

@@ -567,9 +567,6 @@ impl State {
         if def.namespaced && def.key.as_ref() != "/namespaces" {
             self.ensure_namespace(&ns)?;
         }
-        if self.get(def, &ns, &name).is_ok() {
-            return Err(ApiError::already_exists(&def.group, &def.plural, &name));
-        }
         let m = meta::metadata_mut(&mut obj);
         m.insert("name".into(), json!(name));
         if def.namespaced {
@@ -590,6 +587,7 @@ impl State {
         {
             o.remove("status");
         }
+        let mut crd_defs = Vec::new();
         match def.key.as_ref() {
             "/pods" => {
                 kinds::default_pod(&mut obj);
@@ -619,14 +617,19 @@ impl State {
                 storage::admit_create(def, &mut obj, &name, default_class)?;
             }
             "apiextensions.k8s.io/customresourcedefinitions" => {
-                let defs = ResourceDef::from_crd(&obj)
+                crd_defs = ResourceDef::from_crd(&obj)
                     .map_err(|e| ApiError::invalid(&def.group, &def.kind, &name, &e))?;
-                for d in defs {
-                    self.registry.add(d);
-                }
                 kinds::crd_status(&mut obj);
             }
             _ => {}
+        }
+        // The storage's own refusal comes after validation and admission, as the real
+        // server's `Store.Create` (a 422 before a 409), and before anything is registered.
+        if self.get(def, &ns, &name).is_ok() {
+            return Err(ApiError::already_exists(&def.group, &def.plural, &name));
+        }
+        for d in crd_defs {
+            self.registry.add(d);
         }
         if let Some(mgr) = manager {
             managed::record(None, &mut obj, mgr, "", scope(def, Part::Main), applied);
@@ -960,9 +963,10 @@ impl State {
         opts: &deletion::DeleteOptions,
         rest_checks: bool,
     ) -> Result<Deleted, ApiError> {
+        // The handler validates the options before the object is looked up (a 422 before a 404).
+        opts.validate()?;
         let old = self.get(def, ns, name)?;
         let old_v = old.value();
-        opts.validate()?;
         if rest_checks && def.key.as_ref() == crate::scheduling::PC_KEY {
             crate::scheduling::check_delete(name)?;
         }

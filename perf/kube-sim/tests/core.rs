@@ -75,6 +75,30 @@ async fn create_get_conflicts_and_delete() {
         (code, reason.as_str(), msg.as_str()),
         (409, "AlreadyExists", "configmaps \"a\" already exists")
     );
+    // An invalid object is refused as invalid whatever its name: the real server validates
+    // before its storage finds the name taken.
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let pod = |image: &str| -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "c", "image": image}]}
+        }))
+        .unwrap()
+    };
+    pods.create(&PostParams::default(), &pod("busybox"))
+        .await
+        .unwrap();
+    let (code, reason, msg) = api_code(pods.create(&PostParams::default(), &pod("")).await);
+    assert_eq!(
+        (code, reason.as_str(), msg.as_str()),
+        (
+            422,
+            "Invalid",
+            "Pod \"p\" is invalid: spec.containers[0].image: Required value"
+        )
+    );
+    let (code, reason, _) = api_code(pods.create(&PostParams::default(), &pod("busybox")).await);
+    assert_eq!((code, reason.as_str()), (409, "AlreadyExists"));
 
     // PUT with the current version succeeds, the old version then conflicts.
     let mut upd = created.clone();

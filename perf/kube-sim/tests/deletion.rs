@@ -415,6 +415,21 @@ async fn preconditions_and_delete_options() {
         got["message"],
         "DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Unsupported value: \"Sideways\": supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""
     );
+    // The handler validates the options before it looks the object up: a 422 for a pod that
+    // does not exist either.
+    let (code, got) = curl(
+        &sim,
+        "DELETE",
+        &format!("{PODS}/missing"),
+        None,
+        Some(&body),
+    )
+    .await;
+    assert_eq!(
+        (code, got["reason"].as_str()),
+        (422, Some("Invalid")),
+        "{got}"
+    );
     // orphanDependents: false on an object that stays: 202.
     let body = json!({"orphanDependents": false});
     let (code, got) = curl(&sim, "DELETE", &format!("{PODS}/p"), None, Some(&body)).await;
