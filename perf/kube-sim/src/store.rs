@@ -963,13 +963,15 @@ impl State {
         opts: &deletion::DeleteOptions,
         rest_checks: bool,
     ) -> Result<Deleted, ApiError> {
-        // The handler validates the options before the object is looked up (a 422 before a 404).
+        // The handler validates the options before the object is looked up (a 422 before a 404),
+        // and the PriorityClasses' `REST.Delete` refuses a system class by its name before the
+        // store looks it up (a 403 even once it is gone).
         opts.validate()?;
-        let old = self.get(def, ns, name)?;
-        let old_v = old.value();
         if rest_checks && def.key.as_ref() == crate::scheduling::PC_KEY {
             crate::scheduling::check_delete(name)?;
         }
+        let old = self.get(def, ns, name)?;
+        let old_v = old.value();
         opts.check_preconditions(&def.group, &def.kind, &old_v)?;
         if !finalizes(def) {
             let obj = self.delete(def, ns, name, None)?;

@@ -160,6 +160,28 @@ async fn discovery_and_the_built_in_classes() {
             )
         )
     );
+    // The refusal goes by the name, before the object is looked up: a system class removed
+    // behind the API's back is still refused, not "not found".
+    sim.delete(
+        "scheduling.k8s.io/v1",
+        "priorityclasses",
+        "",
+        "system-cluster-critical",
+    )
+    .unwrap();
+    let (code, got) = curl(
+        &sim,
+        "DELETE",
+        &format!("{PCS}/system-cluster-critical"),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(
+        (code, got["reason"].as_str()),
+        (403, Some("Forbidden")),
+        "{got}"
+    );
     let merge = Some("application/merge-patch+json");
     let (code, got) = curl(&sim, "PATCH", &nc, merge, Some(&json!({"value": 1}))).await;
     assert_eq!(code, 422);
