@@ -83,8 +83,9 @@
 //!   status changes, a resize included, and when a deletion starts; a binding does not bump
 //!   it). A no-op update does not bump the version.
 //! - **Create**: 409 `AlreadyExists` once the object is valid (an invalid one is a 422 whatever
-//!   its name, as the real server validates before its storage refuses); 422 `Invalid` without
-//!   name/generateName; 400 when the body's
+//!   its name, as the real server validates before its storage refuses), except that a name
+//!   made from `generateName` and found taken is made again, eight names in all
+//!   (RetryGenerateName); 422 `Invalid` without name/generateName; 400 when the body's
 //!   namespace, kind or apiVersion disagree with the URL; 404 `namespaces "x" not found` for a
 //!   missing namespace unless [`SimConfig::auto_create_namespaces`]. Pods are defaulted
 //!   (`schedulerName: default-scheduler`, requests from limits, `status.phase: Pending`,

@@ -142,6 +142,30 @@ pub fn new_uid() -> String {
 }
 
 /// Lower-case alphanumerics for `generateName` suffixes, as the real server uses.
+/// How many names a create with `generateName` tries in all (the real store's
+/// `maxNameGenerationCreateAttempts`, RetryGenerateName, GA since v1.32).
+pub const NAME_GENERATION_ATTEMPTS: usize = 8;
+
+/// After a generated name `first` was found taken: the next names of `base` and a suffix from
+/// `suffix`, up to [`NAME_GENERATION_ATTEMPTS`] in all, the first not `taken`, or the last one
+/// tried when every one is (the create is then refused as it).
+pub fn retry_generated_name(
+    base: &str,
+    first: String,
+    taken: impl Fn(&str) -> bool,
+    mut suffix: impl FnMut() -> String,
+) -> Result<String, String> {
+    let mut last = first;
+    for _ in 1..NAME_GENERATION_ATTEMPTS {
+        let name = format!("{base}{}", suffix());
+        if !taken(&name) {
+            return Ok(name);
+        }
+        last = name;
+    }
+    Err(last)
+}
+
 pub fn name_suffix() -> String {
     const ALPHA: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
     (0..5)
@@ -184,6 +208,32 @@ pub fn path<'a>(obj: &'a Value, dotted: &str) -> Option<&'a Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_generated_name_found_taken_is_generated_again_eight_times_in_all() {
+        let taken = ["gen-aaaaa", "gen-bbbbb"];
+        let mut suffixes = ["bbbbb", "ccccc"].into_iter().map(str::to_owned);
+        assert_eq!(
+            retry_generated_name(
+                "gen-",
+                "gen-aaaaa".into(),
+                |n| taken.contains(&n),
+                || suffixes.next().unwrap()
+            ),
+            Ok("gen-ccccc".to_owned())
+        );
+        let mut tried = 1;
+        let got = retry_generated_name(
+            "gen-",
+            "gen-aaaaa".into(),
+            |_| true,
+            || {
+                tried += 1;
+                format!("{tried:05}")
+            },
+        );
+        assert_eq!((got, tried), (Err("gen-00008".to_owned()), 8));
+    }
 
     #[test]
     fn pointer_reads_as_serde_jsons() {

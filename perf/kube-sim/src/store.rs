@@ -214,6 +214,9 @@ pub struct State {
     admission: Admission,
     /// The packer thread's queue (when packing): each commit hands it its version.
     packer: Option<Background<Stored>>,
+    /// Suffixes the next generated names take, before random ones (tests).
+    #[cfg(test)]
+    forced_suffixes: VecDeque<String>,
 }
 
 /// A controller following the store's commits on its own channel (see [`State::follow`]).
@@ -282,7 +285,18 @@ impl State {
             followers: Vec::new(),
             admission: Admission::default(),
             packer: None,
+            #[cfg(test)]
+            forced_suffixes: VecDeque::new(),
         }
+    }
+
+    /// The suffix of the next generated name (`meta::name_suffix`; a test can set them).
+    fn next_suffix(&mut self) -> String {
+        #[cfg(test)]
+        if let Some(s) = self.forced_suffixes.pop_front() {
+            return s;
+        }
+        meta::name_suffix()
     }
 
     /// Whether versions are packed once no longer young (`SimConfig::pack_versions`): on
@@ -524,6 +538,8 @@ impl State {
             (false, _) => String::new(),
         };
         let mut name = name_of(&obj).to_string();
+        // The `generateName` base a generated name was made of (tried again when taken).
+        let mut generated_from: Option<String> = None;
         // Mutating admission runs before anything is stored or validated: the Priority
         // plugin's 403s come first, naming the pod by its `generateName` when it has no name
         // yet. What it computed is written after the field manager has run.
@@ -562,7 +578,9 @@ impl State {
                 Some((at, _)) => &gen_name[..at],
                 None => gen_name.as_str(),
             };
-            name = format!("{base}{}", meta::name_suffix());
+            let base = base.to_owned();
+            name = format!("{base}{}", self.next_suffix());
+            generated_from = Some(base);
         }
         if def.namespaced && def.key.as_ref() != "/namespaces" {
             self.ensure_namespace(&ns)?;
@@ -624,9 +642,32 @@ impl State {
             _ => {}
         }
         // The storage's own refusal comes after validation and admission, as the real
-        // server's `Store.Create` (a 422 before a 409), and before anything is registered.
+        // server's `Store.Create` (a 422 before a 409), and before anything is registered. A
+        // generated name found taken is generated again (RetryGenerateName).
         if self.get(def, &ns, &name).is_ok() {
-            return Err(ApiError::already_exists(&def.group, &def.plural, &name));
+            let retried = match &generated_from {
+                Some(base) => {
+                    let mut suffixes: VecDeque<String> = (1..meta::NAME_GENERATION_ATTEMPTS)
+                        .map(|_| self.next_suffix())
+                        .collect();
+                    meta::retry_generated_name(
+                        base,
+                        name.clone(),
+                        |n| self.get(def, &ns, n).is_ok(),
+                        || suffixes.pop_front().unwrap_or_default(),
+                    )
+                }
+                None => Err(name.clone()),
+            };
+            match retried {
+                Ok(fresh) => {
+                    name = fresh;
+                    meta::metadata_mut(&mut obj).insert("name".into(), json!(name));
+                }
+                Err(last) => {
+                    return Err(ApiError::already_exists(&def.group, &def.plural, &last));
+                }
+            }
         }
         for d in crd_defs {
             self.registry.add(d);
@@ -1269,6 +1310,39 @@ mod tests {
             .unwrap();
         let cm = s.registry.get("", "v1", "configmaps").unwrap();
         (s, ns, cm)
+    }
+
+    /// A create with `generateName` whose name is found taken is made again under a new
+    /// name, eight names in all (RetryGenerateName); a name the client gave is not.
+    #[test]
+    fn a_taken_generated_name_is_generated_again() {
+        let (mut s, _, cm) = state();
+        let generated = || json!({"metadata": {"generateName": "gen-"}});
+        s.forced_suffixes = ["aaaaa", "aaaaa", "bbbbb"].map(String::from).into();
+        let first = s.create(&cm, Some("default"), generated()).unwrap();
+        let second = s.create(&cm, Some("default"), generated()).unwrap();
+        assert_eq!(
+            (
+                name_of(&first.value()).to_owned(),
+                name_of(&second.value()).to_owned()
+            ),
+            ("gen-aaaaa".to_owned(), "gen-bbbbb".to_owned())
+        );
+        s.forced_suffixes = std::iter::repeat_n("aaaaa".to_owned(), 8).collect();
+        let err = s.create(&cm, Some("default"), generated()).unwrap_err();
+        assert_eq!(
+            (err.code, err.message.as_str()),
+            (409, "configmaps \"gen-aaaaa\" already exists")
+        );
+        assert!(s.forced_suffixes.is_empty(), "eight names tried");
+        let err = s
+            .create(
+                &cm,
+                Some("default"),
+                json!({"metadata": {"name": "gen-bbbbb"}}),
+            )
+            .unwrap_err();
+        assert_eq!(err.code, 409);
     }
 
     #[test]
