@@ -1106,7 +1106,7 @@ impl Cache {
     /// a pod the cache has not placed yet (handed off or binding) uses that ReadWriteOncePod
     /// claim.
     pub fn resolve_volumes(
-        &mut self,
+        &self,
         pod: &CompiledPod,
         in_flight: impl Fn(&str) -> bool,
     ) -> PodVolumes {
