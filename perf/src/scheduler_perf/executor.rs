@@ -26,7 +26,7 @@ use super::config::{ChurnMode, NodeStrategy, Op, PodVolumeTemplates, TemplateRef
 use super::dra;
 use super::objects::{self, Template};
 use super::throughput::{SAMPLE_INTERVAL, Sampler, Summary, Waiting, summarize, waiting};
-use super::tracker::{Counter, Filter, Tracker};
+use super::tracker::{self, Counter, Filter, Tracker};
 use anyhow::Context;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
@@ -118,6 +118,27 @@ where
     let mut attempt = 0;
     loop {
         match api.create(&PostParams::default(), obj).await {
+            Err(e) if generated && attempt < 7 && api_err(&e) == Some(409) => attempt += 1,
+            r => return r,
+        }
+    }
+}
+
+/// Creates a pod from its JSON as [`create_generated`] does, reading back only what the
+/// tracker reads ([`tracker::Pod`]): the harness shares the machine with what it measures, and
+/// building a k8s-openapi pod to post, then decoding the whole pod the API returns, cost it
+/// about as much as its watch did.
+async fn create_pod(client: &kube::Client, ns: &str, pod: &Value) -> kube::Result<tracker::Pod> {
+    let generated = pod["metadata"]["name"].as_str().is_none_or(str::is_empty)
+        && pod["metadata"]["generateName"].is_string();
+    let body = serde_json::to_vec(pod).map_err(kube::Error::SerdeError)?;
+    let req = kube::core::Request::new(<tracker::Pod as kube::Resource>::url_path(&(), Some(ns)));
+    let mut attempt = 0;
+    loop {
+        let r = req
+            .create(&PostParams::default(), body.clone())
+            .map_err(kube::Error::BuildRequest)?;
+        match client.request::<tracker::Pod>(r).await {
             Err(e) if generated && attempt < 7 && api_err(&e) == Some(409) => attempt += 1,
             r => return r,
         }
@@ -327,7 +348,9 @@ impl Executor {
                 per_second,
                 skip_wait,
             } => {
-                let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
+                // The tracker's pod: a DeleteCollection answers with every pod it deleted,
+                // and the harness reads none of their fields.
+                let api: Api<tracker::Pod> = Api::namespaced(self.client.clone(), namespace);
                 let per_second = *per_second;
                 // Upstream's `runDeletePodsOp`: at a rate, one DELETE per pod its informer
                 // lists; all at once, one DeleteCollection with the op's labels.
@@ -794,9 +817,8 @@ impl Executor {
             })
             .transpose()?;
         let base = objects::base_pod();
-        let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
         let scheduler = self.scheduler.clone();
-        let render = |i: usize| -> anyhow::Result<Pod> {
+        let render = |i: usize| -> anyhow::Result<Value> {
             let mut pod = match &template {
                 Some(t) => t.render(i, count)?,
                 None => base.clone(),
@@ -812,10 +834,14 @@ impl Executor {
                     {"name": "vol", "persistentVolumeClaim": {"claimName": format!("pvc-{i}")}}
                 ]);
             }
-            Ok(serde_json::from_value(pod)?)
+            Ok(pod)
         };
+        // Decoded as a pod once, as upstream's harness decodes its template: a field of the
+        // wrong type is the template's error, not each pod's 422.
+        if count > 0 {
+            serde_json::from_value::<Pod>(render(0)?).context("pod template")?;
+        }
         let mut results = futures::stream::iter((0..count).map(|i| {
-            let api = api.clone();
             let pod = render(i);
             let bound_claim = volumes
                 .as_ref()
@@ -829,7 +855,7 @@ impl Executor {
                         .await
                         .with_context(|| format!("creating pvc-{i} and its volume"))?;
                 }
-                create_generated(&api, &pod?)
+                create_pod(&client, &ns, &pod?)
                     .await
                     .context("creating pod")?;
                 anyhow::Ok(())
@@ -906,7 +932,8 @@ impl Executor {
                 //   }
                 // kube's client has no rate limiter that gives up early: only the deadline
                 // excuses a failure.
-                let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
+                // The tracker's pod: the answer lists every pod deleted, read no further.
+                let api: Api<tracker::Pod> = Api::namespaced(self.client.clone(), ns);
                 let dp = DeleteParams {
                     grace_period_seconds: Some(0),
                     propagation_policy: Some(kube::api::PropagationPolicy::Background),
@@ -1113,7 +1140,7 @@ enum Doomed {
 /// Deletes the pods at `per_second` (a tick per pod, the first after one period, as Go's
 /// ticker), or those selected in one DeleteCollection. A pod already gone (404) is fine; other
 /// failures are reported on stderr as upstream logs them.
-async fn delete_all(api: &Api<Pod>, doomed: Doomed, per_second: u32) {
+async fn delete_all(api: &Api<tracker::Pod>, doomed: Doomed, per_second: u32) {
     let dp = DeleteParams::default();
     let names = match doomed {
         Doomed::Named(names) => names,
