@@ -343,6 +343,94 @@ fn fields(obj: &Value, scope: Scope) -> BTreeMap<Path, &Value> {
     out
 }
 
+/// `render_set` of [`fields`]`(obj, scope)`, built in one walk of `obj` without a path per
+/// leaf: a create's only entry owns every field it wrote, and building, sorting and joining
+/// each leaf's path (then splitting them again) was most of what recording a create cost.
+/// Not for [`Scope::Resize`] (never a create).
+fn render_fields(obj: &Value, scope: Scope) -> Map<String, Value> {
+    let mut root = Map::new();
+    let Some(o) = obj.as_object() else {
+        return root;
+    };
+    for (k, v) in o {
+        let keep = match scope {
+            Scope::Status => k == "status",
+            Scope::Resize => unreachable!("a create has no resize scope"),
+            Scope::NoStatus => !matches!(k.as_str(), "status" | "apiVersion" | "kind"),
+            Scope::All => !matches!(k.as_str(), "apiVersion" | "kind"),
+        };
+        if !keep {
+            continue;
+        }
+        if k == "metadata" {
+            let mut node = Map::new();
+            if let Some(m) = v.as_object() {
+                for (mk, mv) in m {
+                    if !SERVER_METADATA.contains(&mk.as_str()) {
+                        render_leaves(mv, mk, &mut node, format!("f:{mk}"));
+                    }
+                }
+            }
+            if !node.is_empty() {
+                root.insert("f:metadata".into(), Value::Object(node));
+            }
+        } else {
+            render_leaves(v, k, &mut root, format!("f:{k}"));
+        }
+    }
+    root
+}
+
+/// Adds to `parent`, as the member `el`, the fields [`leaves_of`] finds in `v` (the field
+/// `name`), case for case.
+fn render_leaves(v: &Value, name: &str, parent: &mut Map<String, Value>, el: String) {
+    let leaf = |parent: &mut Map<String, Value>, el: String| {
+        parent.insert(el, Value::Object(Map::new()));
+    };
+    match v {
+        Value::Object(m) if m.is_empty() && name == "metadata" => {}
+        Value::Object(m) if !m.is_empty() && atomic_selector(name, m) => leaf(parent, el),
+        Value::Object(m) if !m.is_empty() => {
+            let mut node = Map::new();
+            if MAP_FIELDS.contains(&name) {
+                leaf(&mut node, ".".into());
+            }
+            for (k, c) in m {
+                render_leaves(c, k, &mut node, format!("f:{k}"));
+            }
+            if !node.is_empty() {
+                parent.insert(el, Value::Object(node));
+            }
+        }
+        Value::Array(items) if !items.is_empty() => {
+            let keys: Option<Vec<String>> = items.iter().map(|i| item_key(name, i)).collect();
+            let distinct = keys.as_ref().is_some_and(|k| {
+                let mut sorted: Vec<&String> = k.iter().collect();
+                sorted.sort_unstable();
+                sorted.windows(2).all(|w| w[0] != w[1])
+            });
+            match keys {
+                Some(keys) if distinct => {
+                    let mut node = Map::new();
+                    for (k, item) in keys.into_iter().zip(items) {
+                        let mut entry = Map::new();
+                        leaf(&mut entry, ".".into());
+                        if let Some(o) = item.as_object() {
+                            for (f, c) in o {
+                                render_leaves(c, f, &mut entry, format!("f:{f}"));
+                            }
+                        }
+                        node.insert(k, Value::Object(entry));
+                    }
+                    parent.insert(el, Value::Object(node));
+                }
+                _ => leaf(parent, el),
+            }
+        }
+        _ => leaf(parent, el),
+    }
+}
+
 /// Whether a path of [`fields`]`(obj, Scope::All)` is one of `fields(obj, scope)`: the scopes
 /// differ only in the top-level fields they keep.
 fn in_scope(p: &str, scope: Scope) -> bool {
@@ -480,6 +568,10 @@ pub fn record(
     scope: Scope,
     applied: Option<&Value>,
 ) {
+    if old.is_none() && manager.operation == Operation::Update && scope != Scope::Resize {
+        record_create(new, manager, subresource, scope);
+        return;
+    }
     let empty = Value::Null;
     let old_obj = old.unwrap_or(&empty);
     let old_entries = old_obj.at("/metadata/managedFields");
@@ -598,6 +690,39 @@ pub fn record(
     }
 }
 
+/// [`record`] of a create by an Update: the writer's entry is the only one and owns every field
+/// of the object in `scope` ([`render_fields`]); no field, no entry.
+fn record_create(new: &mut Value, manager: &Manager, subresource: &str, scope: Scope) {
+    let set = render_fields(new, scope);
+    debug_assert_eq!(
+        Value::Object(set.clone()),
+        render_set(&fields(new, scope).into_keys().collect()),
+        "a create's field set, walked once, is the one its leaf paths give"
+    );
+    let m = meta::metadata_mut(new);
+    if set.is_empty() {
+        m.remove("managedFields");
+        return;
+    }
+    let api_version = new
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("v1")
+        .to_string();
+    let mut e = json!({
+        "manager": manager.name,
+        "operation": Operation::Update.as_str(),
+        "apiVersion": api_version,
+        "time": meta::now(),
+        "fieldsType": "FieldsV1",
+        "fieldsV1": Value::Object(set),
+    });
+    if !subresource.is_empty() {
+        e["subresource"] = json!(subresource);
+    }
+    meta::metadata_mut(new).insert("managedFields".into(), Value::Array(vec![e]));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -607,6 +732,86 @@ mod tests {
         let old = obj.clone();
         edit(obj);
         record(Some(&old), obj, &Manager::update(manager), "", scope, None);
+    }
+
+    /// A create's field set walked once ([`render_fields`]) is the set of its leaf paths
+    /// rendered ([`render_set`] of [`fields`]), for every rule `leaves_of` has: keyed lists,
+    /// a list with a repeated key (whole), atomic lists and selectors, string maps with their
+    /// `.`, an empty template `metadata` (no field), empty objects and lists (leaves), server
+    /// metadata (none), in every scope a create has.
+    #[test]
+    fn a_create_walked_once_owns_what_its_leaf_paths_give() {
+        let pod = json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "n", "uid": "u", "labels": {"a": "b"},
+                "annotations": {}, "finalizers": ["x"], "ownerReferences": [
+                    {"apiVersion": "v1", "kind": "Pod", "name": "o", "uid": "1"}]},
+            "spec": {
+                "containers": [
+                    {"name": "c", "image": "i", "ports": [{"containerPort": 80}],
+                     "resources": {"requests": {"cpu": "1"}}, "args": ["x", "y"],
+                     "env": [{"name": "E", "value": "1"}, {"name": "E", "value": "2"}]},
+                    {"name": "d", "volumeMounts": [{"mountPath": "/m", "name": "v"}]}
+                ],
+                "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {"matchLabels": {"color": "green"}},
+                     "topologyKey": "kubernetes.io/hostname"}]}},
+                "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone",
+                    "whenUnsatisfiable": "DoNotSchedule",
+                    "labelSelector": {"matchExpressions": [{"key": "k", "operator": "Exists"}]}}],
+                "tolerations": [{"key": "t", "operator": "Exists"}],
+                "nodeSelector": {"zone": "a"},
+                "volumes": [{"name": "v", "emptyDir": {}}],
+                "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"}],
+                "schedulingGates": []
+            },
+            "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False"}]}
+        });
+        let template = json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d"},
+            "spec": {"selector": {"matchLabels": {"a": "b"}},
+                "template": {"metadata": {}, "spec": {"containers": [{"name": "c"}]}}}
+        });
+        let claim = json!({
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"generateName": "p-gpu-", "namespace": "n"},
+            "spec": {"devices": {"requests": [{"name": "r", "exactly": {
+                "deviceClassName": "gpu", "selectors": [{"cel": {"expression": "true"}}]}}]}}
+        });
+        let server_only = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "uid": "u", "resourceVersion": "1"}});
+        for obj in [&pod, &template, &claim, &server_only, &json!(null)] {
+            for scope in [Scope::All, Scope::NoStatus, Scope::Status] {
+                assert_eq!(
+                    Value::Object(render_fields(obj, scope)),
+                    render_set(&fields(obj, scope).into_keys().collect()),
+                    "{scope:?} of {obj}"
+                );
+            }
+        }
+        // And as recorded: one Update entry owning them, none when nothing is owned.
+        let mut p = pod.clone();
+        record(
+            None,
+            &mut p,
+            &Manager::update("m"),
+            "",
+            Scope::NoStatus,
+            None,
+        );
+        let mf = &p["metadata"]["managedFields"];
+        assert_eq!(mf.as_array().map(Vec::len), Some(1), "{mf}");
+        assert_eq!(mf[0]["manager"], "m");
+        assert_eq!(mf[0]["operation"], "Update");
+        assert_eq!(mf[0]["apiVersion"], "v1");
+        assert!(
+            mf[0]["fieldsV1"]["f:spec"]["f:containers"]["k:{\"name\":\"c\"}"]["f:env"].is_object()
+        );
+        assert!(mf[0]["fieldsV1"].get("f:status").is_none());
+        let mut c = server_only.clone();
+        record(None, &mut c, &Manager::update("m"), "", Scope::All, None);
+        assert!(c["metadata"].get("managedFields").is_none(), "{c}");
     }
 
     #[test]
