@@ -246,6 +246,29 @@ fn item_key(list: &str, item: &Value) -> Option<String> {
     }
 }
 
+/// The `k:{...}` members of a list's items, when every item has one and no two are equal;
+/// None when the list is owned whole.
+fn item_keys(list: &str, items: &[Value]) -> Option<Vec<String>> {
+    let keys: Vec<String> = items
+        .iter()
+        .map(|i| item_key(list, i))
+        .collect::<Option<_>>()?;
+    let mut sorted: Vec<&String> = keys.iter().collect();
+    sorted.sort_unstable();
+    sorted.windows(2).all(|w| w[0] != w[1]).then_some(keys)
+}
+
+/// Whether a top-level member of an object is among the fields of `scope` (not for
+/// [`Scope::Resize`], which [`fields`] filters from [`Scope::NoStatus`]).
+fn kept_at_top(k: &str, scope: Scope) -> bool {
+    match scope {
+        Scope::Status => k == "status",
+        Scope::Resize => unreachable!("filtered from NoStatus"),
+        Scope::NoStatus => !matches!(k, "status" | "apiVersion" | "kind"),
+        Scope::All => !matches!(k, "apiVersion" | "kind"),
+    }
+}
+
 fn leaves_of<'a>(v: &'a Value, name: &str, prefix: &mut Path, out: &mut BTreeMap<Path, &'a Value>) {
     match v {
         // An empty embedded ObjectMeta (a template's `spec.metadata`) is dropped by the
@@ -266,35 +289,27 @@ fn leaves_of<'a>(v: &'a Value, name: &str, prefix: &mut Path, out: &mut BTreeMap
                 prefix.truncate(len);
             }
         }
-        Value::Array(items) if !items.is_empty() => {
-            let keys: Option<Vec<String>> = items.iter().map(|i| item_key(name, i)).collect();
-            let distinct = keys.as_ref().is_some_and(|k| {
-                let mut sorted: Vec<&String> = k.iter().collect();
-                sorted.sort_unstable();
-                sorted.windows(2).all(|w| w[0] != w[1])
-            });
-            match keys {
-                Some(keys) if distinct => {
-                    for (k, item) in keys.into_iter().zip(items) {
-                        let len = push(prefix, &k);
-                        let item_len = push(prefix, ".");
-                        out.insert(prefix.clone(), &PRESENT);
-                        prefix.truncate(item_len);
-                        if let Some(o) = item.as_object() {
-                            for (f, c) in o {
-                                let field_len = push_field(prefix, f);
-                                leaves_of(c, f, prefix, out);
-                                prefix.truncate(field_len);
-                            }
+        Value::Array(items) if !items.is_empty() => match item_keys(name, items) {
+            Some(keys) => {
+                for (k, item) in keys.into_iter().zip(items) {
+                    let len = push(prefix, &k);
+                    let item_len = push(prefix, ".");
+                    out.insert(prefix.clone(), &PRESENT);
+                    prefix.truncate(item_len);
+                    if let Some(o) = item.as_object() {
+                        for (f, c) in o {
+                            let field_len = push_field(prefix, f);
+                            leaves_of(c, f, prefix, out);
+                            prefix.truncate(field_len);
                         }
-                        prefix.truncate(len);
                     }
-                }
-                _ => {
-                    out.insert(prefix.clone(), v);
+                    prefix.truncate(len);
                 }
             }
-        }
+            _ => {
+                out.insert(prefix.clone(), v);
+            }
+        },
         _ => {
             out.insert(prefix.clone(), v);
         }
@@ -314,13 +329,7 @@ fn fields(obj: &Value, scope: Scope) -> BTreeMap<Path, &Value> {
     };
     let mut prefix = Path::new();
     for (k, v) in o {
-        let keep = match scope {
-            Scope::Status => k == "status",
-            Scope::Resize => unreachable!("filtered above"),
-            Scope::NoStatus => !matches!(k.as_str(), "status" | "apiVersion" | "kind"),
-            Scope::All => !matches!(k.as_str(), "apiVersion" | "kind"),
-        };
-        if !keep {
+        if !kept_at_top(k, scope) {
             continue;
         }
         let len = push_field(&mut prefix, k);
@@ -353,13 +362,7 @@ fn render_fields(obj: &Value, scope: Scope) -> Map<String, Value> {
         return root;
     };
     for (k, v) in o {
-        let keep = match scope {
-            Scope::Status => k == "status",
-            Scope::Resize => unreachable!("a create has no resize scope"),
-            Scope::NoStatus => !matches!(k.as_str(), "status" | "apiVersion" | "kind"),
-            Scope::All => !matches!(k.as_str(), "apiVersion" | "kind"),
-        };
-        if !keep {
+        if !kept_at_top(k, scope) {
             continue;
         }
         if k == "metadata" {
@@ -402,31 +405,23 @@ fn render_leaves(v: &Value, name: &str, parent: &mut Map<String, Value>, el: Str
                 parent.insert(el, Value::Object(node));
             }
         }
-        Value::Array(items) if !items.is_empty() => {
-            let keys: Option<Vec<String>> = items.iter().map(|i| item_key(name, i)).collect();
-            let distinct = keys.as_ref().is_some_and(|k| {
-                let mut sorted: Vec<&String> = k.iter().collect();
-                sorted.sort_unstable();
-                sorted.windows(2).all(|w| w[0] != w[1])
-            });
-            match keys {
-                Some(keys) if distinct => {
-                    let mut node = Map::new();
-                    for (k, item) in keys.into_iter().zip(items) {
-                        let mut entry = Map::new();
-                        leaf(&mut entry, ".".into());
-                        if let Some(o) = item.as_object() {
-                            for (f, c) in o {
-                                render_leaves(c, f, &mut entry, format!("f:{f}"));
-                            }
+        Value::Array(items) if !items.is_empty() => match item_keys(name, items) {
+            Some(keys) => {
+                let mut node = Map::new();
+                for (k, item) in keys.into_iter().zip(items) {
+                    let mut entry = Map::new();
+                    leaf(&mut entry, ".".into());
+                    if let Some(o) = item.as_object() {
+                        for (f, c) in o {
+                            render_leaves(c, f, &mut entry, format!("f:{f}"));
                         }
-                        node.insert(k, Value::Object(entry));
                     }
-                    parent.insert(el, Value::Object(node));
+                    node.insert(k, Value::Object(entry));
                 }
-                _ => leaf(parent, el),
+                parent.insert(el, Value::Object(node));
             }
-        }
+            _ => leaf(parent, el),
+        },
         _ => leaf(parent, el),
     }
 }
@@ -657,11 +652,7 @@ pub fn record(
         };
         return;
     }
-    let api_version = new
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .unwrap_or("v1")
-        .to_string();
+    let api_version = api_version_of(new);
     let now = meta::now();
     for e in after.iter_mut().filter(|e| mine(e)) {
         e.api_version.clone_from(&api_version);
@@ -690,6 +681,14 @@ pub fn record(
     }
 }
 
+/// The `apiVersion` an entry records: the object's.
+fn api_version_of(obj: &Value) -> String {
+    obj.get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("v1")
+        .to_string()
+}
+
 /// [`record`] of a create by an Update: the writer's entry is the only one and owns every field
 /// of the object in `scope` ([`render_fields`]); no field, no entry.
 fn record_create(new: &mut Value, manager: &Manager, subresource: &str, scope: Scope) {
@@ -704,11 +703,7 @@ fn record_create(new: &mut Value, manager: &Manager, subresource: &str, scope: S
         m.remove("managedFields");
         return;
     }
-    let api_version = new
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .unwrap_or("v1")
-        .to_string();
+    let api_version = api_version_of(new);
     let mut e = json!({
         "manager": manager.name,
         "operation": Operation::Update.as_str(),
