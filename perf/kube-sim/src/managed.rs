@@ -698,16 +698,14 @@ fn record_create(new: &mut Value, manager: &Manager, subresource: &str, scope: S
         render_set(&fields(new, scope).into_keys().collect()),
         "a create's field set, walked once, is the one its leaf paths give"
     );
-    let m = meta::metadata_mut(new);
     if set.is_empty() {
-        m.remove("managedFields");
+        meta::metadata_mut(new).remove("managedFields");
         return;
     }
-    let api_version = api_version_of(new);
     let mut e = json!({
         "manager": manager.name,
         "operation": Operation::Update.as_str(),
-        "apiVersion": api_version,
+        "apiVersion": api_version_of(new),
         "time": meta::now(),
         "fieldsType": "FieldsV1",
         "fieldsV1": Value::Object(set),

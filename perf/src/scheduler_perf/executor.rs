@@ -106,22 +106,34 @@ pub struct Executor {
     pub measurements: Vec<Measurement>,
 }
 
-/// Creates `obj`; when it asks for a generated name and the server's draw is taken (409
-/// AlreadyExists), tries again, as the real API server does itself since 1.32
-/// (RetryGenerateName, 7 more attempts) and kube-sim does not.
+/// Runs `create` again while it answers 409 AlreadyExists for an object that asks for a
+/// generated name, 7 more attempts, as a v1.32+ API server's store does itself
+/// (RetryGenerateName, which kube-sim follows): the harness keeps the retry for older servers.
+async fn retry_taken_name<T, Fut>(
+    generated: bool,
+    mut create: impl FnMut() -> Fut,
+) -> kube::Result<T>
+where
+    Fut: std::future::Future<Output = kube::Result<T>>,
+{
+    let mut attempt = 0;
+    loop {
+        match create().await {
+            Err(e) if generated && attempt < 7 && api_err(&e) == Some(409) => attempt += 1,
+            r => return r,
+        }
+    }
+}
+
+/// Creates `obj`, its generated name retried when taken ([`retry_taken_name`]).
 async fn create_generated<K>(api: &Api<K>, obj: &K) -> kube::Result<K>
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + Serialize + std::fmt::Debug,
 {
     let generated =
         obj.meta().name.as_deref().is_none_or(str::is_empty) && obj.meta().generate_name.is_some();
-    let mut attempt = 0;
-    loop {
-        match api.create(&PostParams::default(), obj).await {
-            Err(e) if generated && attempt < 7 && api_err(&e) == Some(409) => attempt += 1,
-            r => return r,
-        }
-    }
+    let pp = PostParams::default();
+    retry_taken_name(generated, || api.create(&pp, obj)).await
 }
 
 /// Creates a pod from its JSON as [`create_generated`] does, reading back only what the
@@ -133,16 +145,13 @@ async fn create_pod(client: &kube::Client, ns: &str, pod: &Value) -> kube::Resul
         && pod["metadata"]["generateName"].is_string();
     let body = serde_json::to_vec(pod).map_err(kube::Error::SerdeError)?;
     let req = kube::core::Request::new(<tracker::Pod as kube::Resource>::url_path(&(), Some(ns)));
-    let mut attempt = 0;
-    loop {
+    retry_taken_name(generated, || async {
         let r = req
             .create(&PostParams::default(), body.clone())
             .map_err(kube::Error::BuildRequest)?;
-        match client.request::<tracker::Pod>(r).await {
-            Err(e) if generated && attempt < 7 && api_err(&e) == Some(409) => attempt += 1,
-            r => return r,
-        }
-    }
+        client.request::<tracker::Pod>(r).await
+    })
+    .await
 }
 
 /// Upstream's `CreatePodWithPersistentVolume` with `bindVolume` for pod `i` of namespace `ns`:
